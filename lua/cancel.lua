@@ -1,0 +1,46 @@
+--[[
+  Cancels a job. A waiting or stuck job ends `cancelled` at once; a scheduled or running job is
+  flagged and its executor told on the cancel channel (it aborts the run's signal, and the run
+  ends `cancelled`). A finished job is left as it is.
+
+  KEYS[1] counts   (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] events stream max length
+  ARGV[3] job id
+
+  Returns the job's state afterwards ('cancelled', or 'cancelling' for a run being aborted,
+  or its final state), or false when there is no such job.
+]]
+--- @include "includes/common"
+
+local prefix = ARGV[1]
+local id = ARGV[3]
+local jobKey = prefix .. 'j:' .. id
+local job = redis.call('HMGET', jobKey, 'state', 'group', 'priority')
+local state = job[1]
+if not state then return false end
+if state == 'scheduled' or state == 'running' then
+  redis.call('HSET', jobKey, 'cancel', '1')
+  redis.call('PUBLISH', prefix .. 'cancel', id)
+  return 'cancelling'
+end
+if state ~= 'waiting' and state ~= 'stuck' then return state end
+
+local group = job[2]
+local gk = prefix .. 'g:' .. group
+local removed = redis.call('LREM', gk .. ':r', 1, id)
+if state == 'waiting' and removed == 0 then
+  redis.call('LREM', gk .. (job[3] == 'high' and ':h' or ':l'), 1, id)
+end
+if state == 'stuck' then
+  redis.call('ZREM', prefix .. 'delayed', id)
+  redis.call('HINCRBY', gk, 'stuck', -1)
+end
+local now = nowMs()
+redis.call('HSET', jobKey, 'state', 'cancelled', 'finished', now)
+redis.call('ZADD', prefix .. 'done:cancelled', now, id)
+left(state)
+changed(id, 'cancelled')
+refreshGroup(prefix, group)
+flushChanges(prefix, ARGV[2])
+return 'cancelled'

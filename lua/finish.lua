@@ -1,0 +1,40 @@
+--[[
+  Acknowledges a batch of finished runs. A run whose lease token no longer matches the job
+  (its lease expired and the job was recovered or taken over) is refused and left unchanged.
+  Finished-state sets are trimmed to their keep counts in bounded steps.
+
+  KEYS[1] active   (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] events stream max length
+  ARGV[3] retry delay base (ms): a failed run waits retryDelay * 2^retries
+  ARGV[4] keep count for success (-1: keep all)
+  ARGV[5] keep count for failed and cancelled (-1: keep all)
+  ARGV[6..] quadruples: job id, lease token, outcome (s|f|p|c|r), payload (result or error)
+
+  Returns { finished time (ms), end state per run ('' when refused) }.
+]]
+--- @include "includes/common"
+--- @include "includes/finishJob"
+
+local prefix = ARGV[1]
+local retryDelay = tonumber(ARGV[3])
+local now = nowMs()
+local states = {}
+local ended = {}
+for i = 6, #ARGV, 4 do
+  local id = ARGV[i]
+  local jobKey = prefix .. 'j:' .. id
+  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state')
+  if job[1] == ARGV[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
+    local state = finishJob(prefix, now, id, ARGV[i + 2], ARGV[i + 3], retryDelay)
+    states[#states + 1] = state
+    ended[state] = true
+  else
+    states[#states + 1] = ''
+  end
+end
+if ended['success'] then trimFinished(prefix, 'success', ARGV[4]) end
+if ended['failed'] then trimFinished(prefix, 'failed', ARGV[5]) end
+if ended['cancelled'] then trimFinished(prefix, 'cancelled', ARGV[5]) end
+flushChanges(prefix, ARGV[2])
+return { now, states }

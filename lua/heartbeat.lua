@@ -1,0 +1,36 @@
+--[[
+  An executor's heartbeat: registers it in the executor registry and extends the leases of the
+  jobs it holds. Reports jobs whose lease it lost (recovered or taken over meanwhile) and jobs
+  whose cancellation was requested, so the executor can abort them.
+
+  KEYS[1] workers  (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] executor id
+  ARGV[3] lease (ms)
+  ARGV[4] registry entry time to live (ms)
+  ARGV[5] executor info (JSON: host, pid, started, concurrency, running)
+  ARGV[6..] pairs: job id, lease token
+
+  Returns { lost ids, ids to cancel }.
+]]
+--- @include "includes/common"
+
+local prefix = ARGV[1]
+local worker = ARGV[2]
+local lease = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[4])
+local now = nowMs()
+redis.call('ZADD', prefix .. 'workers', now + ttl, worker)
+redis.call('SET', prefix .. 'w:' .. worker, ARGV[5], 'PX', ttl)
+local lost, cancel = {}, {}
+for i = 6, #ARGV, 2 do
+  local id = ARGV[i]
+  local job = redis.call('HMGET', prefix .. 'j:' .. id, 'takeSeq', 'state', 'cancel')
+  if job[1] == ARGV[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
+    redis.call('ZADD', prefix .. 'active', 'XX', now + lease, id)
+    if job[3] == '1' then cancel[#cancel + 1] = id end
+  else
+    lost[#lost + 1] = id
+  end
+end
+return { lost, cancel }

@@ -1,0 +1,77 @@
+--[[
+  Recovery pass, run by every live executor from time to time:
+  - a job whose lease has expired (its executor died, froze or was cut off) ends its run as a
+    failed attempt: stuck with backoff, or failed after maxRetries;
+  - with ARGV[5] set, jobs still marked with that executor id are treated the same way (an
+    executor starting again under its old id clears its stale marks);
+  - executors whose registry entry has expired are dropped from the registry;
+  - finished jobs older than their keep age are removed, at most ARGV[8] per state.
+
+  KEYS[1] active   (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] events stream max length
+  ARGV[3] retry delay base (ms)
+  ARGV[4] most expired leases to handle in this call
+  ARGV[5] executor id whose stale marks to clear, or ''
+  ARGV[6] keep age for success (ms, -1: forever)
+  ARGV[7] keep age for failed and cancelled (ms, -1: forever)
+  ARGV[8] most finished jobs to remove per state in this call
+
+  Returns { recovered job ids, removed finished jobs }.
+]]
+--- @include "includes/common"
+--- @include "includes/finishJob"
+
+local prefix = ARGV[1]
+local retryDelay = tonumber(ARGV[3])
+local mine = ARGV[5]
+local now = nowMs()
+local activeKey = prefix .. 'active'
+
+local victims = {}
+local expired = redis.call('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+for _, id in ipairs(expired) do victims[id] = 'lease expired' end
+if mine ~= '' then
+  for _, id in ipairs(redis.call('ZRANGE', activeKey, 0, -1)) do
+    if redis.call('HGET', prefix .. 'j:' .. id, 'worker') == mine then
+      victims[id] = 'executor ' .. mine .. ' restarted while running it'
+    end
+  end
+end
+
+local recovered = {}
+for id, reason in pairs(victims) do
+  local jobKey = prefix .. 'j:' .. id
+  local job = redis.call('HMGET', jobKey, 'state', 'worker')
+  if job[1] == 'running' or job[1] == 'scheduled' then
+    finishJob(prefix, now, id, 'f', reason .. ' (executor ' .. (job[2] or '?') .. ')', retryDelay)
+    recovered[#recovered + 1] = id
+  else
+    redis.call('ZREM', activeKey, id)
+  end
+end
+
+local gone = redis.call('ZRANGEBYSCORE', prefix .. 'workers', '-inf', now)
+if #gone > 0 then redis.call('ZREM', prefix .. 'workers', unpack(gone)) end
+
+local removed = 0
+local batch = tonumber(ARGV[8])
+local function trimByAge(state, age)
+  age = tonumber(age)
+  if age < 0 then return end
+  local key = prefix .. 'done:' .. state
+  local ids = redis.call('ZRANGEBYSCORE', key, '-inf', now - age, 'LIMIT', 0, batch)
+  if #ids == 0 then return end
+  for _, id in ipairs(ids) do
+    redis.call('DEL', prefix .. 'j:' .. id, prefix .. 'j:' .. id .. ':logs')
+  end
+  redis.call('ZREM', key, unpack(ids))
+  countDelta[state] = (countDelta[state] or 0) - #ids
+  removed = removed + #ids
+end
+trimByAge('success', ARGV[6])
+trimByAge('failed', ARGV[7])
+trimByAge('cancelled', ARGV[7])
+
+flushChanges(prefix, ARGV[2])
+return { recovered, removed }

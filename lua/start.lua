@@ -1,0 +1,30 @@
+--[[
+  Marks taken jobs `running` as their executor starts them. A job whose lease token no longer
+  matches (taken over by another executor) is left alone and reported.
+
+  KEYS[1] active   (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] events stream max length
+  ARGV[3..] pairs: job id, lease token (takeSeq)
+
+  Returns { started time (ms), ids whose lease is lost }.
+]]
+--- @include "includes/common"
+
+local prefix = ARGV[1]
+local now = nowMs()
+local lost = {}
+for i = 3, #ARGV, 2 do
+  local id = ARGV[i]
+  local jobKey = prefix .. 'j:' .. id
+  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state')
+  if job[1] == ARGV[i + 1] and job[2] == 'scheduled' then
+    redis.call('HSET', jobKey, 'state', 'running', 'started', now)
+    left('scheduled')
+    changed(id, 'running')
+  else
+    lost[#lost + 1] = id
+  end
+end
+flushChanges(prefix, ARGV[2])
+return { now, lost }

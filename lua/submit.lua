@@ -1,0 +1,31 @@
+--[[
+  Submits a batch of jobs: each is added in state `waiting` unless its id exists (idempotent
+  submit), its group joins the round-robin rotation, and idle executors are woken.
+
+  KEYS[1] marker   (prefix .. 'marker'; every other key is built from ARGV[1])
+  ARGV[1] key prefix '{rota:<queue>}:'
+  ARGV[2] events stream max length (0: no events)
+  ARGV[3] number of fields per job (11)
+  ARGV[4..] per job: id, task, group, args, subject, submitter, priority, maxRetries,
+            maxRuntime, tracker, occurrence
+
+  Returns { submitted time (ms), added flag per job (1 added, 0 existed) }.
+]]
+--- @include "includes/common"
+--- @include "includes/addJob"
+
+local prefix = ARGV[1]
+local width = tonumber(ARGV[3])
+local now = nowMs()
+local flags = {}
+local added = 0
+for i = 4, #ARGV, width do
+  local f = {}
+  for k = 0, width - 1 do f[k + 1] = ARGV[i + k] end
+  local a = addJob(prefix, now, f)
+  flags[#flags + 1] = a
+  added = added + a
+end
+if added > 0 then wake(prefix) end
+flushChanges(prefix, ARGV[2])
+return { now, flags }

@@ -1,0 +1,46 @@
+/** Errors Rota throws. Each names what is wrong, so a caller can fix it. */
+
+/** Base class of every error Rota throws on purpose. */
+export class RotaError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Input was refused; `field` names the offending field (e.g. `args.items[2]`). Nothing was written. */
+export class ValidationError extends RotaError {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+/** Payload over the configured size limit. Nothing was written. */
+export class PayloadTooLargeError extends ValidationError {
+  constructor(
+    field: string,
+    readonly size: number,
+    readonly limit: number,
+  ) {
+    super(field, `is ${size} bytes packed, over the limit of ${limit} bytes`);
+  }
+}
+
+/**
+ * Throw this from a handler to fail the job at once, without retries.
+ * @example throw new PermanentError('invoice 42 does not exist')
+ */
+export class PermanentError extends RotaError {}
+
+/** A job's handler did not finish within its `maxRuntime` (plus the grace period). */
+export class TimeoutError extends RotaError {}
+
+/** A job names a task that this executor has no handler for. */
+export class UnknownTaskError extends PermanentError {
+  constructor(readonly task: string) {
+    super(`unknown task "${task}": no handler is registered under this name on this executor`);
+  }
+}

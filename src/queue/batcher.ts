@@ -1,0 +1,40 @@
+/**
+ * Coalesces items produced in the same turn of the event loop into one call, so that a
+ * hundred jobs finishing together cost one script call instead of a hundred.
+ */
+export class Batcher<T> {
+  private items: T[] = [];
+  private scheduled = false;
+  private inflight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly send: (items: T[]) => Promise<void>,
+    private readonly onSent: () => void = () => {},
+  ) {}
+
+  /** Adds an item; it is sent with the others added in this turn. */
+  add(item: T): void {
+    this.items.push(item);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Sends what is pending now. */
+  flush(): void {
+    this.scheduled = false;
+    if (this.items.length === 0) return;
+    const batch = this.items;
+    this.items = [];
+    const p = this.send(batch).finally(() => this.inflight.delete(p));
+    this.inflight.add(p);
+    this.onSent();
+  }
+
+  /** Resolves once everything added so far has been sent and answered. */
+  async drain(): Promise<void> {
+    this.flush();
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The executor's heartbeat: keeps its registry entry alive and extends the leases of the jobs it
+ * holds; tells the executor which runs it lost and which were cancelled meanwhile.
+ */
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import type { QueueKeys } from '../redis/keys.js';
+import { runScript } from '../redis/scripts.js';
+
+export interface HeldJob {
+  id: string;
+  token: string;
+}
+
+export interface HeartbeatDeps {
+  client: Redis;
+  keys: QueueKeys;
+  workerId: string;
+  leaseMs: number;
+  concurrency: number;
+  started: number;
+  held(): HeldJob[];
+  onLost(ids: string[]): void;
+  onCancel(ids: string[]): void;
+  onError(err: unknown): void;
+}
+
+export class Heartbeat {
+  private timer: NodeJS.Timeout | null = null;
+  private beating: Promise<void> | null = null;
+
+  constructor(private readonly d: HeartbeatDeps) {}
+
+  /** Beats now, then every third of the lease. */
+  start(): Promise<void> {
+    this.timer = setInterval(() => void this.beat(), Math.max(50, Math.floor(this.d.leaseMs / 3)));
+    return this.beat();
+  }
+
+  /** One beat; overlapping beats are skipped. */
+  beat(): Promise<void> {
+    if (this.beating) return this.beating;
+    this.beating = this.run().finally(() => (this.beating = null));
+    return this.beating;
+  }
+
+  private async run(): Promise<void> {
+    const held = this.d.held();
+    const info = JSON.stringify({
+      host: hostname(), pid: process.pid, started: this.d.started,
+      concurrency: this.d.concurrency, running: held.length,
+    });
+    const args: Array<string | number> = [this.d.keys.prefix, this.d.workerId, this.d.leaseMs, this.d.leaseMs * 3, info];
+    for (const h of held) args.push(h.id, h.token);
+    try {
+      const [lost, cancel] = await runScript<[string[], string[]]>(this.d.client, 'heartbeat', [this.d.keys.workers], args);
+      if (lost.length) this.d.onLost(lost);
+      if (cancel.length) this.d.onCancel(cancel);
+    } catch (err) {
+      this.d.onError(err);
+    }
+  }
+
+  /** Stops beating and removes the registry entry. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.beating;
+    await this.d.client
+      .multi()
+      .zrem(this.d.keys.workers, this.d.workerId)
+      .del(this.d.keys.worker(this.d.workerId))
+      .exec()
+      .catch(() => {});
+  }
+}

@@ -1,0 +1,259 @@
+/** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
+import type { Redis } from 'ioredis';
+import { ValidationError } from '../errors.js';
+import { connect, type ConnectionOption } from '../redis/connection.js';
+import { queueKeys, type QueueKeys } from '../redis/keys.js';
+import { runScript } from '../redis/scripts.js';
+import { decodeJob, JOB_STATES, type Job, type JobState } from './job.js';
+import { checkSpec, type CheckedSpec, type SubmitSpec } from './validate.js';
+import { readEvents, type QueueEvent } from './events.js';
+
+/** Options shared by every part that opens a queue. */
+export interface QueueOptions {
+  /** Where Redis is: a URL, ioredis options or an ioredis client. */
+  connection: ConnectionOption;
+  /** Largest packed args accepted, in bytes; default 512 KiB. */
+  maxArgsBytes?: number;
+  /** Length the events stream is capped at (approximately), in entries; 0 turns events off. Default 10,000. */
+  maxEvents?: number;
+}
+
+/** Per-group view, as {@link Queue.groups} gives it. */
+export interface GroupInfo {
+  group: string;
+  waiting: number;
+  running: number;
+  stuck: number;
+  paused: boolean;
+  /** Concurrency limit across all executors; 0 means none. */
+  limit: number;
+  /** Turns per round-robin round. */
+  weight: number;
+}
+
+/** A live executor, as {@link Queue.workers} gives it. */
+export interface WorkerInfo {
+  id: string;
+  host: string;
+  pid: number;
+  started: number;
+  concurrency: number;
+  running: number;
+}
+
+export const DEFAULT_MAX_ARGS_BYTES = 512 * 1024;
+export const DEFAULT_MAX_EVENTS = 10_000;
+const SUBMIT_FIELDS = 11;
+
+let idCounter = 0;
+/** A new job id: time-ordered, unique across processes. */
+export function newJobId(): string {
+  idCounter = (idCounter + 1) % 1_679_616;
+  return `${Date.now().toString(36)}${idCounter.toString(36).padStart(4, '0')}${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Flattens checked specs into the submit script's per-job fields. */
+export function submitFields(specs: CheckedSpec[]): Array<string | Buffer | number> {
+  const out: Array<string | Buffer | number> = [];
+  for (const s of specs) {
+    out.push(s.id!, s.task, s.group, s.packedArgs, s.subject ?? '', s.submitter ?? '', s.priority,
+      s.maxRetries ?? 3, s.maxRuntime ?? '', s.tracker ?? '', s.occurrence ?? '');
+  }
+  return out;
+}
+
+/**
+ * A queue as seen by producers and operators.
+ * @example
+ * const queue = new Queue('mail', { connection: 'redis://127.0.0.1:6379' });
+ * const job = await queue.submit({ task: 'send', group: 'tenant-42', args: { to: 'a@b.c' } });
+ */
+export class Queue {
+  readonly name: string;
+  readonly keys: QueueKeys;
+  /** The command connection (shared with parts of Rota built on this queue). */
+  readonly client: Redis;
+  private readonly owned: boolean;
+  private readonly maxArgsBytes: number;
+  readonly maxEvents: number;
+  readonly connection: ConnectionOption;
+
+  constructor(name: string, opts: QueueOptions) {
+    this.keys = queueKeys(name);
+    this.name = name;
+    this.connection = opts.connection;
+    const { client, owned } = connect(opts.connection);
+    this.client = client;
+    this.owned = owned;
+    this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
+    this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
+  }
+
+  /** Validates a spec (throws {@link ValidationError} naming the field) and gives it an id. */
+  check(spec: SubmitSpec, where = ''): CheckedSpec {
+    const c = checkSpec(spec, this.maxArgsBytes, where);
+    c.id ??= newJobId();
+    return c;
+  }
+
+  /**
+   * Submits one job. With an `id` that already exists, resolves to the existing job and creates nothing.
+   * @throws {ValidationError} when a field is bad; nothing is written then.
+   */
+  async submit<A = unknown>(spec: SubmitSpec<A>): Promise<Job<A>> {
+    const [job] = await this.submitBulk([spec]);
+    return job;
+  }
+
+  /** Submits many jobs in one round trip; all are validated before any is written. */
+  async submitBulk<A = unknown>(specs: SubmitSpec<A>[]): Promise<Job<A>[]> {
+    if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
+    const checked = specs.map((s, i) => this.check(s, specs.length > 1 ? `specs[${i}]` : ''));
+    if (checked.length === 0) return [];
+    const [submitted, flags] = await runScript<[number, number[]]>(this.client, 'submit', [this.keys.marker], [
+      this.keys.prefix, this.maxEvents, SUBMIT_FIELDS, ...submitFields(checked),
+    ]);
+    const jobs: Job<A>[] = [];
+    for (let i = 0; i < checked.length; i++) {
+      if (flags[i] === 1) {
+        const c = checked[i];
+        jobs.push({
+          id: c.id!, task: c.task, group: c.group, args: c.args as A, priority: c.priority,
+          subject: c.subject ?? '', submitter: c.submitter ?? '', state: 'waiting', retries: 0,
+          maxRetries: c.maxRetries ?? 3, submitted, maxRuntime: c.maxRuntime, tracker: c.tracker,
+          occurrence: c.occurrence,
+        });
+      } else {
+        jobs.push((await this.getJob<A>(checked[i].id!))!);
+      }
+    }
+    return jobs;
+  }
+
+  /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
+  async getJob<A = unknown>(id: string): Promise<Job<A> | null> {
+    const flat = (await this.client.callBuffer('HGETALL', this.keys.job(id))) as Buffer[];
+    return flat.length ? (decodeJob(flat) as Job<A>) : null;
+  }
+
+  /** The log lines a job's runs wrote with `ctx.log`, oldest first. */
+  async jobLogs(id: string): Promise<string[]> {
+    return this.client.lrange(this.keys.logs(id), 0, -1);
+  }
+
+  /**
+   * Cancels a job: a waiting or stuck job ends `cancelled` at once (resolves `'cancelled'`);
+   * a running one has its signal aborted and ends cancelled (resolves `'cancelling'`).
+   * A finished job is left alone (resolves its state); an unknown id resolves null.
+   */
+  async cancel(id: string): Promise<JobState | 'cancelling' | null> {
+    const r = await runScript<string | null>(this.client, 'cancel', [this.keys.counts], [this.keys.prefix, this.maxEvents, id]);
+    return (r as JobState | 'cancelling') ?? null;
+  }
+
+  /** Number of jobs per state (finished jobs counted until retention removes them). */
+  async counts(): Promise<Record<JobState, number>> {
+    const raw = await this.client.hgetall(this.keys.counts);
+    const out = {} as Record<JobState, number>;
+    for (const s of JOB_STATES) out[s] = Number(raw[s] ?? 0);
+    return out;
+  }
+
+  /** Every group seen, with its depth, running and stuck jobs and settings, sorted by name. */
+  async groups(): Promise<GroupInfo[]> {
+    const names = (await this.client.smembers(this.keys.groups)).sort();
+    const out: GroupInfo[] = [];
+    for (let i = 0; i < names.length; i += 500) {
+      const slice = names.slice(i, i + 500);
+      const pipe = this.client.pipeline();
+      for (const g of slice) {
+        const gk = this.keys.group(g);
+        pipe.hmget(gk, 'running', 'stuck', 'paused', 'limit', 'weight');
+        pipe.llen(`${gk}:h`).llen(`${gk}:l`).llen(`${gk}:r`);
+      }
+      const res = (await pipe.exec())!.map(([err, v]) => {
+        if (err) throw err;
+        return v;
+      });
+      slice.forEach((group, k) => {
+        const [running, stuck, paused, limit, weight] = res[k * 4] as (string | null)[];
+        const retry = Number(res[k * 4 + 3]);
+        const stuckN = Number(stuck ?? 0);
+        out.push({
+          group,
+          // A job in the preferred list is either a released one (waiting) or a due stuck one.
+          waiting: Number(res[k * 4 + 1]) + Number(res[k * 4 + 2]) + Math.max(0, retry - stuckN),
+          running: Number(running ?? 0),
+          stuck: stuckN,
+          paused: paused === '1',
+          limit: Number(limit ?? 0),
+          weight: Number(weight ?? 1),
+        });
+      });
+    }
+    return out;
+  }
+
+  /** Stops handing out the group's jobs (running ones go on) until {@link resumeGroup}. */
+  async pauseGroup(group: string): Promise<void> {
+    await this.setGroup(group, ['paused', '1']);
+  }
+
+  /** Lets executors take the group's jobs again. */
+  async resumeGroup(group: string): Promise<void> {
+    await this.setGroup(group, ['paused', '0']);
+  }
+
+  /**
+   * Sets a group's concurrency limit (jobs running at once across all executors; 0 lifts it)
+   * and its weight (turns per round-robin round, default 1).
+   */
+  async setGroupLimit(group: string, opts: { concurrency?: number; weight?: number }): Promise<void> {
+    const fields: Array<string | number> = [];
+    if (opts.concurrency !== undefined) {
+      if (!Number.isInteger(opts.concurrency) || opts.concurrency < 0) {
+        throw new ValidationError('concurrency', 'must be a whole number >= 0 (0: no limit)');
+      }
+      fields.push('limit', opts.concurrency);
+    }
+    if (opts.weight !== undefined) {
+      if (!Number.isInteger(opts.weight) || opts.weight < 1 || opts.weight > 1000) {
+        throw new ValidationError('weight', 'must be a whole number from 1 to 1000');
+      }
+      fields.push('weight', opts.weight);
+    }
+    await this.setGroup(group, fields);
+  }
+
+  private async setGroup(group: string, fields: Array<string | number>): Promise<void> {
+    this.check({ task: 'x', group });
+    await runScript(this.client, 'group', [this.keys.ready], [this.keys.prefix, group, ...fields]);
+  }
+
+  /** Live executors (whose heartbeat has not expired). */
+  async workers(): Promise<WorkerInfo[]> {
+    const now = Date.now();
+    const ids = await this.client.zrangebyscore(this.keys.workers, now, '+inf');
+    if (ids.length === 0) return [];
+    const infos = await this.client.mget(ids.map((id) => this.keys.worker(id)));
+    const out: WorkerInfo[] = [];
+    ids.forEach((id, i) => {
+      const raw = infos[i];
+      if (raw) out.push({ id, ...(JSON.parse(raw) as Omit<WorkerInfo, 'id'>) });
+    });
+    return out;
+  }
+
+  /**
+   * State changes as they happen, from the capped events stream. Pass `from` (an event's
+   * `streamId`) to resume after it; by default only new events are read.
+   */
+  events(opts: { from?: string; signal?: AbortSignal } = {}): AsyncIterable<QueueEvent> {
+    return readEvents(this.connection, this.keys.events, opts);
+  }
+
+  /** Closes the connection Rota opened (a client that was passed in is left open). */
+  async close(): Promise<void> {
+    if (this.owned) await this.client.quit().catch(() => this.client.disconnect());
+  }
+}

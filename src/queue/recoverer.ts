@@ -1,0 +1,66 @@
+/**
+ * The executor's recovery duty: puts back jobs whose lease expired (their executor died, froze
+ * or lost Redis), clears stale marks of its own id at start, and removes finished jobs past
+ * their keep age. Every live executor runs it; the script is atomic, so they never collide.
+ */
+import type { Redis } from 'ioredis';
+import type { QueueKeys } from '../redis/keys.js';
+import { runScript } from '../redis/scripts.js';
+
+/** How long finished jobs are kept: the newest `count`, each for at most `age` ms (-1: no bound). */
+export interface Keep {
+  count?: number;
+  age?: number;
+}
+
+export interface RecovererDeps {
+  client: Redis;
+  keys: QueueKeys;
+  workerId: string;
+  maxEvents: number;
+  retryDelay: number;
+  everyMs: number;
+  keepSucceeded: Required<Keep>;
+  keepFailed: Required<Keep>;
+  onRecovered(ids: string[]): void;
+  onError(err: unknown): void;
+}
+
+export class Recoverer {
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly d: RecovererDeps) {}
+
+  /** Clears stale marks of this executor's id, then runs a pass at a jittered interval. */
+  async start(): Promise<void> {
+    await this.pass(true);
+    const schedule = () => {
+      const jitter = 0.75 + Math.random() * 0.5;
+      this.timer = setTimeout(async () => {
+        await this.pass(false);
+        if (this.timer) schedule();
+      }, Math.round(this.d.everyMs * jitter));
+    };
+    schedule();
+  }
+
+  /** One recovery pass; `own` also releases jobs still marked with this executor's id. */
+  async pass(own: boolean): Promise<string[]> {
+    try {
+      const [recovered] = await runScript<[string[], number]>(this.d.client, 'recover', [this.d.keys.active], [
+        this.d.keys.prefix, this.d.maxEvents, this.d.retryDelay, 1000, own ? this.d.workerId : '',
+        this.d.keepSucceeded.age, this.d.keepFailed.age, 500,
+      ]);
+      if (recovered.length) this.d.onRecovered(recovered);
+      return recovered;
+    } catch (err) {
+      this.d.onError(err);
+      return [];
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}

@@ -1,0 +1,125 @@
+/** Checks what callers submit, so bad input is refused with a named field before anything is written. */
+import { pack } from 'msgpackr';
+import { z } from 'zod';
+import { PayloadTooLargeError, ValidationError } from '../errors.js';
+import type { Priority } from './job.js';
+
+/** What a caller submits. */
+export interface SubmitSpec<A = unknown> {
+  /** Name of the handler that runs it (1–200 bytes). */
+  task: string;
+  /** Tenant (1–200 bytes, any characters); defaults to `default`. */
+  group?: string;
+  /** Any value msgpack can carry: null, booleans, numbers, strings, bigints, Dates, byte arrays, arrays, plain objects. */
+  args?: A;
+  priority?: Priority;
+  subject?: string;
+  submitter?: string;
+  /** Failed attempts retried before the job fails; default 3. */
+  maxRetries?: number;
+  /** Caller-given id: a job with this id already there is returned instead of a second one. */
+  id?: string;
+  /** Run time limit (ms): the run's signal aborts then, and a run that ignores it fails as timed out. */
+  maxRuntime?: number;
+  /** Id of the periodic task submitting it (set by the scheduler). */
+  tracker?: string;
+  /** Planned time of the periodic occurrence (set by the scheduler). */
+  occurrence?: number;
+}
+
+const bytes = (max: number) =>
+  z.string().refine((s) => Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
+
+const specSchema = z.object({
+  task: bytes(200).pipe(z.string().min(1, 'must not be empty')),
+  group: bytes(200).pipe(z.string().min(1, 'must not be empty')).optional(),
+  priority: z.enum(['high', 'low']).optional(),
+  subject: bytes(1000).optional(),
+  submitter: bytes(200).optional(),
+  maxRetries: z.number().int().min(0).max(1000).optional(),
+  id: bytes(200).pipe(z.string().min(1, 'must not be empty')).optional(),
+  maxRuntime: z.number().int().positive().optional(),
+  tracker: bytes(200).optional(),
+  occurrence: z.number().int().nonnegative().optional(),
+  args: z.unknown().optional(),
+});
+
+/** Throws a ValidationError naming the first problem of a zod result, with `base` before its path. */
+export function zodError(base: string, error: z.ZodError): ValidationError {
+  const issue = error.issues[0];
+  const path = issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
+  const field = `${base}${path}`.replace(/^\./, '');
+  return new ValidationError(field || base, issue.message);
+}
+
+interface Problem {
+  path: string;
+  reason: string;
+}
+
+/** Finds the first value in `v` that msgpack cannot carry faithfully, or null when all is well. */
+function unserializable(v: unknown, path: string, seen: Set<object>): Problem | null {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+    case 'bigint':
+    case 'undefined':
+      return null;
+    case 'number':
+      return Number.isFinite(v) ? null : { path, reason: `is ${v}, which does not serialize` };
+    case 'function':
+      return { path, reason: 'is a function, which does not serialize' };
+    case 'symbol':
+      return { path, reason: 'is a symbol, which does not serialize' };
+  }
+  if (v === null || v instanceof Date || v instanceof Uint8Array) return null;
+  const obj = v as object;
+  if (seen.has(obj)) return { path, reason: 'refers back to itself (a cycle), which does not serialize' };
+  seen.add(obj);
+  try {
+    if (Array.isArray(obj)) {
+      for (let i = 0; i < obj.length; i++) {
+        const r = unserializable(obj[i], `${path}[${i}]`, seen);
+        if (r) return r;
+      }
+      return null;
+    }
+    const proto = Object.getPrototypeOf(obj);
+    if (proto !== Object.prototype && proto !== null) {
+      const kind = (proto as { constructor?: { name?: string } }).constructor?.name ?? 'class';
+      return { path, reason: `is a ${kind} instance; only plain objects, arrays and plain values serialize` };
+    }
+    for (const [k, val] of Object.entries(obj)) {
+      const r = unserializable(val, `${path}.${k}`, seen);
+      if (r) return r;
+    }
+    return null;
+  } finally {
+    seen.delete(obj);
+  }
+}
+
+/** Packs a value with msgpack, refusing values that do not serialize or exceed `limit` bytes. */
+export function packValue(value: unknown, limit: number, field: string): Buffer {
+  const problem = unserializable(value, field, new Set());
+  if (problem) throw new ValidationError(problem.path, problem.reason);
+  const packed = value === undefined ? Buffer.alloc(0) : pack(value);
+  if (packed.length > limit) throw new PayloadTooLargeError(field, packed.length, limit);
+  return packed;
+}
+
+/** A spec that passed validation, with its args packed. */
+export interface CheckedSpec extends SubmitSpec {
+  group: string;
+  priority: Priority;
+  packedArgs: Buffer;
+}
+
+/** Validates one spec; `where` prefixes field names (e.g. `specs[3]`). */
+export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): CheckedSpec {
+  if (typeof spec !== 'object' || spec === null) throw new ValidationError(where || 'spec', 'must be an object');
+  const parsed = specSchema.safeParse(spec);
+  if (!parsed.success) throw zodError(where, parsed.error);
+  const packedArgs = packValue(spec.args, argsLimit, where ? `${where}.args` : 'args');
+  return { ...spec, group: spec.group ?? 'default', priority: spec.priority ?? 'low', packedArgs };
+}

@@ -1,0 +1,367 @@
+/**
+ * An executor: takes jobs fairly from the queue for its free slots, runs their handlers, and
+ * acknowledges outcomes in batches. It blocks on the queue's wake-up marker while idle (no
+ * polling), and wakes by itself at the next stuck job's due time and on a slow fallback timer.
+ * Its heartbeat, recovery pass and cancel listener are separate duties (heartbeat.ts,
+ * recoverer.ts, and the subscription below).
+ */
+import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { ValidationError } from '../errors.js';
+import { connect, type ConnectionOption } from '../redis/connection.js';
+import { queueKeys, type QueueKeys } from '../redis/keys.js';
+import { preload, runScript } from '../redis/scripts.js';
+import { Batcher } from './batcher.js';
+import type { Handlers } from './context.js';
+import { Heartbeat } from './heartbeat.js';
+import { decodeJob, type Job } from './job.js';
+import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
+import { Recoverer, type Keep } from './recoverer.js';
+import { Run, type Outcome } from './run.js';
+import { packValue } from './validate.js';
+
+/** Executor options. */
+export interface WorkerOptions {
+  /** Where Redis is: a URL, ioredis options or an ioredis client. */
+  connection: ConnectionOption;
+  /** Jobs run at once (slots); default 1. */
+  concurrency?: number;
+  /** Unique executor id; default `host:pid:random`. A fixed id lets a restarted executor clear its stale marks. */
+  id?: string;
+  /** `[high, low]`: take `high` high-priority jobs, then `low` low-priority ones, per group; default [2, 1]. */
+  countingScheme?: [number, number];
+  /** Base of the retry backoff in ms: a failed job waits `retryDelay × 2^retries`; default 1000. */
+  retryDelay?: number;
+  /** Lease of a taken job in ms, extended by the heartbeat every third of it; default 30,000. */
+  leaseMs?: number;
+  /** Time a handler gets to return after its signal aborted, before it is abandoned; default 5,000 ms. */
+  graceMs?: number;
+  /** Longest idle sleep before looking at the queue again anyway; default 30,000 ms. */
+  fallbackWakeMs?: number;
+  /** Finished successful jobs kept: newest `count` (default 10,000), each at most `age` ms (default 1 day). */
+  keepSucceeded?: Keep;
+  /** Failed and cancelled jobs kept: newest `count` (default 100,000), each at most `age` ms (default 7 days). */
+  keepFailed?: Keep;
+  /** Largest packed result stored, in bytes; default 512 KiB. */
+  maxResultBytes?: number;
+  /** Events stream cap (see QueueOptions.maxEvents). */
+  maxEvents?: number;
+  /** Start taking jobs at once; default true. Otherwise call {@link Worker.run}. */
+  autorun?: boolean;
+}
+
+export interface WorkerEvents {
+  /** A job ended `success`. */
+  completed: [job: Job, result: unknown];
+  /** A job ended `failed` (retries used up, permanent error, timeout or unknown task). */
+  failed: [job: Job, error: Error];
+  /** A job failed and will be retried after its backoff. */
+  stuck: [job: Job, error: Error];
+  /** A job ended `cancelled`. */
+  cancelled: [job: Job];
+  /** Something went wrong outside a handler (Redis unreachable, a refused late completion...). */
+  error: [error: Error];
+}
+
+/** A late completion that the queue refused because the run's lease had been lost. */
+export class LeaseLostError extends Error {
+  constructor(readonly jobId: string) {
+    super(`completion of job ${jobId} refused: its lease was lost (recovered or taken over by another executor)`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+interface Finished {
+  run: Run;
+  outcome: Outcome;
+}
+
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * An executor of queue `name`.
+ * @example
+ * const worker = new Worker('mail', {
+ *   send: async ({ args, signal, log }) => { log('sending to', args.to); return 'ok'; },
+ * }, { connection: 'redis://127.0.0.1:6379', concurrency: 10 });
+ */
+export class Worker extends EventEmitter<WorkerEvents> {
+  readonly id: string;
+  readonly name: string;
+  readonly keys: QueueKeys;
+  private readonly opts: Required<Omit<WorkerOptions, 'id' | 'keepSucceeded' | 'keepFailed' | 'connection' | 'autorun'>>;
+  private readonly handlers: Handlers;
+  private readonly client: Redis;
+  private readonly blocking: Redis;
+  private readonly subscriber: Redis;
+  private readonly runs = new Map<string, Run>();
+  private readonly finishes: Batcher<Finished>;
+  private readonly starts: Batcher<Run>;
+  private readonly sideWrites: Batcher<(pipe: ReturnType<Redis['pipeline']>) => void>;
+  private readonly heartbeat: Heartbeat;
+  private readonly recoverer: Recoverer;
+  private loopDone: Promise<void> | null = null;
+  private closing = false;
+  private waiting = false;
+  private slotWaiter: (() => void) | null = null;
+  private startedAt = Date.now();
+
+  constructor(name: string, handlers: Handlers, options: WorkerOptions) {
+    super();
+    this.keys = queueKeys(name);
+    this.name = name;
+    if (typeof handlers !== 'object' || handlers === null) throw new ValidationError('handlers', 'must map task names to functions');
+    for (const [task, h] of Object.entries(handlers)) {
+      if (typeof h !== 'function') throw new ValidationError(`handlers.${task}`, 'must be a function');
+    }
+    this.handlers = handlers;
+    const concurrency = options.concurrency ?? 1;
+    if (!Number.isInteger(concurrency) || concurrency < 1) throw new ValidationError('concurrency', 'must be a whole number >= 1');
+    const scheme = options.countingScheme ?? [2, 1];
+    if (scheme.length !== 2 || !scheme.every((n) => Number.isInteger(n) && n >= 0) || scheme[0] + scheme[1] < 1) {
+      throw new ValidationError('countingScheme', 'must be [high, low], whole numbers >= 0, not both 0');
+    }
+    this.opts = {
+      concurrency,
+      countingScheme: scheme,
+      retryDelay: options.retryDelay ?? 1000,
+      leaseMs: options.leaseMs ?? 30_000,
+      graceMs: options.graceMs ?? 5000,
+      fallbackWakeMs: options.fallbackWakeMs ?? 30_000,
+      maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_ARGS_BYTES,
+      maxEvents: options.maxEvents ?? DEFAULT_MAX_EVENTS,
+    };
+    this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.client = connect(options.connection, { blocking: true }).client;
+    this.blocking = connect(options.connection, { blocking: true }).client;
+    this.subscriber = connect(options.connection, { blocking: true }).client;
+    const keepSucceeded = { count: 10_000, age: 86_400_000, ...options.keepSucceeded };
+    const keepFailed = { count: 100_000, age: 7 * 86_400_000, ...options.keepFailed };
+
+    this.finishes = new Batcher((batch) => this.sendFinishes(batch, keepSucceeded.count, keepFailed.count), () => this.wakeLoop());
+    this.starts = new Batcher((batch) => this.sendStarts(batch));
+    this.sideWrites = new Batcher(async (writes) => {
+      const pipe = this.client.pipeline();
+      for (const w of writes) w(pipe);
+      await pipe.exec();
+    });
+    this.heartbeat = new Heartbeat({
+      client: this.client, keys: this.keys, workerId: this.id, leaseMs: this.opts.leaseMs,
+      concurrency, started: this.startedAt,
+      held: () => [...this.runs.values()].map((r) => ({ id: r.job.id, token: String(r.job.takeSeq) })),
+      onLost: (ids) => this.abortRuns(ids, 'lost'),
+      onCancel: (ids) => this.abortRuns(ids, 'cancel'),
+      onError: (err) => this.emitError(err),
+    });
+    this.recoverer = new Recoverer({
+      client: this.client, keys: this.keys, workerId: this.id, maxEvents: this.opts.maxEvents,
+      retryDelay: this.opts.retryDelay, everyMs: Math.max(100, Math.floor(this.opts.leaseMs / 2)),
+      keepSucceeded, keepFailed,
+      onRecovered: () => {},
+      onError: (err) => this.emitError(err),
+    });
+    if (options.autorun ?? true) void this.run();
+  }
+
+  /** Starts taking jobs (done by the constructor unless `autorun: false`). Resolves once the executor is up. */
+  run(): Promise<void> {
+    if (this.loopDone) return Promise.resolve();
+    const up = (async () => {
+      await preload(this.client, ['finish', 'start']);
+      await this.subscriber.subscribe(this.keys.cancel);
+      this.subscriber.on('message', (_ch, id: string) => this.abortRuns([id], 'cancel'));
+      await this.heartbeat.start();
+      await this.recoverer.start();
+    })();
+    this.loopDone = up.then(() => this.loop()).catch((err) => this.emitError(err));
+    return up.catch((err) => this.emitError(err));
+  }
+
+  /** Number of jobs running now. */
+  get running(): number {
+    return this.runs.size;
+  }
+
+  private emitError(err: unknown): void {
+    if (this.closing && err instanceof Error && /Connection is closed/.test(err.message)) return;
+    const e = err instanceof Error ? err : new Error(String(err));
+    if (this.listenerCount('error') > 0) this.emit('error', e);
+  }
+
+  private async loop(): Promise<void> {
+    let failures = 0;
+    while (!this.closing) {
+      const free = this.opts.concurrency - this.runs.size;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => (this.slotWaiter = resolve));
+        continue;
+      }
+      let jobs: Job[];
+      let nextDue: number;
+      try {
+        [jobs, nextDue] = await this.take(free);
+        failures = 0;
+      } catch (err) {
+        if (this.closing) break;
+        this.emitError(err);
+        await delay(Math.min(100 * 2 ** failures++, 2000));
+        continue;
+      }
+      for (const job of jobs) this.start(job);
+      if (jobs.length < free && !this.closing) {
+        const untilDue = nextDue > 0 ? nextDue - Date.now() : Infinity;
+        await this.waitForWork(Math.max(5, Math.min(this.opts.fallbackWakeMs, untilDue)));
+      }
+    }
+  }
+
+  private async take(n: number): Promise<[Job[], number]> {
+    const [flatJobs, nextDue] = await runScript<[Buffer[][], Buffer | number]>(this.client, 'take', [this.keys.ready], [
+      this.keys.prefix, this.opts.maxEvents, this.id, n, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
+    ], true);
+    return [flatJobs.map(decodeJob), Number(nextDue)];
+  }
+
+  /** Blocks on the wake-up marker for at most `ms`. */
+  private async waitForWork(ms: number): Promise<void> {
+    this.waiting = true;
+    try {
+      await this.blocking.bzpopmin(this.keys.marker, (ms / 1000).toFixed(3));
+    } catch (err) {
+      if (!this.closing) {
+        this.emitError(err);
+        await delay(200);
+      }
+    } finally {
+      this.waiting = false;
+    }
+  }
+
+  private wakeLoop(): void {
+    const w = this.slotWaiter;
+    this.slotWaiter = null;
+    w?.();
+  }
+
+  private start(job: Job): void {
+    const run = new Run(job, this.handlers, {
+      log: (j, line) => this.sideWrites.add((pipe) => {
+        pipe.rpush(this.keys.logs(j.id), `${new Date().toISOString()} ${line}`);
+        pipe.ltrim(this.keys.logs(j.id), -1000, -1);
+      }),
+      progress: (j, n) => this.sideWrites.add((pipe) => pipe.hset(this.keys.job(j.id), 'progress', n)),
+    }, this.opts.graceMs);
+    this.runs.set(job.id, run);
+    this.starts.add(run);
+    void run.done.then((outcome) => {
+      if (this.runs.get(job.id) !== run) return;
+      this.runs.delete(job.id);
+      this.finishes.add({ run, outcome });
+    });
+  }
+
+  private abortRuns(ids: string[], reason: 'lost' | 'cancel'): void {
+    for (const id of ids) {
+      const run = this.runs.get(id);
+      if (!run) continue;
+      run.abort(reason);
+      if (reason === 'lost') {
+        // The queue no longer counts it as ours: free the slot now, the late outcome is refused anyway.
+        this.runs.delete(id);
+        this.wakeLoop();
+      }
+    }
+  }
+
+  private async sendStarts(batch: Run[]): Promise<void> {
+    const args: Array<string | number> = [this.keys.prefix, this.opts.maxEvents];
+    for (const r of batch) args.push(r.job.id, String(r.job.takeSeq));
+    try {
+      const [started, lost] = await runScript<[number, string[]]>(this.client, 'start', [this.keys.active], args);
+      for (const r of batch) r.job.started = Number(started);
+      if (lost.length) this.abortRuns(lost, 'lost');
+    } catch (err) {
+      this.emitError(err);
+    }
+  }
+
+  private async sendFinishes(batch: Finished[], keepSucceeded: number, keepFailed: number): Promise<void> {
+    const args: Array<string | number | Buffer> = [
+      this.keys.prefix, this.opts.maxEvents, this.opts.retryDelay, keepSucceeded, keepFailed,
+    ];
+    for (const f of batch) {
+      let payload: string | Buffer = '';
+      if (f.outcome.code === 's') {
+        try {
+          payload = packValue(f.outcome.result, this.opts.maxResultBytes, 'result');
+        } catch (err) {
+          f.outcome = { code: 'p', error: err as Error };
+        }
+      }
+      if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
+      args.push(f.run.job.id, String(f.run.job.takeSeq), f.outcome.code, payload);
+    }
+    let states: string[];
+    try {
+      [, states] = await runScript<[number, string[]]>(this.client, 'finish', [this.keys.active], args);
+    } catch (err) {
+      this.emitError(err);
+      return;
+    }
+    batch.forEach((f, i) => this.report(f, states[i]));
+  }
+
+  private report(f: Finished, state: string): void {
+    const job = f.run.job;
+    const error = f.outcome.error ?? new Error('failed');
+    switch (state) {
+      case '':
+        this.emitError(new LeaseLostError(job.id));
+        break;
+      case 'success':
+        this.emit('completed', { ...job, state, result: f.outcome.result }, f.outcome.result);
+        break;
+      case 'stuck':
+        this.emit('stuck', { ...job, state, error: error.message }, error);
+        break;
+      case 'failed':
+        this.emit('failed', { ...job, state, error: error.message }, error);
+        break;
+      case 'cancelled':
+        this.emit('cancelled', { ...job, state });
+        break;
+    }
+  }
+
+  /**
+   * Stops taking jobs and lets running ones finish for up to `timeout` ms (default 30,000);
+   * then aborts their signals and releases them to the queue without counting a retry.
+   */
+  async close(opts: { timeout?: number } = {}): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    this.wakeLoop();
+    if (this.waiting) this.blocking.disconnect();
+    const timeout = opts.timeout ?? 30_000;
+    const pending = [...this.runs.values()].map((r) => r.done);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled(pending), new Promise((r) => (timer = setTimeout(r, timeout)))]);
+    clearTimeout(timer);
+    for (const run of this.runs.values()) {
+      run.controller.abort(new Error('executor is shutting down'));
+      run.settleNow({ code: 'r' });
+    }
+    await new Promise((r) => setImmediate(r));
+    await this.finishes.drain();
+    await this.starts.drain();
+    await this.sideWrites.drain();
+    this.recoverer.stop();
+    await this.heartbeat.stop();
+    await this.loopDone;
+    this.blocking.disconnect();
+    this.subscriber.disconnect();
+    await this.client.quit().catch(() => this.client.disconnect());
+  }
+}

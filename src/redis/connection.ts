@@ -1,0 +1,40 @@
+/** Redis connections: a URL, ioredis options or a ready ioredis instance. */
+import { Redis, type RedisOptions, type Cluster } from 'ioredis';
+
+/** How to reach Redis: a `redis://` URL, ioredis options, or an ioredis client (Redis or Cluster). */
+export type ConnectionOption = string | RedisOptions | Redis | Cluster;
+
+/** A client and whether Rota created it (and so must close it). */
+export interface OwnedClient {
+  client: Redis;
+  owned: boolean;
+}
+
+function isClient(c: ConnectionOption): c is Redis | Cluster {
+  return typeof c === 'object' && c !== null && typeof (c as Redis).duplicate === 'function';
+}
+
+/**
+ * Opens a client. `blocking` clients (workers' wait for work, schedulers) retry every command
+ * through outages instead of failing it, so they resume by themselves when Redis returns.
+ */
+export function connect(conn: ConnectionOption, opts: { blocking?: boolean; reuse?: boolean } = {}): OwnedClient {
+  const extra: RedisOptions = opts.blocking ? { maxRetriesPerRequest: null, enableReadyCheck: true } : {};
+  const retry: RedisOptions = { retryStrategy: (times) => Math.min(50 * times, 1000) };
+  if (isClient(conn)) {
+    if (opts.reuse) return { client: conn as Redis, owned: false };
+    return { client: (conn as Redis).duplicate({ ...extra }), owned: true };
+  }
+  if (typeof conn === 'string') return { client: new Redis(conn, { ...retry, ...extra }), owned: true };
+  return { client: new Redis({ ...retry, ...conn, ...extra }), owned: true };
+}
+
+/** Describes where a connection points, for error messages. */
+export function describe(conn: ConnectionOption): string {
+  if (typeof conn === 'string') return conn;
+  if (isClient(conn)) {
+    const o = (conn as Redis).options;
+    return o ? `redis://${o.host ?? '127.0.0.1'}:${o.port ?? 6379}` : 'the given client';
+  }
+  return `redis://${conn.host ?? '127.0.0.1'}:${conn.port ?? 6379}`;
+}

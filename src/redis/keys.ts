@@ -1,0 +1,58 @@
+/**
+ * Key names of a queue, built in one place. Every key shares the hash tag `{rota:<queue>}`,
+ * so a queue lives in one Redis Cluster slot. Lua scripts build the per-group and per-job keys
+ * from the same prefix (see lua/includes/common.lua for the layout).
+ */
+import { ValidationError } from '../errors.js';
+
+const QUEUE_NAME = /^[A-Za-z0-9._-]{1,100}$/;
+
+/** Checks a queue name: 1–100 characters among letters, digits, `.`, `_` and `-`. */
+export function checkQueueName(name: string): void {
+  if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {
+    throw new ValidationError('queue', `"${String(name)}" is not a valid queue name (1-100 of A-Z a-z 0-9 . _ -)`);
+  }
+}
+
+export interface QueueKeys {
+  prefix: string;
+  ready: string;
+  marker: string;
+  delayed: string;
+  active: string;
+  counts: string;
+  groups: string;
+  events: string;
+  workers: string;
+  cancel: string;
+  seq: string;
+  job(id: string): string;
+  logs(id: string): string;
+  group(name: string): string;
+  done(state: 'success' | 'failed' | 'cancelled'): string;
+  worker(id: string): string;
+}
+
+/** The keys of queue `name`. */
+export function queueKeys(name: string): QueueKeys {
+  checkQueueName(name);
+  const prefix = `{rota:${name}}:`;
+  return {
+    prefix,
+    ready: `${prefix}ready`,
+    marker: `${prefix}marker`,
+    delayed: `${prefix}delayed`,
+    active: `${prefix}active`,
+    counts: `${prefix}counts`,
+    groups: `${prefix}groups`,
+    events: `${prefix}events`,
+    workers: `${prefix}workers`,
+    cancel: `${prefix}cancel`,
+    seq: `${prefix}seq`,
+    job: (id) => `${prefix}j:${id}`,
+    logs: (id) => `${prefix}j:${id}:logs`,
+    group: (g) => `${prefix}g:${g}`,
+    done: (state) => `${prefix}done:${state}`,
+    worker: (id) => `${prefix}w:${id}`,
+  };
+}

@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Queue, Worker, PermanentError, type Job } from '../../src/index.js';
+import { redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+
+const open: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  for (const c of open.splice(0).reverse()) await c.close();
+});
+
+function queue(name: string): Queue {
+  const q = new Queue(name, { connection: redisUrl() });
+  open.push(q);
+  return q;
+}
+
+describe('queue basics', () => {
+  it('runs submitted jobs to success and records the lifecycle', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const submitted = await q.submitBulk([
+      { task: 'add', args: { a: 1, b: 2 } },
+      { task: 'add', args: { a: 5, b: 7 }, group: 'g2', priority: 'high' },
+    ]);
+    expect(submitted.map((j) => j.state)).toEqual(['waiting', 'waiting']);
+    const done: Job[] = [];
+    const w = new Worker(name, { add: async ({ args }: { args: { a: number; b: number } }) => args.a + args.b }, {
+      connection: redisUrl(), concurrency: 2,
+    });
+    open.push(w);
+    w.on('completed', (job) => done.push(job));
+    await until(w, 'completed', () => done.length === 2);
+    const jobs = await Promise.all(submitted.map((j) => q.getJob(j.id)));
+    expect(jobs.map((j) => j!.result).sort()).toEqual([12, 3]);
+    for (const j of jobs) {
+      expect(j!.state).toBe('success');
+      expect(j!.worker).toBe(w.id);
+      expect(j!.started).toBeGreaterThanOrEqual(j!.submitted);
+      expect(j!.finished).toBeGreaterThanOrEqual(j!.started!);
+      expect(j!.takeSeq).toBeGreaterThan(0);
+    }
+    const counts = await q.counts();
+    expect(counts.success).toBe(2);
+    expect(counts.waiting).toBe(0);
+    expect(counts.running).toBe(0);
+  });
+
+  it('fails a job with a permanent error at once, and an unknown task without looping', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const a = await q.submit({ task: 'boom', maxRetries: 5 });
+    const b = await q.submit({ task: 'nope', maxRetries: 5 });
+    const failed: Job[] = [];
+    const w = new Worker(name, { boom: () => { throw new PermanentError('bad invoice'); } }, { connection: redisUrl() });
+    open.push(w);
+    w.on('failed', (job) => failed.push(job));
+    await until(w, 'failed', () => failed.length === 2);
+    const ja = (await q.getJob(a.id))!;
+    const jb = (await q.getJob(b.id))!;
+    expect(ja.state).toBe('failed');
+    expect(ja.retries).toBe(0);
+    expect(ja.error).toContain('bad invoice');
+    expect(jb.state).toBe('failed');
+    expect(jb.retries).toBe(0);
+    expect(jb.error).toContain('unknown task "nope"');
+  });
+});
