@@ -1,0 +1,183 @@
+/**
+ * Next-elapse search for calendar events, following systemd 252's algorithm
+ * (field by field, carrying over with mktime normalization) so that DST gaps
+ * and overlaps, month ends and leap days give the same answers.
+ */
+import { type CalendarSpec, type Chain, MAX_YEAR, USEC_PER_SEC } from './calendar-spec.js';
+import { type Tm, WallClock } from './localtime.js';
+
+/** Largest instant systemd accepts as a base time (year 9999), in microseconds. */
+const USEC_FORMATTABLE_MAX = 253402214399999999;
+/** systemd gives up after this many search steps (and so do we: every search is bounded). */
+const MAX_STEPS = 1000;
+
+const BITS_WEEKDAYS = 127;
+
+/** Last-day form: the day `day` days before the end of tm's month (1 = last day). */
+function endOfMonth(clock: WallClock, tm: Tm, day: number): number {
+  const r = clock.mktime({ ...tm, mon: tm.mon + 1, mday: 1 - day });
+  if (r.t < 0 || r.tm.mon !== ((tm.mon % 12) + 12) % 12) return -1;
+  return r.tm.mday;
+}
+
+/**
+ * Finds the smallest value ≥ `val` the chain allows. Returns null when none,
+ * else the value (and whether it differs from `val` is up to the caller).
+ */
+function matchChain(spec: CalendarSpec, chain: Chain, isDay: boolean, clock: WallClock, tm: Tm, val: number): number | null {
+  if (!chain) return val;
+  let best: number | null = null;
+  for (const c of chain) {
+    let start = c.start;
+    let stop = c.stop;
+    if (spec.endOfMonth && isDay) {
+      start = endOfMonth(clock, tm, start);
+      stop = endOfMonth(clock, tm, stop);
+      if (stop > 0) [start, stop] = [stop, start];
+    }
+    if (start >= val) {
+      if (best === null || start < best) best = start;
+    } else if (c.repeat > 0) {
+      const k = start + c.repeat * Math.ceil((val - start) / c.repeat);
+      if ((best === null || k < best) && (stop < 0 || k <= stop)) best = k;
+    }
+  }
+  return best;
+}
+
+/**
+ * 1: fields valid as they are; 0: normalized forward into `tm`, with the unit
+ * below the first changed one reset (retry); -1: out of range or backwards.
+ */
+function withinBounds(clock: WallClock, tm: Tm): number {
+  if (tm.year > MAX_YEAR) return -1;
+  const r = clock.mktime(tm);
+  if (r.t < 0) return -1;
+  const n: Tm = { ...r.tm };
+  let cmp: number;
+  if ((cmp = Math.sign(n.year - tm.year)) !== 0) n.mon = 0;
+  else if ((cmp = Math.sign(n.mon - tm.mon)) !== 0) n.mday = 1;
+  else if ((cmp = Math.sign(n.mday - tm.mday)) !== 0) n.hour = 0;
+  else if ((cmp = Math.sign(n.hour - tm.hour)) !== 0) n.min = 0;
+  else if ((cmp = Math.sign(n.min - tm.min)) !== 0) n.sec = 0;
+  else cmp = Math.sign(n.sec - tm.sec);
+  if (cmp < 0) return -1; // refuse to go backwards
+  if (cmp > 0) Object.assign(tm, n);
+  return cmp === 0 ? 1 : 0;
+}
+
+function matchesWeekday(bits: number, clock: WallClock, tm: Tm): boolean {
+  if (bits < 0 || bits >= BITS_WEEKDAYS) return true;
+  const r = clock.mktime(tm);
+  if (r.t < 0) return false;
+  const k = r.wday === 0 ? 6 : r.wday - 1;
+  return (bits & (1 << k)) !== 0;
+}
+
+/**
+ * The first elapse at or after `fromUs + 1` microseconds, in microseconds
+ * since the epoch, or null when the event never elapses again (systemd's
+ * search stops at the end of year 2199).
+ */
+export function nextElapseMicros(spec: CalendarSpec, zone: string | null, afterUs: number): number | null {
+  if (!(afterUs <= USEC_FORMATTABLE_MAX) || afterUs < -1) return null;
+  const clock = new WallClock(spec.utc ? null : zone);
+  const us = afterUs + 1;
+  const t0 = Math.floor(us / USEC_PER_SEC);
+  let tmUsec = us - t0 * USEC_PER_SEC;
+  const c: Tm = clock.localtime(t0);
+  const resetBelow = (level: 'month' | 'day' | 'hour' | 'min' | 'sec'): void => {
+    switch (level) {
+      case 'month': c.mon = 0; // falls through
+      case 'day': c.mday = 1; // falls through
+      case 'hour': c.hour = 0; // falls through
+      case 'min': c.min = 0; // falls through
+      case 'sec': c.sec = 0; tmUsec = 0;
+    }
+  };
+  for (let steps = 0; steps < MAX_STEPS; steps++) {
+    // Normalize the current date; from here on let mktime find out about DST.
+    Object.assign(c, clock.mktime(c).tm);
+    c.isdst = -1;
+
+    let v = matchChain(spec, spec.year, false, clock, c, c.year);
+    if (v === null) return null;
+    if (v !== c.year) {
+      c.year = v;
+      resetBelow('month');
+    }
+    if (withinBounds(clock, c) <= 0) return null;
+
+    v = matchChain(spec, spec.month, false, clock, c, c.mon + 1);
+    let r: number;
+    if (v !== null && v - 1 !== c.mon) {
+      c.mon = v - 1;
+      resetBelow('day');
+    }
+    if (v === null || (r = withinBounds(clock, c)) < 0) {
+      c.year++;
+      resetBelow('month');
+      continue;
+    }
+    if (r === 0) continue;
+
+    v = matchChain(spec, spec.day, true, clock, c, c.mday);
+    if (v !== null && v !== c.mday) {
+      c.mday = v;
+      resetBelow('hour');
+    }
+    if (v === null || (r = withinBounds(clock, c)) < 0) {
+      c.mon++;
+      resetBelow('day');
+      continue;
+    }
+    if (r === 0) continue;
+
+    if (!matchesWeekday(spec.weekdays, clock, c)) {
+      c.mday++;
+      resetBelow('hour');
+      continue;
+    }
+
+    v = matchChain(spec, spec.hour, false, clock, c, c.hour);
+    if (v !== null && v !== c.hour) {
+      c.hour = v;
+      resetBelow('min');
+    }
+    if (v === null || (r = withinBounds(clock, c)) < 0) {
+      c.mday++;
+      resetBelow('hour');
+      continue;
+    }
+    if (r === 0) continue;
+
+    v = matchChain(spec, spec.minute, false, clock, c, c.min);
+    if (v !== null && v !== c.min) {
+      c.min = v;
+      resetBelow('sec');
+    }
+    if (v === null || (r = withinBounds(clock, c)) < 0) {
+      c.hour++;
+      resetBelow('min');
+      continue;
+    }
+    if (r === 0) continue;
+
+    v = matchChain(spec, spec.usec, false, clock, c, c.sec * USEC_PER_SEC + tmUsec);
+    if (v !== null) {
+      tmUsec = v % USEC_PER_SEC;
+      c.sec = Math.floor(v / USEC_PER_SEC);
+    }
+    if (v === null || (r = withinBounds(clock, c)) < 0) {
+      c.min++;
+      resetBelow('sec');
+      continue;
+    }
+    if (r === 0) continue;
+
+    const t = clock.mktime(c).t;
+    if (t < 0) return null;
+    return t * USEC_PER_SEC + tmUsec;
+  }
+  return null;
+}

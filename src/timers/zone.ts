@@ -1,0 +1,95 @@
+/**
+ * IANA time-zone support on top of Intl.DateTimeFormat: validity checks and
+ * UTC offsets at an instant, cached per hour so that searches stay fast.
+ */
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+const offsetCaches = new Map<string, Map<number, number>>();
+const CACHE_LIMIT = 50_000;
+const MIXED = Number.NaN;
+
+function formatter(zone: string): Intl.DateTimeFormat {
+  let f = formatters.get(zone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+      era: 'short',
+    });
+    formatters.set(zone, f);
+  }
+  return f;
+}
+
+const ZONE_NAME = /^[A-Za-z0-9_+\-]+(\/[A-Za-z0-9_+\-]+)*$/;
+
+/**
+ * Whether `name` is an IANA zone name this runtime knows, spelled with its
+ * proper letter case (`Europe/Paris`, not `europe/paris`), as a zoneinfo file
+ * name would have to be.
+ */
+export function isValidTimeZone(name: string): boolean {
+  if (!ZONE_NAME.test(name) || name.split('/').some((seg) => seg.startsWith('.'))) return false;
+  let resolved: string;
+  try {
+    resolved = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+  } catch {
+    return false;
+  }
+  // Intl matches names case-insensitively; zoneinfo files do not.
+  return resolved === name || resolved.toLowerCase() !== name.toLowerCase();
+}
+
+function exactOffset(zone: string, epochSec: number): number {
+  const parts = formatter(zone).formatToParts(new Date(epochSec * 1000));
+  let y = 0;
+  let mo = 0;
+  let d = 0;
+  let h = 0;
+  let mi = 0;
+  let s = 0;
+  let bc = false;
+  for (const p of parts) {
+    switch (p.type) {
+      case 'year': y = Number(p.value); break;
+      case 'month': mo = Number(p.value); break;
+      case 'day': d = Number(p.value); break;
+      case 'hour': h = Number(p.value); break;
+      case 'minute': mi = Number(p.value); break;
+      case 'second': s = Number(p.value); break;
+      case 'era': bc = p.value.startsWith('B'); break;
+      default: break;
+    }
+  }
+  if (bc) y = 1 - y;
+  const wall = new Date(0);
+  wall.setUTCFullYear(y, mo - 1, d);
+  wall.setUTCHours(h, mi, s, 0);
+  return Math.round(wall.getTime() / 1000 - epochSec);
+}
+
+/** Offset of `zone` from UTC, in seconds east, at the instant `epochSec`. */
+export function zoneOffset(zone: string, epochSec: number): number {
+  const t = Math.floor(epochSec);
+  let cache = offsetCaches.get(zone);
+  if (!cache) {
+    cache = new Map();
+    offsetCaches.set(zone, cache);
+  }
+  const bucket = Math.floor(t / 3600);
+  let cached = cache.get(bucket);
+  if (cached === undefined) {
+    const a = exactOffset(zone, bucket * 3600);
+    const b = exactOffset(zone, bucket * 3600 + 3599);
+    cached = a === b ? a : MIXED;
+    if (cache.size >= CACHE_LIMIT) cache.clear();
+    cache.set(bucket, cached);
+  }
+  return Number.isNaN(cached) ? exactOffset(zone, t) : cached;
+}
