@@ -1,0 +1,173 @@
+/** Selection order: round-robin across groups, the counting scheme, weights, limits, pause. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Queue, Worker, type Job } from '../../src/index.js';
+import { NodeProcess } from '../helpers/processes.js';
+import { redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+
+const CHILD = new URL('../../dist/test/fixtures/fair-worker.js', import.meta.url).pathname;
+const open: Array<{ close(): Promise<void> }> = [];
+const children: NodeProcess[] = [];
+afterEach(async () => {
+  for (const c of children.splice(0)) await c.kill();
+  for (const c of open.splice(0).reverse()) await c.close();
+});
+
+function queue(name: string): Queue {
+  const q = new Queue(name, { connection: redisUrl() });
+  open.push(q);
+  return q;
+}
+
+function worker(name: string, handlers: Record<string, (ctx: any) => unknown>, opts: Partial<ConstructorParameters<typeof Worker>[2]> = {}): Worker {
+  const w = new Worker(name, handlers, { connection: redisUrl(), ...opts });
+  open.push(w);
+  return w;
+}
+
+/** Runs `count` jobs to success on one in-process executor; resolves with jobs ordered by takeSeq. */
+async function drainInOrder(q: Queue, ids: string[], w: Worker): Promise<Job[]> {
+  let done = 0;
+  w.on('completed', () => done++);
+  await until(w, 'completed', () => done >= ids.length, 60_000);
+  const jobs = (await Promise.all(ids.map((id) => q.getJob(id)))) as Job[];
+  return jobs.sort((a, b) => a.takeSeq! - b.takeSeq!);
+}
+
+async function startChildren(name: string, n: number, delayMs: number): Promise<void> {
+  const procs = Array.from({ length: n }, () => new NodeProcess(CHILD, [redisUrl(), name, '1', String(delayMs)]));
+  children.push(...procs);
+  await Promise.all(procs.map((p) => p.waitFor((m) => m.ready)));
+}
+
+async function waitAllFinal(q: Queue, total: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while ((await q.counts()).success < total) {
+    if (Date.now() > deadline) throw new Error('jobs did not finish in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('fair selection', () => {
+  it('serves ten light groups before the heavy group reaches its 120th job', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const heavy = await q.submitBulk(Array.from({ length: 1000 }, () => ({ task: 'noop', group: 'A' })));
+    const light: string[] = [];
+    for (const g of 'BCDEFGHIJK') {
+      const jobs = await q.submitBulk(Array.from({ length: 10 }, () => ({ task: 'noop', group: g })));
+      light.push(...jobs.map((j) => j.id));
+    }
+    const w = worker(name, { noop: () => undefined }, { concurrency: 1 });
+    const ordered = await drainInOrder(q, [...heavy.map((j) => j.id), ...light], w);
+    const heavy120 = ordered.filter((j) => j.group === 'A')[119].takeSeq!;
+    const lastLight = Math.max(...ordered.filter((j) => j.group !== 'A').map((j) => j.takeSeq!));
+    expect(lastLight).toBeLessThan(heavy120);
+  });
+
+  it('follows the counting scheme (2,1): H,H,L while both priorities have jobs', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const specs = Array.from({ length: 60 }, (_, i) => ({ task: 'noop', group: 'g', priority: i % 2 ? 'high' : 'low' }) as const);
+    const jobs = await q.submitBulk(specs);
+    const w = worker(name, { noop: () => undefined }, { concurrency: 1, countingScheme: [2, 1] });
+    const ordered = await drainInOrder(q, jobs.map((j) => j.id), w);
+    const pattern = ordered.slice(0, 45).map((j) => (j.priority === 'high' ? 'H' : 'L')).join('');
+    expect(pattern).toBe('HHL'.repeat(15));
+    expect(ordered.slice(45).every((j) => j.priority === 'low')).toBe(true);
+  });
+
+  it('keeps the counting scheme across three executor processes', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const specs = Array.from({ length: 60 }, (_, i) => ({ task: 'noop', group: 'g', priority: i < 30 ? 'high' : 'low' }) as const);
+    const jobs = await q.submitBulk(specs);
+    await startChildren(name, 3, 5);
+    await waitAllFinal(q, 60);
+    const ordered = ((await Promise.all(jobs.map((j) => q.getJob(j.id)))) as Job[]).sort((a, b) => a.takeSeq! - b.takeSeq!);
+    expect(new Set(ordered.map((j) => j.worker)).size).toBeGreaterThan(1);
+    const first45 = ordered.slice(0, 45);
+    expect(first45.filter((j) => j.priority === 'high').length).toBe(30);
+    expect(first45.filter((j) => j.priority === 'low').length).toBe(15);
+  });
+
+  it('rotates groups globally across three executor processes', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const groups = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const jobs = await q.submitBulk(groups.flatMap((g) => Array.from({ length: 50 }, () => ({ task: 'noop', group: g }))));
+    await startChildren(name, 3, 2);
+    await waitAllFinal(q, jobs.length);
+    const ordered = ((await Promise.all(jobs.map((j) => q.getJob(j.id)))) as Job[]).sort((a, b) => a.takeSeq! - b.takeSeq!);
+    expect(new Set(ordered.map((j) => j.worker)).size).toBe(3);
+    // All six groups stay backlogged through the first 6 × 50 takes.
+    for (let i = 0; i + 6 <= 300; i++) {
+      const window = ordered.slice(i, i + 6).map((j) => j.group);
+      expect(new Set(window).size, `takes ${i + 1}..${i + 6}: ${window.join(',')}`).toBe(6);
+    }
+  });
+
+  it('gives a weight-3 group three of every four takes', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    await q.setGroupLimit('heavy', { weight: 3 });
+    const jobs = await q.submitBulk([
+      ...Array.from({ length: 60 }, () => ({ task: 'noop', group: 'heavy' })),
+      ...Array.from({ length: 60 }, () => ({ task: 'noop', group: 'light' })),
+    ]);
+    const w = worker(name, { noop: () => undefined }, { concurrency: 1 });
+    const ordered = await drainInOrder(q, jobs.map((j) => j.id), w);
+    // Heavy runs out after 80 takes (60 heavy + 20 light).
+    for (let i = 0; i + 4 <= 80; i++) {
+      const heavyTakes = ordered.slice(i, i + 4).filter((j) => j.group === 'heavy').length;
+      expect(heavyTakes, `takes ${i + 1}..${i + 4}`).toBe(3);
+    }
+  });
+
+  it('never runs more of a group at once than its concurrency limit', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    await q.setGroupLimit('limited', { concurrency: 2 });
+    const jobs = await q.submitBulk([
+      ...Array.from({ length: 12 }, () => ({ task: 'work', group: 'limited' })),
+      ...Array.from({ length: 12 }, () => ({ task: 'work', group: 'free' })),
+    ]);
+    const running = new Map<string, number>();
+    const peak = new Map<string, number>();
+    const w = worker(name, {
+      work: async ({ job }) => {
+        const n = (running.get(job.group) ?? 0) + 1;
+        running.set(job.group, n);
+        peak.set(job.group, Math.max(peak.get(job.group) ?? 0, n));
+        await new Promise((r) => setTimeout(r, 30));
+        running.set(job.group, running.get(job.group)! - 1);
+      },
+    }, { concurrency: 8 });
+    await drainInOrder(q, jobs.map((j) => j.id), w);
+    expect(peak.get('limited')).toBe(2);
+    expect(peak.get('free')).toBeGreaterThan(2);
+    const info = (await q.groups()).find((g) => g.group === 'limited')!;
+    expect(info).toMatchObject({ limit: 2, running: 0, waiting: 0 });
+  });
+
+  it('takes nothing from a paused group until it is resumed', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    await q.pauseGroup('p');
+    const paused = await q.submitBulk(Array.from({ length: 5 }, () => ({ task: 'noop', group: 'p' })));
+    const other = await q.submitBulk(Array.from({ length: 5 }, () => ({ task: 'noop', group: 'o' })));
+    const done: Job[] = [];
+    const w = worker(name, { noop: () => undefined }, { concurrency: 2 });
+    w.on('completed', (j) => done.push(j));
+    await until(w, 'completed', () => done.length === 5);
+    // A further take finds nothing: the paused group's jobs are all still waiting.
+    const extra = await q.submit({ task: 'noop', group: 'o' });
+    await until(w, 'completed', () => done.some((j) => j.id === extra.id));
+    expect(done.every((j) => j.group === 'o')).toBe(true);
+    for (const j of paused) expect((await q.getJob(j.id))!.state).toBe('waiting');
+    expect((await q.groups()).find((g) => g.group === 'p')).toMatchObject({ paused: true, waiting: 5 });
+    await q.resumeGroup('p');
+    await until(w, 'completed', () => done.length === 5 + 1 + 5);
+    expect(other.length).toBe(5);
+    for (const j of paused) expect((await q.getJob(j.id))!.state).toBe('success');
+  });
+});
