@@ -1,0 +1,183 @@
+/** Retries with backoff, cancellation, idempotent submit, and bad input that writes nothing. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Queue, Worker, ValidationError, PayloadTooLargeError, type Job } from '../../src/index.js';
+import { rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+
+const open: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  for (const c of open.splice(0).reverse()) await c.close();
+});
+
+function queue(name: string, opts: { maxArgsBytes?: number } = {}): Queue {
+  const q = new Queue(name, { connection: redisUrl(), ...opts });
+  open.push(q);
+  return q;
+}
+
+function worker(name: string, handlers: Record<string, (ctx: any) => unknown>, opts: Partial<ConstructorParameters<typeof Worker>[2]> = {}): Worker {
+  const w = new Worker(name, handlers, { connection: redisUrl(), ...opts });
+  open.push(w);
+  return w;
+}
+
+/** Every key of a queue with its serialized value, for before/after comparisons. */
+async function dump(name: string): Promise<Map<string, string>> {
+  const r = rawClient();
+  try {
+    const keys = (await r.keys(`{rota:${name}}:*`)).sort();
+    const out = new Map<string, string>();
+    for (const k of keys) out.set(k, ((await r.dumpBuffer(k)) ?? Buffer.alloc(0)).toString('hex'));
+    return out;
+  } finally {
+    r.disconnect();
+  }
+}
+
+describe('job lifecycle', () => {
+  it('retries a failing job with exponential backoff, then succeeds', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const attempts: Array<{ at: number; due?: number; retries: number }> = [];
+    const failedAt: number[] = [];
+    const w = worker(name, {
+      flaky: async ({ job }) => {
+        attempts.push({ at: Date.now(), due: job.due, retries: job.retries });
+        if (attempts.length <= 2) {
+          failedAt.push(Date.now());
+          throw new Error(`attempt ${attempts.length} failed`);
+        }
+        return 'ok';
+      },
+    }, { retryDelay: 100 });
+    const stuck: Job[] = [];
+    w.on('stuck', (j) => stuck.push(j));
+    const job = await q.submit({ task: 'flaky', maxRetries: 3 });
+    const done: Job[] = [];
+    w.on('completed', (j) => done.push(j));
+    await until(w, 'completed', () => done.length === 1);
+    const final = (await q.getJob(job.id))!;
+    expect(final.state).toBe('success');
+    expect(final.retries).toBe(2);
+    expect(final.result).toBe('ok');
+    expect(stuck.map((j) => j.error)).toEqual([expect.stringContaining('attempt 1 failed'), expect.stringContaining('attempt 2 failed')]);
+    expect(attempts.map((a) => a.retries)).toEqual([0, 1, 2]);
+    for (let k = 1; k <= 2; k++) {
+      const backoff = 100 * 2 ** (k - 1);
+      // The due time is the failure time plus the backoff (server clock), and the retry starts no earlier.
+      expect(attempts[k].due! - failedAt[k - 1]).toBeGreaterThanOrEqual(backoff - 2);
+      expect(attempts[k].at).toBeGreaterThanOrEqual(attempts[k].due! - 1);
+    }
+  });
+
+  it('fails a job for good once maxRetries are used', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const w = worker(name, { bad: () => { throw new Error('always'); } }, { retryDelay: 10 });
+    const failed: Job[] = [];
+    w.on('failed', (j) => failed.push(j));
+    const job = await q.submit({ task: 'bad', maxRetries: 2 });
+    await until(w, 'failed', () => failed.length === 1);
+    expect((await q.getJob(job.id))).toMatchObject({ state: 'failed', retries: 2, error: expect.stringContaining('always') });
+  });
+
+  it('cancels a waiting job at once and a running job through its signal', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    let aborted = false;
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const w = worker(name, {
+      hold: ({ signal }) =>
+        new Promise((_resolve, reject) => {
+          started();
+          signal.addEventListener('abort', () => {
+            aborted = true;
+            reject(signal.reason);
+          });
+        }),
+    }, { concurrency: 1 });
+    const held = await q.submit({ task: 'hold', group: 'x' });
+    const queued = await q.submit({ task: 'hold', group: 'x' });
+    await running;
+    expect(await q.cancel(queued.id)).toBe('cancelled');
+    expect((await q.getJob(queued.id))!.state).toBe('cancelled');
+    const cancelled: Job[] = [];
+    w.on('cancelled', (j) => cancelled.push(j));
+    expect(await q.cancel(held.id)).toBe('cancelling');
+    await until(w, 'cancelled', () => cancelled.length === 1);
+    expect(aborted).toBe(true);
+    expect((await q.getJob(held.id))!.state).toBe('cancelled');
+    expect(await q.cancel(held.id)).toBe('cancelled');
+    expect(await q.cancel('no-such-job')).toBeNull();
+    const counts = await q.counts();
+    expect(counts).toMatchObject({ cancelled: 2, waiting: 0, running: 0, scheduled: 0 });
+  });
+
+  it('returns the existing job for an id that was submitted before', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const first = await q.submit({ id: 'invoice-42', task: 'send', args: { n: 1 } });
+    const again = await q.submit({ id: 'invoice-42', task: 'send', args: { n: 2 } });
+    expect(again.args).toEqual({ n: 1 });
+    expect(again.submitted).toBe(first.submitted);
+    const bulk = await q.submitBulk([{ id: 'invoice-42', task: 'send' }, { id: 'invoice-43', task: 'send' }]);
+    expect(bulk.map((j) => j.id)).toEqual(['invoice-42', 'invoice-43']);
+    expect((await q.counts()).waiting).toBe(2);
+    expect((await q.groups()).find((g) => g.group === 'default')!.waiting).toBe(2);
+  });
+
+  it('accepts group names with braces, colons, spaces and unicode', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const groups = ['{tenant}', 'a:b:high', 'with space', 'zürich-日本', '}{'];
+    const jobs = await q.submitBulk(groups.map((group) => ({ task: 'echo', group, args: group })));
+    const done: Job[] = [];
+    const w = worker(name, { echo: ({ args }) => args }, { concurrency: 2 });
+    w.on('completed', (j) => done.push(j));
+    await until(w, 'completed', () => done.length === groups.length);
+    for (const j of jobs) expect((await q.getJob(j.id))).toMatchObject({ state: 'success', result: j.group, group: j.group });
+    expect((await q.groups()).map((g) => g.group).sort()).toEqual([...groups].sort());
+    const r = rawClient();
+    // Every key stays under the queue's hash tag.
+    for (const k of await r.keys(`*${name}*`)) expect(k.startsWith(`{rota:${name}}:`)).toBe(true);
+    r.disconnect();
+  });
+
+  it('refuses bad input with a typed error naming the field, and writes nothing', async () => {
+    const name = uniqueQueue();
+    const q = queue(name, { maxArgsBytes: 1024 });
+    await q.submit({ task: 'ok', group: 'g' });
+    const before = await dump(name);
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    const cases: Array<[unknown, string, RegExp]> = [
+      [{ task: '' }, 'task', /empty/],
+      [{ task: 'x'.repeat(201) }, 'task', /200 bytes/],
+      [{ task: 'ok', group: '' }, 'group', /empty/],
+      [{ task: 'ok', group: 'é'.repeat(101) }, 'group', /200 bytes/],
+      [{ task: 'ok', args: { fn: () => 1 } }, 'args.fn', /function/],
+      [{ task: 'ok', args: { list: [1, Symbol('s')] } }, 'args.list[1]', /symbol/],
+      [{ task: 'ok', args: cyclic }, 'args.self', /cycle/],
+      [{ task: 'ok', args: { n: NaN } }, 'args.n', /NaN/],
+      [{ task: 'ok', args: new Map() }, 'args', /Map instance/],
+      [{ task: 'ok', args: 'x'.repeat(2000) }, 'args', /over the limit of 1024 bytes/],
+      [{ task: 'ok', priority: 'urgent' }, 'priority', /./],
+      [{ task: 'ok', maxRetries: -1 }, 'maxRetries', /./],
+    ];
+    for (const [spec, field, message] of cases) {
+      const err = await q.submit(spec as never).catch((e: unknown) => e);
+      expect(err, JSON.stringify(field)).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field).toBe(field);
+      expect((err as Error).message).toMatch(message);
+    }
+    expect(await q.submit({ task: 'ok', args: 'x'.repeat(2000) }).catch((e) => e)).toBeInstanceOf(PayloadTooLargeError);
+    // One bad spec in a batch refuses the whole batch.
+    const bulkErr = await q.submitBulk([{ task: 'ok' }, { task: 'ok', group: '' }]).catch((e: ValidationError) => e);
+    expect(bulkErr).toBeInstanceOf(ValidationError);
+    expect((bulkErr as ValidationError).field).toBe('specs[1].group');
+    await expect(q.setGroupLimit('g', { weight: 0 })).rejects.toThrow(/weight/);
+    await expect(q.setGroupLimit('', { concurrency: 1 })).rejects.toThrow(/group/);
+    expect(() => new Queue('bad{name}', { connection: redisUrl() })).toThrow(ValidationError);
+    expect(await dump(name)).toEqual(before);
+  });
+});
