@@ -1,0 +1,49 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+// Runs the built binary: `npm test` builds dist/ before vitest starts.
+const bin = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+
+function rota(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, TZ: 'UTC' } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe.skipIf(!existsSync(bin))('rota calendar', () => {
+  it('prints the normalized form and the next elapses in UTC', () => {
+    const r = rota('calendar', '--from', '2026-03-28T12:00:00Z', '--iterations', '3', '--tz', 'Europe/Paris', 'Mon..Fri 09:00');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('Normalized form: Mon..Fri *-*-* 09:00:00');
+    expect(r.stdout).toContain('    Next elapse: 2026-03-30T07:00:00.000Z');
+    expect(r.stdout).toContain('       Iter. #3: 2026-04-01T07:00:00.000Z');
+  });
+
+  it('prints one JSON object per spec with --json, and exits 1 when a spec is invalid', () => {
+    const r = rota('calendar', '--json', '--from', '2026-03-28T12:00:00Z', '--iterations', '2', 'daily', 'every 2h30m', '25:00', '0 12 * * *');
+    expect(r.status).toBe(1);
+    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toEqual({ spec: 'daily', kind: 'calendar', normalized: '*-*-* 00:00:00', next: ['2026-03-29T00:00:00.000Z', '2026-03-30T00:00:00.000Z'] });
+    expect(lines[1]).toMatchObject({ kind: 'interval', normalized: 'every 2h30m', next: ['2026-03-28T12:30:00.000Z', '2026-03-28T15:00:00.000Z'] });
+    expect(lines[2]).toMatchObject({ spec: '25:00' });
+    expect(String(lines[2]!.error)).toContain('hour at position 0');
+    expect(lines[3]).toMatchObject({ kind: 'cron', next: ['2026-03-29T12:00:00.000Z', '2026-03-30T12:00:00.000Z'] });
+  });
+
+  it('says "never" when a spec has no next elapse', () => {
+    const r = rota('calendar', '--from', '2026-03-28T12:00:00Z', '2020-01-01');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('Next elapse: never');
+  });
+
+  it('exits 2 on usage errors', () => {
+    expect(rota('calendar', '--iterations', 'zero', 'daily').status).toBe(2);
+    expect(rota('calendar', '--tz', 'Mars/Olympus', 'daily').status).toBe(2);
+    expect(rota('calendar', '--from', 'soon', 'daily').status).toBe(2);
+    expect(rota('calendar').status).toBe(2);
+    expect(rota('no-such-command').status).toBe(2);
+    expect(rota('--help').status).toBe(0);
+  });
+});
