@@ -24,9 +24,9 @@ local ended = {}
 for i = 6, #ARGV, 4 do
   local id = ARGV[i]
   local jobKey = prefix .. 'j:' .. id
-  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state')
+  local job = redis.call('HMGET', jobKey, unpack(JOB_RUN_FIELDS))
   if job[1] == ARGV[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
-    local state = finishJob(prefix, now, id, ARGV[i + 2], ARGV[i + 3], retryDelay)
+    local state = finishJob(prefix, now, id, job, ARGV[i + 2], ARGV[i + 3], retryDelay)
     states[#states + 1] = state
     ended[state] = true
   else

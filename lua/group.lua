@@ -14,11 +14,9 @@
 local prefix = ARGV[1]
 local group = ARGV[2]
 local gk = prefix .. 'g:' .. group
-for i = 3, #ARGV, 2 do
-  redis.call('HSET', gk, ARGV[i], ARGV[i + 1])
-end
 redis.call('SADD', prefix .. 'groups', group)
-if refreshGroup(prefix, group) then
+if #ARGV >= 4 then redis.call('HSET', gk, unpack(ARGV, 3)) end
+if updateGroup(prefix, group, {}) then
   wake(prefix)
   return 1
 end

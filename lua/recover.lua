@@ -42,9 +42,9 @@ end
 local recovered = {}
 for id, reason in pairs(victims) do
   local jobKey = prefix .. 'j:' .. id
-  local job = redis.call('HMGET', jobKey, 'state', 'worker')
-  if job[1] == 'running' or job[1] == 'scheduled' then
-    finishJob(prefix, now, id, 'f', reason .. ' (executor ' .. (job[2] or '?') .. ')', retryDelay)
+  local job = redis.call('HMGET', jobKey, unpack(JOB_RUN_FIELDS))
+  if job[2] == 'running' or job[2] == 'scheduled' then
+    finishJob(prefix, now, id, job, 'f', reason .. ' (executor ' .. (job[7] or '?') .. ')', retryDelay)
     recovered[#recovered + 1] = id
   else
     redis.call('ZREM', activeKey, id)

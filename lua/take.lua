@@ -33,62 +33,69 @@ local due = redis.call('ZRANGEBYSCORE', prefix .. 'delayed', '-inf', now, 'LIMIT
 if #due > 0 then
   for _, id in ipairs(due) do
     local group = redis.call('HGET', prefix .. 'j:' .. id, 'group')
-    if group and redis.call('LPUSH', prefix .. 'g:' .. group .. ':r', id) == 1 then
-      refreshGroup(prefix, group)
+    if group then
+      redis.call('LPUSH', prefix .. 'g:' .. group .. ':r', id)
+      updateGroup(prefix, group, { nr = 1 })
     end
   end
   redis.call('ZREM', prefix .. 'delayed', unpack(due))
 end
 
 local jobs = {}
+local seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
 while #jobs < n do
   local top = redis.call('ZRANGE', readyKey, 0, 0)
   local group = top[1]
   if not group then break end
   local gk = prefix .. 'g:' .. group
-  local meta = redis.call('HMGET', gk, 'weight', 'turns', 'cnt', 'limit', 'running')
-  local weight = tonumber(meta[1] or '1') or 1
-  local turns = tonumber(meta[2] or '0') or 0
-  local cnt = tonumber(meta[3] or '0') or 0
-  local limit = tonumber(meta[4] or '0') or 0
-  local running = (tonumber(meta[5] or '0') or 0) + 1
-
-  local id = redis.call('RPOP', gk .. ':r')
-  if not id then
-    local first, second = ':h', ':l'
-    if cnt >= high then first, second = ':l', ':h' end
-    id = redis.call('RPOP', gk .. first)
-    if not id then id = redis.call('RPOP', gk .. second) end
-    cnt = (cnt + 1) % (high + low)
+  local g = readGroup(gk)
+  -- The list to take from: runnable stuck/released first, then the counting scheme's choice.
+  local list
+  if g.nr > 0 then
+    list = 'nr'
+  else
+    local preferHigh = g.cnt < high
+    if (preferHigh and g.nh > 0) or g.nl == 0 then list = 'nh' else list = 'nl' end
+    g.cnt = (g.cnt + 1) % (high + low)
   end
-
-  if id then
+  local id = g[list] > 0 and redis.call('RPOP', gk .. ':' .. string.sub(list, 2)) or false
+  if not id then
+    -- Counters and lists disagree (cannot happen through these scripts): resync and move on.
+    redis.call('HSET', gk, 'nr', redis.call('LLEN', gk .. ':r'), 'nh', redis.call('LLEN', gk .. ':h'),
+      'nl', redis.call('LLEN', gk .. ':l'))
+    updateGroup(prefix, group, {})
+  else
+    g[list] = g[list] - 1
     local jobKey = prefix .. 'j:' .. id
-    local old = redis.call('HGET', jobKey, 'state')
+    local job = redis.call('HGETALL', jobKey)
+    local old
+    for k = 1, #job, 2 do
+      if job[k] == 'state' then old = job[k + 1]; break end
+    end
     left(old)
-    if old == 'stuck' then redis.call('HINCRBY', gk, 'stuck', -1) end
-    local seq = redis.call('INCR', prefix .. 'seq')
-    redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', seq, 'taken', now)
+    if old == 'stuck' then g.stuck = g.stuck - 1 end
+    seq = seq + 1
+    redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', seq)
     redis.call('ZADD', prefix .. 'active', now + lease, id)
     changed(id, 'scheduled')
-    jobs[#jobs + 1] = redis.call('HGETALL', jobKey)
-    turns = turns + 1
-    redis.call('HSET', gk, 'running', running, 'cnt', cnt, 'turns', turns)
-    local more = limit == 0 or running < limit
-    if more then
-      more = redis.call('LLEN', gk .. ':r') > 0 or redis.call('LLEN', gk .. ':h') > 0
-        or redis.call('LLEN', gk .. ':l') > 0
-    end
-    if not more then
+    job[#job + 1] = 'takeSeq'; job[#job + 1] = tostring(seq)
+    job[#job + 1] = 'worker'; job[#job + 1] = worker
+    jobs[#jobs + 1] = job
+    g.running = g.running + 1
+    g.turns = g.turns + 1
+    local fields = { 'running', g.running, 'cnt', g.cnt, 'stuck', g.stuck, list, g[list] }
+    if not eligible(g) then
       redis.call('ZREM', readyKey, group)
-    elseif turns >= weight then
+      fields[#fields + 1] = 'ready'; fields[#fields + 1] = '0'
+    elseif g.turns >= g.weight then
       redis.call('ZADD', readyKey, redis.call('INCR', prefix .. 'rr'), group)
-      redis.call('HSET', gk, 'turns', 0)
+      g.turns = 0
     end
-  elseif refreshGroup(prefix, group) then
-    break
+    fields[#fields + 1] = 'turns'; fields[#fields + 1] = g.turns
+    redis.call('HSET', gk, unpack(fields))
   end
 end
+if #jobs > 0 then redis.call('SET', prefix .. 'seq', seq) end
 
 -- Someone else may take what is left: pass the wake-up on.
 if #jobs == n and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end

@@ -12,7 +12,9 @@
     counts       HASH  state -> number of jobs
     groups       SET   every group ever seen
     events       STREAM batches of state changes
-    g:<group>    HASH  running, stuck, paused, limit, weight, cnt (counting scheme), turns
+    g:<group>    HASH  running, stuck, paused, limit, weight, cnt (counting scheme position),
+                       turns (takes in the current turn), nh/nl/nr (lengths of the three lists),
+                       ready ('1' while the group is in `ready`)
     g:<group>:h  LIST  waiting high-priority job ids (LPUSH in, RPOP out)
     g:<group>:l  LIST  waiting low-priority job ids
     g:<group>:r  LIST  runnable stuck or released job ids, preferred inside the group
@@ -49,29 +51,49 @@ local function flushChanges(prefix, maxEvents)
   end
 end
 
--- Puts the group in the rotation when it may be picked, takes it out when not.
--- Returns true when the group is in the rotation afterwards.
-local function refreshGroup(prefix, group)
+-- The group settings and counters every script reads, in this order.
+local GROUP_FIELDS = { 'paused', 'limit', 'running', 'nr', 'nh', 'nl', 'ready', 'weight', 'turns', 'cnt', 'stuck' }
+
+local function readGroup(gk)
+  local v = redis.call('HMGET', gk, unpack(GROUP_FIELDS))
+  return {
+    paused = v[1] == '1', limit = tonumber(v[2] or '0') or 0, running = tonumber(v[3] or '0') or 0,
+    nr = tonumber(v[4] or '0') or 0, nh = tonumber(v[5] or '0') or 0, nl = tonumber(v[6] or '0') or 0,
+    ready = v[7] == '1', weight = tonumber(v[8] or '1') or 1, turns = tonumber(v[9] or '0') or 0,
+    cnt = tonumber(v[10] or '0') or 0, stuck = tonumber(v[11] or '0') or 0,
+    known = (v[1] or v[2] or v[4] or v[5] or v[6] or v[8]) and true or false,
+  }
+end
+
+-- Whether a group may be picked now: not paused, under its limit, with runnable jobs.
+local function eligible(g)
+  return not g.paused and (g.limit == 0 or g.running < g.limit) and (g.nr + g.nh + g.nl) > 0
+end
+
+-- The one way a group changes: applies `delta` (field -> increment) to its counters, then puts
+-- the group in the rotation (at the back) when it may be picked and is not there, or takes it
+-- out when it may not. Returns true when the group is in the rotation afterwards.
+local function updateGroup(prefix, group, delta)
   local gk = prefix .. 'g:' .. group
-  local meta = redis.call('HMGET', gk, 'paused', 'limit', 'running')
-  local eligible = meta[1] ~= '1'
-  if eligible then
-    local limit = tonumber(meta[2] or '0') or 0
-    if limit > 0 and (tonumber(meta[3] or '0') or 0) >= limit then eligible = false end
+  local g = readGroup(gk)
+  if not g.known then redis.call('SADD', prefix .. 'groups', group) end
+  local out = {}
+  for field, d in pairs(delta) do
+    g[field] = g[field] + d
+    out[#out + 1] = field
+    out[#out + 1] = g[field]
   end
-  if eligible then
-    eligible = redis.call('LLEN', gk .. ':r') > 0 or redis.call('LLEN', gk .. ':h') > 0
-      or redis.call('LLEN', gk .. ':l') > 0
+  local now = eligible(g)
+  if now and not g.ready then
+    redis.call('ZADD', prefix .. 'ready', redis.call('INCR', prefix .. 'rr'), group)
+    out[#out + 1] = 'ready'; out[#out + 1] = '1'
+    out[#out + 1] = 'turns'; out[#out + 1] = 0
+  elseif g.ready and not now then
+    redis.call('ZREM', prefix .. 'ready', group)
+    out[#out + 1] = 'ready'; out[#out + 1] = '0'
   end
-  if eligible then
-    if not redis.call('ZSCORE', prefix .. 'ready', group) then
-      redis.call('ZADD', prefix .. 'ready', redis.call('INCR', prefix .. 'rr'), group)
-      redis.call('HSET', gk, 'turns', 0)
-    end
-    return true
-  end
-  redis.call('ZREM', prefix .. 'ready', group)
-  return false
+  if #out > 0 then redis.call('HSET', gk, unpack(out)) end
+  return now
 end
 
 local function wake(prefix)

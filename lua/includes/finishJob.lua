@@ -4,17 +4,18 @@
     p permanent failure (no retry)        c cancelled
     r released back to the front of its group without counting a retry (graceful shutdown)
   A job whose cancel was requested ends cancelled whatever the outcome (but a release).
-  The caller has checked the lease token. Returns the state the job ended in.
+  `job` is HMGET of JOB_RUN_FIELDS; the caller has checked the lease token.
+  Returns the state the job ended in.
 ]]
-local function finishJob(prefix, now, id, outcome, payload, retryDelay)
+local JOB_RUN_FIELDS = { 'takeSeq', 'state', 'group', 'retries', 'maxRetries', 'cancel', 'worker' }
+
+local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
   local jobKey = prefix .. 'j:' .. id
-  local job = redis.call('HMGET', jobKey, 'state', 'group', 'retries', 'maxRetries', 'cancel')
-  local group = job[2]
-  local gk = prefix .. 'g:' .. group
+  local group = job[3]
   redis.call('ZREM', prefix .. 'active', id)
-  redis.call('HINCRBY', gk, 'running', -1)
-  left(job[1])
-  if job[5] == '1' and outcome ~= 'r' then outcome = 'c' end
+  left(job[2])
+  if job[6] == '1' and outcome ~= 'r' then outcome = 'c' end
+  local delta = { running = -1 }
   local state
   if outcome == 's' then
     state = 'success'
@@ -22,18 +23,19 @@ local function finishJob(prefix, now, id, outcome, payload, retryDelay)
   elseif outcome == 'r' then
     state = 'waiting'
     redis.call('HSET', jobKey, 'state', state, 'worker', '')
-    redis.call('RPUSH', gk .. ':r', id)
+    redis.call('RPUSH', prefix .. 'g:' .. group .. ':r', id)
+    delta.nr = 1
   elseif outcome == 'c' then
     state = 'cancelled'
     redis.call('HSET', jobKey, 'state', state, 'finished', now)
   else
-    local retries = tonumber(job[3]) or 0
-    if outcome == 'f' and retries < (tonumber(job[4]) or 0) then
+    local retries = tonumber(job[4]) or 0
+    if outcome == 'f' and retries < (tonumber(job[5]) or 0) then
       state = 'stuck'
       local due = now + retryDelay * (2 ^ retries)
       redis.call('HSET', jobKey, 'state', state, 'retries', retries + 1, 'error', payload, 'due', due)
       redis.call('ZADD', prefix .. 'delayed', due, id)
-      redis.call('HINCRBY', gk, 'stuck', 1)
+      delta.stuck = 1
     else
       state = 'failed'
       redis.call('HSET', jobKey, 'state', state, 'finished', now, 'error', payload)
@@ -43,6 +45,6 @@ local function finishJob(prefix, now, id, outcome, payload, retryDelay)
     redis.call('ZADD', prefix .. 'done:' .. state, now, id)
   end
   changed(id, state, (state == 'stuck' or state == 'failed') and payload or nil)
-  if refreshGroup(prefix, group) then wake(prefix) end
+  if updateGroup(prefix, group, delta) then wake(prefix) end
   return state
 end

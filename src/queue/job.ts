@@ -55,7 +55,7 @@ const NUMBER_FIELDS = new Set(['retries', 'maxRetries', 'submitted', 'started', 
 
 /** Builds a job from an HGETALL reply given as a flat [field, value, ...] list of Buffers. */
 export function decodeJob(flat: Buffer[]): Job {
-  const job: Record<string, unknown> = {};
+  const job: Record<string, unknown> = { retries: 0, subject: '', submitter: '' };
   for (let i = 0; i < flat.length; i += 2) {
     const field = flat[i].toString();
     const raw = flat[i + 1];

@@ -166,23 +166,17 @@ export class Queue {
     for (let i = 0; i < names.length; i += 500) {
       const slice = names.slice(i, i + 500);
       const pipe = this.client.pipeline();
-      for (const g of slice) {
-        const gk = this.keys.group(g);
-        pipe.hmget(gk, 'running', 'stuck', 'paused', 'limit', 'weight');
-        pipe.llen(`${gk}:h`).llen(`${gk}:l`).llen(`${gk}:r`);
-      }
-      const res = (await pipe.exec())!.map(([err, v]) => {
-        if (err) throw err;
-        return v;
-      });
+      for (const g of slice) pipe.hmget(this.keys.group(g), 'running', 'stuck', 'paused', 'limit', 'weight', 'nh', 'nl', 'nr');
+      const res = (await pipe.exec())!;
       slice.forEach((group, k) => {
-        const [running, stuck, paused, limit, weight] = res[k * 4] as (string | null)[];
-        const retry = Number(res[k * 4 + 3]);
+        const [err, v] = res[k];
+        if (err) throw err;
+        const [running, stuck, paused, limit, weight, nh, nl, nr] = v as (string | null)[];
         const stuckN = Number(stuck ?? 0);
         out.push({
           group,
-          // A job in the preferred list is either a released one (waiting) or a due stuck one.
-          waiting: Number(res[k * 4 + 1]) + Number(res[k * 4 + 2]) + Math.max(0, retry - stuckN),
+          // The preferred list holds released jobs (waiting) and due stuck jobs.
+          waiting: Number(nh ?? 0) + Number(nl ?? 0) + Math.max(0, Number(nr ?? 0) - stuckN),
           running: Number(running ?? 0),
           stuck: stuckN,
           paused: paused === '1',

@@ -1,0 +1,71 @@
+/**
+ * Redis cost of one job from submit to success: script calls and commands per job, read from
+ * INFO commandstats before and after draining N jobs (bulk submit, one executor).
+ * Usage: node dist/benchmarks/job-cost.js [--jobs 10000] [--concurrency 100] [--groups 1000]
+ */
+import { Redis } from 'ioredis';
+import { Queue, Worker } from '../src/index.js';
+import { RedisServer } from '../test/helpers/redis-server.js';
+
+function arg(name: string, def: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+}
+
+/** Parses INFO commandstats into calls per command, and used CPU (µs). */
+export async function redisStats(r: Redis): Promise<{ calls: Map<string, number>; usec: Map<string, number>; cpuUs: number }> {
+  const stats = await r.info('commandstats');
+  const calls = new Map<string, number>();
+  const usec = new Map<string, number>();
+  for (const m of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    calls.set(m[1], Number(m[2]));
+    usec.set(m[1], Number(m[3]));
+  }
+  const cpu = await r.info('cpu');
+  const sys = Number(/used_cpu_sys:([\d.]+)/.exec(cpu)![1]);
+  const user = Number(/used_cpu_user:([\d.]+)/.exec(cpu)![1]);
+  return { calls, usec, cpuUs: (sys + user) * 1e6 };
+}
+
+const jobs = arg('jobs', 10_000);
+const concurrency = arg('concurrency', 100);
+const groups = arg('groups', 1000);
+const server = process.env.REDIS_URL ? null : await RedisServer.start();
+const url = process.env.REDIS_URL ?? server!.url;
+const admin = new Redis(url);
+await admin.flushall();
+await admin.config('RESETSTAT');
+const q = new Queue('cost', { connection: url });
+const payload = 'x'.repeat(100);
+const before = await redisStats(admin);
+const t0 = performance.now();
+for (let i = 0; i < jobs; i += 1000) {
+  await q.submitBulk(Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({ task: 'noop', group: `g${(i + k) % groups}`, args: payload })));
+}
+let done = 0;
+await new Promise<void>((resolve) => {
+  const w = new Worker('cost', { noop: () => undefined }, { connection: url, concurrency });
+  w.on('completed', () => {
+    if (++done === jobs) void w.close().then(resolve);
+  });
+});
+const ms = performance.now() - t0;
+const after = await redisStats(admin);
+const rows: Array<[string, number]> = [];
+for (const [cmd, n] of after.calls) {
+  const d = n - (before.calls.get(cmd) ?? 0);
+  if (d > 0 && cmd !== 'info' && cmd !== 'config') rows.push([cmd, d]);
+}
+rows.sort((a, b) => b[1] - a[1]);
+const scripts = rows.filter(([c]) => c === 'evalsha' || c === 'eval').reduce((s, [, n]) => s + n, 0);
+const total = rows.reduce((s, [, n]) => s + n, 0);
+console.log(`${jobs} jobs, ${groups} groups, concurrency ${concurrency}: ${(jobs / (ms / 1000)).toFixed(0)} jobs/s (submit + drain)`);
+console.log(`script calls per job: ${(scripts / jobs).toFixed(3)}; Redis commands per job (as clients sent them): ${(total / jobs).toFixed(3)}`);
+console.log(`Redis CPU per job: ${((after.cpuUs - before.cpuUs) / jobs).toFixed(1)} µs`);
+for (const [cmd, n] of rows.slice(0, 25)) {
+  const us = (after.usec.get(cmd) ?? 0) - (before.usec.get(cmd) ?? 0);
+  console.log(`  ${cmd.padEnd(16)} ${(n / jobs).toFixed(3)} per job, ${(us / jobs).toFixed(2)} µs per job`);
+}
+await q.close();
+admin.disconnect();
+await server?.destroy();

@@ -1,0 +1,36 @@
+--[[
+  Helpers of the periodic scripts. Periodic keys below the queue prefix (see src/periodic/keys.ts):
+    p:t:<id>        HASH  a periodic task
+    p:nextrun       ZSET  enabled task id -> when a scheduler must look at it next (ms)
+    p:all           SET   ids of tasks defined through upsert
+    p:owner:<owner> SET   ids of an owner's tasks
+    p:h:<id>        ZSET  run history: job id, '~skipped@<occ>' or '~missed@<first>@<count>@<last>'
+                          -> occurrence (ms)
+    p:wake          pub/sub channel schedulers listen on
+]]
+
+-- Adds a record to a task's run history and trims it to `keep` entries and `age` ms.
+local function pHistory(prefix, id, occurrence, member, keep, age, now)
+  local hk = prefix .. 'p:h:' .. id
+  redis.call('ZADD', hk, occurrence, member)
+  keep = tonumber(keep)
+  if keep and keep >= 0 then redis.call('ZREMRANGEBYRANK', hk, 0, -(keep + 1)) end
+  age = tonumber(age)
+  if age and age >= 0 then redis.call('ZREMRANGEBYSCORE', hk, '-inf', '(' .. (now - age)) end
+end
+
+-- Removes a task and its indexes (not its jobs). Returns 1 when it existed.
+local function pRemove(prefix, id)
+  local tk = prefix .. 'p:t:' .. id
+  local owner = redis.call('HGET', tk, 'owner')
+  if not owner then return 0 end
+  if owner ~= '' then redis.call('SREM', prefix .. 'p:owner:' .. owner, id) end
+  redis.call('DEL', tk, prefix .. 'p:h:' .. id)
+  redis.call('ZREM', prefix .. 'p:nextrun', id)
+  redis.call('SREM', prefix .. 'p:all', id)
+  return 1
+end
+
+local function pWake(prefix)
+  redis.call('PUBLISH', prefix .. 'p:wake', '1')
+end

@@ -1,0 +1,58 @@
+--[[
+  Creates or replaces a periodic task. Its next occurrence is kept when the timer and time zone
+  are unchanged (re-deploying the same definitions never shifts or repeats a run); otherwise it
+  becomes ARGV[4]. Enabled tasks are indexed in p:nextrun, and schedulers are woken.
+
+  KEYS[1] p:nextrun  (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] task id
+  ARGV[3] '1' to list the task in p:all (an upsert), '0' for an event rule's pending run
+  ARGV[4] next occurrence for the new timer (ms), '' when the timer never elapses again
+  ARGV[5] enabled '1' | '0'
+  ARGV[6] now (ms; created/updated)
+  ARGV[7..] field, value pairs (id, task, timer, timezone, owner, ... see definitionFields)
+
+  Returns { 1 created | 0 replaced, next occurrence or '' }.
+]]
+--- @include "includes/periodic"
+
+local prefix = ARGV[1]
+local id = ARGV[2]
+local tk = prefix .. 'p:t:' .. id
+local fields = {}
+local new = {}
+for i = 7, #ARGV, 2 do
+  fields[#fields + 1] = ARGV[i]
+  fields[#fields + 1] = ARGV[i + 1]
+  new[ARGV[i]] = ARGV[i + 1]
+end
+local old = redis.call('HMGET', tk, 'timer', 'timezone', 'nextrun', 'owner', 'buffered')
+local created = old[1] == false
+local nextrun = ARGV[4]
+if not created and old[1] == new['timer'] and old[2] == new['timezone'] and old[3] and old[3] ~= '' then
+  nextrun = old[3]
+end
+if old[4] and old[4] ~= '' and old[4] ~= new['owner'] then
+  redis.call('SREM', prefix .. 'p:owner:' .. old[4], id)
+end
+if created then
+  fields[#fields + 1] = 'created'
+  fields[#fields + 1] = ARGV[6]
+end
+fields[#fields + 1] = 'nextrun'
+fields[#fields + 1] = nextrun
+fields[#fields + 1] = 'enabled'
+fields[#fields + 1] = ARGV[5]
+redis.call('HSET', tk, unpack(fields))
+if new['owner'] and new['owner'] ~= '' then redis.call('SADD', prefix .. 'p:owner:' .. new['owner'], id) end
+if ARGV[3] == '1' then redis.call('SADD', prefix .. 'p:all', id) end
+if ARGV[5] == '1' and nextrun ~= '' then
+  local score = tonumber(nextrun)
+  -- a run held by buffer-one is looked at again soon
+  if old[5] and old[5] ~= '' then score = tonumber(ARGV[6]) end
+  redis.call('ZADD', KEYS[1], score, id)
+  pWake(prefix)
+else
+  redis.call('ZREM', KEYS[1], id)
+end
+return { created and 1 or 0, nextrun }
