@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { Queue, Worker } from '../src/index.js';
-import { RedisServer } from '../test/helpers/redis-server.js';
+import { RedisServer } from '../src/dev/redis-server.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);

@@ -1,0 +1,133 @@
+/**
+ * Starts and stops private `redis-server` processes: for the demo, tests and benchmarks.
+ * A server listens on a free loopback port, keeps its data in a temporary directory,
+ * and can be stopped gracefully, killed with SIGKILL, and restarted on the same port and data.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface RedisServerOptions {
+  /** Port to listen on; a free one is chosen when left out. */
+  port?: number;
+  /** Data directory; a new temporary one when left out. */
+  dir?: string;
+  /** Turn on the append-only file with `appendfsync` set to this. */
+  appendfsync?: 'always' | 'everysec' | 'no';
+}
+
+/** Finds a free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const sock = connect(port, '127.0.0.1');
+      sock.once('connect', () => {
+        sock.write('PING\r\n');
+        sock.once('data', (d) => {
+          sock.destroy();
+          resolve(d.toString().startsWith('+PONG'));
+        });
+      });
+      sock.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A private redis-server process. */
+export class RedisServer {
+  readonly port: number;
+  readonly dir: string;
+  private proc: ChildProcess | null = null;
+  private readonly ownsDir: boolean;
+  private readonly appendfsync?: RedisServerOptions['appendfsync'];
+
+  private constructor(port: number, dir: string, ownsDir: boolean, appendfsync?: RedisServerOptions['appendfsync']) {
+    this.port = port;
+    this.dir = dir;
+    this.ownsDir = ownsDir;
+    this.appendfsync = appendfsync;
+  }
+
+  /** Starts a server and resolves once it answers PING. */
+  static async start(opts: RedisServerOptions = {}): Promise<RedisServer> {
+    const port = opts.port ?? (await freePort());
+    const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'rota-redis-'));
+    const server = new RedisServer(port, dir, !opts.dir, opts.appendfsync);
+    await server.restart();
+    return server;
+  }
+
+  /** The URL clients connect with. */
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** The server's process id, while it runs. */
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
+  /** (Re)starts the server on the same port and data directory. */
+  async restart(): Promise<void> {
+    if (this.proc) throw new Error('redis-server is already running');
+    const args = [
+      '--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir,
+      '--save', '', '--daemonize', 'no', '--logfile', join(this.dir, 'redis.log'),
+      '--maxmemory-policy', 'noeviction',
+    ];
+    if (this.appendfsync) args.push('--appendonly', 'yes', '--appendfsync', this.appendfsync);
+    else args.push('--appendonly', 'no');
+    const proc = spawn('redis-server', args, { stdio: 'ignore' });
+    this.proc = proc;
+    proc.once('exit', () => {
+      if (this.proc === proc) this.proc = null;
+    });
+    await new Promise<void>((resolve, reject) => {
+      proc.once('spawn', () => resolve());
+      proc.once('error', (err) =>
+        reject(new Error(`cannot start redis-server (${err.message}); install it with: apt-get install -y redis-server`)),
+      );
+    });
+    await waitForPort(this.port, 10_000);
+  }
+
+  /** Stops the server with the given signal and waits for it to exit. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const proc = this.proc;
+    if (!proc) return;
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    proc.kill(signal);
+    await exited;
+    this.proc = null;
+  }
+
+  /** Kills the server with SIGKILL, as a crash would. */
+  kill(): Promise<void> {
+    return this.stop('SIGKILL');
+  }
+
+  /** Stops the server and removes a data directory it created. */
+  async destroy(): Promise<void> {
+    await this.stop('SIGKILL');
+    if (this.ownsDir) rmSync(this.dir, { recursive: true, force: true });
+  }
+}
