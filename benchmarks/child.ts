@@ -1,0 +1,63 @@
+/**
+ * A system's benchmark process: the orchestrator (run.ts) sends it one run at a time; it opens the
+ * system on a fresh queue, runs the workload, closes everything and answers with the measurements.
+ */
+import { Redis } from 'ioredis';
+import type { CaseSpec } from './cases.js';
+import { openSystem, type SystemName } from './systems/types.js';
+import type { RunContext, RunResult } from './workloads/common.js';
+import { runDrain } from './workloads/drain.js';
+import { runFairness } from './workloads/fairness.js';
+import { runIngest } from './workloads/ingest.js';
+import { runLatency } from './workloads/latency.js';
+
+export interface RunRequest {
+  type: 'run';
+  seq: number;
+  system: SystemName;
+  url: string;
+  spec: CaseSpec;
+  quick: boolean;
+  /** For latency cases: arrivals per second. */
+  rate?: number;
+}
+
+export type RunReply = { type: 'result'; seq: number; result: RunResult } | { type: 'error'; seq: number; error: string };
+
+let admin: Redis | null = null;
+
+async function handle(req: RunRequest): Promise<RunResult> {
+  admin ??= new Redis(req.url);
+  const queue = `bench-${req.seq}`;
+  const adapter = await openSystem(req.system, req.url, queue);
+  const ctx: RunContext = { system: req.system, url: req.url, queue, adapter, admin, quick: req.quick };
+  try {
+    const s = req.spec;
+    switch (s.kind) {
+      case 'ingest':
+        return await runIngest(ctx, s.params);
+      case 'drain':
+        return await runDrain(ctx, s.params);
+      case 'latency':
+        return await runLatency(ctx, { ...s.params, rate: req.rate! });
+      case 'fairness':
+        return await runFairness(ctx, s.params);
+    }
+  } finally {
+    await adapter.close();
+  }
+}
+
+process.on('message', async (req: RunRequest | { type: 'exit' }) => {
+  if (req.type === 'exit') {
+    admin?.disconnect();
+    process.exit(0);
+  }
+  try {
+    const result = await handle(req);
+    process.send!({ type: 'result', seq: req.seq, result } satisfies RunReply);
+  } catch (err) {
+    process.send!({ type: 'error', seq: req.seq, error: (err as Error).stack ?? String(err) } satisfies RunReply);
+  }
+});
+process.send!({ type: 'ready' });

@@ -1,0 +1,170 @@
+/**
+ * The benchmark harness: `npm run bench -- [--quick] [--only NAME[,NAME]] [--aof] [--runs N] [--systems a,b]`.
+ * Starts a private redis-server, runs every case on Rota, BullMQ and GroupMQ (interleaved runs, each
+ * system in its own child process), prints a table as it goes, and writes results/<date>.json,
+ * results/latest.json and results/REPORT.md with SVG charts.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { RedisServer } from '../test/helpers/redis-server.js';
+import { cases, CASE_NAMES, type CaseSpec } from './cases.js';
+import type { RunReply, RunRequest } from './child.js';
+import { parseInfo } from './measure.js';
+import { exactlyOnceVerdict, summarize, tableRow, targets, textTable, writeResults, type CaseRecord } from './report.js';
+import { SYSTEMS, type SystemName } from './systems/types.js';
+import type { RunResult } from './workloads/common.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repoRoot = join(here, '..', '..');
+const resultsDir = join(repoRoot, 'benchmarks', 'results');
+
+function parseArgs(argv: string[]) {
+  const o = { quick: false, aof: false, only: [] as string[], runs: 0, systems: SYSTEMS as SystemName[], out: true };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') o.quick = true;
+    else if (a === '--aof') o.aof = true;
+    else if (a === '--no-write') o.out = false;
+    else if (a === '--only') o.only.push(...argv[++i].split(','));
+    else if (a.startsWith('--only=')) o.only.push(...a.slice(7).split(','));
+    else if (a === '--runs') o.runs = Number(argv[++i]);
+    else if (a === '--systems') o.systems = argv[++i].split(',') as SystemName[];
+    else throw new Error(`unknown option ${a}`);
+  }
+  return o;
+}
+
+class SystemProcess {
+  readonly proc: ChildProcess;
+  private readonly waiters = new Map<number, (r: RunReply) => void>();
+  readonly ready: Promise<void>;
+  constructor(readonly system: SystemName) {
+    this.proc = fork(join(here, 'child.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.ready = new Promise((resolve) => {
+      this.proc.on('message', (m: RunReply | { type: 'ready' }) => {
+        if (m.type === 'ready') return resolve();
+        this.waiters.get(m.seq)?.(m);
+        this.waiters.delete(m.seq);
+      });
+    });
+  }
+  run(req: RunRequest): Promise<RunResult> {
+    return new Promise((resolve, reject) => {
+      this.waiters.set(req.seq, (r) => (r.type === 'result' ? resolve(r.result) : reject(new Error(r.error))));
+      this.proc.send(req);
+    });
+  }
+  stop(): void {
+    this.proc.send({ type: 'exit' });
+  }
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const t0 = performance.now();
+  const all = cases(opts.quick);
+  const selected = opts.only.length
+    ? all.filter((c) => opts.only.some((o) => c.name === o || c.name.startsWith(`${o}-`) || c.name.startsWith(o)))
+    : all;
+  if (selected.length === 0) throw new Error(`no case matches ${opts.only.join(',')}; cases: ${CASE_NAMES.join(', ')}`);
+  const runs = opts.runs || (opts.quick ? 1 : 5);
+  const warmups = opts.quick ? 0 : 1;
+
+  const server = await RedisServer.start(opts.aof ? { appendfsync: 'everysec' } : {});
+  const admin = new Redis(server.url);
+  const redisVersion = parseInfo((await admin.info('server')) as string).redis_version;
+  const children = new Map(opts.systems.map((s) => [s, new SystemProcess(s)]));
+  await Promise.all([...children.values()].map((c) => c.ready));
+  console.log(`rota bench: ${selected.length} cases × ${opts.systems.join(', ')}; ${warmups} warm-up + ${runs} runs each; redis ${redisVersion} on ${server.url}${opts.aof ? ' (AOF everysec)' : ''}; load ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+
+  const records: CaseRecord[] = [];
+  let seq = 0;
+  let failed = false;
+  const runOne = async (system: SystemName, spec: CaseSpec, rate?: number): Promise<RunResult> => {
+    await admin.flushall();
+    await admin.config('RESETSTAT');
+    return children.get(system)!.run({ type: 'run', seq: ++seq, system, url: server.url, spec, quick: opts.quick, rate });
+  };
+
+  // Latency cases run at a share of each system's maximum: the lower of its drain-c100 and ingest-inflight rates.
+  const maxRate = async (system: SystemName): Promise<number> => {
+    const from = (recs: Array<{ case: string; system: string; jobsPerSec: number }>) => {
+      const d = recs.find((r) => r.case === 'drain-c100' && r.system === system)?.jobsPerSec;
+      const i = recs.find((r) => r.case === 'ingest-inflight' && r.system === system)?.jobsPerSec;
+      return d && i ? Math.min(d, i) : undefined;
+    };
+    let m = from(records);
+    if (m) return m;
+    const latest = join(resultsDir, 'latest.json');
+    if (existsSync(latest)) m = from(JSON.parse(readFileSync(latest, 'utf8')).records);
+    if (m) return m;
+    const small = cases(true);
+    const d = await runOne(system, small.find((c) => c.name === 'drain-c100')!);
+    const i = await runOne(system, small.find((c) => c.name === 'ingest-inflight')!);
+    return Math.min(d.jobsPerSec, i.jobsPerSec);
+  };
+
+  for (const spec of selected) {
+    const rates = new Map<SystemName, number>();
+    if (spec.kind === 'latency') {
+      for (const s of opts.systems) rates.set(s, ((await maxRate(s)) * spec.loadPct) / 100);
+    }
+    const results = new Map<SystemName, RunResult[]>(opts.systems.map((s) => [s, []]));
+    for (let k = 0; k < warmups + runs; k++) {
+      for (const s of opts.systems) {
+        let r: RunResult;
+        try {
+          r = await runOne(s, spec, rates.get(s));
+        } catch (err) {
+          console.error(`!!! ${spec.name} ${s}: ${(err as Error).message}`);
+          failed = true;
+          continue;
+        }
+        const warm = k < warmups;
+        if (!warm) results.get(s)!.push(r);
+        const verdict = exactlyOnceVerdict(r);
+        if (verdict !== 'ok') failed = true;
+        const lat = r.extra.p99Ms != null ? `  p50 ${r.extra.p50Ms?.toFixed(2)} ms  p99 ${r.extra.p99Ms.toFixed(2)} ms` : '';
+        process.stdout.write(`  ${spec.name.padEnd(18)} ${s.padEnd(8)} ${warm ? 'warm-up' : `run ${k - warmups + 1}/${runs}`}  ${fmt(r.jobsPerSec).padStart(8)} jobs/s  ${(r.redis.cpuUs / Math.max(1, r.jobs)).toFixed(1).padStart(6)} µs/job${lat}  ${verdict === 'ok' ? (r.capped ? 'ok (capped)' : 'ok') : `!!! EXACTLY-ONCE ${verdict}`}\n`);
+      }
+    }
+    const caseRecs = opts.systems.filter((s) => results.get(s)!.length).map((s) => summarize(spec.name, s, results.get(s)!));
+    records.push(...caseRecs);
+    console.log(`\n${textTable(caseRecs.map(tableRow))}\n`);
+  }
+
+  for (const c of children.values()) c.stop();
+  admin.disconnect();
+  await server.destroy();
+
+  const order = all.map((c) => c.name);
+  const sorted = order.flatMap((c) => records.filter((r) => r.case === c));
+  console.log(`\n== all results ==\n${textTable(sorted.map(tableRow))}\n`);
+  console.log('== targets (Rota) ==');
+  for (const t of targets(records)) console.log(`  [${t.met === null ? ' - ' : t.met ? 'met' : 'NOT'}] ${t.name}: ${t.value}`);
+  const bad = records.filter((r) => r.exactlyOnce !== 'ok');
+  for (const r of bad) console.log(`\n!!!!!! EXACTLY-ONCE CHECK FAILED: ${r.case} ${r.system}: ${r.exactlyOnce} !!!!!!`);
+
+  if (opts.out) {
+    const command = `npm run bench --${process.argv.slice(2).length ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
+    const { json, md } = writeResults(resultsDir, {
+      date: new Date().toISOString(), command, quick: opts.quick, aof: opts.aof, runs,
+      node: process.version, redis: `Redis ${redisVersion}`, cpus: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,
+      loadavg: loadavg(), seconds: (performance.now() - t0) / 1000,
+    }, records, order);
+    console.log(`\nwrote ${json}, results/latest.json and ${md}`);
+  }
+  console.log(`done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  if (failed || bad.length) process.exitCode = 1;
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

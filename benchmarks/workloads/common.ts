@@ -1,0 +1,88 @@
+/** What every workload gets and gives back. */
+import type { Redis } from 'ioredis';
+import { addDeltas, cpuSince, redisDelta, RssPeak, sampleRedis, type RedisDelta, type RedisSample } from '../measure.js';
+import type { SystemAdapter, SystemName } from '../systems/types.js';
+
+export interface RunContext {
+  system: SystemName;
+  url: string;
+  queue: string;
+  adapter: SystemAdapter;
+  /** A separate connection for INFO sampling. */
+  admin: Redis;
+  quick: boolean;
+}
+
+/** One measured run of one case on one system. */
+export interface RunResult {
+  jobs: number;
+  seconds: number;
+  jobsPerSec: number;
+  redis: RedisDelta;
+  nodeCpuUs: number;
+  peakRssBytes: number;
+  /** Exactly-once check: jobs expected to run (or be stored), distinct ones seen, and repeats. */
+  expected: number;
+  unique: number;
+  duplicates: number;
+  /** The run hit its time cap before all jobs ran (the rest were left waiting, not lost). */
+  capped: boolean;
+  extra: Record<string, number | null>;
+  /** Percentiles 0..100 of the light-tenant waits (fairness) or pickup latency (latency), in ms. */
+  dist?: number[];
+}
+
+/** Counts runs per job id, to prove every job ran exactly once. */
+export class Seen {
+  private readonly ids = new Set<string>();
+  duplicates = 0;
+  add(id: string): void {
+    if (this.ids.has(id)) this.duplicates++;
+    else this.ids.add(id);
+  }
+  addAll(ids: Iterable<string>): void {
+    for (const id of ids) this.add(id);
+  }
+  get size(): number {
+    return this.ids.size;
+  }
+}
+
+/** Brackets a measured phase: Redis counters, this process's CPU, wall time and peak RSS. */
+export class Phase {
+  private startSample!: RedisSample;
+  private cpu!: NodeJS.CpuUsage;
+  private t0 = 0;
+  private rss = new RssPeak();
+  constructor(private readonly admin: Redis) {}
+  async begin(): Promise<this> {
+    this.startSample = await sampleRedis(this.admin);
+    this.cpu = process.cpuUsage();
+    this.t0 = performance.now();
+    return this;
+  }
+  /** Seconds since begin (the clock of the measured phase). */
+  elapsed(): number {
+    return (performance.now() - this.t0) / 1000;
+  }
+  async end(): Promise<{ redis: RedisDelta; nodeCpuUs: number; peakRssBytes: number }> {
+    const nodeCpuUs = cpuSince(this.cpu);
+    const redis = redisDelta(this.startSample, await sampleRedis(this.admin));
+    return { redis, nodeCpuUs, peakRssBytes: this.rss.stop() };
+  }
+}
+
+export { addDeltas };
+
+/** Group of the i-th job when jobs are spread over `groups` tenants. */
+export const groupOf = (i: number, groups: number) => `t${i % groups}`;
+
+/** Resolves when `cond()` holds (checked every `everyMs`), or false after `timeoutMs`. */
+export async function until(cond: () => boolean, timeoutMs: number, everyMs = 2): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (!cond()) {
+    if (performance.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  return true;
+}

@@ -1,0 +1,100 @@
+/**
+ * Drain: N no-op jobs are put in the queue in bulk (batches of 1,000), then executors (in this
+ * process, or in forked processes) run them all. The measured phase is the drain; the fill is
+ * measured too, so that Redis CPU over a job's whole life (submit + take + complete) is known.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { payload, type JobIn } from '../systems/types.js';
+import { addDeltas, groupOf, Phase, Seen, until, type RunContext, type RunResult } from './common.js';
+
+export interface DrainParams {
+  jobs: number;
+  concurrency: number;
+  groups: number;
+  /** Executor processes: 0 runs the executor in this process. */
+  processes: number;
+  /** Longest drain, in ms, before the run is cut short (reported as capped). */
+  capMs: number;
+}
+
+export async function fill(ctx: RunContext, jobs: number, groups: number, batch = 1000, data = payload): Promise<void> {
+  for (let i = 0; i < jobs; i += batch) {
+    const b: JobIn[] = [];
+    for (let k = i; k < Math.min(jobs, i + batch); k++) b.push({ group: groupOf(k, groups), data: data(k) });
+    await ctx.adapter.submitBulk(b);
+  }
+}
+
+interface Child {
+  proc: ChildProcess;
+  n: number;
+  done?: { ids: string[]; cpuUs: number; peakRssBytes: number };
+}
+
+function forkExecutor(ctx: RunContext, concurrency: number): Promise<Child> {
+  const script = fileURLToPath(new URL('../executor.js', import.meta.url));
+  const proc = fork(script, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child: Child = { proc, n: 0 };
+  return new Promise((resolve, reject) => {
+    proc.on('message', (m: any) => {
+      if (m.type === 'ready') resolve(child);
+      else if (m.type === 'progress') child.n = m.n;
+      else if (m.type === 'done') child.done = m;
+    });
+    proc.once('error', reject);
+    proc.send({ system: ctx.system, url: ctx.url, queue: ctx.queue, concurrency });
+  });
+}
+
+export async function runDrain(ctx: RunContext, p: DrainParams): Promise<RunResult> {
+  const fillPhase = await new Phase(ctx.admin).begin();
+  await fill(ctx, p.jobs, p.groups);
+  const filled = await fillPhase.end();
+
+  const seen = new Seen();
+  let seconds: number;
+  let capped: boolean;
+  let nodeCpuUs = 0;
+  let peakRssBytes = 0;
+  let phase: Phase;
+  let m: Awaited<ReturnType<Phase['end']>>;
+  if (p.processes === 0) {
+    phase = await new Phase(ctx.admin).begin();
+    let n = 0;
+    const exec = await ctx.adapter.startExecutor({ concurrency: p.concurrency, handler: (id) => { seen.add(id); n++; } });
+    capped = !(await until(() => n >= p.jobs, p.capMs));
+    seconds = phase.elapsed();
+    await exec.close();
+    m = await phase.end();
+    nodeCpuUs = m.nodeCpuUs;
+    peakRssBytes = m.peakRssBytes;
+  } else {
+    const children = await Promise.all(Array.from({ length: p.processes }, () => forkExecutor(ctx, p.concurrency)));
+    phase = await new Phase(ctx.admin).begin();
+    for (const c of children) c.proc.send({ type: 'go' });
+    const total = () => children.reduce((s, c) => s + c.n, 0);
+    capped = !(await until(() => total() >= p.jobs, p.capMs));
+    seconds = phase.elapsed();
+    for (const c of children) c.proc.send({ type: 'stop' });
+    await until(() => children.every((c) => c.done), 30_000, 10);
+    m = await phase.end();
+    for (const c of children) {
+      seen.addAll(c.done?.ids ?? []);
+      nodeCpuUs += c.done?.cpuUs ?? 0;
+      peakRssBytes = Math.max(peakRssBytes, c.done?.peakRssBytes ?? 0);
+    }
+  }
+  const ran = seen.size + seen.duplicates;
+  const lifecycle = addDeltas(filled.redis, m.redis);
+  return {
+    jobs: ran, seconds, jobsPerSec: ran / seconds, redis: m.redis, nodeCpuUs, peakRssBytes,
+    expected: p.jobs, unique: seen.size, duplicates: seen.duplicates, capped,
+    extra: {
+      fillJobsPerSec: p.jobs / (filled.redis.ms / 1000),
+      lifecycleRedisCpuUsPerJob: lifecycle.cpuUs / p.jobs,
+      lifecycleRedisCommandsPerJob: lifecycle.commands / p.jobs,
+      lifecycleScriptCallsPerJob: lifecycle.scriptCalls / p.jobs,
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * Latency: Poisson arrivals, each job submitted on its own, at a fraction of the system's own
+ * maximum rate; pickup latency = handler start − submit call. Then the executor sits idle and the
+ * Redis commands it causes per second are counted (a polling executor shows up here).
+ */
+import { nowMs, percentiles, sampleRedis, redisDelta, sleep } from '../measure.js';
+import { payload } from '../systems/types.js';
+import { groupOf, Phase, Seen, until, type RunContext, type RunResult } from './common.js';
+
+export interface LatencyParams {
+  /** Arrivals per second. */
+  rate: number;
+  durationMs: number;
+  concurrency: number;
+  groups: number;
+  /** Also measure Redis commands per second while idle, for this long (0: skip). */
+  idleMs: number;
+}
+
+export async function runLatency(ctx: RunContext, p: LatencyParams): Promise<RunResult> {
+  const seen = new Seen();
+  const waits: number[] = [];
+  const exec = await ctx.adapter.startExecutor({
+    concurrency: p.concurrency,
+    handler: (id, _g, data) => {
+      waits.push(nowMs() - data.t);
+      seen.add(id);
+    },
+  });
+  await sleep(300); // let the executor reach its idle wait
+
+  const phase = await new Phase(ctx.admin).begin();
+  const start = performance.now();
+  let next = start;
+  let submitted = 0;
+  let lagMs = 0;
+  const pending = new Set<Promise<void>>();
+  while (next - start < p.durationMs) {
+    const now = performance.now();
+    if (next > now + 1) {
+      await sleep(next - now - 0.5);
+      continue;
+    }
+    while (next <= performance.now() && next - start < p.durationMs) {
+      lagMs = Math.max(lagMs, performance.now() - next);
+      const pr = ctx.adapter.submit({ group: groupOf(submitted, p.groups), data: payload(nowMs()) });
+      submitted++;
+      pending.add(pr);
+      void pr.finally(() => pending.delete(pr));
+      next += -Math.log(1 - Math.random()) * (1000 / p.rate);
+    }
+    await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(pending);
+  const capped = !(await until(() => seen.size + seen.duplicates >= submitted, 30_000));
+  const seconds = phase.elapsed();
+  const m = await phase.end();
+
+  let idleCommandsPerSec: number | null = null;
+  if (p.idleMs > 0) {
+    await sleep(500);
+    const a = await sampleRedis(ctx.admin);
+    await sleep(p.idleMs);
+    const d = redisDelta(a, await sampleRedis(ctx.admin));
+    idleCommandsPerSec = d.commands / (d.ms / 1000);
+  }
+  await exec.close();
+  const [p50, p99, p999] = percentiles(waits, [50, 99, 99.9]);
+  const dist = percentiles(waits, Array.from({ length: 101 }, (_, i) => i));
+  return {
+    dist,
+    jobs: submitted, seconds, jobsPerSec: submitted / seconds, ...m,
+    expected: submitted, unique: seen.size, duplicates: seen.duplicates, capped,
+    extra: { rate: p.rate, p50Ms: p50, p99Ms: p99, p999Ms: p999, maxProducerLagMs: lagMs, idleCommandsPerSec },
+  };
+}
