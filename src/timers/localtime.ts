@@ -7,7 +7,7 @@
  * daylight-saving flag that does not hold at that wall time borrows the offset
  * of the nearest time where it does.
  */
-import { zoneOffset } from './zone.js';
+import { offsetLookup } from './zone.js';
 
 /** Broken-down time; `mon` is 0-based. Fields may be out of range before normalization. */
 export interface Tm {
@@ -31,27 +31,42 @@ export interface MktimeResult {
   wday: number;
 }
 
-function fieldsAsUtc(tm: Tm): number {
-  const d = new Date(0);
-  d.setUTCFullYear(tm.year, tm.mon, tm.mday);
-  d.setUTCHours(tm.hour, tm.min, tm.sec, 0);
-  return d.getTime() / 1000;
+/** Days since 1970-01-01 of a proleptic Gregorian date (month 1-12). */
+function daysFromCivil(y: number, m: number, d: number): number {
+  y -= m <= 2 ? 1 : 0;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146097 + doe - 719468;
 }
 
+/** Seconds since the epoch of the fields read as UTC, carrying out-of-range values over. */
+function fieldsAsUtc(tm: Tm): number {
+  const y = tm.year + Math.floor(tm.mon / 12);
+  const m = tm.mon - Math.floor(tm.mon / 12) * 12;
+  const days = daysFromCivil(y, m + 1, 1) + tm.mday - 1;
+  return days * 86400 + tm.hour * 3600 + tm.min * 60 + tm.sec;
+}
+
+/** UTC fields of an instant (seconds since the epoch). */
 function utcFields(secs: number): { tm: Tm; wday: number } {
-  const d = new Date(secs * 1000);
-  return {
-    tm: {
-      year: d.getUTCFullYear(),
-      mon: d.getUTCMonth(),
-      mday: d.getUTCDate(),
-      hour: d.getUTCHours(),
-      min: d.getUTCMinutes(),
-      sec: d.getUTCSeconds(),
-      isdst: 0,
-    },
-    wday: d.getUTCDay(),
-  };
+  const days = Math.floor(secs / 86400);
+  let rem = secs - days * 86400;
+  const hour = Math.floor(rem / 3600);
+  rem -= hour * 3600;
+  const min = Math.floor(rem / 60);
+  const sec = rem - min * 60;
+  const z = days + 719468;
+  const era = Math.floor(z / 146097);
+  const doe = z - era * 146097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const mday = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const mon = mp < 10 ? mp + 2 : mp - 10;
+  const year = yoe + era * 400 + (mon <= 1 ? 1 : 0);
+  return { tm: { year, mon, mday, hour, min, sec, isdst: 0 }, wday: (((days + 4) % 7) + 7) % 7 };
 }
 
 /**
@@ -61,21 +76,33 @@ function utcFields(secs: number): { tm: Tm; wday: number } {
  */
 export class WallClock {
   private lastOffset = 0;
+  private readonly lookup: ((t: number) => number) | null;
+  private readonly standard = new Map<number, number>();
 
-  constructor(readonly zone: string | null) {}
+  constructor(readonly zone: string | null) {
+    this.lookup = zone === null ? null : offsetLookup(zone);
+  }
 
   private offset(t: number): number {
-    return this.zone === null ? 0 : zoneOffset(this.zone, t);
+    return this.lookup === null ? 0 : this.lookup(t);
+  }
+
+  /** The standard (non-DST) offset of a year: the smaller of its January and July offsets. */
+  private standardOffset(year: number): number {
+    let o = this.standard.get(year);
+    if (o === undefined) {
+      o = Math.min(this.offset(Date.UTC(year, 0, 1) / 1000), this.offset(Date.UTC(year, 6, 1) / 1000));
+      this.standard.set(year, o);
+    }
+    return o;
   }
 
   /** Whether `t` is in daylight-saving time: its offset exceeds the year's standard offset. */
   private isDst(t: number): number {
     if (this.zone === null) return 0;
-    const year = new Date(t * 1000).getUTCFullYear();
-    const jan = Date.UTC(year, 0, 1) / 1000;
-    const jul = Date.UTC(year, 6, 1) / 1000;
-    const standard = Math.min(this.offset(jan), this.offset(jul));
-    return this.offset(t) > standard ? 1 : 0;
+    // Year of t, close enough for picking the year's standard offset (Jan 1 ± a day is harmless).
+    const year = 1970 + Math.floor(t / 31_556_952);
+    return this.offset(t) > this.standardOffset(year) ? 1 : 0;
   }
 
   /** Wall-clock fields of the instant `t` (seconds since the epoch). */

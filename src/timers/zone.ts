@@ -4,7 +4,13 @@
  */
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
-const offsetCaches = new Map<string, Map<number, number>>();
+interface OffsetCache {
+  /** Day number → offset, or NaN when the offset changes that day. */
+  days: Map<number, number>;
+  /** Hour number → offset, or NaN when it changes within that hour. */
+  hours: Map<number, number>;
+}
+const offsetCaches = new Map<string, OffsetCache>();
 const CACHE_LIMIT = 50_000;
 const MIXED = Number.NaN;
 
@@ -76,20 +82,41 @@ function exactOffset(zone: string, epochSec: number): number {
 
 /** Offset of `zone` from UTC, in seconds east, at the instant `epochSec`. */
 export function zoneOffset(zone: string, epochSec: number): number {
-  const t = Math.floor(epochSec);
+  return offsetLookup(zone)(epochSec);
+}
+
+/** A fast offset function for one zone (seconds east of UTC at an instant in seconds). */
+export function offsetLookup(zone: string): (epochSec: number) => number {
   let cache = offsetCaches.get(zone);
   if (!cache) {
-    cache = new Map();
+    cache = { days: new Map(), hours: new Map() };
     offsetCaches.set(zone, cache);
   }
-  const bucket = Math.floor(t / 3600);
-  let cached = cache.get(bucket);
+  const c = cache;
+  return (epochSec: number) => cachedOffset(zone, c, epochSec);
+}
+
+function cachedOffset(zone: string, cache: OffsetCache, epochSec: number): number {
+  const t = Math.floor(epochSec);
+  // A day's offset is cached when constant all day; otherwise its hours, else the exact second.
+  const day = Math.floor(t / 86400);
+  let cached = cache.days.get(day);
   if (cached === undefined) {
-    const a = exactOffset(zone, bucket * 3600);
-    const b = exactOffset(zone, bucket * 3600 + 3599);
+    const a = exactOffset(zone, day * 86400);
+    const b = exactOffset(zone, day * 86400 + 86399);
     cached = a === b ? a : MIXED;
-    if (cache.size >= CACHE_LIMIT) cache.clear();
-    cache.set(bucket, cached);
+    if (cache.days.size >= CACHE_LIMIT) cache.days.clear();
+    cache.days.set(day, cached);
   }
-  return Number.isNaN(cached) ? exactOffset(zone, t) : cached;
+  if (!Number.isNaN(cached)) return cached;
+  const h = Math.floor(t / 3600);
+  let hourly = cache.hours.get(h);
+  if (hourly === undefined) {
+    const a = exactOffset(zone, h * 3600);
+    const b = exactOffset(zone, h * 3600 + 3599);
+    hourly = a === b ? a : MIXED;
+    if (cache.hours.size >= CACHE_LIMIT) cache.hours.clear();
+    cache.hours.set(h, hourly);
+  }
+  return Number.isNaN(hourly) ? exactOffset(zone, t) : hourly;
 }
