@@ -74,6 +74,39 @@ const SPECS = [
   '@99999999999', '*-*-* 12:00 +01:00',
 ];
 
+/** Seeded pseudo-random specs (mulberry32), so regenerating gives the same set. */
+function randomSpecs(count, seed) {
+  let a = seed >>> 0;
+  const rnd = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (lo, hi) => lo + Math.floor(rnd() * (hi - lo + 1));
+  const pad = (n) => String(n).padStart(2, '0');
+  const field = (lo, hi) => {
+    const r = rnd();
+    if (r < 0.35) return '*';
+    if (r < 0.6) return pad(int(lo, hi));
+    if (r < 0.75) return `${pad(int(lo, hi))},${pad(int(lo, hi))}`;
+    if (r < 0.9) { const x = int(lo, hi); return `${pad(x)}..${pad(int(x, hi))}`; }
+    return `${pad(int(lo, hi))}/${int(1, Math.max(1, Math.floor((hi - lo) / 2)))}`;
+  };
+  const days = ['', '', '', 'Mon ', 'Sat,Sun ', 'Mon..Fri ', 'Tue,Thu ', 'Sun '];
+  const zones = ['', '', '', ' UTC', ' Europe/Paris', ' America/New_York', ' Australia/Lord_Howe'];
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const eom = rnd() < 0.15;
+    const date = `${rnd() < 0.8 ? '*' : field(2026, 2031)}-${field(1, 12)}${eom ? '~' : '-'}${eom ? field(1, 7) : field(1, 31)}`;
+    const secs = rnd() < 0.5 ? '' : `:${field(0, 59)}`;
+    out.push(`${days[int(0, days.length - 1)]}${date} ${field(0, 23)}:${field(0, 59)}${secs}${zones[int(0, zones.length - 1)]}`);
+  }
+  return out;
+}
+SPECS.push(...randomSpecs(80, 20260328));
+
 const BASES_BY_ZONE = {
   UTC: ['2026-03-28T12:00:00Z', '2028-02-28T12:00:00Z', '2030-12-31T23:59:30Z'],
   'Europe/Paris': ['2026-03-28T12:00:00Z', '2026-10-24T12:00:00Z', '2028-02-28T12:00:00Z'],
