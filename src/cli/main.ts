@@ -8,13 +8,16 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { register as registerCalendar } from './commands/calendar.js';
+import { register as registerJobs } from './commands/jobs.js';
+import { register as registerGroups } from './commands/groups.js';
+import { register as registerWorker } from './commands/worker.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Signature every command module exports. */
 export type RegisterCommand = (program: Command) => void;
 
 /** The commands of the CLI, in help order. */
-const COMMANDS: RegisterCommand[] = [registerCalendar];
+const COMMANDS: RegisterCommand[] = [registerWorker, registerJobs, registerGroups, registerCalendar];
 
 /** Options every command can read with `command.optsWithGlobals()`. */
 export interface GlobalOptions {

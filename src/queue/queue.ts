@@ -4,7 +4,7 @@ import { ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
-import { decodeJob, JOB_STATES, type Job, type JobState } from './job.js';
+import { decodeJob, decodeJobObject, JOB_STATES, type Job, type JobState } from './job.js';
 import { checkSpec, type CheckedSpec, type SubmitSpec } from './validate.js';
 import { readEvents, type QueueEvent } from './events.js';
 
@@ -29,6 +29,18 @@ export interface GroupInfo {
   limit: number;
   /** Turns per round-robin round. */
   weight: number;
+}
+
+/** What {@link Queue.stats} gives. */
+export interface QueueStats {
+  windowMs: number;
+  counts: Record<JobState, number>;
+  /** Jobs that ended in each final state within the window. */
+  finished: { success: number; failed: number; cancelled: number };
+  /** Finished jobs per second over the window. */
+  perSecond: number;
+  /** Submit-to-start waits of jobs that succeeded in the window, in ms. */
+  waitMs: { p50?: number; p90?: number; p99?: number; max?: number };
 }
 
 /** A live executor, as {@link Queue.workers} gives it. */
@@ -82,7 +94,7 @@ export class Queue {
     this.keys = queueKeys(name);
     this.name = name;
     this.connection = opts.connection;
-    const { client, owned } = connect(opts.connection);
+    const { client, owned } = connect(opts.connection, { reuse: true });
     this.client = client;
     this.owned = owned;
     this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
@@ -149,6 +161,87 @@ export class Queue {
   async cancel(id: string): Promise<JobState | 'cancelling' | null> {
     const r = await runScript<string | null>(this.client, 'cancel', [this.keys.counts], [this.keys.prefix, this.maxEvents, id]);
     return (r as JobState | 'cancelling') ?? null;
+  }
+
+  /** Puts a failed or cancelled job back as `waiting` (retries reset); resolves its state afterwards, or null. */
+  async retry(id: string): Promise<JobState | null> {
+    const r = await runScript<string | null>(this.client, 'retry', [this.keys.counts], [this.keys.prefix, this.maxEvents, id]);
+    return (r as JobState) ?? null;
+  }
+
+  /**
+   * Lists jobs in a state, newest first for finished ones and in take order for waiting ones,
+   * optionally of one group. At most `limit` jobs (default 50).
+   */
+  async jobs(opts: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
+    const limit = opts.limit ?? 50;
+    let ids: string[];
+    switch (opts.state) {
+      case 'success':
+      case 'failed':
+      case 'cancelled':
+        ids = await this.client.zrevrange(this.keys.done(opts.state), 0, opts.group ? -1 : limit - 1);
+        break;
+      case 'scheduled':
+      case 'running':
+        ids = await this.client.zrange(this.keys.active, 0, -1);
+        break;
+      case 'stuck':
+        ids = await this.client.zrange(this.keys.delayed, 0, -1);
+        break;
+      case 'waiting': {
+        const groups = opts.group ? [opts.group] : (await this.client.smembers(this.keys.groups)).sort();
+        ids = [];
+        for (const g of groups) {
+          if (ids.length >= limit) break;
+          const gk = this.keys.group(g);
+          const [r, h, l] = await Promise.all([`${gk}:r`, `${gk}:h`, `${gk}:l`].map((k) => this.client.lrange(k, 0, limit - 1)));
+          ids.push(...r.reverse(), ...h.reverse(), ...l.reverse());
+        }
+        break;
+      }
+      default:
+        throw new ValidationError('state', `must be one of ${JOB_STATES.join(', ')}`);
+    }
+    const out: Job[] = [];
+    for (let i = 0; i < ids.length && out.length < limit; i += 200) {
+      const pipe = this.client.pipeline();
+      for (const id of ids.slice(i, i + 200)) pipe.hgetallBuffer(this.keys.job(id));
+      for (const [err, obj] of (await pipe.exec())!) {
+        if (err) throw err;
+        const job = decodeJobObject(obj as Record<string, Buffer>);
+        if (job && job.state === opts.state && (!opts.group || job.group === opts.group) && out.length < limit) out.push(job);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Throughput and waits of the last `windowMs` (default one minute): jobs finished per state,
+   * and submit-to-start wait percentiles of jobs that succeeded in the window (sampled, at most 1,000).
+   */
+  async stats(windowMs = 60_000): Promise<QueueStats> {
+    const now = Number((await this.client.time())[0]) * 1000;
+    const since = now - windowMs;
+    const [success, failed, cancelled] = await Promise.all(
+      (['success', 'failed', 'cancelled'] as const).map((s) => this.client.zcount(this.keys.done(s), since, '+inf')),
+    );
+    const sample = await this.client.zrevrangebyscore(this.keys.done('success'), '+inf', since, 'LIMIT', 0, 1000);
+    const pipe = this.client.pipeline();
+    for (const id of sample) pipe.hmget(this.keys.job(id), 'submitted', 'started');
+    const waits: number[] = [];
+    for (const [err, v] of (await pipe.exec()) ?? []) {
+      if (err) continue;
+      const [sub, start] = v as (string | null)[];
+      if (sub && start) waits.push(Number(start) - Number(sub));
+    }
+    waits.sort((a, b) => a - b);
+    const pct = (p: number) => (waits.length ? waits[Math.min(waits.length - 1, Math.floor((p / 100) * waits.length))] : undefined);
+    return {
+      windowMs, counts: await this.counts(), finished: { success, failed, cancelled },
+      perSecond: (success + failed + cancelled) / (windowMs / 1000),
+      waitMs: { p50: pct(50), p90: pct(90), p99: pct(99), max: waits.at(-1) },
+    };
   }
 
   /** Number of jobs per state (finished jobs counted until retention removes them). */

@@ -48,8 +48,16 @@ export interface WorkerOptions {
   maxResultBytes?: number;
   /** Events stream cap (see QueueOptions.maxEvents). */
   maxEvents?: number;
+  /** Where to log job state changes (debug) and failures (warn): a pino logger or alike; default none. */
+  logger?: JobLogger;
   /** Start taking jobs at once; default true. Otherwise call {@link Worker.run}. */
   autorun?: boolean;
+}
+
+/** The part of a pino logger an executor uses. */
+export interface JobLogger {
+  debug(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
 }
 
 export interface WorkerEvents {
@@ -91,8 +99,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   readonly id: string;
   readonly name: string;
   readonly keys: QueueKeys;
-  private readonly opts: Required<Omit<WorkerOptions, 'id' | 'keepSucceeded' | 'keepFailed' | 'connection' | 'autorun'>>;
+  private readonly opts: Required<Omit<WorkerOptions, 'id' | 'keepSucceeded' | 'keepFailed' | 'connection' | 'autorun' | 'logger'>>;
   private readonly handlers: Handlers;
+  private readonly logger?: JobLogger;
   private readonly client: Redis;
   private readonly blocking: Redis;
   private readonly subscriber: Redis;
@@ -117,6 +126,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       if (typeof h !== 'function') throw new ValidationError(`handlers.${task}`, 'must be a function');
     }
     this.handlers = handlers;
+    this.logger = options.logger;
     const concurrency = options.concurrency ?? 1;
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new ValidationError('concurrency', 'must be a whole number >= 1');
     const scheme = options.countingScheme ?? [2, 1];
@@ -316,6 +326,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private report(f: Finished, state: string): void {
     const job = f.run.job;
     const error = f.outcome.error ?? new Error('failed');
+    if (this.logger && state) {
+      const line = { job: job.id, task: job.task, group: job.group, state, worker: this.id };
+      if (state === 'failed' || state === 'stuck') this.logger.warn({ ...line, err: error.message, retries: job.retries }, `job ${state}`);
+      else this.logger.debug(line, `job ${state}`);
+    }
     switch (state) {
       case '':
         this.emitError(new LeaseLostError(job.id));

@@ -1,0 +1,30 @@
+--[[
+  Puts a failed or cancelled job back in its group as `waiting`, with its retry count reset.
+  Any other state is left as it is.
+
+  KEYS[1] counts   (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] events stream max length
+  ARGV[3] job id
+
+  Returns the job's state afterwards ('waiting' when it was put back), or false when there is no such job.
+]]
+--- @include "includes/common"
+
+local prefix = ARGV[1]
+local id = ARGV[3]
+local jobKey = prefix .. 'j:' .. id
+local job = redis.call('HMGET', jobKey, 'state', 'group', 'priority')
+local state = job[1]
+if not state then return false end
+if state ~= 'failed' and state ~= 'cancelled' then return state end
+redis.call('ZREM', prefix .. 'done:' .. state, id)
+redis.call('HDEL', jobKey, 'finished', 'cancel', 'due')
+redis.call('HSET', jobKey, 'state', 'waiting', 'retries', 0)
+local high = job[3] == 'high'
+redis.call('LPUSH', prefix .. 'g:' .. job[2] .. (high and ':h' or ':l'), id)
+left(state)
+changed(id, 'waiting')
+if updateGroup(prefix, job[2], high and { nh = 1 } or { nl = 1 }) then wake(prefix) end
+flushChanges(prefix, ARGV[2])
+return 'waiting'

@@ -1,0 +1,125 @@
+/** Job commands: submit, jobs, job, cancel, retry. */
+import { InvalidArgumentError, type Command } from 'commander';
+import { JOB_STATES, type Job, type JobState } from '../../queue/job.js';
+import { EXIT_INVALID, EXIT_NOT_FOUND } from '../exit-codes.js';
+import { CliError, intOption, iso, printJson, printTable, withQueue } from '../support.js';
+
+function parseArgs(value: string): unknown {
+  try {
+    return JSON.parse(value);
+  } catch (err) {
+    throw new InvalidArgumentError(`--args must be JSON (${(err as Error).message})`);
+  }
+}
+
+function parseState(value: string): JobState {
+  if (!(JOB_STATES as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${JOB_STATES.join(', ')}`);
+  return value as JobState;
+}
+
+function oneLine(s: string | undefined, max = 60): string | undefined {
+  if (!s) return undefined;
+  const first = s.split('\n')[0];
+  return first.length > max ? `${first.slice(0, max - 1)}…` : first;
+}
+
+/** Registers the job commands on `program`. */
+export function register(program: Command): void {
+  program
+    .command('submit')
+    .description('submit a job')
+    .argument('<task>', 'task name (the handler that runs it)')
+    .option('--group <group>', 'tenant group', 'default')
+    .option('--args <json>', 'arguments as JSON', parseArgs)
+    .option('--priority <p>', 'high or low', 'low')
+    .option('--id <id>', 'job id (an existing id returns the existing job)')
+    .option('--max-retries <n>', 'retries after failures', intOption('--max-retries', 0, 1000))
+    .option('--json', 'print the job as JSON')
+    .action(async (task: string, o: { group: string; args?: unknown; priority: string; id?: string; maxRetries?: number }, cmd: Command) =>
+      withQueue(cmd, async (queue, g) => {
+        const job = await queue.submit({ task, group: o.group, args: o.args, priority: o.priority as 'high' | 'low', id: o.id, maxRetries: o.maxRetries });
+        if (g.json) printJson(job);
+        else process.stdout.write(`${job.id}\n`);
+      }),
+    );
+
+  program
+    .command('jobs')
+    .description('list jobs in a state')
+    .option('--state <state>', `one of ${JOB_STATES.join(', ')}`, parseState, 'waiting')
+    .option('--group <group>', 'only this group')
+    .option('--limit <n>', 'at most this many', intOption('--limit', 1, 100_000), 50)
+    .option('--json', 'print one JSON object per line')
+    .action(async (o: { state: JobState; group?: string; limit: number }, cmd: Command) =>
+      withQueue(cmd, async (queue, g) => {
+        const jobs = await queue.jobs({ state: o.state, group: o.group, limit: o.limit });
+        if (g.json) {
+          for (const j of jobs) printJson(j);
+          return;
+        }
+        printTable(
+          ['ID', 'TASK', 'GROUP', 'PRIO', 'STATE', 'RETRIES', 'SUBMITTED', 'WORKER', 'ERROR'],
+          jobs.map((j) => [j.id, j.task, j.group, j.priority, j.state, `${j.retries}/${j.maxRetries}`, iso(j.submitted), j.worker, oneLine(j.error)]),
+        );
+      }),
+    );
+
+  program
+    .command('job')
+    .description('show one job with its logs and error')
+    .argument('<id>', 'job id')
+    .option('--json', 'print as JSON')
+    .action(async (id: string, _o: unknown, cmd: Command) =>
+      withQueue(cmd, async (queue, g) => {
+        const job = await queue.getJob(id);
+        if (!job) throw new CliError(`no job "${id}" in queue "${queue.name}" (never submitted, or removed by retention)`, EXIT_NOT_FOUND);
+        const logs = await queue.jobLogs(id);
+        if (g.json) {
+          printJson({ ...job, logs });
+          return;
+        }
+        printJob(job, logs);
+      }),
+    );
+
+  program
+    .command('cancel')
+    .description('cancel a job (a running job has its signal aborted)')
+    .argument('<id>', 'job id')
+    .action(async (id: string, _o: unknown, cmd: Command) =>
+      withQueue(cmd, async (queue) => {
+        const state = await queue.cancel(id);
+        if (state === null) throw new CliError(`no job "${id}" in queue "${queue.name}"`, EXIT_NOT_FOUND);
+        if (state !== 'cancelled' && state !== 'cancelling') {
+          throw new CliError(`job ${id} already ended ${state}; nothing to cancel`, EXIT_INVALID);
+        }
+        process.stdout.write(`${id} ${state}\n`);
+      }),
+    );
+
+  program
+    .command('retry')
+    .description('put a failed or cancelled job back in the queue')
+    .argument('<id>', 'job id')
+    .action(async (id: string, _o: unknown, cmd: Command) =>
+      withQueue(cmd, async (queue) => {
+        const state = await queue.retry(id);
+        if (state === null) throw new CliError(`no job "${id}" in queue "${queue.name}"`, EXIT_NOT_FOUND);
+        if (state !== 'waiting') throw new CliError(`job ${id} is ${state}; only failed or cancelled jobs can be retried`, EXIT_INVALID);
+        process.stdout.write(`${id} waiting\n`);
+      }),
+    );
+}
+
+function printJob(job: Job, logs: string[]): void {
+  const rows: Array<[string, unknown]> = [
+    ['id', job.id], ['task', job.task], ['group', job.group], ['state', job.state], ['priority', job.priority],
+    ['retries', `${job.retries}/${job.maxRetries}`], ['subject', job.subject || undefined], ['submitter', job.submitter || undefined],
+    ['submitted', iso(job.submitted)], ['started', iso(job.started)], ['finished', iso(job.finished)], ['due', iso(job.due)],
+    ['worker', job.worker], ['takeSeq', job.takeSeq], ['tracker', job.tracker], ['occurrence', iso(job.occurrence)],
+    ['progress', job.progress], ['args', JSON.stringify(job.args)], ['result', job.result === undefined ? undefined : JSON.stringify(job.result)],
+  ];
+  for (const [k, v] of rows) if (v !== undefined && v !== '') process.stdout.write(`${k.padStart(10)}: ${String(v)}\n`);
+  if (job.error) process.stdout.write(`\nerror:\n${job.error}\n`);
+  if (logs.length) process.stdout.write(`\nlogs:\n${logs.join('\n')}\n`);
+}

@@ -1,0 +1,52 @@
+/** `rota worker --tasks ./tasks.js`: runs an executor with the handlers a module exports. */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Command } from 'commander';
+import type { Handlers } from '../../queue/context.js';
+import { installShutdownHandlers } from '../../queue/shutdown.js';
+import { Worker } from '../../queue/worker.js';
+import { EXIT_INVALID } from '../exit-codes.js';
+import { createLogger } from '../../observability/logger.js';
+import { CliError, globals, intOption, openClient, run } from '../support.js';
+
+/** Loads handlers: the module's default export (an object of functions) or its named function exports. */
+export async function loadHandlers(path: string): Promise<Handlers> {
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>;
+  } catch (err) {
+    throw new CliError(`cannot load tasks from ${path}: ${(err as Error).message}`, EXIT_INVALID);
+  }
+  const source = (typeof mod.default === 'object' && mod.default !== null ? mod.default : mod) as Record<string, unknown>;
+  const handlers: Handlers = {};
+  for (const [name, fn] of Object.entries(source)) if (typeof fn === 'function') handlers[name] = fn as Handlers[string];
+  if (Object.keys(handlers).length === 0) {
+    throw new CliError(`${path} exports no task handlers (export an object of async functions as default, or named functions)`, EXIT_INVALID);
+  }
+  return handlers;
+}
+
+/** Registers the `worker` command on `program`. */
+export function register(program: Command): void {
+  program
+    .command('worker')
+    .description('run an executor; SIGTERM/SIGINT shut it down gracefully')
+    .requiredOption('--tasks <module>', 'JavaScript module exporting task handlers')
+    .option('--concurrency <n>', 'jobs run at once', intOption('--concurrency', 1, 100_000), 1)
+    .option('--id <id>', 'executor id (a fixed id clears its stale marks on restart)')
+    .option('--shutdown-timeout <ms>', 'how long running jobs may finish on shutdown', intOption('--shutdown-timeout', 0, 86_400_000), 30_000)
+    .action(async (o: { tasks: string; concurrency: number; id?: string; shutdownTimeout: number }, cmd: Command) =>
+      run(async () => {
+        const g = globals(cmd);
+        const handlers = await loadHandlers(o.tasks);
+        (await openClient(g.redis)).disconnect();
+        const log = createLogger({ name: 'rota-worker' });
+        const worker = new Worker(g.queue, handlers, { connection: g.redis, concurrency: o.concurrency, id: o.id, logger: log });
+        worker.on('error', (err) => log.warn({ err }, 'executor error'));
+        await worker.run();
+        log.info({ id: worker.id, queue: g.queue, concurrency: o.concurrency, tasks: Object.keys(handlers) }, 'executor started');
+        installShutdownHandlers(worker, { timeout: o.shutdownTimeout, log: (m) => log.info(m) });
+        await new Promise(() => {});
+      }),
+    );
+}
