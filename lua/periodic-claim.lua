@@ -13,7 +13,7 @@
   ARGV[5] now (ms) given by an injected clock, or '' for the server clock
 
   Returns { now, earliest score left after the claims ('' when none),
-            per claimed task: id, token, nextrun, timer, timezone, catchup, catchupWindow, buffered }.
+            per claimed task: id, token, nextrun, timer, timezone, catchup, catchupWindow, buffered, triggered }.
 ]]
 local prefix = ARGV[1]
 local now
@@ -27,14 +27,14 @@ local token = now + tonumber(ARGV[4])
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
 for _, id in ipairs(due) do
-  local t = redis.call('HMGET', prefix .. 'p:t:' .. id, 'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'buffered')
+  local t = redis.call('HMGET', prefix .. 'p:t:' .. id, 'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'buffered', 'triggered')
   if not t[2] then
     redis.call('ZREM', KEYS[1], id)
   else
     redis.call('ZADD', KEYS[1], token, id)
     out[#out + 1] = id
     out[#out + 1] = token
-    for i = 1, 6 do out[#out + 1] = t[i] or '' end
+    for i = 1, 7 do out[#out + 1] = t[i] or '' end
   end
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')

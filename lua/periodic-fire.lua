@@ -17,13 +17,14 @@
   ARGV[5] buffer-one re-check interval (ms)
   ARGV[6] now (ms) from an injected clock, or '' for the server clock (job `submitted` times
           always come from the server clock)
-  ARGV[7..] per task: id, claim token, new nextrun ('' when the timer never elapses again),
+  ARGV[7..] per task: id, claim token, trigger time being served ('' if none; cleared when it
+            still matches), new nextrun ('' when the timer never elapses again),
             period (ms from the last occurrence to the next, for tolerance), missed count,
             first missed, last missed, number of occurrences n, then n occurrences (ascending)
 
-  Returns { per task: 'lost' (claim gone: fired elsewhere, changed or removed), 'early'
+  Returns { earliest p:nextrun score afterwards ('' when none), per task: 'lost' (claim gone: fired elsewhere, changed or removed), 'early'
             (first occurrence is still in the future; nothing changed), or
-            { jobs submitted, skipped count, job id to cancel or '' } }.
+            { jobs submitted, skipped count, job id to cancel or '' } } }.
 ]]
 --- @include "includes/common"
 --- @include "includes/addJob"
@@ -40,12 +41,12 @@ local results = {}
 local added = 0
 local i = 7
 while i <= #ARGV do
-  local id, token, newNext, period = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local missed, missedFirst, missedLast = tonumber(ARGV[i + 4]), ARGV[i + 5], ARGV[i + 6]
-  local n = tonumber(ARGV[i + 7])
+  local id, token, triggered, newNext, period = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  local missed, missedFirst, missedLast = tonumber(ARGV[i + 5]), ARGV[i + 6], ARGV[i + 7]
+  local n = tonumber(ARGV[i + 8])
   local occs = {}
-  for k = 1, n do occs[k] = ARGV[i + 7 + k] end
-  i = i + 8 + n
+  for k = 1, n do occs[k] = ARGV[i + 8 + k] end
+  i = i + 9 + n
 
   local tk = prefix .. 'p:t:' .. id
   local score = redis.call('ZSCORE', KEYS[1], id)
@@ -55,7 +56,7 @@ while i <= #ARGV do
     results[#results + 1] = 'early'
   else
     local t = redis.call('HMGET', tk, 'task', 'group', 'args', 'subject', 'submitter', 'priority',
-      'maxRetries', 'maxRuntime', 'overlap', 'lastJobId', 'buffered', 'rule')
+      'maxRetries', 'maxRuntime', 'overlap', 'lastJobId', 'buffered', 'rule', 'enabled', 'triggered')
     local overlap = t[9]
     local active = false
     if t[10] and t[10] ~= '' then
@@ -111,8 +112,12 @@ while i <= #ARGV do
     else
       local fields = { 'nextrun', newNext, 'period', period, 'buffered', buffered }
       if lastJob then fields[#fields + 1] = 'lastJobId'; fields[#fields + 1] = lastJob end
+      if triggered ~= '' and t[14] == triggered then fields[#fields + 1] = 'triggered'; fields[#fields + 1] = '' end
       redis.call('HSET', tk, unpack(fields))
       local nextScore = newNext ~= '' and tonumber(newNext) or nil
+      if t[13] ~= '1' and buffered == '' then nextScore = nil end
+      -- a trigger that came in meanwhile is served at once
+      if t[14] and t[14] ~= '' and t[14] ~= triggered then nextScore = now end
       if buffered ~= '' and (not nextScore or nextScore > now + poll) then nextScore = now + poll end
       if nextScore then
         redis.call('ZADD', KEYS[1], nextScore, id)
@@ -125,4 +130,5 @@ while i <= #ARGV do
 end
 if added > 0 then wake(prefix) end
 flushChanges(prefix, ARGV[2])
-return results
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return { first[2] or '', results }

@@ -10,7 +10,9 @@
   ARGV[4] next occurrence for the new timer (ms), '' when the timer never elapses again
   ARGV[5] enabled '1' | '0'
   ARGV[6] now (ms; created/updated)
-  ARGV[7..] field, value pairs (id, task, timer, timezone, owner, ... see definitionFields)
+  ARGV[7] '1' to change nothing when the task exists with a later nextrun than ARGV[4] (an older
+          event arriving after a newer one), else '0'
+  ARGV[8..] field, value pairs (id, task, timer, timezone, owner, ... see definitionFields)
 
   Returns { 1 created | 0 replaced, next occurrence or '' }.
 ]]
@@ -21,13 +23,16 @@ local id = ARGV[2]
 local tk = prefix .. 'p:t:' .. id
 local fields = {}
 local new = {}
-for i = 7, #ARGV, 2 do
+for i = 8, #ARGV, 2 do
   fields[#fields + 1] = ARGV[i]
   fields[#fields + 1] = ARGV[i + 1]
   new[ARGV[i]] = ARGV[i + 1]
 end
 local old = redis.call('HMGET', tk, 'timer', 'timezone', 'nextrun', 'owner', 'buffered')
 local created = old[1] == false
+if ARGV[7] == '1' and not created and old[3] and old[3] ~= '' and tonumber(old[3]) > tonumber(ARGV[4]) then
+  return { 0, old[3] }
+end
 local nextrun = ARGV[4]
 if not created and old[1] == new['timer'] and old[2] == new['timezone'] and old[3] and old[3] ~= '' then
   nextrun = old[3]

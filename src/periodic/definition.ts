@@ -1,0 +1,183 @@
+/** Periodic task definitions: their shape, validation (zod) and how they are stored and read back. */
+import { unpack } from 'msgpackr';
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import type { Priority } from '../queue/job.js';
+import { packValue, zodError } from '../queue/validate.js';
+import { parseTimer, TimerSyntaxError, type Timer } from '../timers/index.js';
+
+/** What happens when an occurrence comes while an earlier run of the task has not ended. */
+export type OverlapPolicy = 'skip' | 'buffer-one' | 'allow' | 'cancel-previous';
+/** What happens to occurrences missed while no scheduler ran. */
+export type CatchupPolicy = 'latest' | 'all' | 'none';
+
+/** A periodic task as a caller defines it ({@link PeriodicTasks.upsert}). Times are milliseconds. */
+export interface PeriodicTaskDefinition<A = unknown> {
+  /** Unique id: 1–200 of `A-Z a-z 0-9 . _ : -`. */
+  id: string;
+  /** Name of the handler that runs each occurrence. */
+  task: string;
+  /**
+   * When it runs: a systemd calendar event (`*-*-* 09:00`, `Mon..Fri 04:00`, `*:0/15`), a cron
+   * rule (`0 9 * * *`), an interval (`every 30s`, `PT15M`) or a one-shot date (`2030-01-01T09:00:00Z`).
+   */
+  timer: string;
+  /** IANA time zone the timer's wall-clock fields are read in; default UTC. */
+  timezone?: string;
+  /** Tenant of the submitted jobs; default `default`. */
+  group?: string;
+  args?: A;
+  priority?: Priority;
+  subject?: string;
+  /** Recorded as the jobs' submitter; default `periodic`. */
+  submitter?: string;
+  /** Default true. A disabled task keeps its definition and history but never fires. */
+  enabled?: boolean;
+  /** Who the task belongs to; {@link PeriodicTasks.removeByOwner} removes all of an owner's tasks. */
+  owner?: string;
+  /** Default `skip`: an occurrence is not submitted while an earlier run has not ended (recorded as skipped). */
+  overlap?: OverlapPolicy;
+  /** Default `latest`: after downtime, one run for the latest missed occurrence. */
+  catchup?: CatchupPolicy;
+  /** How far back `catchup: 'all'` looks, in ms; default 5 minutes. */
+  catchupWindow?: number;
+  /**
+   * Nuntium's tolerance (ms): a run that starts less than `interval - tolerance` after the previous
+   * run started is dropped (ends `cancelled`, recorded as dropped). Off when left out.
+   */
+  tolerance?: number;
+  /** Timebox (ms): the run's signal aborts then. Interval timers default to half the interval. */
+  maxRuntime?: number;
+  /** Retries of a failing run; default 0 (the next occurrence is the retry). */
+  maxRetries?: number;
+}
+
+/** A stored periodic task, as {@link PeriodicTasks.get} reads it back. */
+export interface PeriodicTask<A = unknown> extends Required<Pick<PeriodicTaskDefinition<A>,
+  'id' | 'task' | 'timer' | 'group' | 'priority' | 'subject' | 'submitter' | 'enabled' | 'overlap' | 'catchup' | 'catchupWindow'>> {
+  args: A;
+  timezone?: string;
+  owner?: string;
+  tolerance?: number;
+  maxRuntime?: number;
+  maxRetries: number;
+  /** The timer's kind. */
+  kind: Timer['kind'];
+  /** Next planned occurrence (ms), absent when disabled or when a one-shot timer has elapsed. */
+  nextrun?: number;
+  /** When the last run started (ms, server clock). */
+  lastrun?: number;
+  /** Id of the last job submitted for it. */
+  lastJobId?: string;
+  /** Event rule that created this pending run, for runs scheduled by {@link PeriodicTasks.emit}. */
+  rule?: string;
+  created: number;
+  updated: number;
+}
+
+export const DEFAULT_CATCHUP_WINDOW = 5 * 60_000;
+const ID = /^[A-Za-z0-9._:-]{1,200}$/;
+const ms = z.number().int('must be a whole number of milliseconds').nonnegative('must be >= 0');
+
+const bytes = (max: number) =>
+  z.string().refine((s) => Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
+
+const definitionSchema = z.object({
+  id: z.string().regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -'),
+  task: bytes(200).pipe(z.string().min(1, 'must not be empty')),
+  timer: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters'),
+  timezone: z.string().min(1, 'must not be empty').optional(),
+  group: bytes(200).pipe(z.string().min(1, 'must not be empty')).optional(),
+  args: z.unknown().optional(),
+  priority: z.enum(['high', 'low']).optional(),
+  subject: bytes(1000).optional(),
+  submitter: bytes(200).optional(),
+  enabled: z.boolean().optional(),
+  owner: z.string().regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -').optional(),
+  overlap: z.enum(['skip', 'buffer-one', 'allow', 'cancel-previous']).optional(),
+  catchup: z.enum(['latest', 'all', 'none']).optional(),
+  catchupWindow: ms.optional(),
+  tolerance: ms.optional(),
+  maxRuntime: z.number().int('must be a whole number of milliseconds').positive('must be > 0').optional(),
+  maxRetries: z.number().int().min(0).max(1000).optional(),
+}).strict();
+
+/** Checks a task or rule id (throws a ValidationError naming `field`). */
+export function checkId(id: unknown, field = 'id'): string {
+  if (typeof id !== 'string' || !ID.test(id)) throw new ValidationError(field, 'must be 1-200 of A-Z a-z 0-9 . _ : -');
+  return id;
+}
+
+/** Parses a timer, turning a syntax error into a ValidationError on `timer` or `timezone`. */
+export function checkTimer(spec: string, timezone: string | undefined, field = 'timer'): Timer {
+  try {
+    return parseTimer(spec, { timezone });
+  } catch (err) {
+    if (err instanceof TimerSyntaxError) {
+      if (err.part === 'timezone option') throw new ValidationError('timezone', `unknown time zone "${timezone}"`);
+      throw new ValidationError(field, err.message);
+    }
+    throw err;
+  }
+}
+
+/** A definition that passed validation, with its parsed timer and packed args. */
+export interface CheckedDefinition {
+  def: PeriodicTaskDefinition;
+  timer: Timer;
+  packedArgs: Buffer;
+  /** Effective timebox: given, or half the interval for interval timers. */
+  maxRuntime?: number;
+}
+
+/**
+ * Validates a definition: every field, the timer (parsed), the time zone and the args.
+ * @throws {ValidationError} naming the first bad field.
+ */
+export function checkDefinition(def: unknown, argsLimit: number): CheckedDefinition {
+  if (typeof def !== 'object' || def === null) throw new ValidationError('definition', 'must be an object');
+  const parsed = definitionSchema.safeParse(def);
+  if (!parsed.success) throw zodError('', parsed.error);
+  const d = def as PeriodicTaskDefinition;
+  const timer = checkTimer(d.timer, d.timezone);
+  const packedArgs = packValue(d.args, argsLimit, 'args');
+  const maxRuntime = d.maxRuntime ?? (timer.intervalMs ? Math.max(1, Math.floor(timer.intervalMs / 2)) : undefined);
+  return { def: d, timer, packedArgs, maxRuntime };
+}
+
+/** The hash fields of a checked definition (without nextrun and the run-time fields). */
+export function definitionFields(c: CheckedDefinition, now: number): Array<string | Buffer | number> {
+  const d = c.def;
+  return [
+    'id', d.id, 'task', d.task, 'timer', d.timer, 'timezone', d.timezone ?? '', 'kind', c.timer.kind,
+    'group', d.group ?? 'default', 'args', c.packedArgs, 'priority', d.priority ?? 'low',
+    'subject', d.subject ?? '', 'submitter', d.submitter ?? 'periodic', 'owner', d.owner ?? '',
+    'overlap', d.overlap ?? 'skip', 'catchup', d.catchup ?? 'latest',
+    'catchupWindow', d.catchupWindow ?? DEFAULT_CATCHUP_WINDOW, 'tolerance', d.tolerance ?? '',
+    'maxRuntime', c.maxRuntime ?? '', 'maxRetries', d.maxRetries ?? 0,
+    'interval', c.timer.intervalMs ?? '', 'updated', now,
+  ];
+}
+
+const NUMBERS = new Set(['catchupWindow', 'tolerance', 'maxRuntime', 'maxRetries', 'nextrun', 'lastrun', 'created', 'updated']);
+const HIDDEN = new Set(['interval', 'period', 'buffered']);
+
+/** Builds a task from an HGETALL reply (flat list of Buffers). */
+export function decodeTask(flat: Buffer[]): PeriodicTask {
+  const t: Record<string, unknown> = {};
+  for (let i = 0; i < flat.length; i += 2) {
+    const field = flat[i].toString();
+    const raw = flat[i + 1];
+    if (field === 'args') {
+      t.args = raw.length ? unpack(raw) : undefined;
+      continue;
+    }
+    if (HIDDEN.has(field)) continue;
+    const v = raw.toString();
+    if (v === '') continue;
+    if (field === 'enabled') t.enabled = v === '1';
+    else if (NUMBERS.has(field)) t[field] = Number(v);
+    else t[field] = v;
+  }
+  return t as unknown as PeriodicTask;
+}

@@ -1,0 +1,389 @@
+/**
+ * A periodic scheduler replica. Any number may run against one queue; each occurrence of each
+ * task is submitted exactly once.
+ *
+ * How a replica works:
+ * 1. It claims due tasks in batches with one script (`periodic-claim`): tasks whose p:nextrun
+ *    score is within the look-ahead get their score moved to now + claim TTL. The new score is
+ *    the claim's token; a replica that dies holding claims blocks nothing, since the tasks come
+ *    due again at the TTL. Claims split the work among replicas (each task is claimed by one).
+ * 2. It computes each claimed task's occurrences and next occurrence in JavaScript (calendar and
+ *    cron timers cannot run in Lua), applying the catch-up policy.
+ * 3. At the occurrence time it fires the batch with one script (`periodic-fire`) that, per task,
+ *    checks the token (compare-and-set), applies the overlap policy, submits each occurrence as
+ *    job `<task id>@<occurrence ms>` (idempotent, so even a bypassed check could not submit twice)
+ *    and advances nextrun, atomically.
+ * 4. Idle, it sleeps until the earliest score minus the look-ahead (one ZRANGE inside the claim
+ *    script tells it), or until `p:wake` is published (upsert, enable, trigger, emit), or at the
+ *    latest after `fallbackWakeMs`. It never scans every task.
+ */
+import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { connect, type ConnectionOption } from '../redis/connection.js';
+import { queueKeys } from '../redis/keys.js';
+import { preload, runScript } from '../redis/scripts.js';
+import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
+import type { Timer } from '../timers/index.js';
+import { checkTimer, DEFAULT_CATCHUP_WINDOW, type CatchupPolicy } from './definition.js';
+import { periodicKeys, type PeriodicKeys } from './keys.js';
+import { plan, type Plan } from './occurrences.js';
+
+/** How much run history is kept per task. */
+export interface KeepRuns {
+  /** Newest entries kept per task; default 100 (-1: all). */
+  count?: number;
+  /** Entries kept at most this long after their occurrence (ms); default 30 days (-1: forever). */
+  age?: number;
+}
+
+/** Options of a scheduler replica. */
+export interface SchedulerOptions {
+  /** Where Redis is: a URL, ioredis options or an ioredis client. */
+  connection: ConnectionOption;
+  /** Replica id (for logs and events); default `host:pid:random`. */
+  id?: string;
+  /**
+   * Clock used to decide what is due and to compute occurrences (ms since the epoch). Default: the
+   * Redis server's clock (estimated locally from the offset seen at each claim). Inject one in tests.
+   */
+  now?: () => number;
+  /** Tasks are claimed and prepared this long before they are due (ms); default 1,000. */
+  lookaheadMs?: number;
+  /** A claim expires after this long (ms), so a dead replica's tasks are taken over; default 5,000. */
+  claimTtlMs?: number;
+  /** Tasks per claim and per fire script call; default 500. */
+  batchSize?: number;
+  /** With `catchup: 'none'`, a first due occurrence this late (ms) means downtime; default 5,000. */
+  misfireGraceMs?: number;
+  /** Longest idle sleep (ms) before looking again anyway; default 60,000. */
+  fallbackWakeMs?: number;
+  /** A task holding a buffer-one run is looked at this often (ms) until its previous run ends; default 1,000. */
+  bufferPollMs?: number;
+  /** Run history kept per task. */
+  keepRuns?: KeepRuns;
+  /** Events stream cap (see QueueOptions.maxEvents). */
+  maxEvents?: number;
+}
+
+/** What a firing did, as the `fired` event reports it. */
+export interface FiredInfo {
+  /** Jobs submitted. */
+  submitted: number;
+  /** Occurrences skipped by the overlap policy. */
+  skipped: number;
+  /** Tasks whose claim was gone (fired elsewhere, changed or removed meanwhile). */
+  lost: number;
+}
+
+export interface SchedulerEvents {
+  fired: [info: FiredInfo];
+  error: [error: Error];
+}
+
+interface Claimed {
+  id: string;
+  token: string;
+  nextrun: number | null;
+  timer: string;
+  timezone: string;
+  catchup: CatchupPolicy;
+  catchupWindow: number;
+  triggered: number | null;
+}
+
+interface Prepared {
+  id: string;
+  token: string;
+  triggered: string;
+  plan: Plan;
+  /** Scheduler-clock time at which to fire. */
+  at: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * One scheduler replica of queue `queueName`.
+ * @example
+ * const scheduler = new Scheduler('mail', { connection: 'redis://127.0.0.1:6379' });
+ * await scheduler.start();
+ * // ...
+ * await scheduler.close();
+ */
+export class Scheduler extends EventEmitter<SchedulerEvents> {
+  readonly id: string;
+  readonly keys: PeriodicKeys;
+  private readonly client: Redis;
+  private readonly subscriber: Redis;
+  private readonly injected?: () => number;
+  private readonly o: Required<Omit<SchedulerOptions, 'connection' | 'id' | 'now' | 'keepRuns'>> & { keepCount: number; keepAge: number };
+  private offset = 0;
+  private closing = false;
+  private loopDone: Promise<void> | null = null;
+  private wakeUp: (() => void) | null = null;
+  private woken = false;
+  /** Scheduler-clock time the idle loop sleeps until (0 while it is not sleeping). */
+  private sleepUntil = 0;
+  private readonly timers = new Map<number, { timer: NodeJS.Timeout; items: Prepared[] }>();
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly timerCache = new Map<string, Timer>();
+  private readonly queueName: string;
+
+  constructor(queueName: string, options: SchedulerOptions) {
+    super();
+    this.queueName = queueName;
+    this.keys = periodicKeys(queueName);
+    this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.injected = options.now;
+    const lookaheadMs = options.lookaheadMs ?? 1000;
+    this.o = {
+      lookaheadMs,
+      claimTtlMs: Math.max(options.claimTtlMs ?? 5000, lookaheadMs + 1000),
+      batchSize: options.batchSize ?? 500,
+      misfireGraceMs: options.misfireGraceMs ?? 5000,
+      fallbackWakeMs: options.fallbackWakeMs ?? 60_000,
+      bufferPollMs: options.bufferPollMs ?? 1000,
+      maxEvents: options.maxEvents ?? DEFAULT_MAX_EVENTS,
+      keepCount: options.keepRuns?.count ?? 100,
+      keepAge: options.keepRuns?.age ?? 30 * 86_400_000,
+    };
+    this.client = connect(options.connection, { blocking: true }).client;
+    this.subscriber = connect(options.connection, { blocking: true }).client;
+  }
+
+  /** The scheduler's clock: the injected one, or the Redis server's time as estimated here. */
+  now(): number {
+    return this.injected ? this.injected() : Date.now() + this.offset;
+  }
+
+  /** Starts the replica; resolves once it listens for wake-ups and runs its loop. */
+  async start(): Promise<void> {
+    if (this.loopDone) return;
+    await preload(this.client, ['periodic-claim', 'periodic-fire']);
+    this.subscriber.on('message', () => this.wake());
+    await this.subscriber.subscribe(this.keys.wake);
+    this.loopDone = this.loop();
+  }
+
+  /** Makes the replica look for due tasks at once (what `p:wake` messages do). */
+  wake(): void {
+    this.woken = true;
+    const w = this.wakeUp;
+    this.wakeUp = null;
+    w?.();
+  }
+
+  private emitError(err: unknown): void {
+    if (this.closing && err instanceof Error && /Connection is closed/.test(err.message)) return;
+    if (this.listenerCount('error') > 0) this.emit('error', err instanceof Error ? err : new Error(String(err)));
+  }
+
+  private async loop(): Promise<void> {
+    let failures = 0;
+    while (!this.closing) {
+      this.woken = false;
+      let claimed: Claimed[];
+      let earliest: number | null;
+      let now: number;
+      try {
+        [now, earliest, claimed] = await this.claim();
+        failures = 0;
+      } catch (err) {
+        if (this.closing) break;
+        this.emitError(err);
+        await sleep(Math.min(100 * 2 ** failures++, 2000));
+        continue;
+      }
+      if (claimed.length) this.prepare(claimed, now);
+      if (claimed.length >= this.o.batchSize || this.woken) continue;
+      const wait = Math.max(1, Math.min(this.o.fallbackWakeMs,
+        earliest === null ? this.o.fallbackWakeMs : earliest - this.o.lookaheadMs - this.now()));
+      this.sleepUntil = this.now() + wait;
+      await this.idle(wait);
+      this.sleepUntil = 0;
+    }
+  }
+
+  private idle(ms: number): Promise<void> {
+    if (this.closing || this.woken) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        this.wakeUp = null;
+        resolve();
+      }, ms);
+      this.wakeUp = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+
+  private async claim(): Promise<[number, number | null, Claimed[]]> {
+    const sent = Date.now();
+    const [now, first, flat] = await runScript<[number, string, string[]]>(this.client, 'periodic-claim', [this.keys.nextrun], [
+      this.keys.prefix, this.o.lookaheadMs, this.o.batchSize, this.o.claimTtlMs, this.injected ? Math.round(this.injected()) : '',
+    ]);
+    if (!this.injected) this.offset = Number(now) - Math.round((sent + Date.now()) / 2);
+    const out: Claimed[] = [];
+    for (let i = 0; i < flat.length; i += 9) {
+      out.push({
+        id: flat[i], token: String(flat[i + 1]),
+        nextrun: flat[i + 2] === '' ? null : Number(flat[i + 2]),
+        timer: flat[i + 3], timezone: flat[i + 4],
+        catchup: (flat[i + 5] || 'latest') as CatchupPolicy,
+        catchupWindow: flat[i + 6] === '' ? DEFAULT_CATCHUP_WINDOW : Number(flat[i + 6]),
+        triggered: flat[i + 8] === '' ? null : Number(flat[i + 8]),
+      });
+    }
+    return [Number(now), first === '' ? null : Number(first), out];
+  }
+
+  private timerOf(spec: string, timezone: string): Timer {
+    const key = `${timezone}\u0000${spec}`;
+    let t = this.timerCache.get(key);
+    if (!t) {
+      t = checkTimer(spec, timezone || undefined);
+      if (this.timerCache.size > 10_000) this.timerCache.clear();
+      this.timerCache.set(key, t);
+    }
+    return t;
+  }
+
+  /** Computes the claimed tasks' plans and schedules their firing. */
+  private prepare(claimed: Claimed[], now: number): void {
+    for (const c of claimed) {
+      let p: Plan;
+      try {
+        const timer = this.timerOf(c.timer, c.timezone);
+        p = c.nextrun === null
+          ? { occurrences: [], nextrun: null, period: 0, missed: null }
+          : plan({ timer, nextrun: c.nextrun, now, catchup: c.catchup, catchupWindow: c.catchupWindow, misfireGraceMs: this.o.misfireGraceMs });
+        if (c.nextrun !== null && c.nextrun > now + this.o.lookaheadMs) {
+          // Claimed only for a trigger or a buffer-one re-check: the occurrence is not due yet.
+          p = { occurrences: [], nextrun: c.nextrun, period: 0, missed: null };
+        }
+      } catch (err) {
+        this.emitError(new Error(`periodic task ${c.id}: ${(err as Error).message}`));
+        continue;
+      }
+      if (c.triggered !== null) {
+        if (c.nextrun !== null && c.nextrun > now && p.occurrences[0] === c.nextrun) {
+          // A trigger while its next occurrence is claimed ahead: serve the trigger now, the occurrence later.
+          p = { occurrences: [], nextrun: c.nextrun, period: p.period, missed: null };
+        }
+        p.occurrences = [...new Set([...p.occurrences, c.triggered])].sort((a, b) => a - b);
+      }
+      const at = p.occurrences.length ? p.occurrences[0] : now;
+      this.schedule({ id: c.id, token: c.token, triggered: c.triggered === null ? '' : String(c.triggered), plan: p, at: Math.max(at, now) });
+    }
+  }
+
+  private schedule(item: Prepared): void {
+    let slot = this.timers.get(item.at);
+    if (!slot) {
+      const at = item.at;
+      const delay = Math.max(0, at - this.now());
+      slot = {
+        items: [],
+        timer: setTimeout(() => {
+          const s = this.timers.get(at);
+          this.timers.delete(at);
+          if (s) this.track(this.fire(s.items));
+        }, delay),
+      };
+      this.timers.set(at, slot);
+    }
+    slot.items.push(item);
+  }
+
+  private track(p: Promise<void>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+
+  private async fire(items: Prepared[]): Promise<void> {
+    const batches: Prepared[][] = [];
+    for (let i = 0; i < items.length; i += this.o.batchSize) batches.push(items.slice(i, i + this.o.batchSize));
+    await Promise.all(batches.map((b) => this.fireBatch(b)));
+  }
+
+  private async fireBatch(items: Prepared[]): Promise<void> {
+    const args: Array<string | number> = [
+      this.keys.prefix, this.o.maxEvents, this.o.keepCount, this.o.keepAge, this.o.bufferPollMs,
+      this.injected ? Math.round(this.injected()) : '',
+    ];
+    for (const it of items) {
+      const p = it.plan;
+      args.push(it.id, it.token, it.triggered, p.nextrun ?? '', p.period, p.missed?.count ?? 0, p.missed?.first ?? '',
+        p.missed?.last ?? '', p.occurrences.length, ...p.occurrences);
+    }
+    let results: Array<string | [number, number, string]>;
+    let earliest: string;
+    try {
+      [earliest, results] = await runScript(this.client, 'periodic-fire', [this.keys.nextrun], args);
+    } catch (err) {
+      // The claims expire and another pass (or replica) fires these tasks.
+      this.emitError(err);
+      return;
+    }
+    // The tasks' next occurrences may come before the loop's planned wake-up: claim them in time.
+    if (this.sleepUntil && earliest !== '' && Number(earliest) - this.o.lookaheadMs < this.sleepUntil) this.wake();
+    const info: FiredInfo = { submitted: 0, skipped: 0, lost: 0 };
+    const early: Prepared[] = [];
+    const cancels: string[] = [];
+    results.forEach((r, i) => {
+      if (r === 'lost') info.lost += 1;
+      else if (r === 'early') early.push(items[i]);
+      else {
+        info.submitted += Number(r[0]);
+        info.skipped += Number(r[1]);
+        if (r[2]) cancels.push(r[2]);
+      }
+    });
+    if (early.length) {
+      // Our estimate of the server clock ran a little ahead: try again in a moment.
+      for (const e of early) this.schedule({ ...e, at: this.now() + 2 });
+    }
+    const queueKeysOf = queueKeys(this.queueName);
+    for (const id of cancels) {
+      try {
+        await runScript(this.client, 'cancel', [queueKeysOf.counts], [queueKeysOf.prefix, this.o.maxEvents, id]);
+      } catch (err) {
+        this.emitError(err);
+      }
+    }
+    this.emit('fired', info);
+  }
+
+  /**
+   * Stops the replica: it claims nothing more, fires what it has already claimed (all due within
+   * the look-ahead) and closes its connections.
+   */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    this.wake();
+    await this.loopDone;
+    for (const [at, slot] of this.timers) {
+      clearTimeout(slot.timer);
+      this.timers.delete(at);
+      const delay = Math.max(0, at - this.now());
+      this.track(sleep(Math.min(delay, this.o.lookaheadMs)).then(() => this.fire(slot.items)));
+    }
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+    this.subscriber.disconnect();
+    await this.client.quit().catch(() => this.client.disconnect());
+  }
+
+  /** Kills the replica without firing its claims (as a crash would; for tests). */
+  destroy(): void {
+    this.closing = true;
+    this.wake();
+    for (const slot of this.timers.values()) clearTimeout(slot.timer);
+    this.timers.clear();
+    this.subscriber.disconnect();
+    this.client.disconnect();
+  }
+}

@@ -1,0 +1,440 @@
+/**
+ * The store of periodic tasks and event rules: define, read, enable, remove, look ahead, read
+ * the run history, trigger, and emit events. Scheduler replicas ({@link Scheduler}) do the
+ * submitting; this class only writes definitions (and wakes the replicas).
+ */
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { unpack } from 'msgpackr';
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import { connect, type ConnectionOption } from '../redis/connection.js';
+import { queueKeys, type QueueKeys } from '../redis/keys.js';
+import { runScript } from '../redis/scripts.js';
+import { decodeJob, type JobState, type Priority } from '../queue/job.js';
+import { DEFAULT_MAX_ARGS_BYTES } from '../queue/queue.js';
+import { packValue, zodError } from '../queue/validate.js';
+import { parseTimer } from '../timers/index.js';
+import {
+  checkDefinition, checkId, checkTimer, decodeTask, definitionFields,
+  type PeriodicTask, type PeriodicTaskDefinition,
+} from './definition.js';
+import { periodicKeys, type PeriodicKeys } from './keys.js';
+
+/** Options of {@link PeriodicTasks}. */
+export interface PeriodicTasksOptions {
+  /** Where Redis is: a URL, ioredis options or an ioredis client. */
+  connection: ConnectionOption;
+  /** Clock for planning first occurrences (ms since the epoch); default `Date.now`. Inject one in tests. */
+  now?: () => number;
+  /** Largest packed args accepted, in bytes; default 512 KiB. */
+  maxArgsBytes?: number;
+}
+
+/** One upcoming occurrence, as {@link PeriodicTasks.upcoming} lists it. */
+export interface UpcomingRun {
+  /** Periodic task id. */
+  id: string;
+  task: string;
+  group: string;
+  /** Planned time (ms). */
+  occurrence: number;
+}
+
+/** Status of a run in the history: a job state, or an occurrence that never became a job. */
+export type RunStatus = JobState | 'skipped' | 'missed' | 'dropped' | 'expired';
+
+/** One entry of a task's run history ({@link PeriodicTasks.runs}). Times are ms (server clock). */
+export interface RunRecord {
+  /** Planned time of the occurrence. */
+  occurrence: number;
+  /**
+   * `skipped`: not submitted because an earlier run had not ended (overlap); `missed`: passed over
+   * by the catch-up policy (`count` occurrences up to `until`); `dropped`: started too soon after
+   * the previous run (tolerance); `expired`: its job was removed by retention; else the job's state.
+   */
+  status: RunStatus;
+  jobId?: string;
+  submitted?: number;
+  started?: number;
+  finished?: number;
+  /** Executor id, and the host and pid it ran on. */
+  worker?: string;
+  host?: string;
+  pid?: number;
+  retries?: number;
+  /** Log lines the run wrote with `ctx.log`. */
+  logs?: string[];
+  /** Error output of a failed run, or the reason of a drop. */
+  error?: string;
+  result?: unknown;
+  /** For `missed`: how many occurrences, and the last of them. */
+  count?: number;
+  until?: number;
+}
+
+/** An event rule (Toucan's "after event"): a run `delay` after each event, per subject. */
+export interface EventRuleDefinition<A = unknown> {
+  /** Unique id: 1–200 of `A-Z a-z 0-9 . _ : -`. */
+  id: string;
+  /** Event name it follows, e.g. `user.last_seen`. */
+  after: string;
+  /** ISO-8601 duration (`P7DT30S`), `every`-style duration text is not accepted; or ms. */
+  delay: string | number;
+  /** Handler of the run. */
+  task: string;
+  group?: string;
+  args?: A;
+  priority?: Priority;
+  maxRetries?: number;
+}
+
+/** A stored event rule. */
+export interface EventRule<A = unknown> extends EventRuleDefinition<A> {
+  delayMs: number;
+  created: number;
+}
+
+/** An event for {@link PeriodicTasks.emit}. */
+export interface EmittedEvent {
+  /** Event name, e.g. `user.last_seen`. */
+  event: string;
+  /** Who or what it is about, e.g. a user id; one pending run per rule and subject. */
+  subject: string;
+  /** When it happened (ms or Date); default now. */
+  at?: number | Date;
+}
+
+const eventName = z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+const ruleSchema = z.object({
+  id: z.string(),
+  after: eventName,
+  delay: z.union([z.string().min(1, 'must not be empty'), z.number().int().nonnegative()]),
+  task: z.string().min(1, 'must not be empty').max(200),
+  group: z.string().min(1, 'must not be empty').max(200).optional(),
+  args: z.unknown().optional(),
+  priority: z.enum(['high', 'low']).optional(),
+  maxRetries: z.number().int().min(0).max(1000).optional(),
+}).strict();
+
+const emitSchema = z.object({
+  event: eventName,
+  subject: z.string().min(1, 'must not be empty').max(1000, 'must be at most 1000 characters'),
+  at: z.union([z.number().int().nonnegative(), z.date()]).optional(),
+}).strict();
+
+/** Checks that `obj` has only the given keys (zod's strict error names no field). */
+function knownKeys(obj: object, shape: Record<string, unknown>): void {
+  for (const k of Object.keys(obj)) if (!(k in shape)) throw new ValidationError(k, 'is not a known field');
+}
+
+/**
+ * Periodic tasks and event rules of queue `queueName`.
+ * @example
+ * const tasks = new PeriodicTasks('mail', { connection: 'redis://127.0.0.1:6379' });
+ * await tasks.upsert({ id: 'cleanup', task: 'cleanup', timer: '*-*-* 04:00', timezone: 'Europe/Paris' });
+ * await tasks.upcoming({ limit: 10 });
+ */
+export class PeriodicTasks {
+  readonly keys: PeriodicKeys;
+  private readonly qkeys: QueueKeys;
+  readonly client: Redis;
+  private readonly owned: boolean;
+  private readonly clock: () => number;
+  private readonly maxArgsBytes: number;
+  private readonly injected: boolean;
+
+  constructor(queueName: string, opts: PeriodicTasksOptions) {
+    this.keys = periodicKeys(queueName);
+    this.qkeys = queueKeys(queueName);
+    const { client, owned } = connect(opts.connection);
+    this.client = client;
+    this.owned = owned;
+    this.injected = opts.now !== undefined;
+    this.clock = opts.now ?? Date.now;
+    this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
+  }
+
+  /**
+   * Creates or replaces a task. Re-upserting with the same timer and time zone keeps its planned
+   * next occurrence; a new timer plans from now. Wakes the schedulers.
+   * @throws {ValidationError} naming the bad field; nothing is written then.
+   */
+  async upsert<A = unknown>(def: PeriodicTaskDefinition<A>): Promise<PeriodicTask<A>> {
+    if (typeof def === 'object' && def !== null) knownKeys(def, DEFINITION_KEYS);
+    const c = checkDefinition(def, this.maxArgsBytes);
+    const now = this.clock();
+    const next = c.timer.next(new Date(now))?.getTime();
+    await runScript(this.client, 'periodic-upsert', [this.keys.nextrun], [
+      this.keys.prefix, c.def.id, '1', next ?? '', c.def.enabled === false ? '0' : '1', now, '0', ...definitionFields(c, now),
+    ]);
+    return (await this.get<A>(c.def.id))!;
+  }
+
+  /** Reads a task, or null when there is none. */
+  async get<A = unknown>(id: string): Promise<PeriodicTask<A> | null> {
+    const flat = (await this.client.callBuffer('HGETALL', this.keys.task(id))) as Buffer[];
+    return flat.length ? (decodeTask(flat) as PeriodicTask<A>) : null;
+  }
+
+  /** Every task defined with {@link upsert} (or only an owner's, including its rules' pending runs), sorted by id. */
+  async list(opts: { owner?: string } = {}): Promise<PeriodicTask[]> {
+    const ids = (opts.owner !== undefined
+      ? await this.client.smembers(this.keys.owner(checkId(opts.owner, 'owner')))
+      : await this.client.smembers(this.keys.all)).sort();
+    const out: PeriodicTask[] = [];
+    for (let i = 0; i < ids.length; i += 500) {
+      const pipe = this.client.pipeline();
+      for (const id of ids.slice(i, i + 500)) pipe.hgetallBuffer(this.keys.task(id));
+      for (const [err, v] of (await pipe.exec())!) {
+        if (err) throw err;
+        const obj = v as Record<string, Buffer>;
+        const flat: Buffer[] = [];
+        for (const [k, val] of Object.entries(obj)) flat.push(Buffer.from(k), val);
+        if (flat.length) out.push(decodeTask(flat));
+      }
+    }
+    return out;
+  }
+
+  /** Enables a task; its next occurrence is planned from now. Resolves false when there is no such task. */
+  async enable(id: string): Promise<boolean> {
+    const t = await this.get(checkId(id));
+    if (!t) return false;
+    const now = this.clock();
+    const next = checkTimer(t.timer, t.timezone).next(new Date(now))?.getTime();
+    return (await runScript<number>(this.client, 'periodic-enable', [this.keys.nextrun], [
+      this.keys.prefix, id, '1', next ?? '', now,
+    ])) === 1;
+  }
+
+  /** Disables a task: it keeps its definition and history but does not fire. False when there is no such task. */
+  async disable(id: string): Promise<boolean> {
+    return (await runScript<number>(this.client, 'periodic-enable', [this.keys.nextrun], [
+      this.keys.prefix, checkId(id), '0', '', this.clock(),
+    ])) === 1;
+  }
+
+  /** Removes a task and its history (its jobs stay in the queue). False when there was none. */
+  async remove(id: string): Promise<boolean> {
+    const r = await runScript<string[]>(this.client, 'periodic-remove', [this.keys.nextrun], [this.keys.prefix, 'ids', checkId(id)]);
+    return r.length === 1;
+  }
+
+  /** Removes every task of an owner; resolves the removed ids. */
+  async removeByOwner(owner: string): Promise<string[]> {
+    return runScript<string[]>(this.client, 'periodic-remove', [this.keys.nextrun], [this.keys.prefix, 'owner', checkId(owner, 'owner')]);
+  }
+
+  /**
+   * Asks the schedulers to run a task now, once (through its overlap policy, without moving its
+   * next occurrence). Resolves the id the job will have, or null when there is no such task.
+   * A scheduler replica must be running for the job to be submitted.
+   */
+  async trigger(id: string): Promise<{ jobId: string; occurrence: number } | null> {
+    const at = await runScript<number | null>(this.client, 'periodic-trigger', [this.keys.nextrun], [
+      this.keys.prefix, checkId(id), this.injected ? Math.round(this.clock()) : '',
+    ]);
+    if (at === null || at === undefined) return null;
+    return { jobId: `${id}@${at}`, occurrence: Number(at) };
+  }
+
+  /**
+   * The next occurrences across all enabled tasks (and pending event-rule runs), in time order:
+   * at most `limit` (default 20), none after `until` (ms or Date).
+   */
+  async upcoming(opts: { limit?: number; until?: number | Date } = {}): Promise<UpcomingRun[]> {
+    const limit = opts.limit ?? 20;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new ValidationError('limit', 'must be a whole number from 1 to 10000');
+    const until = opts.until === undefined ? Infinity : Number(opts.until);
+    // Scores are the next occurrence, or up to a claim's TTL past it: read a little further.
+    const ids = await this.client.zrangebyscore(this.keys.nextrun, '-inf', until === Infinity ? '+inf' : until + 60_000, 'LIMIT', 0, limit * 2 + 100);
+    if (ids.length === 0) return [];
+    const pipe = this.client.pipeline();
+    for (const id of ids) pipe.hmget(this.keys.task(id), 'nextrun', 'timer', 'timezone', 'task', 'group', 'enabled');
+    const rows = (await pipe.exec())!;
+    const out: UpcomingRun[] = [];
+    ids.forEach((id, i) => {
+      const [nextrun, timer, timezone, task, group, enabled] = rows[i][1] as (string | null)[];
+      if (!nextrun || !timer || enabled !== '1') return;
+      let t;
+      try {
+        t = parseTimer(timer, { timezone: timezone || undefined });
+      } catch {
+        return;
+      }
+      let o: number | null = Number(nextrun);
+      for (let k = 0; k < limit && o !== null && o <= until; k++) {
+        out.push({ id, task: task!, group: group!, occurrence: o });
+        o = t.next(new Date(o))?.getTime() ?? null;
+      }
+    });
+    return out.sort((a, b) => a.occurrence - b.occurrence || a.id.localeCompare(b.id)).slice(0, limit);
+  }
+
+  /**
+   * A task's run history, newest first (default 20 entries): each submitted run with its job's
+   * times, status, executor, host, pid, log lines and error output, plus the occurrences that
+   * were skipped (overlap) or missed (catch-up).
+   */
+  async runs(id: string, opts: { limit?: number } = {}): Promise<RunRecord[]> {
+    const limit = opts.limit ?? 20;
+    const raw = await this.client.zrevrange(this.keys.history(checkId(id)), 0, limit - 1, 'WITHSCORES');
+    const entries: Array<{ member: string; occurrence: number }> = [];
+    for (let i = 0; i < raw.length; i += 2) entries.push({ member: raw[i], occurrence: Number(raw[i + 1]) });
+    const jobs = entries.filter((e) => !e.member.startsWith('~'));
+    const pipe = this.client.pipeline();
+    for (const e of jobs) {
+      pipe.hgetallBuffer(this.qkeys.job(e.member));
+      pipe.lrange(this.qkeys.logs(e.member), 0, -1);
+    }
+    const res = jobs.length ? (await pipe.exec())! : [];
+    const byId = new Map<string, { job: Record<string, Buffer>; logs: string[] }>();
+    jobs.forEach((e, k) => byId.set(e.member, { job: res[k * 2][1] as Record<string, Buffer>, logs: res[k * 2 + 1][1] as string[] }));
+    return entries.map((e): RunRecord => {
+      if (e.member.startsWith('~skipped@')) return { occurrence: e.occurrence, status: 'skipped' };
+      if (e.member.startsWith('~missed@')) {
+        const [, , count, last] = e.member.split('@');
+        return { occurrence: e.occurrence, status: 'missed', count: Number(count), until: Number(last) };
+      }
+      const got = byId.get(e.member)!;
+      const flat: Buffer[] = [];
+      for (const [k, v] of Object.entries(got.job ?? {})) flat.push(Buffer.from(k), v);
+      if (!flat.length) return { occurrence: e.occurrence, status: 'expired', jobId: e.member };
+      const job = decodeJob(flat) as ReturnType<typeof decodeJob> & { host?: string; pid?: number; dropped?: string };
+      const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
+      const dropped = got.job.dropped?.toString();
+      return {
+        occurrence: e.occurrence, jobId: e.member,
+        status: dropped ? 'dropped' : job.state,
+        submitted: job.submitted, started: job.started, finished: job.finished, worker: job.worker,
+        ...hostPid, retries: job.retries, logs: got.logs, error: dropped ?? job.error, result: job.result,
+      };
+    });
+  }
+
+  /**
+   * Defines (or replaces) an event rule: each {@link emit} of event `after` schedules one run
+   * `delay` after the event, per subject.
+   * @throws {ValidationError} naming the bad field; nothing is written then.
+   */
+  async rule<A = unknown>(def: EventRuleDefinition<A>): Promise<EventRule<A>> {
+    if (typeof def !== 'object' || def === null) throw new ValidationError('rule', 'must be an object');
+    knownKeys(def, ruleSchema.shape);
+    const parsed = ruleSchema.safeParse(def);
+    if (!parsed.success) throw zodError('', parsed.error);
+    checkId(def.id);
+    const delayMs = typeof def.delay === 'number' ? def.delay : isoDelay(def.delay);
+    const args = packValue(def.args, this.maxArgsBytes, 'args');
+    const now = this.clock();
+    const rk = this.keys.rule(def.id);
+    const old = await this.client.hget(rk, 'after');
+    const multi = this.client.multi();
+    if (old && old !== def.after) multi.srem(this.keys.event(old), def.id);
+    multi.hset(rk, 'id', def.id, 'after', def.after, 'delay', String(def.delay), 'delayMs', delayMs, 'task', def.task,
+      'group', def.group ?? 'default', 'args', args, 'priority', def.priority ?? 'low', 'maxRetries', def.maxRetries ?? 0);
+    multi.hsetnx(rk, 'created', now);
+    multi.sadd(this.keys.event(def.after), def.id).sadd(this.keys.rules, def.id);
+    await multi.exec();
+    return (await this.getRule<A>(def.id))!;
+  }
+
+  /** Reads an event rule, or null. */
+  async getRule<A = unknown>(id: string): Promise<EventRule<A> | null> {
+    const h = await this.client.hgetallBuffer(this.keys.rule(checkId(id)));
+    if (!h.id) return null;
+    const s = (k: string) => h[k]?.toString();
+    const delay = s('delay')!;
+    return {
+      id: s('id')!, after: s('after')!, delay: /^\d+$/.test(delay) ? Number(delay) : delay, delayMs: Number(s('delayMs')),
+      task: s('task')!, group: s('group'), args: (h.args?.length ? unpack(h.args) : undefined) as A,
+      priority: s('priority') as Priority, maxRetries: Number(s('maxRetries')), created: Number(s('created')),
+    };
+  }
+
+  /** Every event rule, sorted by id. */
+  async rules(): Promise<EventRule[]> {
+    const ids = (await this.client.smembers(this.keys.rules)).sort();
+    const out: EventRule[] = [];
+    for (const id of ids) {
+      const r = await this.getRule(id);
+      if (r) out.push(r);
+    }
+    return out;
+  }
+
+  /** Removes an event rule and its pending runs. Resolves false when there was none. */
+  async removeRule(id: string): Promise<boolean> {
+    const rk = this.keys.rule(checkId(id));
+    const after = await this.client.hget(rk, 'after');
+    if (after === null) return false;
+    await this.client.multi().del(rk).srem(this.keys.rules, id).srem(this.keys.event(after), id).exec();
+    await runScript(this.client, 'periodic-remove', [this.keys.nextrun], [this.keys.prefix, 'owner', ruleOwner(id)]);
+    return true;
+  }
+
+  /**
+   * Records an event: for each rule following it, one run is planned at `at + delay` for this
+   * subject, replacing the pending run an older event planned. Resolves the pending runs' task ids.
+   */
+  async emit(e: EmittedEvent): Promise<string[]> {
+    if (typeof e !== 'object' || e === null) throw new ValidationError('event', 'must be an object');
+    knownKeys(e, emitSchema.shape);
+    const parsed = emitSchema.safeParse(e);
+    if (!parsed.success) throw zodError('', parsed.error);
+    const at = e.at === undefined ? this.clock() : Number(e.at);
+    const ruleIds = await this.client.smembers(this.keys.event(e.event));
+    const now = this.clock();
+    const out: string[] = [];
+    for (const ruleId of ruleIds) {
+      const rule = await this.client.hgetallBuffer(this.keys.rule(ruleId));
+      if (!rule.id) continue;
+      const due = at + Number(rule.delayMs.toString());
+      const id = pendingId(ruleId, e.subject);
+      const timer = new Date(due).toISOString();
+      const fields: Array<string | number | Buffer> = [
+        'id', id, 'task', rule.task, 'timer', timer, 'timezone', '', 'kind', 'once', 'group', rule.group, 'args', rule.args,
+        'priority', rule.priority, 'subject', e.subject, 'submitter', `rule:${ruleId}`, 'owner', ruleOwner(ruleId),
+        'overlap', 'allow', 'catchup', 'latest', 'catchupWindow', 0, 'tolerance', '', 'maxRuntime', '',
+        'maxRetries', rule.maxRetries, 'interval', '', 'rule', ruleId, 'event', e.event, 'updated', now,
+      ];
+      await runScript(this.client, 'periodic-upsert', [this.keys.nextrun], [
+        this.keys.prefix, id, '0', due, '1', now, '1', ...fields,
+      ]);
+      out.push(id);
+    }
+    return out;
+  }
+
+  /** Closes the connection Rota opened (a client that was passed in is left open). */
+  async close(): Promise<void> {
+    if (this.owned) await this.client.quit().catch(() => this.client.disconnect());
+  }
+}
+
+const DEFINITION_KEYS: Record<string, true> = Object.fromEntries(
+  ['id', 'task', 'timer', 'timezone', 'group', 'args', 'priority', 'subject', 'submitter', 'enabled', 'owner', 'overlap',
+    'catchup', 'catchupWindow', 'tolerance', 'maxRuntime', 'maxRetries'].map((k) => [k, true]),
+);
+
+function ruleOwner(ruleId: string): string {
+  return `rule:${ruleId}`;
+}
+
+/** Task id of a rule's pending run for a subject (subjects may hold any characters, so they are hashed). */
+export function pendingId(ruleId: string, subject: string): string {
+  return `r:${ruleId}:${createHash('sha1').update(subject).digest('hex').slice(0, 20)}`;
+}
+
+function isoDelay(text: string): number {
+  let t;
+  try {
+    t = parseTimer(text);
+  } catch (err) {
+    throw new ValidationError('delay', (err as Error).message);
+  }
+  if (t.kind !== 'interval' || !t.intervalMs || !/^P/i.test(text.trim())) {
+    throw new ValidationError('delay', `must be an ISO-8601 duration such as P7DT30S, or milliseconds (got "${text}")`);
+  }
+  return t.intervalMs;
+}

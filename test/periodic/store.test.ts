@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { PeriodicTasks, Queue, Scheduler, ValidationError } from '../../src/index.js';
+import { rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
+
+const open: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  for (const c of open.splice(0).reverse()) await c.close();
+});
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function setup(opts: { now?: () => number } = {}) {
+  const name = uniqueQueue('p');
+  const tasks = new PeriodicTasks(name, { connection: redisUrl(), ...opts });
+  const queue = new Queue(name, { connection: redisUrl() });
+  open.push(tasks, queue);
+  return { name, tasks, queue };
+}
+
+describe('periodic store and single replica', () => {
+  it('stores a definition and submits each occurrence once with job id <task>@<occurrence>', async () => {
+    const { name, tasks, queue } = setup();
+    const t = await tasks.upsert({ id: 'tick', task: 'noop', timer: 'every 500ms', args: { n: 1 }, group: 'g1', overlap: 'allow' });
+    expect(t.enabled).toBe(true);
+    expect(t.nextrun! % 500).toBe(0);
+    expect(t.args).toEqual({ n: 1 });
+    expect(t.maxRuntime).toBe(250);
+    const s = new Scheduler(name, { connection: redisUrl() });
+    open.push(s);
+    await s.start();
+    await sleep(1800);
+    const runs = await tasks.runs('tick');
+    expect(runs.length).toBeGreaterThanOrEqual(3);
+    for (const r of runs) {
+      expect(r.jobId).toBe(`tick@${r.occurrence}`);
+      expect(r.status).toBe('waiting');
+      expect(r.submitted! - r.occurrence).toBeLessThan(100);
+      expect(r.submitted! - r.occurrence).toBeGreaterThanOrEqual(0);
+      const job = await queue.getJob(r.jobId!);
+      expect(job!.tracker).toBe('tick');
+      expect(job!.occurrence).toBe(r.occurrence);
+      expect(job!.group).toBe('g1');
+      expect(job!.args).toEqual({ n: 1 });
+    }
+    const occ = runs.map((r) => r.occurrence);
+    expect(occ).toEqual([...occ].sort((a, b) => b - a));
+    for (let i = 1; i < occ.length; i++) expect(occ[i - 1] - occ[i]).toBe(500);
+  });
+
+  it('refuses bad definitions naming the field, writing nothing', async () => {
+    const { name, tasks } = setup();
+    const bad: Array<[unknown, string]> = [
+      [{ id: 'a', task: 'x', timer: 'every banana' }, 'timer'],
+      [{ id: 'a', task: 'x', timer: '*-*-* 09:00', timezone: 'Mars/Olympus' }, 'timezone'],
+      [{ id: 'a b', task: 'x', timer: 'daily' }, 'id'],
+      [{ id: 'a', task: '', timer: 'daily' }, 'task'],
+      [{ id: 'a', task: 'x', timer: 'daily', overlap: 'sometimes' }, 'overlap'],
+      [{ id: 'a', task: 'x', timer: 'daily', catchup: 'maybe' }, 'catchup'],
+      [{ id: 'a', task: 'x', timer: 'daily', tolerance: -1 }, 'tolerance'],
+      [{ id: 'a', task: 'x', timer: 'daily', maxRuntime: 1.5 }, 'maxRuntime'],
+      [{ id: 'a', task: 'x', timer: 'daily', args: { f: () => 1 } }, 'args.f'],
+      [{ id: 'a', task: 'x', timer: 'daily', colour: 'red' }, 'colour'],
+      [{ id: 'a', task: 'x', timer: '0 9 * * * *  *' }, 'timer'],
+    ];
+    for (const [def, field] of bad) {
+      const err = await tasks.upsert(def as never).catch((e: unknown) => e);
+      expect(err, JSON.stringify(def)).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field).toBe(field);
+    }
+    const keys = await rawClient().keys(`{rota:${name}}:*`);
+    expect(keys).toEqual([]);
+  });
+});
