@@ -15,3 +15,4 @@ export type { Keep } from './queue/recoverer.js';
 export type { ConnectionOption } from './redis/connection.js';
 export { RotaError, ValidationError, PayloadTooLargeError, PermanentError, TimeoutError, UnknownTaskError } from './errors.js';
 export * from './periodic/index.js';
+export * from './timers/index.js';

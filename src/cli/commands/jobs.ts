@@ -1,6 +1,6 @@
 /** Job commands: submit, jobs, job, cancel, retry. */
 import { InvalidArgumentError, type Command } from 'commander';
-import { JOB_STATES, type Job, type JobState } from '../../queue/job.js';
+import { FINAL_STATES, JOB_STATES, type Job, type JobState } from '../../queue/job.js';
 import { EXIT_INVALID, EXIT_NOT_FOUND } from '../exit-codes.js';
 import { CliError, intOption, iso, printJson, printTable, withQueue } from '../support.js';
 
@@ -88,11 +88,10 @@ export function register(program: Command): void {
     .argument('<id>', 'job id')
     .action(async (id: string, _o: unknown, cmd: Command) =>
       withQueue(cmd, async (queue) => {
+        const before = await queue.getJob(id);
+        if (!before) throw new CliError(`no job "${id}" in queue "${queue.name}"`, EXIT_NOT_FOUND);
+        if (FINAL_STATES.has(before.state)) throw new CliError(`job ${id} already ended ${before.state}; nothing to cancel`, EXIT_INVALID);
         const state = await queue.cancel(id);
-        if (state === null) throw new CliError(`no job "${id}" in queue "${queue.name}"`, EXIT_NOT_FOUND);
-        if (state !== 'cancelled' && state !== 'cancelling') {
-          throw new CliError(`job ${id} already ended ${state}; nothing to cancel`, EXIT_INVALID);
-        }
         process.stdout.write(`${id} ${state}\n`);
       }),
     );
