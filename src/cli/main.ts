@@ -12,13 +12,14 @@ import { register as registerJobs } from './commands/jobs.js';
 import { register as registerGroups } from './commands/groups.js';
 import { register as registerWorker } from './commands/worker.js';
 import { register as registerDemo } from './commands/demo.js';
+import { register as registerPeriodic } from './commands/periodic.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Signature every command module exports. */
 export type RegisterCommand = (program: Command) => void;
 
 /** The commands of the CLI, in help order. */
-const COMMANDS: RegisterCommand[] = [registerDemo, registerWorker, registerJobs, registerGroups, registerCalendar];
+const COMMANDS: RegisterCommand[] = [registerDemo, registerWorker, registerJobs, registerGroups, registerPeriodic, registerCalendar];
 
 /** Options every command can read with `command.optsWithGlobals()`. */
 export interface GlobalOptions {

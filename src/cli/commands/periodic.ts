@@ -1,0 +1,162 @@
+/** `rota scheduler` (a scheduler replica) and `rota periodic ...` (the periodic task store). */
+import { InvalidArgumentError, type Command } from 'commander';
+import { PeriodicTasks } from '../../periodic/tasks.js';
+import { Scheduler } from '../../periodic/scheduler.js';
+import type { PeriodicTaskDefinition } from '../../periodic/definition.js';
+import { createLogger } from '../../observability/logger.js';
+import { EXIT_NOT_FOUND } from '../exit-codes.js';
+import { CliError, globals, intOption, iso, openClient, printJson, printTable, run } from '../support.js';
+
+async function withTasks(cmd: Command, fn: (tasks: PeriodicTasks, json: boolean) => Promise<void>): Promise<void> {
+  const g = globals(cmd);
+  await run(async () => {
+    const client = await openClient(g.redis);
+    const tasks = new PeriodicTasks(g.queue, { connection: client });
+    try {
+      await fn(tasks, Boolean(g.json));
+    } finally {
+      await tasks.close().catch(() => {});
+      client.disconnect();
+    }
+  });
+}
+
+function parseJson(value: string): unknown {
+  try {
+    return JSON.parse(value);
+  } catch (err) {
+    throw new InvalidArgumentError(`must be JSON (${(err as Error).message})`);
+  }
+}
+
+function notFound(id: string): CliError {
+  return new CliError(`no periodic task "${id}" (see: rota periodic list)`, EXIT_NOT_FOUND);
+}
+
+/** Registers `scheduler` and `periodic` on `program`. */
+export function register(program: Command): void {
+  program
+    .command('scheduler')
+    .description('run a scheduler replica (any number may run; each occurrence is submitted once)')
+    .option('--id <id>', 'replica id')
+    .action(async (o: { id?: string }, cmd: Command) =>
+      run(async () => {
+        const g = globals(cmd);
+        (await openClient(g.redis)).disconnect();
+        const log = createLogger({ name: 'rota-scheduler' });
+        const scheduler = new Scheduler(g.queue, { connection: g.redis, id: o.id });
+        scheduler.on('error', (err) => log.warn({ err }, 'scheduler error'));
+        scheduler.on('fired', (info) => log.debug(info, 'occurrence submitted'));
+        await scheduler.start();
+        log.info({ id: scheduler.id, queue: g.queue }, 'scheduler started');
+        await new Promise<void>((resolve) => {
+          const stop = (sig: string) => {
+            log.info(`${sig} received, stopping`);
+            void scheduler.close().then(resolve);
+          };
+          process.once('SIGTERM', stop);
+          process.once('SIGINT', stop);
+        });
+      }),
+    );
+
+  const periodic = program.command('periodic').description('periodic tasks: list, add, remove, enable, disable, trigger, runs, next');
+
+  periodic
+    .command('list')
+    .description('all periodic tasks')
+    .option('--owner <owner>', 'only tasks of this owner')
+    .option('--json', 'print one JSON object per line')
+    .action(async (o: { owner?: string }, cmd: Command) =>
+      withTasks(cmd, async (tasks, json) => {
+        const list = await tasks.list({ owner: o.owner });
+        if (json) return list.forEach(printJson);
+        printTable(['ID', 'TASK', 'TIMER', 'ZONE', 'ENABLED', 'NEXT RUN', 'LAST RUN', 'OVERLAP', 'OWNER'],
+          list.map((t) => [t.id, t.task, t.timer, t.timezone, t.enabled ? 'yes' : 'no', iso(t.nextrun), iso(t.lastrun), t.overlap, t.owner]));
+      }),
+    );
+
+  periodic
+    .command('add')
+    .description('create or replace a periodic task')
+    .argument('<id>', 'task id')
+    .argument('<task>', 'handler name')
+    .argument('<timer>', 'calendar event, cron rule, interval or due date (quote it)')
+    .option('--tz <zone>', 'IANA time zone of the timer')
+    .option('--group <group>', 'tenant group of its jobs')
+    .option('--args <json>', 'arguments as JSON', parseJson)
+    .option('--owner <owner>', 'owner (remove all of an owner\'s tasks at once)')
+    .option('--overlap <policy>', 'skip | buffer-one | allow | cancel-previous')
+    .option('--catchup <policy>', 'latest | all | none')
+    .option('--max-runtime <ms>', 'timebox of each run', intOption('--max-runtime', 1, 2 ** 31))
+    .option('--disabled', 'create it disabled')
+    .option('--json', 'print the stored task as JSON')
+    .action(async (id: string, task: string, timer: string, o: Record<string, unknown>, cmd: Command) =>
+      withTasks(cmd, async (tasks, json) => {
+        const def = {
+          id, task, timer, timezone: o.tz, group: o.group, args: o.args, owner: o.owner, overlap: o.overlap,
+          catchup: o.catchup, maxRuntime: o.maxRuntime, enabled: o.disabled ? false : undefined,
+        } as PeriodicTaskDefinition;
+        for (const k of Object.keys(def) as Array<keyof PeriodicTaskDefinition>) if (def[k] === undefined) delete def[k];
+        const stored = await tasks.upsert(def);
+        if (json) printJson(stored);
+        else process.stdout.write(`${stored.id}: next run ${iso(stored.nextrun) ?? 'never'}\n`);
+      }),
+    );
+
+  for (const [name, what] of [['remove', 'delete a periodic task'], ['enable', 'enable a periodic task'], ['disable', 'disable a periodic task']] as const) {
+    periodic
+      .command(name)
+      .description(what)
+      .argument('<id>')
+      .action(async (id: string, _o: unknown, cmd: Command) =>
+        withTasks(cmd, async (tasks) => {
+          if (!(await tasks[name](id))) throw notFound(id);
+          process.stdout.write(`${id} ${name === 'remove' ? 'removed' : `${name}d`}\n`);
+        }),
+      );
+  }
+
+  periodic
+    .command('trigger')
+    .description('run a periodic task now, once')
+    .argument('<id>')
+    .action(async (id: string, _o: unknown, cmd: Command) =>
+      withTasks(cmd, async (tasks) => {
+        const r = await tasks.trigger(id);
+        if (!r) throw notFound(id);
+        process.stdout.write(`${r.jobId}\n`);
+      }),
+    );
+
+  periodic
+    .command('runs')
+    .description('run history of a periodic task, newest first')
+    .argument('<id>')
+    .option('--limit <n>', 'at most this many', intOption('--limit', 1, 10_000), 20)
+    .option('--json', 'print one JSON object per line')
+    .action(async (id: string, o: { limit: number }, cmd: Command) =>
+      withTasks(cmd, async (tasks, json) => {
+        if (!(await tasks.get(id))) throw notFound(id);
+        const runs = await tasks.runs(id, { limit: o.limit });
+        if (json) return runs.forEach(printJson);
+        printTable(['PLANNED', 'STATUS', 'JOB', 'STARTED', 'FINISHED', 'WORKER', 'ERROR'],
+          runs.map((r) => [iso(r.occurrence), r.status, r.jobId, iso(r.started), iso(r.finished), r.worker, r.error?.split('\n')[0]]));
+      }),
+    );
+
+  periodic
+    .command('next')
+    .description('what runs next, across all periodic tasks')
+    .option('--limit <n>', 'how many occurrences', intOption('--limit', 1, 10_000), 10)
+    .option('--json', 'print one JSON object per line')
+    .action(async (o: { limit: number }, cmd: Command) =>
+      withTasks(cmd, async (tasks, json) => {
+        const next = await tasks.upcoming({ limit: o.limit });
+        if (json) return next.forEach(printJson);
+        const now = Date.now();
+        printTable(['WHEN', 'IN', 'ID', 'TASK', 'GROUP'],
+          next.map((n) => [iso(n.occurrence), `${Math.max(0, Math.round((n.occurrence - now) / 1000))}s`, n.id, n.task, n.group]));
+      }),
+    );
+}
