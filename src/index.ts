@@ -6,6 +6,7 @@ export { Queue, type QueueOptions, type GroupInfo, type WorkerInfo, type QueueSt
 export { Worker, LeaseLostError, type WorkerOptions, type WorkerEvents, type JobLogger } from './queue/worker.js';
 export { installShutdownHandlers, type ShutdownOptions } from './queue/shutdown.js';
 export { createLogger } from './observability/logger.js';
+export { serveMetrics, type MetricsOptions, type MetricsServer } from './observability/metrics.js';
 export type { Job, JobState, Priority } from './queue/job.js';
 export { JOB_STATES, FINAL_STATES } from './queue/job.js';
 export type { SubmitSpec } from './queue/validate.js';

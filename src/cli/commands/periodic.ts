@@ -4,6 +4,8 @@ import { PeriodicTasks } from '../../periodic/tasks.js';
 import { Scheduler } from '../../periodic/scheduler.js';
 import type { PeriodicTaskDefinition } from '../../periodic/definition.js';
 import { createLogger } from '../../observability/logger.js';
+import { serveMetrics } from '../../observability/metrics.js';
+import { Queue } from '../../queue/queue.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
 import { CliError, globals, intOption, iso, openClient, printJson, printTable, run } from '../support.js';
 
@@ -39,7 +41,8 @@ export function register(program: Command): void {
     .command('scheduler')
     .description('run a scheduler replica (any number may run; each occurrence is submitted once)')
     .option('--id <id>', 'replica id')
-    .action(async (o: { id?: string }, cmd: Command) =>
+    .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
+    .action(async (o: { id?: string; metricsPort?: number }, cmd: Command) =>
       run(async () => {
         const g = globals(cmd);
         (await openClient(g.redis)).disconnect();
@@ -49,10 +52,13 @@ export function register(program: Command): void {
         scheduler.on('fired', (info) => log.debug(info, 'occurrence submitted'));
         await scheduler.start();
         log.info({ id: scheduler.id, queue: g.queue }, 'scheduler started');
+        const metrics = o.metricsPort === undefined ? undefined
+          : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection: g.redis }) });
+        if (metrics) log.info({ url: metrics.url }, 'serving metrics');
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {
             log.info(`${sig} received, stopping`);
-            void scheduler.close().then(resolve);
+            void Promise.all([scheduler.close(), metrics?.close()]).then(() => resolve());
           };
           process.once('SIGTERM', stop);
           process.once('SIGINT', stop);

@@ -7,6 +7,8 @@ import { installShutdownHandlers } from '../../queue/shutdown.js';
 import { Worker } from '../../queue/worker.js';
 import { EXIT_INVALID } from '../exit-codes.js';
 import { createLogger } from '../../observability/logger.js';
+import { serveMetrics, type MetricsServer } from '../../observability/metrics.js';
+import { Queue } from '../../queue/queue.js';
 import { CliError, globals, intOption, openClient, run } from '../support.js';
 
 /** Loads handlers: the module's default export (an object of functions) or its named function exports. */
@@ -34,8 +36,9 @@ export function register(program: Command): void {
     .requiredOption('--tasks <module>', 'JavaScript module exporting task handlers')
     .option('--concurrency <n>', 'jobs run at once', intOption('--concurrency', 1, 100_000), 1)
     .option('--id <id>', 'executor id (a fixed id clears its stale marks on restart)')
+    .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
     .option('--shutdown-timeout <ms>', 'how long running jobs may finish on shutdown', intOption('--shutdown-timeout', 0, 86_400_000), 30_000)
-    .action(async (o: { tasks: string; concurrency: number; id?: string; shutdownTimeout: number }, cmd: Command) =>
+    .action(async (o: { tasks: string; concurrency: number; id?: string; shutdownTimeout: number; metricsPort?: number }, cmd: Command) =>
       run(async () => {
         const g = globals(cmd);
         const handlers = await loadHandlers(o.tasks);
@@ -45,7 +48,12 @@ export function register(program: Command): void {
         worker.on('error', (err) => log.warn({ err }, 'executor error'));
         await worker.run();
         log.info({ id: worker.id, queue: g.queue, concurrency: o.concurrency, tasks: Object.keys(handlers) }, 'executor started');
-        installShutdownHandlers(worker, { timeout: o.shutdownTimeout, log: (m) => log.info(m) });
+        let metrics: MetricsServer | undefined;
+        if (o.metricsPort !== undefined) {
+          metrics = await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection: g.redis }), workers: [worker] });
+          log.info({ url: metrics.url }, 'serving metrics');
+        }
+        installShutdownHandlers(worker, { timeout: o.shutdownTimeout, log: (m) => log.info(m), onClosed: () => metrics?.close() });
         await new Promise(() => {});
       }),
     );

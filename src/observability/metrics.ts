@@ -1,0 +1,101 @@
+/**
+ * An optional Prometheus endpoint for executors and schedulers (prom-client): jobs by state and
+ * queue depth per group (read from Redis at scrape time), submit-to-start waits per group and
+ * periodic lateness (observed from the executors' events).
+ */
+import { createServer, type Server } from 'node:http';
+import { Gauge, Histogram, Registry } from 'prom-client';
+import type { Job } from '../queue/job.js';
+import type { Queue } from '../queue/queue.js';
+import type { Worker } from '../queue/worker.js';
+
+export interface MetricsOptions {
+  /** Port to listen on (0: a free one). */
+  port: number;
+  /** Address to bind; default 0.0.0.0. */
+  host?: string;
+  /** Queue whose counts and group depths are exported. */
+  queue: Queue;
+  /** Executors whose jobs' waits are observed. */
+  workers?: Worker[];
+  /** At most this many groups get a depth series (the deepest are kept); default 1,000. */
+  maxGroups?: number;
+}
+
+export interface MetricsServer {
+  /** Where the metrics are served, e.g. http://127.0.0.1:9464/metrics. */
+  url: string;
+  registry: Registry;
+  close(): Promise<void>;
+}
+
+const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300];
+
+/** Builds the registry and starts serving it on `/metrics`. */
+export async function serveMetrics(opts: MetricsOptions): Promise<MetricsServer> {
+  const registry = new Registry();
+  const { queue } = opts;
+  const maxGroups = opts.maxGroups ?? 1000;
+  new Gauge({
+    name: 'rota_jobs', help: 'Jobs per state', labelNames: ['queue', 'state'], registers: [registry],
+    async collect() {
+      for (const [state, n] of Object.entries(await queue.counts())) this.set({ queue: queue.name, state }, n);
+    },
+  });
+  // Collected in registration order: the depth gauge reads the groups once and fills both gauges.
+  const running = new Gauge({ name: 'rota_group_running', help: 'Jobs running per group', labelNames: ['queue', 'group'], registers: [] });
+  new Gauge({
+    name: 'rota_group_waiting', help: 'Runnable jobs waiting per group', labelNames: ['queue', 'group'], registers: [registry],
+    async collect() {
+      const groups = (await queue.groups()).sort((a, b) => b.waiting - a.waiting).slice(0, maxGroups);
+      this.reset();
+      running.reset();
+      for (const g of groups) {
+        this.set({ queue: queue.name, group: g.group }, g.waiting);
+        running.set({ queue: queue.name, group: g.group }, g.running);
+      }
+    },
+  });
+  registry.registerMetric(running);
+  const wait = new Histogram({
+    name: 'rota_submit_to_start_seconds', help: 'Time from submit to the start of a run, per group',
+    labelNames: ['queue', 'group'], buckets: WAIT_BUCKETS, registers: [registry],
+  });
+  const lateness = new Histogram({
+    name: 'rota_periodic_lateness_seconds', help: 'Time from a periodic occurrence to the submit of its job',
+    labelNames: ['queue', 'tracker'], buckets: WAIT_BUCKETS, registers: [registry],
+  });
+  const observe = (job: Job) => {
+    if (job.started !== undefined) wait.observe({ queue: queue.name, group: job.group }, Math.max(0, job.started - job.submitted) / 1000);
+    if (job.tracker && job.occurrence !== undefined) {
+      lateness.observe({ queue: queue.name, tracker: job.tracker }, Math.max(0, job.submitted - job.occurrence) / 1000);
+    }
+  };
+  for (const w of opts.workers ?? []) {
+    w.on('completed', observe);
+    w.on('failed', observe);
+    w.on('stuck', observe);
+  }
+
+  const server: Server = createServer((req, res) => {
+    if (req.url !== '/metrics') {
+      res.writeHead(404).end('see /metrics\n');
+      return;
+    }
+    registry.metrics().then(
+      (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+      (err: Error) => res.writeHead(500).end(`${err.message}\n`),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+  return {
+    url: `http://127.0.0.1:${port}/metrics`,
+    registry,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
