@@ -31,7 +31,7 @@ export interface PlanInput {
   now: number;
   catchup: CatchupPolicy;
   catchupWindow: number;
-  /** An occurrence this much late (ms) or more counts as missed during downtime (policy `none`). */
+  /** An occurrence this much late (ms) or more means no scheduler ran: the catch-up policy applies. */
   misfireGraceMs: number;
 }
 
@@ -39,10 +39,11 @@ const nextOf = (timer: Timer, t: number): number | null => timer.next(new Date(t
 
 /**
  * Plans one firing. A task claimed ahead of time (nextrun still in the future) fires exactly its
- * nextrun. Otherwise every occurrence from nextrun up to now is due, and the catch-up policy picks:
- * `latest` the last of them; `all` those within `catchupWindow` (at most {@link MAX_CATCHUP_RUNS});
- * `none` all of them when the first is less than `misfireGraceMs` late (the scheduler was up,
- * merely busy), else none (it was down: resume with the next future occurrence).
+ * nextrun. Otherwise every occurrence from nextrun up to now is due. When the oldest of them is
+ * less than `misfireGraceMs` late, the scheduler was merely busy (or took over a dead replica's
+ * claim) and all are submitted. Otherwise no scheduler ran for a while, and the catch-up policy
+ * picks: `latest` the last due occurrence; `all` those within `catchupWindow` (at most
+ * {@link MAX_CATCHUP_RUNS}); `none` nothing (the task resumes with its next future occurrence).
  */
 export function plan(p: PlanInput): Plan {
   const { timer, now } = p;
@@ -74,14 +75,18 @@ export function plan(p: PlanInput): Plan {
   const last = due[due.length - 1];
   const period = o === null ? 0 : o - last;
   let take: number[];
-  switch (p.catchup) {
+  const downtime = now - due[0] >= p.misfireGraceMs || uncounted > 0;
+  switch (downtime ? p.catchup : 'on-time') {
+    case 'on-time':
+      take = due;
+      break;
     case 'all': {
       const from = now - p.catchupWindow;
       take = due.filter((t) => t >= from).slice(-MAX_CATCHUP_RUNS);
       break;
     }
     case 'none':
-      take = now - p.nextrun < p.misfireGraceMs ? due : [];
+      take = [];
       break;
     default:
       take = [last];

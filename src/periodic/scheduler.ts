@@ -55,7 +55,11 @@ export interface SchedulerOptions {
   claimTtlMs?: number;
   /** Tasks per claim and per fire script call; default 500. */
   batchSize?: number;
-  /** With `catchup: 'none'`, a first due occurrence this late (ms) means downtime; default 5,000. */
+  /**
+   * An occurrence less late than this (ms) is always submitted (the schedulers were busy, or a
+   * dead replica's claim was taken over); one later than this means no scheduler ran, and the
+   * task's catch-up policy decides. Default 15,000; keep it above claimTtlMs.
+   */
   misfireGraceMs?: number;
   /** Longest idle sleep (ms) before looking again anyway; default 60,000. */
   fallbackWakeMs?: number;
@@ -142,7 +146,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       lookaheadMs,
       claimTtlMs: Math.max(options.claimTtlMs ?? 5000, lookaheadMs + 1000),
       batchSize: options.batchSize ?? 500,
-      misfireGraceMs: options.misfireGraceMs ?? 5000,
+      misfireGraceMs: options.misfireGraceMs ?? 15_000,
       fallbackWakeMs: options.fallbackWakeMs ?? 60_000,
       bufferPollMs: options.bufferPollMs ?? 1000,
       maxEvents: options.maxEvents ?? DEFAULT_MAX_EVENTS,
