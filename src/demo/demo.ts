@@ -98,7 +98,7 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
     const flood = opts.flood ?? 4000;
     for (let i = 0; i < flood; i += 1000) {
       const n = Math.min(1000, flood - i);
-      await queue.submitBulk(Array.from({ length: n }, () => ({ task: 'render', group: 'acme', args: { ms: 5 + Math.floor(Math.random() * 10) } })));
+      await queue.submitBulk(Array.from({ length: n }, () => ({ task: 'render', group: 'acme', args: { ms: 5 + Math.floor(Math.random() * 20) } })));
       tenant('acme').submitted += n;
     }
     for (const g of LIGHT) tenant(g);
@@ -163,7 +163,7 @@ export function describeSummary(s: DemoSummary): string {
   if (acme) {
     lines.push(
       '',
-      `While acme's backlog of ${acme.submitted} jobs drained${s.floodDrainedMs ? ` (${(s.floodDrainedMs / 1000).toFixed(1)} s)` : ''}, ` +
+      `While acme's flood of ${acme.submitted} jobs was queued${s.floodDrainedMs ? ` (drained in ${(s.floodDrainedMs / 1000).toFixed(1)} s)` : ` (${acme.done} done when stopped)`}, ` +
         `the light tenants waited at most ${worst} ms (p99): round-robin across groups served them between acme's jobs.`,
     );
   }

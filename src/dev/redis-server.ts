@@ -96,9 +96,14 @@ export class RedisServer {
     ];
     if (this.appendfsync) args.push('--appendonly', 'yes', '--appendfsync', this.appendfsync);
     else args.push('--appendonly', 'no');
-    const proc = spawn('redis-server', args, { stdio: 'ignore' });
+    // Its own process group, so a Ctrl-C in the terminal reaches the program, which then stops
+    // the server after it has closed its connections; and it never outlives this process.
+    const proc = spawn('redis-server', args, { stdio: 'ignore', detached: true });
     this.proc = proc;
+    const reap = () => proc.kill('SIGKILL');
+    process.once('exit', reap);
     proc.once('exit', () => {
+      process.off('exit', reap);
       if (this.proc === proc) this.proc = null;
     });
     await new Promise<void>((resolve, reject) => {
