@@ -1,6 +1,7 @@
 /** Per-test helpers: the run's Redis URL, unique queue names, waiting on events. */
 import { inject } from 'vitest';
 import { Redis } from 'ioredis';
+import { Queue, Worker, type QueueOptions, type WorkerOptions } from '../../src/index.js';
 
 /** URL of the Redis server of this test run. */
 export function redisUrl(): string {
@@ -40,4 +41,27 @@ export function until<T>(emitter: NodeJS.EventEmitter, event: string, pred: () =
     emitter.on(event, check);
     check();
   });
+}
+
+const opened: Array<{ close(): Promise<unknown> }> = [];
+
+/** Remembers something to close after the test (see {@link closeAll}). */
+export function track<T extends { close(): Promise<unknown> }>(thing: T): T {
+  opened.push(thing);
+  return thing;
+}
+
+/** Closes everything tracked, newest first; call it in afterEach. */
+export async function closeAll(): Promise<void> {
+  for (const c of opened.splice(0).reverse()) await c.close();
+}
+
+/** A queue on the test Redis, closed after the test. */
+export function openQueue(name: string, opts: Partial<QueueOptions> = {}): Queue {
+  return track(new Queue(name, { connection: redisUrl(), ...opts }));
+}
+
+/** An executor on the test Redis, closed after the test. */
+export function openWorker(name: string, handlers: Record<string, (ctx: any) => unknown>, opts: Partial<WorkerOptions> = {}): Worker {
+  return track(new Worker(name, handlers, { connection: redisUrl(), ...opts }));
 }

@@ -1,17 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Queue, Worker, PermanentError, type Job } from '../../src/index.js';
-import { redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+import { closeAll, openQueue, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
-const open: Array<{ close(): Promise<void> }> = [];
-afterEach(async () => {
-  for (const c of open.splice(0).reverse()) await c.close();
-});
-
-function queue(name: string): Queue {
-  const q = new Queue(name, { connection: redisUrl() });
-  open.push(q);
-  return q;
-}
+afterEach(closeAll);
+const queue = (name: string) => openQueue(name);
 
 describe('queue basics', () => {
   it('runs submitted jobs to success and records the lifecycle', async () => {
@@ -26,7 +18,7 @@ describe('queue basics', () => {
     const w = new Worker(name, { add: async ({ args }: { args: { a: number; b: number } }) => args.a + args.b }, {
       connection: redisUrl(), concurrency: 2,
     });
-    open.push(w);
+    track(w);
     w.on('completed', (job) => done.push(job));
     await until(w, 'completed', () => done.length === 2);
     const jobs = await Promise.all(submitted.map((j) => q.getJob(j.id)));
@@ -51,7 +43,7 @@ describe('queue basics', () => {
     const b = await q.submit({ task: 'nope', maxRetries: 5 });
     const failed: Job[] = [];
     const w = new Worker(name, { boom: () => { throw new PermanentError('bad invoice'); } }, { connection: redisUrl() });
-    open.push(w);
+    track(w);
     w.on('failed', (job) => failed.push(job));
     await until(w, 'failed', () => failed.length === 2);
     const ja = (await q.getJob(a.id))!;

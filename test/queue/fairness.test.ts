@@ -1,28 +1,17 @@
 /** Selection order: round-robin across groups, the counting scheme, weights, limits, pause. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Queue, Worker, type Job } from '../../src/index.js';
+import type { Job, Queue, Worker } from '../../src/index.js';
 import { NodeProcess } from '../helpers/processes.js';
-import { redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+import { closeAll, openQueue, openWorker, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
 const CHILD = new URL('../../dist/test/fixtures/fair-worker.js', import.meta.url).pathname;
-const open: Array<{ close(): Promise<void> }> = [];
 const children: NodeProcess[] = [];
 afterEach(async () => {
   for (const c of children.splice(0)) await c.kill();
-  for (const c of open.splice(0).reverse()) await c.close();
+  await closeAll();
 });
-
-function queue(name: string): Queue {
-  const q = new Queue(name, { connection: redisUrl() });
-  open.push(q);
-  return q;
-}
-
-function worker(name: string, handlers: Record<string, (ctx: any) => unknown>, opts: Partial<ConstructorParameters<typeof Worker>[2]> = {}): Worker {
-  const w = new Worker(name, handlers, { connection: redisUrl(), ...opts });
-  open.push(w);
-  return w;
-}
+const queue = (name: string) => openQueue(name);
+const worker = openWorker;
 
 /** Runs `count` jobs to success on one in-process executor; resolves with jobs ordered by takeSeq. */
 async function drainInOrder(q: Queue, ids: string[], w: Worker): Promise<Job[]> {

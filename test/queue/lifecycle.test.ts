@@ -1,24 +1,11 @@
 /** Retries with backoff, cancellation, idempotent submit, and bad input that writes nothing. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Queue, Worker, ValidationError, PayloadTooLargeError, type Job } from '../../src/index.js';
-import { rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+import { Queue, ValidationError, PayloadTooLargeError, type Job } from '../../src/index.js';
+import { closeAll, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
-const open: Array<{ close(): Promise<void> }> = [];
-afterEach(async () => {
-  for (const c of open.splice(0).reverse()) await c.close();
-});
-
-function queue(name: string, opts: { maxArgsBytes?: number } = {}): Queue {
-  const q = new Queue(name, { connection: redisUrl(), ...opts });
-  open.push(q);
-  return q;
-}
-
-function worker(name: string, handlers: Record<string, (ctx: any) => unknown>, opts: Partial<ConstructorParameters<typeof Worker>[2]> = {}): Worker {
-  const w = new Worker(name, handlers, { connection: redisUrl(), ...opts });
-  open.push(w);
-  return w;
-}
+afterEach(closeAll);
+const queue = openQueue;
+const worker = openWorker;
 
 /** Every key of a queue with its serialized value, for before/after comparisons. */
 async function dump(name: string): Promise<Map<string, string>> {
