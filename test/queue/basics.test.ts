@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Queue, Worker, PermanentError, type Job } from '../../src/index.js';
+import { Worker, PermanentError, type Job } from '../../src/index.js';
 import { closeAll, openQueue, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
 afterEach(closeAll);
