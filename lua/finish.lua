@@ -1,6 +1,8 @@
 --[[
   Acknowledges a batch of finished runs. A run whose lease token no longer matches the job
   (its lease expired and the job was recovered or taken over) is refused and left unchanged.
+  A repeat of a finish already applied with the same token (resent by the client after a
+  reconnect) changes nothing and answers the state the job ended in.
   Finished-state sets are trimmed to their keep counts in bounded steps.
 
   KEYS[1] active   (every key is built from ARGV[1])
@@ -29,6 +31,10 @@ for i = 6, #ARGV, 4 do
     local state = finishJob(prefix, now, id, job, ARGV[i + 2], ARGV[i + 3], retryDelay)
     states[#states + 1] = state
     ended[state] = true
+  elseif job[1] == ARGV[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and ARGV[i + 2] == 'r' and job[7] == '')) then
+    -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
+    -- only this script ends a run with this token as success, or released (worker cleared).
+    states[#states + 1] = job[2]
   else
     states[#states + 1] = ''
   end

@@ -16,6 +16,9 @@
   ARGV[6] keep age for success (ms, -1: forever)
   ARGV[7] keep age for failed and cancelled (ms, -1: forever)
   ARGV[8] most finished jobs to remove per state in this call
+  ARGV[9] lease (ms), optional: expired leases are left alone while the Redis server has been up
+          for less than this, so that executors get one lease to heartbeat again after a Redis
+          restart (every lease expires while the server is down)
 
   Returns { recovered job ids, removed finished jobs }.
 ]]
@@ -29,8 +32,15 @@ local now = nowMs()
 local activeKey = prefix .. 'active'
 
 local victims = {}
-local expired = redis.call('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
-for _, id in ipairs(expired) do victims[id] = 'lease expired' end
+local settled = true
+if ARGV[9] and ARGV[9] ~= '' then
+  local uptime = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
+  settled = uptime == nil or uptime * 1000 >= tonumber(ARGV[9])
+end
+if settled then
+  local expired = redis.call('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+  for _, id in ipairs(expired) do victims[id] = 'lease expired' end
+end
 if mine ~= '' then
   for _, id in ipairs(redis.call('ZRANGE', activeKey, 0, -1)) do
     if redis.call('HGET', prefix .. 'j:' .. id, 'worker') == mine then

@@ -1,6 +1,7 @@
 --[[
   Marks taken jobs `running` as their executor starts them. A job whose lease token no longer
-  matches (taken over by another executor) is left alone and reported.
+  matches (taken over by another executor) is left alone and reported. A start that was already
+  applied (the client resent it after a reconnect) is accepted again without change.
 
   KEYS[1] active   (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -22,6 +23,8 @@ for i = 3, #ARGV, 2 do
     redis.call('HSET', jobKey, 'state', 'running', 'started', now)
     left('scheduled')
     changed(id, 'running')
+  elseif job[1] == ARGV[i + 1] and job[2] == 'running' then
+    -- A repeat of a start already applied (resent after a reconnect): nothing to do.
   else
     lost[#lost + 1] = id
   end

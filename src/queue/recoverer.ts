@@ -20,6 +20,11 @@ export interface RecovererDeps {
   maxEvents: number;
   retryDelay: number;
   everyMs: number;
+  /**
+   * Lease length (ms). Expired leases are left alone while the Redis server has been up for less
+   * than this (after a restart every lease has expired; executors get one lease to heartbeat).
+   */
+  leaseMs?: number;
   keepSucceeded: Required<Keep>;
   keepFailed: Required<Keep>;
   onRecovered(ids: string[]): void;
@@ -46,10 +51,12 @@ export class Recoverer {
 
   /** One recovery pass; `own` also releases jobs still marked with this executor's id. */
   async pass(own: boolean): Promise<string[]> {
+    // While Redis is unreachable, skip passes rather than queue them for the reconnect.
+    if (!own && this.d.client.status !== 'ready') return [];
     try {
       const [recovered] = await runScript<[string[], number]>(this.d.client, 'recover', [this.d.keys.active], [
         this.d.keys.prefix, this.d.maxEvents, this.d.retryDelay, 1000, own ? this.d.workerId : '',
-        this.d.keepSucceeded.age, this.d.keepFailed.age, 500,
+        this.d.keepSucceeded.age, this.d.keepFailed.age, 500, this.d.leaseMs ?? '',
       ]);
       if (recovered.length) this.d.onRecovered(recovered);
       return recovered;

@@ -113,6 +113,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly recoverer: Recoverer;
   private loopDone: Promise<void> | null = null;
   private closing = false;
+  private closed: Promise<void> | null = null;
+  /** Runs whose lease was lost: their slot is free, their late outcome is still sent (and refused). */
+  private readonly lostRuns = new Set<Run>();
+  /** Connections that reported an error since they were last ready (one error event per outage). */
+  private readonly connDown = new Set<Redis>();
   private waiting = false;
   private slotWaiter: (() => void) | null = null;
   private startedAt = Date.now();
@@ -147,6 +152,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.client = connect(options.connection, { blocking: true }).client;
     this.blocking = connect(options.connection, { blocking: true }).client;
     this.subscriber = connect(options.connection, { blocking: true }).client;
+    for (const c of [this.client, this.blocking, this.subscriber]) {
+      // One error event per outage and connection (ioredis would print every reconnect attempt).
+      c.on('error', (err: Error) => {
+        if (this.connDown.has(c)) return;
+        this.connDown.add(c);
+        this.emitError(err);
+      });
+      c.on('ready', () => this.connDown.delete(c));
+    }
     const keepSucceeded = { count: 10_000, age: 86_400_000, ...options.keepSucceeded };
     const keepFailed = { count: 100_000, age: 7 * 86_400_000, ...options.keepFailed };
 
@@ -167,7 +181,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     });
     this.recoverer = new Recoverer({
       client: this.client, keys: this.keys, workerId: this.id, maxEvents: this.opts.maxEvents,
-      retryDelay: this.opts.retryDelay, everyMs: Math.max(100, Math.floor(this.opts.leaseMs / 2)),
+      retryDelay: this.opts.retryDelay, everyMs: Math.max(100, Math.floor(this.opts.leaseMs / 2)), leaseMs: this.opts.leaseMs,
       keepSucceeded, keepFailed,
       onRecovered: () => {},
       onError: (err) => this.emitError(err),
@@ -219,6 +233,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
         await delay(Math.min(100 * 2 ** failures++, 2000));
         continue;
       }
+      if (this.closing) {
+        // Taken while close() began: hand them back untouched.
+        this.releaseTaken(jobs);
+        break;
+      }
       for (const job of jobs) this.start(job);
       if (jobs.length < free && !this.closing) {
         const untilDue = nextDue > 0 ? nextDue - Date.now() : Infinity;
@@ -266,10 +285,16 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.runs.set(job.id, run);
     this.starts.add(run);
     void run.done.then((outcome) => {
-      if (this.runs.get(job.id) !== run) return;
-      this.runs.delete(job.id);
+      if (this.runs.get(job.id) === run) this.runs.delete(job.id);
+      else if (!this.lostRuns.delete(run)) return;
+      // A lost run's outcome is sent too: the queue refuses it by its token (LeaseLostError).
       this.finishes.add({ run, outcome });
     });
+  }
+
+  /** Hands jobs taken but never started back to the queue, without counting a retry. */
+  private releaseTaken(jobs: Job[]): void {
+    for (const job of jobs) this.finishes.add({ run: { job } as Run, outcome: { code: 'r' } });
   }
 
   private abortRuns(ids: string[], reason: 'lost' | 'cancel'): void {
@@ -278,8 +303,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       if (!run) continue;
       run.abort(reason);
       if (reason === 'lost') {
-        // The queue no longer counts it as ours: free the slot now, the late outcome is refused anyway.
+        // The queue no longer counts it as ours: free the slot now; its late outcome will be refused.
         this.runs.delete(id);
+        this.lostRuns.add(run);
         this.wakeLoop();
       }
     }
@@ -354,18 +380,23 @@ export class Worker extends EventEmitter<WorkerEvents> {
    * Stops taking jobs and lets running ones finish for up to `timeout` ms (default 30,000);
    * then aborts their signals and releases them to the queue without counting a retry.
    */
-  async close(opts: { timeout?: number } = {}): Promise<void> {
-    if (this.closing) return;
+  close(opts: { timeout?: number } = {}): Promise<void> {
+    this.closed ??= this.shutdown(opts.timeout ?? 30_000);
+    return this.closed;
+  }
+
+  private async shutdown(timeout: number): Promise<void> {
     this.closing = true;
     this.wakeLoop();
     if (this.waiting) this.blocking.disconnect();
-    const timeout = opts.timeout ?? 30_000;
+    // The loop stops taking; jobs a take in flight brings back are released by it.
+    await this.loopDone;
     const pending = [...this.runs.values()].map((r) => r.done);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled(pending), new Promise((r) => (timer = setTimeout(r, timeout)))]);
     clearTimeout(timer);
     for (const run of this.runs.values()) {
-      run.controller.abort(new Error('executor is shutting down'));
+      run.abort('shutdown');
       run.settleNow({ code: 'r' });
     }
     await new Promise((r) => setImmediate(r));
@@ -374,7 +405,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
     await this.sideWrites.drain();
     this.recoverer.stop();
     await this.heartbeat.stop();
-    await this.loopDone;
     this.blocking.disconnect();
     this.subscriber.disconnect();
     await this.client.quit().catch(() => this.client.disconnect());

@@ -21,12 +21,15 @@ function isClient(c: ConnectionOption): c is Redis | Cluster {
 export function connect(conn: ConnectionOption, opts: { blocking?: boolean; reuse?: boolean } = {}): OwnedClient {
   const extra: RedisOptions = opts.blocking ? { maxRetriesPerRequest: null, enableReadyCheck: true } : {};
   const retry: RedisOptions = { retryStrategy: (times) => Math.min(50 * times, 1000) };
-  if (isClient(conn)) {
-    if (opts.reuse) return { client: conn as Redis, owned: false };
-    return { client: (conn as Redis).duplicate({ ...extra }), owned: true };
-  }
-  if (typeof conn === 'string') return { client: new Redis(conn, { ...retry, ...extra }), owned: true };
-  return { client: new Redis({ ...retry, ...conn, ...extra }), owned: true };
+  if (isClient(conn) && opts.reuse) return { client: conn as Redis, owned: false };
+  let client: Redis;
+  if (isClient(conn)) client = (conn as Redis).duplicate({ ...extra });
+  else if (typeof conn === 'string') client = new Redis(conn, { ...retry, ...extra });
+  else client = new Redis({ ...retry, ...conn, ...extra });
+  // Connection errors show up as failed commands (or as the executor's error events); without a
+  // listener ioredis would print every failed reconnect attempt during an outage.
+  client.on('error', () => {});
+  return { client, owned: true };
 }
 
 /** Describes where a connection points, for error messages. */

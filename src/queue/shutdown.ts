@@ -1,0 +1,56 @@
+/**
+ * Graceful shutdown on process signals, for executors run as services (the CLI worker uses it).
+ */
+import type { Worker } from './worker.js';
+
+export interface ShutdownOptions {
+  /** How long running jobs may go on after the signal before they are released; default 30,000 ms. */
+  timeout?: number;
+  /** Signals to handle; default SIGTERM and SIGINT. */
+  signals?: NodeJS.Signals[];
+  /** Called once the executors are closed, before the process exits (close other resources here). */
+  onClosed?: () => void | Promise<void>;
+  /** Exit the process once closed (code 0; 1 when closing failed); default true. */
+  exit?: boolean;
+  /** Where to say what is happening; default console.error. */
+  log?: (message: string) => void;
+}
+
+/**
+ * On the first SIGTERM/SIGINT: each executor stops taking, lets running jobs finish for up to
+ * `timeout` ms, then aborts their signals and releases them to the queue without counting a
+ * retry (see {@link Worker.close}); then the process exits. A second signal exits at once
+ * (jobs still running are then recovered through their leases).
+ * Returns a function that removes the handlers.
+ * @example installShutdownHandlers(worker, { timeout: 10_000 });
+ */
+export function installShutdownHandlers(workers: Worker | Worker[], opts: ShutdownOptions = {}): () => void {
+  const list = Array.isArray(workers) ? workers : [workers];
+  const signals = opts.signals ?? ['SIGTERM', 'SIGINT'];
+  const log = opts.log ?? ((m: string) => console.error(m));
+  let closing = false;
+  const handler = (sig: NodeJS.Signals) => {
+    if (closing) {
+      log(`rota: ${sig} again, exiting now; running jobs will be recovered when their leases expire`);
+      process.exit(1);
+    }
+    closing = true;
+    const running = list.reduce((n, w) => n + w.running, 0);
+    log(`rota: ${sig} received, closing ${list.length} executor(s) with ${running} running job(s) (timeout ${opts.timeout ?? 30_000} ms)`);
+    void (async () => {
+      let code = 0;
+      try {
+        await Promise.all(list.map((w) => w.close({ timeout: opts.timeout })));
+        await opts.onClosed?.();
+      } catch (err) {
+        code = 1;
+        log(`rota: closing failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      if (opts.exit ?? true) process.exit(code);
+    })();
+  };
+  for (const s of signals) process.on(s, handler);
+  return () => {
+    for (const s of signals) process.off(s, handler);
+  };
+}
