@@ -3,7 +3,10 @@
   it compute next occurrences before they are due). A claim moves the task's p:nextrun score to
   now + ARGV[4] (the claim's TTL); that score is the claim token the fire script compares. A
   replica that dies holding claims blocks nothing: at the TTL the tasks are due again and any
-  replica claims them. Stale index entries (task gone) are dropped.
+  replica claims them. Any change to a task (upsert, enable, disable, trigger, remove) rewrites
+  or removes its score, so a valid token also means the task is as the claim read it. Stale
+  index entries (task gone) are dropped. The claimed tasks' run histories are trimmed here,
+  ahead of their occurrences.
 
   KEYS[1] p:nextrun  (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -11,10 +14,18 @@
   ARGV[3] most tasks to claim
   ARGV[4] claim TTL (ms), more than the look-ahead
   ARGV[5] now (ms) given by an injected clock, or '' for the server clock
+  ARGV[6] run history: entries kept per task (-1: all)
+  ARGV[7] run history: age kept (ms, -1: forever)
 
-  Returns { now, earliest score left after the claims ('' when none),
-            per claimed task: id, token, nextrun, timer, timezone, catchup, catchupWindow, buffered, triggered }.
+  Returns { now, earliest score left after the claims ('' when none), per claimed task: id,
+            token, then the CLAIM_FIELDS below }.
 ]]
+--- @include "includes/periodic"
+
+local CLAIM_FIELDS = { 'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'buffered', 'triggered',
+  'overlap', 'lastJobId', 'enabled', 'rule', 'task', 'group', 'args', 'subject', 'submitter', 'priority',
+  'maxRetries', 'maxRuntime' }
+
 local prefix = ARGV[1]
 local now
 if ARGV[5] ~= '' then
@@ -26,16 +37,20 @@ end
 local token = now + tonumber(ARGV[4])
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
+local claims = {}
 for _, id in ipairs(due) do
-  local t = redis.call('HMGET', prefix .. 'p:t:' .. id, 'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'buffered', 'triggered')
+  local t = redis.call('HMGET', prefix .. 'p:t:' .. id, unpack(CLAIM_FIELDS))
   if not t[2] then
     redis.call('ZREM', KEYS[1], id)
   else
-    redis.call('ZADD', KEYS[1], token, id)
+    claims[#claims + 1] = token
+    claims[#claims + 1] = id
     out[#out + 1] = id
     out[#out + 1] = token
-    for i = 1, 7 do out[#out + 1] = t[i] or '' end
+    for i = 1, #CLAIM_FIELDS do out[#out + 1] = t[i] or '' end
+    pTrimHistory(prefix, id, ARGV[6], ARGV[7], now)
   end
 end
+for i = 1, #claims, 1000 do redis.call('ZADD', KEYS[1], unpack(claims, i, math.min(#claims, i + 999))) end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return { now, first[2] or '', out }

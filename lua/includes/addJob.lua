@@ -3,24 +3,67 @@
   f: id, task, group, args, subject, submitter, priority ('high'|'low'), maxRetries,
      maxRuntime, tracker, occurrence (the last four may be '').
   Returns 1 when added, 0 when the id existed.
+  addJobLater is the batch form: the list pushes and group counter changes are collected in a
+  batch (newJobBatch) and applied by flushJobs with one LPUSH per list and one update per group.
 ]]
 local OPTIONAL_JOB_FIELDS = { [5] = 'subject', [6] = 'submitter', [9] = 'maxRuntime', [10] = 'tracker', [11] = 'occurrence' }
 
-local function addJob(prefix, now, f)
-  local id = f[1]
-  local jobKey = prefix .. 'j:' .. id
+-- Writes the job hash unless the id exists. Returns 1 when written, 0 when it existed.
+local function writeJob(prefix, now, f)
+  local jobKey = prefix .. 'j:' .. f[1]
   if redis.call('EXISTS', jobKey) == 1 then return 0 end
-  local group = f[3]
-  local fields = { 'id', id, 'task', f[2], 'group', group, 'args', f[4], 'priority', f[7],
+  local fields = { 'id', f[1], 'task', f[2], 'group', f[3], 'args', f[4], 'priority', f[7],
     'maxRetries', f[8], 'submitted', now, 'state', 'waiting' }
   for i, name in pairs(OPTIONAL_JOB_FIELDS) do
     if f[i] ~= '' then fields[#fields + 1] = name; fields[#fields + 1] = f[i] end
   end
   redis.call('HSET', jobKey, unpack(fields))
+  return 1
+end
+
+local function addJob(prefix, now, f)
+  if writeJob(prefix, now, f) == 0 then return 0 end
+  local id, group = f[1], f[3]
   local high = f[7] == 'high'
   local gk = prefix .. 'g:' .. group
   redis.call('LPUSH', gk .. (high and ':h' or ':l'), id)
   updateGroup(prefix, group, high and { nh = 1 } or { nl = 1 })
   changed(id, 'waiting')
   return 1
+end
+
+local function newJobBatch()
+  return { lists = {}, listOrder = {}, groups = {}, groupOrder = {} }
+end
+
+local function addJobLater(prefix, now, f, batch)
+  if writeJob(prefix, now, f) == 0 then return 0 end
+  local id, group = f[1], f[3]
+  local high = f[7] == 'high'
+  local list = prefix .. 'g:' .. group .. (high and ':h' or ':l')
+  local ids = batch.lists[list]
+  if not ids then
+    ids = {}
+    batch.lists[list] = ids
+    batch.listOrder[#batch.listOrder + 1] = list
+  end
+  ids[#ids + 1] = id
+  local d = batch.groups[group]
+  if not d then
+    d = { nh = 0, nl = 0 }
+    batch.groups[group] = d
+    batch.groupOrder[#batch.groupOrder + 1] = group
+  end
+  if high then d.nh = d.nh + 1 else d.nl = d.nl + 1 end
+  changed(id, 'waiting')
+  return 1
+end
+
+-- Applies a batch's pushes (in the order the jobs were added) and group changes.
+local function flushJobs(prefix, batch)
+  for _, list in ipairs(batch.listOrder) do
+    local ids = batch.lists[list]
+    for i = 1, #ids, 1000 do redis.call('LPUSH', list, unpack(ids, i, math.min(#ids, i + 999))) end
+  end
+  for _, group in ipairs(batch.groupOrder) do updateGroup(prefix, group, batch.groups[group]) end
 end

@@ -9,10 +9,14 @@
     p:wake          pub/sub channel schedulers listen on
 ]]
 
--- Adds a record to a task's run history and trims it to `keep` entries and `age` ms.
-local function pHistory(prefix, id, occurrence, member, keep, age, now)
+-- Adds a record to a task's run history (trimmed when the task is claimed, see pTrimHistory).
+local function pHistory(prefix, id, occurrence, member)
+  redis.call('ZADD', prefix .. 'p:h:' .. id, occurrence, member)
+end
+
+-- Trims a task's run history to `keep` entries (-1: all) and `age` ms (-1: forever).
+local function pTrimHistory(prefix, id, keep, age, now)
   local hk = prefix .. 'p:h:' .. id
-  redis.call('ZADD', hk, occurrence, member)
   keep = tonumber(keep)
   if keep and keep >= 0 then redis.call('ZREMRANGEBYRANK', hk, 0, -(keep + 1)) end
   age = tonumber(age)

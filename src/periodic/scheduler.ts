@@ -86,7 +86,18 @@ export interface SchedulerEvents {
   error: [error: Error];
 }
 
+/** Values per claimed task in the claim script's reply: id, token and its 19 CLAIM_FIELDS. */
+const CLAIM_WIDTH = 21;
+/**
+ * Positions in CLAIM_FIELDS of what the fire script takes back as the claim read it: overlap,
+ * lastJobId, buffered, rule, enabled, task, group, args, subject, submitter, priority,
+ * maxRetries, maxRuntime.
+ */
+const FIRE_FROM_CLAIM = [7, 8, 5, 10, 9, 11, 12, 13, 14, 15, 16, 17, 18];
+
 interface Claimed {
+  /** Task fields handed back to the fire script (see FIRE_FROM_CLAIM). */
+  pass: Buffer[];
   id: string;
   token: string;
   nextrun: number | null;
@@ -98,6 +109,7 @@ interface Claimed {
 }
 
 interface Prepared {
+  pass: Buffer[];
   id: string;
   token: string;
   triggered: string;
@@ -226,22 +238,27 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   private async claim(): Promise<[number, number | null, Claimed[]]> {
     const sent = Date.now();
-    const [now, first, flat] = await runScript<[number, string, string[]]>(this.client, 'periodic-claim', [this.keys.nextrun], [
+    const [now, first, flat] = await runScript<[number, Buffer, Array<Buffer | number>]>(this.client, 'periodic-claim', [this.keys.nextrun], [
       this.keys.prefix, this.o.lookaheadMs, this.o.batchSize, this.o.claimTtlMs, this.injected ? Math.round(this.injected()) : '',
-    ]);
+      this.o.keepCount, this.o.keepAge,
+    ], true);
     if (!this.injected) this.offset = Number(now) - Math.round((sent + Date.now()) / 2);
     const out: Claimed[] = [];
-    for (let i = 0; i < flat.length; i += 9) {
+    const str = (v: Buffer | number) => String(v);
+    for (let i = 0; i < flat.length; i += CLAIM_WIDTH) {
+      const f = flat.slice(i + 2, i + CLAIM_WIDTH);
       out.push({
-        id: flat[i], token: String(flat[i + 1]),
-        nextrun: flat[i + 2] === '' ? null : Number(flat[i + 2]),
-        timer: flat[i + 3], timezone: flat[i + 4],
-        catchup: (flat[i + 5] || 'latest') as CatchupPolicy,
-        catchupWindow: flat[i + 6] === '' ? DEFAULT_CATCHUP_WINDOW : Number(flat[i + 6]),
-        triggered: flat[i + 8] === '' ? null : Number(flat[i + 8]),
+        id: str(flat[i]), token: str(flat[i + 1]),
+        nextrun: str(f[0]) === '' ? null : Number(str(f[0])),
+        timer: str(f[1]), timezone: str(f[2]),
+        catchup: (str(f[3]) || 'latest') as CatchupPolicy,
+        catchupWindow: str(f[4]) === '' ? DEFAULT_CATCHUP_WINDOW : Number(str(f[4])),
+        triggered: str(f[6]) === '' ? null : Number(str(f[6])),
+        pass: FIRE_FROM_CLAIM.map((k) => f[k] as Buffer),
       });
     }
-    return [Number(now), first === '' ? null : Number(first), out];
+    const firstStr = first === null || first === undefined ? '' : String(first);
+    return [Number(now), firstStr === '' ? null : Number(firstStr), out];
   }
 
   private timerOf(spec: string, timezone: string): Timer {
@@ -280,7 +297,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         p.occurrences = [...new Set([...p.occurrences, c.triggered])].sort((a, b) => a - b);
       }
       const at = p.occurrences.length ? p.occurrences[0] : now;
-      this.schedule({ id: c.id, token: c.token, triggered: c.triggered === null ? '' : String(c.triggered), plan: p, at: Math.max(at, now) });
+      this.schedule({ pass: c.pass, id: c.id, token: c.token, triggered: c.triggered === null ? '' : String(c.triggered), plan: p, at: Math.max(at, now) });
     }
   }
 
@@ -314,14 +331,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   private async fireBatch(items: Prepared[]): Promise<void> {
-    const args: Array<string | number> = [
-      this.keys.prefix, this.o.maxEvents, this.o.keepCount, this.o.keepAge, this.o.bufferPollMs,
-      this.injected ? Math.round(this.injected()) : '',
+    const args: Array<string | number | Buffer> = [
+      this.keys.prefix, this.o.maxEvents, '', this.o.bufferPollMs, this.injected ? Math.round(this.injected()) : '',
     ];
     for (const it of items) {
       const p = it.plan;
       args.push(it.id, it.token, it.triggered, p.nextrun ?? '', p.period, p.missed?.count ?? 0, p.missed?.first ?? '',
-        p.missed?.last ?? '', p.occurrences.length, ...p.occurrences);
+        p.missed?.last ?? '', ...it.pass, p.occurrences.length, ...p.occurrences);
     }
     let results: Array<string | [number, number, string]>;
     let earliest: string;

@@ -1,0 +1,247 @@
+/**
+ * Periodic scheduler benchmark: Rota's scheduler replicas against BullMQ job schedulers.
+ *
+ *   npm run build && node dist/benchmarks/scheduler.js [--quick]
+ *
+ * Starts a private redis-server (or uses REDIS_URL), then:
+ *  1. burst: 10,000 Rota tasks all due at the same second, every 5 s (`*:*:0/5`), 3 replicas in
+ *     their own processes, for 4 occurrences;
+ *  2. spread: 100,000 tasks spread over a minute (`*:*:SS`, SS = i mod 60), 3 replicas, one
+ *     occurrence each;
+ *  3. idle: Redis commands per minute sent by 3 idle replicas holding 10,000 tasks due tomorrow;
+ *  4. peer: 10,000 BullMQ job schedulers every 5 s (`upsertJobScheduler`, `every: 5000`) with a
+ *     no-op worker, for 4 occurrences.
+ * Lateness: Rota = job submitted (server clock) minus occurrence; BullMQ = job processedOn minus
+ * its planned time (timestamp + delay), since BullMQ records no promotion time (this includes its
+ * pickup, which for a no-op worker at concurrency 1,000 is a few ms). Duplicates: job additions
+ * per occurrence beyond one (from the events stream); misses: occurrences in the window with no job.
+ * Prints a table and writes benchmarks/results/scheduler.json (relative to the working directory).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
+import { PeriodicTasks } from '../src/index.js';
+import { parseEntry } from '../src/queue/events.js';
+import { queueKeys } from '../src/redis/keys.js';
+import { NodeProcess } from '../test/helpers/processes.js';
+import { RedisServer } from '../test/helpers/redis-server.js';
+
+const REPLICA = new URL('../test/fixtures/scheduler-replica.js', import.meta.url).pathname;
+const quick = process.argv.includes('--quick');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+interface Lateness {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+interface Result {
+  case: string;
+  system: string;
+  tasks: number;
+  occurrences: number;
+  jobs: number;
+  lateness: Lateness;
+  duplicates: number;
+  misses: number;
+}
+
+function stats(xs: number[]): Lateness {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p: number) => (s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN);
+  return { n: s.length, p50: q(0.5), p99: q(0.99), max: s.length ? s[s.length - 1] : NaN };
+}
+
+async function replicas(url: string, queue: string, n: number): Promise<NodeProcess[]> {
+  const out: NodeProcess[] = [];
+  for (let i = 0; i < n; i++) {
+    const p = new NodeProcess(REPLICA, [url, queue, `bench-${i}`]);
+    await p.waitFor((m) => m.ready, 30_000);
+    out.push(p);
+  }
+  return out;
+}
+
+async function stop(procs: NodeProcess[]): Promise<void> {
+  for (const p of procs) p.send({ close: true });
+  await Promise.all(procs.map((p) => p.exited));
+}
+
+async function define(tasks: PeriodicTasks, n: number, timer: (i: number) => string): Promise<void> {
+  for (let i = 0; i < n; i += 1000) {
+    await Promise.all(Array.from({ length: Math.min(1000, n - i) }, (_, k) =>
+      tasks.upsert({ id: `t${i + k}`, task: 'noop', timer: timer(i + k), overlap: 'allow' })));
+  }
+}
+
+/** Reads back every job of the window from the tasks' histories and the events stream. */
+async function collect(redis: Redis, queue: string, n: number, from: number, to: number, every: (i: number) => number[]): Promise<Omit<Result, 'case' | 'system' | 'tasks'>> {
+  const qk = queueKeys(queue);
+  const adds = new Map<string, number>();
+  let last = '-';
+  for (;;) {
+    const entries = (await redis.xrange(qk.events, last, '+', 'COUNT', 1000)) as Array<[string, string[]]>;
+    const fresh = last === '-' ? entries : entries.slice(1);
+    if (fresh.length === 0) break;
+    for (const [sid, fields] of fresh) {
+      for (const e of parseEntry(sid, fields)) if (e.state === 'waiting') adds.set(e.id, (adds.get(e.id) ?? 0) + 1);
+    }
+    last = entries[entries.length - 1][0];
+  }
+  const late: number[] = [];
+  let misses = 0;
+  let occurrences = 0;
+  let duplicates = 0;
+  for (let i = 0; i < n; i += 2000) {
+    const pipe = redis.pipeline();
+    const wanted: string[] = [];
+    for (let k = i; k < Math.min(n, i + 2000); k++) {
+      for (const o of every(k)) {
+        if (o < from || o > to) continue;
+        const id = `t${k}@${o}`;
+        wanted.push(id);
+        pipe.hmget(qk.job(id), 'submitted', 'occurrence');
+      }
+    }
+    const rows = wanted.length ? (await pipe.exec())! : [];
+    rows.forEach(([, v], j) => {
+      occurrences += 1;
+      const [submitted, occurrence] = v as [string | null, string | null];
+      if (!submitted) {
+        misses += 1;
+        return;
+      }
+      late.push(Number(submitted) - Number(occurrence));
+      duplicates += Math.max(0, (adds.get(wanted[j]) ?? 0) - 1);
+    });
+  }
+  return { occurrences, jobs: late.length, lateness: stats(late), duplicates, misses };
+}
+
+function grid(periodMs: number, offsetMs: number, from: number, to: number): number[] {
+  const out: number[] = [];
+  for (let o = Math.ceil((from - offsetMs) / periodMs) * periodMs + offsetMs; o <= to; o += periodMs) out.push(o);
+  return out;
+}
+
+async function rotaBurst(url: string, redis: Redis, n: number, rounds: number): Promise<Result> {
+  const queue = `bench-burst-${Date.now()}`;
+  const tasks = new PeriodicTasks(queue, { connection: url });
+  const procs = await replicas(url, queue, 3);
+  await define(tasks, n, () => '*:*:0/5');
+  const from = Math.ceil((Date.now() + 1500) / 5000) * 5000; // first occurrence wholly after the definitions
+  const to = from + (rounds - 1) * 5000;
+  await sleep(to - Date.now() + 3000);
+  await stop(procs);
+  const r = await collect(redis, queue, n, from, to, () => grid(5000, 0, from, to));
+  await tasks.close();
+  return { case: `burst: ${n} tasks due at the same second, every 5 s`, system: 'rota (3 replicas)', tasks: n, ...r };
+}
+
+async function rotaSpread(url: string, redis: Redis, n: number): Promise<Result> {
+  const queue = `bench-spread-${Date.now()}`;
+  const tasks = new PeriodicTasks(queue, { connection: url });
+  const procs = await replicas(url, queue, 3);
+  const t0 = Date.now();
+  await define(tasks, n, (i) => `*:*:${String(i % 60).padStart(2, '0')}`);
+  const from = Math.ceil((Date.now() + 1000) / 1000) * 1000;
+  const to = from + 60_000 - 1;
+  await sleep(to - Date.now() + 3000);
+  await stop(procs);
+  const r = await collect(redis, queue, n, from, to, (i) => grid(60_000, (i % 60) * 1000, from, to));
+  await tasks.close();
+  console.log(`  (spread: defined ${n} tasks in ${Date.now() - t0 - (to - from) - 3000} ms)`);
+  return { case: `spread: ${n} tasks over a minute`, system: 'rota (3 replicas)', tasks: n, ...r };
+}
+
+async function rotaIdle(url: string, redis: Redis, n: number, ms: number): Promise<number> {
+  const queue = `bench-idle-${Date.now()}`;
+  const tasks = new PeriodicTasks(queue, { connection: url });
+  await define(tasks, n, () => 'daily');
+  const procs = await replicas(url, queue, 3);
+  await sleep(1000);
+  const before = await commandCount(redis);
+  await sleep(ms);
+  const after = await commandCount(redis);
+  await stop(procs);
+  await tasks.close();
+  return ((after - before - 1) * 60_000) / ms; // the INFO call of `before` counts once
+}
+
+async function commandCount(redis: Redis): Promise<number> {
+  const text = (await redis.info('commandstats')) as string;
+  let total = 0;
+  for (const m of text.matchAll(/calls=(\d+)/g)) total += Number(m[1]);
+  return total;
+}
+
+async function bullBurst(url: string, n: number, rounds: number): Promise<Result> {
+  const name = `bench-bull-${Date.now()}`;
+  const u = new URL(url);
+  const connection = { host: u.hostname, port: Number(u.port), maxRetriesPerRequest: null };
+  const queue = new BullQueue(name, { connection });
+  const late: Array<{ id: string; planned: number; processed: number; scheduler: string }> = [];
+  const worker = new BullWorker(name, async (job) => {
+    late.push({ id: job.id!, planned: job.timestamp + (job.opts.delay ?? 0), processed: job.processedOn ?? Date.now(), scheduler: job.repeatJobKey ?? '' });
+  }, { connection, concurrency: 1000 });
+  for (let i = 0; i < n; i += 500) {
+    await Promise.all(Array.from({ length: Math.min(500, n - i) }, (_, k) =>
+      queue.upsertJobScheduler(`s${i + k}`, { every: 5000 }, { name: 'noop', data: {}, opts: { removeOnComplete: true } })));
+  }
+  const from = Math.ceil((Date.now() + 1500) / 5000) * 5000;
+  const to = from + (rounds - 1) * 5000;
+  await sleep(to - Date.now() + 3000);
+  await worker.close();
+  for (let i = 0; i < n; i += 500) {
+    await Promise.all(Array.from({ length: Math.min(500, n - i) }, (_, k) => queue.removeJobScheduler(`s${i + k}`)));
+  }
+  await queue.obliterate({ force: true }).catch(() => {});
+  await queue.close();
+  const inWindow = late.filter((l) => l.planned >= from && l.planned <= to);
+  const perOcc = new Map<string, number>();
+  for (const l of inWindow) perOcc.set(`${l.scheduler}@${l.planned}`, (perOcc.get(`${l.scheduler}@${l.planned}`) ?? 0) + 1);
+  let duplicates = 0;
+  for (const c of perOcc.values()) duplicates += c - 1;
+  const expected = n * rounds;
+  return {
+    case: `burst: ${n} tasks due at the same second, every 5 s`, system: 'bullmq job schedulers', tasks: n,
+    occurrences: expected, jobs: inWindow.length, lateness: stats(inWindow.map((l) => l.processed - l.planned)),
+    duplicates, misses: Math.max(0, expected - perOcc.size),
+  };
+}
+
+async function main(): Promise<void> {
+  const server = process.env.REDIS_URL ? null : await RedisServer.start();
+  const url = process.env.REDIS_URL ?? server!.url;
+  const redis = new Redis(url);
+  const burstN = quick ? 2000 : 10_000;
+  const spreadN = quick ? 10_000 : 100_000;
+  const idleMs = quick ? 10_000 : 60_000;
+  const results: Result[] = [];
+  try {
+    console.log(`redis ${url}; burst ${burstN}, spread ${spreadN}, idle window ${idleMs} ms`);
+    results.push(await rotaBurst(url, redis, burstN, 4));
+    console.log(results.at(-1));
+    results.push(await bullBurst(url, burstN, 4));
+    console.log(results.at(-1));
+    await redis.flushall();
+    results.push(await rotaSpread(url, redis, spreadN));
+    console.log(results.at(-1));
+    await redis.flushall();
+    const idle = await rotaIdle(url, redis, burstN, idleMs);
+    console.log(`idle: ${idle.toFixed(1)} Redis commands per minute from 3 replicas holding ${burstN} tasks`);
+    const rows = results.map((r) =>
+      `| ${r.case} | ${r.system} | ${r.lateness.p50} | ${r.lateness.p99} | ${r.lateness.max} | ${r.duplicates} | ${r.misses} | ${r.jobs}/${r.occurrences} |`);
+    const table = ['| case | system | p50 ms | p99 ms | max ms | duplicates | misses | jobs/occurrences |', '|---|---|---|---|---|---|---|---|', ...rows].join('\n');
+    console.log(`\n${table}\n\nidle: ${idle.toFixed(1)} commands/min (3 replicas, ${burstN} tasks)`);
+    mkdirSync('benchmarks/results', { recursive: true });
+    writeFileSync('benchmarks/results/scheduler.json', JSON.stringify({ at: new Date().toISOString(), quick, results, idleCommandsPerMinute: idle }, null, 2));
+  } finally {
+    await redis.quit();
+    await server?.destroy();
+  }
+}
+
+await main();
