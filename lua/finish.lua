@@ -39,6 +39,7 @@ for i = 6, #ARGV, 4 do
     states[#states + 1] = ''
   end
 end
+finishBatch(prefix)
 if ended['success'] then trimFinished(prefix, 'success', ARGV[4]) end
 if ended['failed'] then trimFinished(prefix, 'failed', ARGV[5]) end
 if ended['cancelled'] then trimFinished(prefix, 'cancelled', ARGV[5]) end

@@ -60,6 +60,7 @@ for id, reason in pairs(victims) do
     redis.call('ZREM', activeKey, id)
   end
 end
+finishBatch(prefix)
 
 local gone = redis.call('ZRANGEBYSCORE', prefix .. 'workers', '-inf', now)
 if #gone > 0 then redis.call('ZREM', prefix .. 'workers', unpack(gone)) end

@@ -96,6 +96,61 @@ local function updateGroup(prefix, group, delta)
   return now
 end
 
+-- Group changes collected during one script call and applied once per group, in first-seen
+-- order, by flushGroups (for batches: a hundred finished jobs of one group cost one update).
+local pendingGroups, pendingOrder = {}, {}
+
+local function deferGroup(group, delta)
+  local d = pendingGroups[group]
+  if not d then
+    d = {}
+    pendingGroups[group] = d
+    pendingOrder[#pendingOrder + 1] = group
+  end
+  for field, v in pairs(delta) do d[field] = (d[field] or 0) + v end
+end
+
+-- Returns true when any of the updated groups is in the rotation afterwards.
+local function flushGroups(prefix)
+  local any = false
+  for _, group in ipairs(pendingOrder) do
+    if updateGroup(prefix, group, pendingGroups[group]) then any = true end
+  end
+  pendingGroups, pendingOrder = {}, {}
+  return any
+end
+
+-- Sorted-set writes collected during one script call and sent as one command per key (in
+-- chunks), by flushLater.
+local laterAdds, laterRems, laterKeys = {}, {}, {}
+
+local function laterZadd(key, score, member)
+  local a = laterAdds[key]
+  if not a then a = {}; laterAdds[key] = a; laterKeys[#laterKeys + 1] = key end
+  a[#a + 1] = score
+  a[#a + 1] = member
+end
+
+local function laterZrem(key, member)
+  local a = laterRems[key]
+  if not a then a = {}; laterRems[key] = a; laterKeys[#laterKeys + 1] = key end
+  a[#a + 1] = member
+end
+
+local function flushLater()
+  for _, key in ipairs(laterKeys) do
+    local r = laterRems[key]
+    if r then
+      for i = 1, #r, 500 do redis.call('ZREM', key, unpack(r, i, math.min(#r, i + 499))) end
+    end
+    local a = laterAdds[key]
+    if a then
+      for i = 1, #a, 1000 do redis.call('ZADD', key, unpack(a, i, math.min(#a, i + 999))) end
+    end
+  end
+  laterAdds, laterRems, laterKeys = {}, {}, {}
+end
+
 local function wake(prefix)
   redis.call('ZADD', prefix .. 'marker', 0, 'w')
 end
@@ -109,9 +164,12 @@ local function trimFinished(prefix, state, keep)
   if excess <= 0 then return end
   if excess > 200 then excess = 200 end
   local ids = redis.call('ZRANGE', key, 0, excess - 1)
+  local doomed = {}
   for _, id in ipairs(ids) do
-    redis.call('DEL', prefix .. 'j:' .. id, prefix .. 'j:' .. id .. ':logs')
+    doomed[#doomed + 1] = prefix .. 'j:' .. id
+    doomed[#doomed + 1] = prefix .. 'j:' .. id .. ':logs'
   end
+  if #doomed > 0 then redis.call('DEL', unpack(doomed)) end
   redis.call('ZREMRANGEBYRANK', key, 0, excess - 1)
   countDelta[state] = (countDelta[state] or 0) - #ids
 end

@@ -5,14 +5,15 @@
     r released back to the front of its group without counting a retry (graceful shutdown)
   A job whose cancel was requested ends cancelled whatever the outcome (but a release).
   `job` is HMGET of JOB_RUN_FIELDS; the caller has checked the lease token.
-  Returns the state the job ended in.
+  Returns the state the job ended in. The set and group changes of a batch are applied together:
+  callers run finishBatch(prefix) after their last finishJob and before reading those keys.
 ]]
 local JOB_RUN_FIELDS = { 'takeSeq', 'state', 'group', 'retries', 'maxRetries', 'cancel', 'worker' }
 
 local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
   local jobKey = prefix .. 'j:' .. id
   local group = job[3]
-  redis.call('ZREM', prefix .. 'active', id)
+  laterZrem(prefix .. 'active', id)
   left(job[2])
   if job[6] == '1' and outcome ~= 'r' then outcome = 'c' end
   local delta = { running = -1 }
@@ -42,9 +43,16 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
     end
   end
   if state == 'success' or state == 'failed' or state == 'cancelled' then
-    redis.call('ZADD', prefix .. 'done:' .. state, now, id)
+    laterZadd(prefix .. 'done:' .. state, now, id)
   end
   changed(id, state, (state == 'stuck' or state == 'failed') and payload or nil)
-  if updateGroup(prefix, group, delta) then wake(prefix) end
+  deferGroup(group, delta)
   return state
+end
+
+-- Applies what finishJob deferred: one ZREM/ZADD per set and one group update per group for the
+-- whole batch, and one wake-up when any of those groups may be picked.
+local function finishBatch(prefix)
+  flushLater()
+  if flushGroups(prefix) then wake(prefix) end
 end
