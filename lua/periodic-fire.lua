@@ -21,7 +21,7 @@
   ARGV[6..] per task, FIELDS values then n occurrences (ascending):
             id, claim token, trigger time being served ('' if none), new nextrun ('' when the
             timer never elapses again), period (ms from the last occurrence to the next, for
-            tolerance), missed count, first missed, last missed, then as the claim read them:
+            tolerance; '' leaves it), missed count, first missed, last missed, then as the claim read them:
             overlap, lastJobId, buffered, rule, enabled, task, group, args, subject, submitter,
             priority, maxRetries, maxRuntime; then n, then the n occurrences.
 
@@ -127,7 +127,8 @@ for r, rec in ipairs(recs) do
       -- an event rule's pending run is done: its jobs keep the tracker, the task goes
       pRemove(prefix, id)
     else
-      local fields = { 'nextrun', newNext, 'period', period, 'buffered', buffered }
+      local fields = { 'nextrun', newNext, 'buffered', buffered }
+      if period ~= '' then fields[#fields + 1] = 'period'; fields[#fields + 1] = period end
       if lastJob then fields[#fields + 1] = 'lastJobId'; fields[#fields + 1] = lastJob end
       if triggered ~= '' then fields[#fields + 1] = 'triggered'; fields[#fields + 1] = '' end
       redis.call('HSET', tk, unpack(fields))

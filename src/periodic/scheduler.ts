@@ -106,6 +106,7 @@ interface Claimed {
   catchup: CatchupPolicy;
   catchupWindow: number;
   triggered: number | null;
+  enabled: boolean;
 }
 
 interface Prepared {
@@ -254,6 +255,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         catchup: (str(f[3]) || 'latest') as CatchupPolicy,
         catchupWindow: str(f[4]) === '' ? DEFAULT_CATCHUP_WINDOW : Number(str(f[4])),
         triggered: str(f[6]) === '' ? null : Number(str(f[6])),
+        enabled: str(f[9]) === '1',
         pass: FIRE_FROM_CLAIM.map((k) => f[k] as Buffer),
       });
     }
@@ -281,8 +283,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         p = c.nextrun === null
           ? { occurrences: [], nextrun: null, period: 0, missed: null }
           : plan({ timer, nextrun: c.nextrun, now, catchup: c.catchup, catchupWindow: c.catchupWindow, misfireGraceMs: this.o.misfireGraceMs });
-        if (c.nextrun !== null && c.nextrun > now + this.o.lookaheadMs) {
-          // Claimed only for a trigger or a buffer-one re-check: the occurrence is not due yet.
+        if (!c.enabled || (c.nextrun !== null && c.nextrun > now + this.o.lookaheadMs)) {
+          // Claimed only for a trigger (a disabled task runs nothing else) or a buffer-one re-check.
           p = { occurrences: [], nextrun: c.nextrun, period: 0, missed: null };
         }
       } catch (err) {
@@ -336,7 +338,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     ];
     for (const it of items) {
       const p = it.plan;
-      args.push(it.id, it.token, it.triggered, p.nextrun ?? '', p.period, p.missed?.count ?? 0, p.missed?.first ?? '',
+      args.push(it.id, it.token, it.triggered, p.nextrun ?? '', p.occurrences.length ? p.period : '', p.missed?.count ?? 0, p.missed?.first ?? '',
         p.missed?.last ?? '', ...it.pass, p.occurrences.length, ...p.occurrences);
     }
     let results: Array<string | [number, number, string]>;

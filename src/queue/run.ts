@@ -48,12 +48,18 @@ export class Run {
   private abortedFor: AbortReason | null = null;
   private settle!: (o: Outcome) => void;
   private timers: NodeJS.Timeout[] = [];
+  private gate: ((go: boolean) => void) | null = null;
 
+  /**
+   * With `gated`, the handler waits for {@link open}: a periodic run is only called once the
+   * start script has accepted it (its tolerance may drop it).
+   */
   constructor(
     readonly job: Job,
     handlers: Handlers,
     hooks: RunHooks,
     private readonly graceMs: number,
+    gated = false,
   ) {
     this.done = new Promise<Outcome>((resolve) => (this.settle = resolve)).finally(() => {
       for (const t of this.timers) clearTimeout(t);
@@ -63,9 +69,6 @@ export class Run {
       this.settle({ code: 'p', error: new UnknownTaskError(job.task) });
       return;
     }
-    if (job.maxRuntime) {
-      this.timers.push(setTimeout(() => this.abort('timeout'), job.maxRuntime));
-    }
     const ctx: JobContext = {
       args: job.args,
       job,
@@ -73,12 +76,31 @@ export class Run {
       log: (...parts) => hooks.log(job, parts.map(formatPart).join(' ')),
       progress: (n) => hooks.progress(job, n),
     };
-    Promise.resolve()
-      .then(() => handler(ctx))
-      .then(
-        (result) => this.settle(this.abortedFor ? this.abortedOutcome() : { code: 's', result }),
-        (err: unknown) => this.settle(this.failedOutcome(err)),
-      );
+    const begin = () => {
+      if (job.maxRuntime) {
+        this.timers.push(setTimeout(() => this.abort('timeout'), job.maxRuntime));
+      }
+      Promise.resolve()
+        .then(() => handler(ctx))
+        .then(
+          (result) => this.settle(this.abortedFor ? this.abortedOutcome() : { code: 's', result }),
+          (err: unknown) => this.settle(this.failedOutcome(err)),
+        );
+    };
+    if (!gated) begin();
+    else {
+      this.gate = (go) => {
+        if (go && !this.abortedFor) begin();
+        else if (!go) this.settle({ code: 'c' });
+      };
+    }
+  }
+
+  /** Lets a gated run call its handler (`go`), or ends it cancelled without calling it (a dropped run). */
+  open(go: boolean): void {
+    const g = this.gate;
+    this.gate = null;
+    g?.(go);
   }
 
   /** The reason the signal aborted, if it did. */

@@ -281,7 +281,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         pipe.ltrim(this.keys.logs(j.id), -1000, -1);
       }),
       progress: (j, n) => this.sideWrites.add((pipe) => pipe.hset(this.keys.job(j.id), 'progress', n)),
-    }, this.opts.graceMs);
+    }, this.opts.graceMs, Boolean(job.tracker));
     this.runs.set(job.id, run);
     this.starts.add(run);
     void run.done.then((outcome) => {
@@ -315,11 +315,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const args: Array<string | number> = [this.keys.prefix, this.opts.maxEvents];
     for (const r of batch) args.push(r.job.id, String(r.job.takeSeq));
     try {
-      const [started, lost] = await runScript<[number, string[]]>(this.client, 'start', [this.keys.active], args);
+      const [started, lost, dropped] = await runScript<[number, string[], string[]]>(this.client, 'start', [this.keys.active], args);
       for (const r of batch) r.job.started = Number(started);
       if (lost.length) this.abortRuns(lost, 'lost');
+      // Periodic runs wait for this answer: a run dropped by its task's tolerance ends cancelled unrun.
+      const drop = new Set(dropped ?? []);
+      for (const r of batch) r.open(!drop.has(r.job.id));
     } catch (err) {
       this.emitError(err);
+      for (const r of batch) r.open(true);
     }
   }
 
