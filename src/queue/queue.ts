@@ -319,7 +319,9 @@ export class Queue {
 
   /** Live executors (whose heartbeat has not expired). */
   async workers(): Promise<WorkerInfo[]> {
-    const now = Date.now();
+    // Registry expiries are the Redis server's clock (heartbeat.lua), so compare with it.
+    const [sec, usec] = await this.client.time();
+    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
     const ids = await this.client.zrangebyscore(this.keys.workers, now, '+inf');
     if (ids.length === 0) return [];
     const infos = await this.client.mget(ids.map((id) => this.keys.worker(id)));

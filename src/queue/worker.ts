@@ -151,7 +151,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.client = connect(options.connection, { blocking: true }).client;
     this.blocking = connect(options.connection, { blocking: true }).client;
-    this.subscriber = connect(options.connection, { blocking: true }).client;
+    this.subscriber = connect(options.connection, { blocking: true, subscriber: true }).client;
     for (const c of [this.client, this.blocking, this.subscriber]) {
       // One error event per outage and connection (ioredis would print every reconnect attempt).
       c.on('error', (err: Error) => {

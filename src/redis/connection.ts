@@ -17,9 +17,13 @@ function isClient(c: ConnectionOption): c is Redis | Cluster {
 /**
  * Opens a client. `blocking` clients (workers' wait for work, schedulers) retry every command
  * through outages instead of failing it, so they resume by themselves when Redis returns.
+ * `subscriber` clients (SUBSCRIBE only) skip the ready check.
  */
-export function connect(conn: ConnectionOption, opts: { blocking?: boolean; reuse?: boolean } = {}): OwnedClient {
+export function connect(conn: ConnectionOption, opts: { blocking?: boolean; reuse?: boolean; subscriber?: boolean } = {}): OwnedClient {
   const extra: RedisOptions = opts.blocking ? { maxRetriesPerRequest: null, enableReadyCheck: true } : {};
+  // A subscriber's ready check (INFO) can race its resubscription after a reconnect and be refused
+  // in subscriber mode, looping reconnects (ioredis issues #2037, #2099): no ready check for it.
+  if (opts.subscriber) extra.enableReadyCheck = false;
   const retry: RedisOptions = { retryStrategy: (times) => Math.min(50 * times, 1000) };
   if (isClient(conn) && opts.reuse) return { client: conn as Redis, owned: false };
   let client: Redis;
