@@ -20,30 +20,30 @@ export const CASE_NAMES = [
 
 export function cases(quick: boolean): CaseSpec[] {
   const q = <T>(full: T, small: T) => (quick ? small : full);
-  const N = q(100_000, 5_000);
-  const cap = q(20_000, 5_000);
+  const N = q(20_000, 5_000);
+  const cap = q(15_000, 5_000);
   const drain = (name: string, jobs: number, concurrency: number, groups: number, processes = 0): CaseSpec => ({
     name, kind: 'drain', params: { jobs, concurrency, groups, processes, capMs: cap },
   });
-  const fairness = { heavyJobs: q(20_000, 4_000), jobMs: 10, concurrency: 100, lightTenants: 10, lightEveryMs: 50, lightMs: q(3000, 1500), capMs: q(8000, 3000) };
+  const fairness = { heavyJobs: q(20_000, 3_000), jobMs: 10, concurrency: 100, lightTenants: 10, lightEveryMs: 50, lightMs: q(3000, 1000), capMs: q(8000, 2500) };
   const latency = (pct: number): CaseSpec => ({
     name: `latency-${pct}`, kind: 'latency', loadPct: pct,
-    params: { durationMs: q(4000, 1500), concurrency: 100, groups: 1000, idleMs: pct === 10 ? q(3000, 1000) : 0 },
+    params: { durationMs: q(3000, 1200), concurrency: 100, groups: 1000, idleMs: pct === 10 ? q(3000, 1000) : 0 },
   });
   return [
-    { name: 'ingest-serial', kind: 'ingest', params: { mode: 'serial', jobs: q(20_000, 2_000), width: 1, groups: 1000 } },
+    { name: 'ingest-serial', kind: 'ingest', params: { mode: 'serial', jobs: q(5_000, 2_000), width: 1, groups: 1000 } },
     { name: 'ingest-inflight', kind: 'ingest', params: { mode: 'inflight', jobs: N, width: 1000, groups: 1000 } },
     { name: 'ingest-bulk50', kind: 'ingest', params: { mode: 'bulk', jobs: N, width: 50, groups: 1000 } },
     { name: 'ingest-bulk1000', kind: 'ingest', params: { mode: 'bulk', jobs: N, width: 1000, groups: 1000 } },
-    drain('drain-c1', q(20_000, 2_000), 1, 1000),
+    drain('drain-c1', q(5_000, 2_000), 1, 1000),
     drain('drain-c10', N, 10, 1000),
     drain('drain-c100', N, 100, 1000),
     drain('drain-c100-2proc', N, 100, 1000, 2),
     latency(10), latency(50), latency(80),
     { name: 'fairness-light', kind: 'fairness', params: { mode: 'flood', ...fairness } },
     { name: 'fairness-noflood', kind: 'fairness', params: { mode: 'noflood', ...fairness } },
-    drain('groups-1', q(50_000, 5_000), 100, 1),
-    drain('groups-1000', q(50_000, 5_000), 100, 1000),
+    drain('groups-1', q(20_000, 5_000), 100, 1),
+    drain('groups-1000', q(20_000, 5_000), 100, 1000),
     drain('groups-100000', q(100_000, 5_000), 100, 100_000),
   ];
 }

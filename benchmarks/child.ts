@@ -9,7 +9,7 @@ import type { RunContext, RunResult } from './workloads/common.js';
 import { runDrain } from './workloads/drain.js';
 import { runFairness } from './workloads/fairness.js';
 import { runIngest } from './workloads/ingest.js';
-import { runLatency } from './workloads/latency.js';
+import { calibrate, runLatency } from './workloads/latency.js';
 
 export interface RunRequest {
   type: 'run';
@@ -39,7 +39,12 @@ async function handle(req: RunRequest): Promise<RunResult> {
       case 'drain':
         return await runDrain(ctx, s.params);
       case 'latency':
-        return await runLatency(ctx, { ...s.params, rate: req.rate! });
+        if (req.rate === undefined) {
+          // Calibration: the maximum rate in the latency setup, reported as jobsPerSec.
+          const rate = await calibrate(ctx, { durationMs: req.quick ? 1200 : 2500, concurrency: s.params.concurrency, groups: s.params.groups, inFlight: 100 });
+          return { jobs: 0, seconds: 0, jobsPerSec: rate, redis: { cpuUs: 0, commands: 0, scriptCalls: 0, byCommand: {}, ms: 0 }, nodeCpuUs: 0, peakRssBytes: 0, expected: 0, unique: 0, duplicates: 0, capped: false, extra: {} };
+        }
+        return await runLatency(ctx, { ...s.params, rate: req.rate });
       case 'fairness':
         return await runFairness(ctx, s.params);
     }

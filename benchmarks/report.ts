@@ -224,12 +224,17 @@ export interface RunInfo {
   seconds: number;
 }
 
-export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], caseOrder: string[]): { json: string; md: string } {
+/**
+ * Writes results/<date>.json; a complete run (not --only) also writes results/latest.json,
+ * REPORT.md and the charts.
+ */
+export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], caseOrder: string[], partial = false): { json: string; md: string | null } {
   mkdirSync(dir, { recursive: true });
   const stamp = info.date.replace(/[:]/g, '-').replace(/\..*$/, '');
   const body = JSON.stringify({ info, records: recs }, null, 1);
-  const json = join(dir, `${stamp}.json`);
+  const json = join(dir, `${stamp}${partial ? '-partial' : ''}.json`);
   writeFileSync(json, body);
+  if (partial) return { json, md: null };
   writeFileSync(join(dir, 'latest.json'), body);
 
   const sorted = caseOrder.flatMap((c) => recs.filter((r) => r.case === c));
@@ -294,5 +299,5 @@ const METHOD = `- One private \`redis-server\` (started by the harness, no persi
 - GroupMQ: one group per tenant; \`Queue.add\` (it has no addBulk: a bulk batch is that many \`add()\` calls issued together, autoBatch off because it acknowledges jobs before they are in Redis); \`Worker\` with \`concurrency\`. GroupMQ runs at most one job per group at a time, by design, which caps groups-1 and its heavy tenant in the fairness case.
 - ingest-*: N jobs over 1,000 tenants; serial awaits each submit; inflight keeps 1,000 submits outstanding; bulk submits batches of 50 or 1,000 one after another. The check counts waiting jobs afterwards.
 - drain-*: N jobs filled in batches of 1,000 over 1,000 tenants, then executors with concurrency c run no-op handlers until all ran. Jobs/s is over the drain; lifecycleRedisCpuUsPerJob adds the fill (submit + take + complete). groups-G: the same at c = 100 with G tenants.
-- latency-P: Poisson arrivals, one submit call per job, at P% of the system's own maximum (the lower of its drain-c100 and ingest-inflight rates in this run), 1,000 tenants, concurrency 100; pickup = handler start − submit call. latency-10 then counts the commands an idle executor causes per second.
+- latency-P: Poisson arrivals, one submit call per job, at P% of the system's own maximum in this setup (calibrated once per run: one-by-one submits with 100 outstanding while its executor runs; "rate" in the extra figures is the arrival rate used), 1,000 tenants, concurrency 100; pickup = handler start − submit call. latency-10 then counts the commands an idle executor causes per second.
 - fairness-light: a 20,000-job backlog of 10 ms jobs in one tenant, concurrency 100, while 10 light tenants submit one 10 ms job every 50 ms each; jobs/s is the heavy tenant's drain rate; p50/p99 are light-tenant waits. fairness-noflood: the light tenants alone (their waits), then the backlog alone (jobs/s: the tenant's rate with no neighbours, the FIFO reference). Jain's index: mean over 100 ms windows of the index of jobs served among groups that had work waiting through the whole window (— when no window had two such groups). Runs are capped (8 s full) so GroupMQ's one-at-a-time heavy tenant does not run for minutes.`;

@@ -5,7 +5,6 @@
  * results/latest.json and results/REPORT.md with SVG charts.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -92,28 +91,23 @@ async function main(): Promise<void> {
     return children.get(system)!.run({ type: 'run', seq: ++seq, system, url: server.url, spec, quick: opts.quick, rate });
   };
 
-  // Latency cases run at a share of each system's maximum: the lower of its drain-c100 and ingest-inflight rates.
-  const maxRate = async (system: SystemName): Promise<number> => {
-    const from = (recs: Array<{ case: string; system: string; jobsPerSec: number }>) => {
-      const d = recs.find((r) => r.case === 'drain-c100' && r.system === system)?.jobsPerSec;
-      const i = recs.find((r) => r.case === 'ingest-inflight' && r.system === system)?.jobsPerSec;
-      return d && i ? Math.min(d, i) : undefined;
-    };
-    let m = from(records);
-    if (m) return m;
-    const latest = join(resultsDir, 'latest.json');
-    if (existsSync(latest)) m = from(JSON.parse(readFileSync(latest, 'utf8')).records);
-    if (m) return m;
-    const small = cases(true);
-    const d = await runOne(system, small.find((c) => c.name === 'drain-c100')!);
-    const i = await runOne(system, small.find((c) => c.name === 'ingest-inflight')!);
-    return Math.min(d.jobsPerSec, i.jobsPerSec);
+  // Latency cases run at a share of each system's own maximum in the latency setup (one-by-one
+  // submits with 100 outstanding while its executor runs), measured once per system.
+  const maxRates = new Map<SystemName, number>();
+  const maxRate = async (system: SystemName, spec: CaseSpec): Promise<number> => {
+    let m = maxRates.get(system);
+    if (m === undefined) {
+      m = (await runOne(system, spec)).jobsPerSec;
+      maxRates.set(system, m);
+      console.log(`  calibration        ${system.padEnd(8)} maximum ${fmt(m)} jobs/s (one-by-one submits, 100 in flight, executor running)`);
+    }
+    return m;
   };
 
   for (const spec of selected) {
     const rates = new Map<SystemName, number>();
     if (spec.kind === 'latency') {
-      for (const s of opts.systems) rates.set(s, ((await maxRate(s)) * spec.loadPct) / 100);
+      for (const s of opts.systems) rates.set(s, ((await maxRate(s, spec)) * spec.loadPct) / 100);
     }
     const results = new Map<SystemName, RunResult[]>(opts.systems.map((s) => [s, []]));
     for (let k = 0; k < warmups + runs; k++) {
@@ -157,8 +151,8 @@ async function main(): Promise<void> {
       date: new Date().toISOString(), command, quick: opts.quick, aof: opts.aof, runs,
       node: process.version, redis: `Redis ${redisVersion}`, cpus: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,
       loadavg: loadavg(), seconds: (performance.now() - t0) / 1000,
-    }, records, order);
-    console.log(`\nwrote ${json}, results/latest.json and ${md}`);
+    }, records, order, opts.only.length > 0);
+    console.log(md ? `\nwrote ${json}, results/latest.json and ${md}` : `\nwrote ${json} (a partial run: latest.json and REPORT.md are left as they are)`);
   }
   console.log(`done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   if (failed || bad.length) process.exitCode = 1;

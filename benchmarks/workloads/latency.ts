@@ -17,6 +17,35 @@ export interface LatencyParams {
   idleMs: number;
 }
 
+/**
+ * The system's own maximum in this setup: jobs submitted one by one with `inFlight` outstanding,
+ * while the executor runs them, for `durationMs`; returns jobs completed per second.
+ */
+export async function calibrate(ctx: RunContext, p: { durationMs: number; concurrency: number; groups: number; inFlight: number }): Promise<number> {
+  let done = 0;
+  const exec = await ctx.adapter.startExecutor({ concurrency: p.concurrency, handler: () => void done++ });
+  await sleep(200);
+  const t0 = performance.now();
+  let i = 0;
+  let stop = false;
+  const lane = async () => {
+    while (!stop) await ctx.adapter.submit({ group: groupOf(i++, p.groups), data: payload(nowMs()) });
+  };
+  const lanes = Array.from({ length: p.inFlight }, lane);
+  // Skip the first quarter (ramp-up), measure the rest.
+  await sleep(p.durationMs / 4);
+  const d0 = done;
+  const m0 = performance.now();
+  await sleep((p.durationMs * 3) / 4);
+  const rate = (done - d0) / ((performance.now() - m0) / 1000);
+  stop = true;
+  await Promise.all(lanes);
+  await until(() => done >= i, 30_000);
+  await exec.close();
+  void t0;
+  return rate;
+}
+
 export async function runLatency(ctx: RunContext, p: LatencyParams): Promise<RunResult> {
   const seen = new Seen();
   const waits: number[] = [];
