@@ -11,7 +11,9 @@
     active       ZSET  taken job id -> lease expiry (ms)
     counts       HASH  state -> number of jobs
     groups       SET   every group ever seen
-    events       STREAM batches of state changes
+    events       STREAM batches of state changes: field b = [[job id, state, error|false]...],
+                       and field p = [[job id, periodic task id, occurrence, error]...] for
+                       failed periodic runs (periodic.failed)
     g:<group>    HASH  running, stuck, paused, limit, weight, cnt (counting scheme position),
                        turns (takes in the current turn), nh/nl/nr (lengths of the three lists),
                        ready ('1' while the group is in `ready`)
@@ -42,12 +44,25 @@ local function left(state)
   countDelta[state] = (countDelta[state] or 0) - 1
 end
 
+-- Failed runs of periodic tasks in this call: { job id, task id, occurrence, error }; flushed in
+-- the same stream entry as field 'p' (periodic.failed events users can alert on).
+local periodicFailures = {}
+
+local function periodicFailed(id, tracker, occurrence, err)
+  periodicFailures[#periodicFailures + 1] = { id, tracker, tonumber(occurrence) or false, err or false }
+end
+
 local function flushChanges(prefix, maxEvents)
   for state, d in pairs(countDelta) do
     if d ~= 0 then redis.call('HINCRBY', prefix .. 'counts', state, d) end
   end
   if #events > 0 and tonumber(maxEvents) > 0 then
-    redis.call('XADD', prefix .. 'events', 'MAXLEN', '~', maxEvents, '*', 'b', cjson.encode(events))
+    if #periodicFailures > 0 then
+      redis.call('XADD', prefix .. 'events', 'MAXLEN', '~', maxEvents, '*', 'b', cjson.encode(events),
+        'p', cjson.encode(periodicFailures))
+    else
+      redis.call('XADD', prefix .. 'events', 'MAXLEN', '~', maxEvents, '*', 'b', cjson.encode(events))
+    end
   end
 end
 

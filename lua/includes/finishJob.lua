@@ -4,11 +4,12 @@
     p permanent failure (no retry)        c cancelled
     r released back to the front of its group without counting a retry (graceful shutdown)
   A job whose cancel was requested ends cancelled whatever the outcome (but a release).
-  `job` is HMGET of JOB_RUN_FIELDS; the caller has checked the lease token.
+  `job` is HMGET of JOB_RUN_FIELDS; the caller has checked the lease token. A failed run of a
+  periodic task (a job with a tracker) also raises a periodic.failed event.
   Returns the state the job ended in. The set and group changes of a batch are applied together:
   callers run finishBatch(prefix) after their last finishJob and before reading those keys.
 ]]
-local JOB_RUN_FIELDS = { 'takeSeq', 'state', 'group', 'retries', 'maxRetries', 'cancel', 'worker' }
+local JOB_RUN_FIELDS = { 'takeSeq', 'state', 'group', 'retries', 'maxRetries', 'cancel', 'worker', 'tracker', 'occurrence' }
 
 local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
   local jobKey = prefix .. 'j:' .. id
@@ -40,6 +41,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
     else
       state = 'failed'
       redis.call('HSET', jobKey, 'state', state, 'finished', now, 'error', payload)
+      if job[8] and job[8] ~= '' then periodicFailed(id, job[8], job[9], payload) end
     end
   end
   if state == 'success' or state == 'failed' or state == 'cancelled' then

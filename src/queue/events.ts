@@ -12,15 +12,36 @@ export interface QueueEvent {
   state: JobState;
   /** The error, for `stuck` and `failed`. */
   error?: string;
+  /**
+   * `'periodic.failed'` when a run of a periodic task failed for good (`state` is `failed`);
+   * hook alerts (log, webhook, e-mail) on it.
+   */
+  event?: 'periodic.failed';
+  /** For periodic.failed: the periodic task id and the occurrence (planned time, ms) of the run. */
+  periodic?: { task: string; occurrence?: number };
 }
 
 /** Parses one stream entry's fields into events. */
 export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
   const out: QueueEvent[] = [];
+  let periodic: Map<string, [string, number | false]> | null = null;
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i] !== 'p') continue;
+    periodic = new Map();
+    for (const [id, task, occurrence] of JSON.parse(fields[i + 1]) as Array<[string, string, number | false, unknown]>) {
+      periodic.set(id, [task, occurrence]);
+    }
+  }
   for (let i = 0; i < fields.length; i += 2) {
     if (fields[i] !== 'b') continue;
     for (const [id, state, err] of JSON.parse(fields[i + 1]) as Array<[string, JobState, string | false]>) {
-      out.push(err ? { streamId, id, state, error: err } : { streamId, id, state });
+      const e: QueueEvent = err ? { streamId, id, state, error: err } : { streamId, id, state };
+      const p = state === 'failed' ? periodic?.get(id) : undefined;
+      if (p) {
+        e.event = 'periodic.failed';
+        e.periodic = p[1] === false ? { task: p[0] } : { task: p[0], occurrence: p[1] };
+      }
+      out.push(e);
     }
   }
   return out;

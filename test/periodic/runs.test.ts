@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler, Worker, type Job } from '../../src/index.js';
 import { pendingId } from '../../src/periodic/tasks.js';
+import { parseEntry } from '../../src/queue/events.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
@@ -69,7 +70,7 @@ describe('tolerance and timebox (Nuntium)', () => {
   });
 
   it('timebox: an interval task defaults to maxRuntime = interval / 2 and its signal aborts then', async () => {
-    const { tasks, scheduler, worker } = setup();
+    const { tasks, queue, scheduler, worker } = setup();
     const t = await tasks.upsert({ id: 'box', task: 'box', timer: 'every 1s' });
     expect(t.maxRuntime).toBe(500);
     const aborted: number[] = [];
@@ -90,6 +91,11 @@ describe('tolerance and timebox (Nuntium)', () => {
     expect(aborted[0]).toBeLessThan(1000);
     const run = (await tasks.runs('box')).find((r) => r.status === 'failed')!;
     expect(run.error).toMatch(/maxRuntime of 500 ms/);
+    // the failed run raised a periodic.failed event on the events stream
+    const entries = (await queue.client.xrange(queue.keys.events, '-', '+')) as Array<[string, string[]]>;
+    const alerts = entries.flatMap(([sid, f]) => parseEntry(sid, f)).filter((e) => e.event === 'periodic.failed');
+    expect(alerts[0]).toMatchObject({ id: run.jobId, state: 'failed', periodic: { task: 'box', occurrence: run.occurrence } });
+    expect(alerts[0].error).toMatch(/maxRuntime/);
   });
 });
 
