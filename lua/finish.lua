@@ -40,6 +40,10 @@ for i = 6, #ARGV, 4 do
   end
 end
 finishBatch(prefix)
+-- A stuck job is not runnable yet, so nobody was woken for it: wake one executor, whose take
+-- finds nothing due and answers the next due time, so it sleeps until the retry instead of
+-- until its fallback timer.
+if ended['stuck'] then wake(prefix) end
 if ended['success'] then trimFinished(prefix, 'success', ARGV[4]) end
 if ended['failed'] then trimFinished(prefix, 'failed', ARGV[5]) end
 if ended['cancelled'] then trimFinished(prefix, 'cancelled', ARGV[5]) end

@@ -62,6 +62,10 @@ for id, reason in pairs(victims) do
 end
 finishBatch(prefix)
 
+-- Recovered jobs are stuck (or failed), not runnable yet: wake one executor, whose take answers
+-- the next due time, so it sleeps until the retry instead of until its fallback timer.
+if #recovered > 0 then wake(prefix) end
+
 local gone = redis.call('ZRANGEBYSCORE', prefix .. 'workers', '-inf', now)
 if #gone > 0 then redis.call('ZREM', prefix .. 'workers', unpack(gone)) end
 

@@ -88,6 +88,18 @@ interface Finished {
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long close() waits for Redis to take its last acknowledgements and releases. */
+const CLOSE_FLUSH_MS = 5000;
+
+/** Resolves true when `p` settles within `ms`, false otherwise. */
+function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p.then(() => true, () => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+  ]).finally(() => clearTimeout(timer));
+}
+
 /**
  * An executor of queue `name`.
  * @example
@@ -383,6 +395,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /**
    * Stops taking jobs and lets running ones finish for up to `timeout` ms (default 30,000);
    * then aborts their signals and releases them to the queue without counting a retry.
+   * When Redis does not answer (an outage), it gives up 5 s later and emits an error: the jobs
+   * it could not acknowledge or release come back through their leases, as a failed attempt.
+   * Calling it again returns the same promise.
    */
   close(opts: { timeout?: number } = {}): Promise<void> {
     this.closed ??= this.shutdown(opts.timeout ?? 30_000);
@@ -391,26 +406,35 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private async shutdown(timeout: number): Promise<void> {
     this.closing = true;
+    const end = Date.now() + timeout;
     this.wakeLoop();
     if (this.waiting) this.blocking.disconnect();
     // The loop stops taking; jobs a take in flight brings back are released by it.
-    await this.loopDone;
+    await within(this.loopDone ?? Promise.resolve(), timeout);
     const pending = [...this.runs.values()].map((r) => r.done);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled(pending), new Promise((r) => (timer = setTimeout(r, timeout)))]);
-    clearTimeout(timer);
+    await within(Promise.allSettled(pending), Math.max(0, end - Date.now()));
     for (const run of this.runs.values()) {
       run.abort('shutdown');
       run.settleNow({ code: 'r' });
     }
     await new Promise((r) => setImmediate(r));
-    await this.finishes.drain();
-    await this.starts.drain();
-    await this.sideWrites.drain();
     this.recoverer.stop();
-    await this.heartbeat.stop();
+    // Acknowledge and release what we can; Redis may be unreachable, so not forever.
+    const flushed = await within((async () => {
+      await this.finishes.drain();
+      await this.starts.drain();
+      await this.sideWrites.drain();
+      await this.heartbeat.stop();
+    })(), CLOSE_FLUSH_MS);
     this.blocking.disconnect();
     this.subscriber.disconnect();
-    await this.client.quit().catch(() => this.client.disconnect());
+    if (flushed) {
+      await this.client.quit().catch(() => this.client.disconnect());
+      return;
+    }
+    void this.heartbeat.stop();
+    this.emitError(new Error(`closing: Redis did not answer within ${CLOSE_FLUSH_MS} ms; ` +
+      'jobs not acknowledged or released are recovered when their leases expire'));
+    this.client.disconnect();
   }
 }

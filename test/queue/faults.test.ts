@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { Queue, type QueueEvent } from '../../src/index.js';
+import { Queue, Worker, type QueueEvent } from '../../src/index.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { executorScript, formatReport, runChaos } from '../fixtures/chaos.js';
@@ -167,6 +167,37 @@ describe('faults', () => {
     expect(execs.every((e) => e.child.exitCode === null)).toBe(true);
     expect((await q.workers()).map((w) => w.id).sort()).toEqual(['idle-0', 'idle-1']);
   }, 120_000);
+
+  it('close() during a Redis outage gives up after a bounded wait; the job comes back through its lease', async () => {
+    const server = await privateRedis({ appendfsync: 'always' });
+    const name = `close-outage-${Date.now().toString(36)}`;
+    const q = queue(name, server.url);
+    const errors: Error[] = [];
+    const w = new Worker(name, {
+      hang: ({ signal }) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+    }, { connection: server.url, leaseMs: 1000 });
+    w.on('error', (e) => errors.push(e));
+    cleanups.push(() => w.close());
+    const job = await q.submit({ task: 'hang' });
+    await eventually('the job to run', async () => (await q.getJob(job.id))?.state === 'running');
+    await server.kill();
+    const t = Date.now();
+    await w.close({ timeout: 200 });
+    console.log(`close took ${Date.now() - t} ms`);
+    expect(Date.now() - t).toBeLessThan(15_000);
+    expect(errors.some((e) => /did not answer/.test(e.message))).toBe(true);
+
+    await server.restart();
+    const w2 = new Worker(name, { hang: () => 'done' }, { connection: server.url, leaseMs: 1000, retryDelay: 50, fallbackWakeMs: 60_000 });
+    w2.on('error', () => {});
+    cleanups.push(() => w2.close());
+    const t2 = Date.now();
+    await eventually('the job to succeed elsewhere', async () => (await q.getJob(job.id))?.state === 'success', 30_000);
+    console.log(`recovered and run in ${Date.now() - t2} ms`);
+    const final = (await q.getJob(job.id))!;
+    expect(final.worker).toBe(w2.id);
+    expect(final.retries).toBe(1);
+  }, 60_000);
 
   it('executor registry: live executors are listed with their details; a killed one\'s entry expires', async () => {
     const server = await privateRedis();

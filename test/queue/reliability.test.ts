@@ -156,6 +156,27 @@ describe('timebox', () => {
   });
 });
 
+describe('retry wake-up', () => {
+  it('an idle executor wakes at a stuck job\'s due time, not at its fallback timer', async () => {
+    const name = uniqueQueue('stuck-wake');
+    const q = queue(name);
+    let calls = 0;
+    const done: Job[] = [];
+    // Two slots: while the job runs, the loop blocks on the marker for work for the free slot.
+    const w = worker(name, {
+      flaky: async () => {
+        await sleep(100);
+        if (++calls === 1) throw new Error('first try fails');
+        return 'ok';
+      },
+    }, { concurrency: 2, retryDelay: 100, fallbackWakeMs: 60_000 });
+    w.on('completed', (j) => done.push(j));
+    const job = await q.submit({ task: 'flaky' });
+    await until(w, 'completed', () => done.length === 1, 20_000);
+    expect((await q.getJob(job.id))!.retries).toBe(1);
+  });
+});
+
 describe('retention', () => {
   it('keeps the last N finished jobs per state and drops older ones with their logs', async () => {
     const name = uniqueQueue('retention');
