@@ -34,7 +34,9 @@ local activeKey = prefix .. 'active'
 local victims = {}
 local settled = true
 if ARGV[9] and ARGV[9] ~= '' then
-  local uptime = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
+  -- pcall: an ACL user without INFO (it is in @dangerous) just gets no grace.
+  local info = redis.pcall('INFO', 'server')
+  local uptime = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or nil
   settled = uptime == nil or uptime * 1000 >= tonumber(ARGV[9])
 end
 if settled then
