@@ -9,11 +9,11 @@
  *  2. spread: 100,000 tasks spread over a minute (`*:*:SS`, SS = i mod 60), 3 replicas, one
  *     occurrence each;
  *  3. idle: Redis commands per minute sent by 3 idle replicas holding 10,000 tasks due tomorrow;
- *  4. peer: 10,000 BullMQ job schedulers every 5 s (`upsertJobScheduler`, `every: 5000`) with a
- *     no-op worker, for 4 occurrences.
+ *  4. peer: 10,000 BullMQ job schedulers due at the same second every 5 s (`upsertJobScheduler`
+ *     with a six-field cron `pattern` firing at seconds 0, 5, 10...) and a no-op worker at concurrency 1,000, for 4 occurrences.
  * Lateness: Rota = job submitted (server clock) minus occurrence; BullMQ = job processedOn minus
- * its planned time (timestamp + delay), since BullMQ records no promotion time (this includes its
- * pickup, which for a no-op worker at concurrency 1,000 is a few ms). Duplicates: job additions
+ * its planned time (the millis its job id ends with), since BullMQ records no time for a delayed
+ * job becoming runnable (so its figure includes the pickup by the worker). Duplicates: job additions
  * per occurrence beyond one (from the events stream); misses: occurrences in the window with no job.
  * Prints a table and writes benchmarks/results/scheduler.json (relative to the working directory).
  */
@@ -184,11 +184,15 @@ async function bullBurst(url: string, n: number, rounds: number): Promise<Result
   const queue = new BullQueue(name, { connection });
   const late: Array<{ id: string; planned: number; processed: number; scheduler: string }> = [];
   const worker = new BullWorker(name, async (job) => {
-    late.push({ id: job.id!, planned: job.timestamp + (job.opts.delay ?? 0), processed: job.processedOn ?? Date.now(), scheduler: job.repeatJobKey ?? '' });
+    // Scheduler job ids end with the planned time: repeat:<scheduler>:<millis>.
+    const planned = Number(job.id!.split(':').pop());
+    late.push({ id: job.id!, planned, processed: job.processedOn ?? Date.now(), scheduler: job.repeatJobKey ?? job.id!.split(':')[1] });
   }, { connection, concurrency: 1000 });
+  // A cron pattern, so that all schedulers are due at the same second (`every` anchors each
+  // scheduler at its own creation time, which spreads them out).
   for (let i = 0; i < n; i += 500) {
     await Promise.all(Array.from({ length: Math.min(500, n - i) }, (_, k) =>
-      queue.upsertJobScheduler(`s${i + k}`, { every: 5000 }, { name: 'noop', data: {}, opts: { removeOnComplete: true } })));
+      queue.upsertJobScheduler(`s${i + k}`, { pattern: '*/5 * * * * *' }, { name: 'noop', data: {}, opts: { removeOnComplete: true } })));
   }
   const from = Math.ceil((Date.now() + 1500) / 5000) * 5000;
   const to = from + (rounds - 1) * 5000;

@@ -4,8 +4,8 @@
   now + ARGV[4] (the claim's TTL); that score is the claim token the fire script compares. A
   replica that dies holding claims blocks nothing: at the TTL the tasks are due again and any
   replica claims them. Any change to a task (upsert, enable, disable, trigger, remove) rewrites
-  or removes its score, so a valid token also means the task is as the claim read it. Stale
-  index entries (task gone) are dropped. The claimed tasks' run histories are trimmed here,
+  or removes its score, so a valid token also means the task's timer is as the claim read it.
+  Stale index entries (task gone) are dropped. The claimed tasks' run histories are trimmed here,
   ahead of their occurrences.
 
   KEYS[1] p:nextrun  (every key is built from ARGV[1])
@@ -22,9 +22,7 @@
 ]]
 --- @include "includes/periodic"
 
-local CLAIM_FIELDS = { 'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'buffered', 'triggered',
-  'overlap', 'lastJobId', 'enabled', 'rule', 'task', 'group', 'args', 'subject', 'submitter', 'priority',
-  'maxRetries', 'maxRuntime' }
+local CLAIM_FIELDS = { 'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'triggered', 'enabled' }
 
 local prefix = ARGV[1]
 local now

@@ -1,10 +1,11 @@
 --[[
   Fires claimed periodic tasks: per task, atomically, checks the claim (compare-and-set on the
-  p:nextrun score the claim set; a valid token also means the task has not changed since the
-  claim read the fields passed here), applies the overlap policy, submits a job per occurrence
+  p:nextrun score the claim set; a valid token also means the task's timer has not changed since
+  the claim read it), applies the overlap policy, submits a job per occurrence
   with the id `<task id>@<occurrence ms>` (so an occurrence can never be submitted twice), records
   skipped and missed occurrences in the run history, and advances nextrun. Work is batched: one
-  ZMSCORE for the tokens, one LPUSH per group list, one group update per group, one ZADD.
+  ZMSCORE for the tokens, one LPUSH per group list, one group update per group, one ZADD; and a
+  task's record is one argument, so a replica sends a batch of 500 tasks as 505 arguments.
 
   Overlap is judged against the task's last job from before this call: skip (do not submit while
   it has not ended; recorded as skipped), allow, cancel-previous (submit; the caller cancels the
@@ -18,12 +19,10 @@
   ARGV[4] buffer-one re-check interval (ms)
   ARGV[5] now (ms) from an injected clock, or '' for the server clock (job `submitted` times
           always come from the server clock)
-  ARGV[6..] per task, FIELDS values then n occurrences (ascending):
-            id, claim token, trigger time being served ('' if none), new nextrun ('' when the
-            timer never elapses again), period (ms from the last occurrence to the next, for
-            tolerance; '' leaves it), missed count, first missed, last missed, then as the claim read them:
-            overlap, lastJobId, buffered, rule, enabled, task, group, args, subject, submitter,
-            priority, maxRetries, maxRuntime; then n, then the n occurrences.
+  ARGV[6..] one record per task, its fields joined by '|' (task ids hold no '|'):
+            id|claim token|trigger time being served ('' if none)|new nextrun ('' when the timer
+            never elapses again)|period (ms from the last occurrence to the next, for tolerance;
+            '' leaves it)|missed count|first missed|last missed|occurrences, comma-separated, ascending
 
   Returns { earliest p:nextrun score afterwards ('' when none), per task: 'lost' (claim gone:
             fired elsewhere, changed or removed), 'early' (first occurrence still in the future;
@@ -33,26 +32,29 @@
 --- @include "includes/addJob"
 --- @include "includes/periodic"
 
-local WIDTH = 21
 local prefix = ARGV[1]
 local poll = tonumber(ARGV[4])
 local serverNow = nowMs()
 local now = serverNow
 if ARGV[5] ~= '' then now = tonumber(ARGV[5]) end
 local FINAL = { success = true, failed = true, cancelled = true }
+local TASK_FIELDS = { 'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime',
+  'overlap', 'lastJobId', 'buffered', 'rule', 'enabled' }
 
 -- Parse the records, then check every token with one ZMSCORE per 1000 tasks.
 local recs = {}
-local i = 6
-while i <= #ARGV do
-  local n = tonumber(ARGV[i + WIDTH])
-  recs[#recs + 1] = { at = i, n = n }
-  i = i + WIDTH + 1 + n
+for i = 6, #ARGV do
+  local f = {}
+  for v in string.gmatch(ARGV[i] .. '|', '([^|]*)|') do f[#f + 1] = v end
+  local occs = {}
+  for o in string.gmatch(f[9], '[^,]+') do occs[#occs + 1] = o end
+  recs[#recs + 1] = { id = f[1], token = f[2], triggered = f[3], newNext = f[4], period = f[5],
+    missed = tonumber(f[6]), missedFirst = f[7], missedLast = f[8], occs = occs }
 end
 local scores = {}
 for k = 1, #recs, 1000 do
   local ids = {}
-  for j = k, math.min(#recs, k + 999) do ids[#ids + 1] = ARGV[recs[j].at] end
+  for j = k, math.min(#recs, k + 999) do ids[#ids + 1] = recs[j].id end
   local got = redis.call('ZMSCORE', KEYS[1], unpack(ids))
   for j = 1, #got do scores[k + j - 1] = got[j] end
 end
@@ -62,19 +64,17 @@ local results = {}
 local added = 0
 local zadds, zrems = {}, {}
 for r, rec in ipairs(recs) do
-  local a = rec.at
-  local id, token, triggered, newNext, period = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local missed, missedFirst, missedLast = tonumber(ARGV[a + 5]), ARGV[a + 6], ARGV[a + 7]
-  local overlap, lastJobId, buffered, rule, enabled = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11], ARGV[a + 12]
-  local occs = {}
-  for k = 1, rec.n do occs[k] = ARGV[a + WIDTH + k] end
+  local id, token, triggered, newNext, period = rec.id, rec.token, rec.triggered, rec.newNext, rec.period
+  local missed, missedFirst, missedLast, occs = rec.missed, rec.missedFirst, rec.missedLast, rec.occs
   local score = scores[r]
   if not score or tonumber(score) ~= tonumber(token) then
     results[#results + 1] = 'lost'
-  elseif rec.n > 0 and tonumber(occs[1]) > now then
+  elseif #occs > 0 and tonumber(occs[1]) > now then
     results[#results + 1] = 'early'
   else
     local tk = prefix .. 'p:t:' .. id
+    local t = redis.call('HMGET', tk, unpack(TASK_FIELDS))
+    local overlap, lastJobId, buffered, rule, enabled = t[9], t[10] or '', t[11] or '', t[12] or '', t[13]
     local active = false
     if overlap ~= 'allow' and lastJobId ~= '' then
       local st = redis.call('HGET', prefix .. 'j:' .. lastJobId, 'state')
@@ -85,8 +85,8 @@ for r, rec in ipairs(recs) do
     local lastJob = nil
     local function submit(occ)
       local jobId = id .. '@' .. occ
-      local x = addJobLater(prefix, serverNow, { jobId, ARGV[a + 13], ARGV[a + 14], ARGV[a + 15], ARGV[a + 16],
-        ARGV[a + 17], ARGV[a + 18], ARGV[a + 19], ARGV[a + 20], id, occ }, batch)
+      local x = addJobLater(prefix, serverNow, { jobId, t[1], t[2], t[3], t[4] or '', t[5] or '', t[6], t[7],
+        t[8] or '', id, occ }, batch)
       added = added + x
       submitted = submitted + x
       lastJob = jobId

@@ -33,7 +33,7 @@ describe('scheduler replicas', () => {
     const firstOcc = Math.ceil((start + 1) / 2000) * 2000;
     let killedHolding = 0;
     for (let k = 1; k <= 6; k++) {
-      // Kill 400 ms before an occurrence, while replicas hold claims for it (claimed 1 s ahead,
+      // Kill 400 ms before an occurrence, while replicas hold claims for it (claimed 2.5 s ahead,
       // 20 tasks per claim, so the 200 tasks are spread over the replicas).
       const at = Math.floor((start + k * 5000) / 2000) * 2000 - 400;
       await sleep(at - Date.now());
@@ -44,7 +44,7 @@ describe('scheduler replicas', () => {
     const end = start + 30_000;
     await sleep(end - Date.now());
     const lastOcc = Math.floor(end / 2000) * 2000;
-    await sleep(7000); // claims of the last killed replica expire (TTL 5 s) and are fired by others
+    await sleep(8000); // claims of the last killed replica expire (TTL 6 s) and are fired by others
     for (const p of live) {
       p.send({ close: true });
       await p.exited;

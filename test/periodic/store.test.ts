@@ -46,6 +46,29 @@ describe('periodic store and single replica', () => {
     for (let i = 1; i < occ.length; i++) expect(occ[i - 1] - occ[i]).toBe(500);
   });
 
+  it('keeps the run history by count (trimmed as the task is claimed), and lists upcoming occurrences in time order', async () => {
+    const { name, tasks } = setup();
+    const later = await tasks.upsert({ id: 'later', task: 'x', timer: 'every 1h' });
+    expect(await tasks.upcoming({ limit: 5, until: later.nextrun! + 3_600_000 })).toEqual([
+      { id: 'later', task: 'x', group: 'default', occurrence: later.nextrun },
+      { id: 'later', task: 'x', group: 'default', occurrence: later.nextrun! + 3_600_000 },
+    ]);
+    await tasks.upsert({ id: 'h', task: 'x', timer: 'every 200ms', overlap: 'allow' });
+    const up = await tasks.upcoming({ limit: 4 });
+    expect(up.map((u) => u.id)).toEqual(['h', 'h', 'h', 'h']);
+    expect(up[1].occurrence - up[0].occurrence).toBe(200);
+    const s = new Scheduler(name, { connection: redisUrl(), keepRuns: { count: 3 } });
+    open.push(s);
+    await s.start();
+    await sleep(1500);
+    const runs = await tasks.runs('h', { limit: 100 });
+    expect(runs.length).toBeGreaterThanOrEqual(3);
+    expect(runs.length).toBeLessThanOrEqual(4);
+    const list = await tasks.list();
+    expect(list.map((t) => t.id)).toEqual(['h', 'later']);
+    expect(list[0].lastJobId).toBe(runs[0].jobId);
+  });
+
   it('refuses bad definitions naming the field, writing nothing', async () => {
     const { name, tasks } = setup();
     const bad: Array<[unknown, string]> = [
