@@ -28,8 +28,14 @@ local lease = tonumber(ARGV[7])
 local now = nowMs()
 local readyKey = prefix .. 'ready'
 
--- Promote stuck jobs whose retry time has come into their group's preferred list.
-local due = redis.call('ZRANGEBYSCORE', prefix .. 'delayed', '-inf', now, 'LIMIT', 0, 1000)
+-- Promote stuck jobs whose retry time has come into their group's preferred list (the head of
+-- `delayed` tells whether any is due, and is the next due time when none is).
+local delayedKey = prefix .. 'delayed'
+local head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+local due = {}
+if head[2] and tonumber(head[2]) <= now then
+  due = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, 1000)
+end
 if #due > 0 then
   for _, id in ipairs(due) do
     local group = redis.call('HGET', prefix .. 'j:' .. id, 'group')
@@ -164,7 +170,6 @@ if #jobs > 0 then redis.call('SET', prefix .. 'seq', seq) end
 -- Someone else may take what is left: pass the wake-up on.
 if #jobs == n and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end
 flushChanges(prefix, ARGV[2])
-local nextDue = -1
-local first = redis.call('ZRANGE', prefix .. 'delayed', 0, 0, 'WITHSCORES')
-if first[2] then nextDue = tonumber(first[2]) end
+if #due > 0 then head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES') end
+local nextDue = head[2] and tonumber(head[2]) or -1
 return { jobs, nextDue }

@@ -88,6 +88,11 @@ interface Finished {
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Most jobs one take asks for: all slots up to 16, else a quarter of them (at least 16). */
+export function takeSize(concurrency: number): number {
+  return concurrency <= 16 ? concurrency : Math.max(16, Math.ceil(concurrency / 4));
+}
+
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
 const CLOSE_FLUSH_MS = 5000;
 
@@ -234,10 +239,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
         await new Promise<void>((resolve) => (this.slotWaiter = resolve));
         continue;
       }
+      // Take at most a quarter of the slots per call (16 at least): batches stay large, the next
+      // take overlaps the runs and acknowledgements of the previous one, and slots free up in
+      // staggered waves rather than all at once (a new group's job waits for a wave, not a batch).
+      const want = Math.min(free, takeSize(this.opts.concurrency));
       let jobs: Job[];
       let nextDue: number;
       try {
-        [jobs, nextDue] = await this.take(free);
+        [jobs, nextDue] = await this.take(want);
         failures = 0;
       } catch (err) {
         if (this.closing) break;
@@ -251,7 +260,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         break;
       }
       for (const job of jobs) this.start(job);
-      if (jobs.length < free && !this.closing) {
+      if (jobs.length < want && !this.closing) {
         const untilDue = nextDue > 0 ? nextDue - Date.now() : Infinity;
         await this.waitForWork(Math.max(5, Math.min(this.opts.fallbackWakeMs, untilDue)));
       }
