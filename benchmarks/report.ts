@@ -294,6 +294,8 @@ const METHOD = `- One private \`redis-server\` (started by the harness, no persi
 - Before every run: FLUSHALL and CONFIG RESETSTAT; each run uses a fresh queue name. One warm-up run per system and case, then the measured runs, interleaved (rota, bullmq, groupmq, rota, …). Median and min–max are reported.
 - Each system runs in its own long-lived child process; executors run in that process, except drain-c100-2proc (two forked executor processes, concurrency 100 each).
 - Retention is the same for all: 10,000 completed and 100,000 failed jobs kept (Rota's default keepSucceeded count; BullMQ \`removeOnComplete: { count: 10000 }\`; GroupMQ \`keepCompleted: 10000\`).
+- Redis CPU per job is the server's whole CPU over the phase divided by the jobs, so at low rates (latency-10) it includes Redis's own background work (serverCron) and is inflated for every system alike.
+- A run stops at its time cap (drain and groups: 15 s full, 5 s quick; fairness: 8 s full) and then reports the rate over the jobs that ran (marked ok*); nothing is lost, the rest was still waiting.
 - Rota runs in its shipped configuration: fair round-robin over groups, leases (30 s, heartbeat), idempotent submission, events stream on.
 - BullMQ: one queue shared by every tenant (its open-source edition has no fair groups); \`Queue.add\`, \`Queue.addBulk\`, \`Worker\` with \`concurrency\`.
 - GroupMQ: one group per tenant; \`Queue.add\` (it has no addBulk: a bulk batch is that many \`add()\` calls issued together, autoBatch off because it acknowledges jobs before they are in Redis); \`Worker\` with \`concurrency\`. GroupMQ runs at most one job per group at a time, by design, which caps groups-1 and its heavy tenant in the fairness case.
