@@ -10,11 +10,14 @@
  *     occurrence each;
  *  3. idle: Redis commands per minute sent by 3 idle replicas holding 10,000 tasks due tomorrow;
  *  4. peer: 10,000 BullMQ job schedulers due at the same second every 5 s (`upsertJobScheduler`
- *     with a six-field cron `pattern` firing at seconds 0, 5, 10...) and a no-op worker at concurrency 1,000, for 4 occurrences.
+ *     with a six-field cron `pattern` firing at seconds 0, 5, 10...) and a no-op worker at
+ *     concurrency 1,000, for 4 occurrences.
  * Lateness: Rota = job submitted (server clock) minus occurrence; BullMQ = job processedOn minus
  * its planned time (the millis its job id ends with), since BullMQ records no time for a delayed
- * job becoming runnable (so its figure includes the pickup by the worker). Duplicates: job additions
- * per occurrence beyond one (from the events stream); misses: occurrences in the window with no job.
+ * job becoming runnable (so its figure includes the pickup by the worker). Duplicates: job
+ * additions per occurrence beyond one (Rota: from the events stream; BullMQ: runs per scheduler and
+ * planned time). Misses: occurrences of the window with no job (Rota), or not run by the end of
+ * the window + 3 s (BullMQ, whose backlog is still draining then).
  * Prints a table and writes benchmarks/results/scheduler.json (relative to the working directory).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
