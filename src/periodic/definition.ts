@@ -37,7 +37,15 @@ export interface PeriodicTaskDefinition<A = unknown> {
   owner?: string;
   /** Default `skip`: an occurrence is not submitted while an earlier run has not ended (recorded as skipped). */
   overlap?: OverlapPolicy;
-  /** Default `latest`: after downtime, one run for the latest missed occurrence. */
+  /**
+   * What happens to occurrences that came due while no scheduler ran (an occurrence counts as
+   * missed when it is more than the scheduler's `misfireGraceMs`, default 15 s, late; later ones
+   * are merely late and always submitted). `latest` (default): one run, for the latest missed
+   * occurrence. `all`: each missed occurrence within `catchupWindow`, in order, each its own job
+   * (submitted together, so the overlap policy is checked against runs from before the downtime
+   * only). `none`: nothing; the task resumes with its next future occurrence. Passed-over
+   * occurrences are recorded in the run history as `missed`.
+   */
   catchup?: CatchupPolicy;
   /** How far back `catchup: 'all'` looks, in ms; default 5 minutes. */
   catchupWindow?: number;
