@@ -163,7 +163,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       keepAge: options.keepRuns?.age ?? 30 * 86_400_000,
     };
     this.client = connect(options.connection, { blocking: true }).client;
-    this.subscriber = connect(options.connection, { blocking: true }).client;
+    this.subscriber = connect(options.connection, { blocking: true, subscriber: true }).client;
   }
 
   /** The scheduler's clock: the injected one, or the Redis server's time as estimated here. */
