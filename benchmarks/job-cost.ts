@@ -60,7 +60,7 @@ rows.sort((a, b) => b[1] - a[1]);
 const scripts = rows.filter(([c]) => c === 'evalsha' || c === 'eval').reduce((s, [, n]) => s + n, 0);
 const total = rows.reduce((s, [, n]) => s + n, 0);
 console.log(`${jobs} jobs, ${groups} groups, concurrency ${concurrency}: ${(jobs / (ms / 1000)).toFixed(0)} jobs/s (submit + drain)`);
-console.log(`script calls per job: ${(scripts / jobs).toFixed(3)}; Redis commands per job (as clients sent them): ${(total / jobs).toFixed(3)}`);
+console.log(`script calls per job: ${(scripts / jobs).toFixed(3)}; Redis commands per job (those run inside scripts included): ${(total / jobs).toFixed(3)}`);
 console.log(`Redis CPU per job: ${((after.cpuUs - before.cpuUs) / jobs).toFixed(1)} µs`);
 for (const [cmd, n] of rows.slice(0, 25)) {
   const us = (after.usec.get(cmd) ?? 0) - (before.usec.get(cmd) ?? 0);
