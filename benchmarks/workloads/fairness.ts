@@ -129,8 +129,11 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
     stop();
     await Promise.all(lightPending);
     await until(() => seen.size >= lightSubmitted, 5000, 5);
-    const h0 = performance.now();
+    // The backlog alone, timed like the flood case: filled first, then a fresh executor drains it.
+    await exec.close();
     await fill(ctx, p.heavyJobs, 1, 1000, () => payload(nowMs()));
+    const h0 = performance.now();
+    exec = await startExec();
     capped = !(await until(() => heavyDone >= p.heavyJobs, p.capMs, 5));
     heavyRate = heavyDone / (((heavyDoneAt || performance.now()) - h0) / 1000);
   }
