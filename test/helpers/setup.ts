@@ -65,3 +65,14 @@ export function openQueue(name: string, opts: Partial<QueueOptions> = {}): Queue
 export function openWorker(name: string, handlers: Record<string, (ctx: any) => unknown>, opts: Partial<WorkerOptions> = {}): Worker {
   return track(new Worker(name, handlers, { connection: redisUrl(), ...opts }));
 }
+
+/** Resolves with the first truthy value of `fn`, polled every 20 ms, or fails after `timeoutMs`. */
+export async function eventually<T>(fn: () => Promise<T | undefined | false | null>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,31 +1,19 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler, Worker, type PeriodicTaskDefinition } from '../../src/index.js';
-import { redisUrl, uniqueQueue } from '../helpers/setup.js';
+import { closeAll, eventually, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
-const open: Array<{ close(): Promise<void> }> = [];
-afterEach(async () => {
-  for (const c of open.splice(0).reverse()) await c.close();
-});
+afterEach(closeAll);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(fn: () => Promise<T | undefined | false | null>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
+const until = eventually;
 
 function setup(now?: () => number) {
   const name = uniqueQueue('pol');
   const tasks = new PeriodicTasks(name, { connection: redisUrl(), now });
   const queue = new Queue(name, { connection: redisUrl() });
-  open.push(tasks, queue);
+  track(tasks); track(queue);
   const scheduler = (opts: Partial<ConstructorParameters<typeof Scheduler>[1]> = {}) => {
     const s = new Scheduler(name, { connection: redisUrl(), now, ...opts });
-    open.push(s);
+    track(s);
     return s;
   };
   return { name, tasks, queue, scheduler };
@@ -44,7 +32,7 @@ describe('overlap', () => {
         running -= 1;
       },
     }, { connection: redisUrl(), concurrency: 4 });
-    open.push(w);
+    track(w);
     await tasks.upsert({ id: 'slow', task: 'slow', timer: 'every 1s', maxRuntime: 10_000 });
     await scheduler().start();
     await sleep(7500);
@@ -62,7 +50,7 @@ describe('overlap', () => {
   });
 
   it('allow submits every occurrence; buffer-one holds one until the previous run ends', async () => {
-    const { name, tasks, queue, scheduler } = setup();
+    const { tasks, queue, scheduler } = setup();
     await tasks.upsert({ id: 'a', task: 'x', timer: 'every 300ms', overlap: 'allow' });
     await tasks.upsert({ id: 'b', task: 'x', timer: 'every 300ms', overlap: 'buffer-one' });
     await scheduler({ bufferPollMs: 100 }).start();

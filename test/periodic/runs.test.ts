@@ -2,38 +2,26 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler, Worker, type Job } from '../../src/index.js';
 import { pendingId } from '../../src/periodic/tasks.js';
 import { parseEntry } from '../../src/queue/events.js';
-import { redisUrl, uniqueQueue } from '../helpers/setup.js';
+import { closeAll, eventually, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
-const open: Array<{ close(): Promise<void> }> = [];
-afterEach(async () => {
-  for (const c of open.splice(0).reverse()) await c.close();
-});
+afterEach(closeAll);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(fn: () => Promise<T | undefined | false | null>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
+const until = eventually;
 
 function setup() {
   const name = uniqueQueue('runs');
   const tasks = new PeriodicTasks(name, { connection: redisUrl() });
   const queue = new Queue(name, { connection: redisUrl() });
-  open.push(tasks, queue);
+  track(tasks); track(queue);
   const scheduler = async () => {
     const s = new Scheduler(name, { connection: redisUrl() });
-    open.push(s);
+    track(s);
     await s.start();
     return s;
   };
   const worker = (handlers: ConstructorParameters<typeof Worker>[1], concurrency = 1) => {
     const w = new Worker(name, handlers, { connection: redisUrl(), concurrency });
-    open.push(w);
+    track(w);
     return w;
   };
   return { name, tasks, queue, scheduler, worker };

@@ -1,18 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler, ValidationError } from '../../src/index.js';
-import { rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
+import { closeAll, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
-const open: Array<{ close(): Promise<void> }> = [];
-afterEach(async () => {
-  for (const c of open.splice(0).reverse()) await c.close();
-});
+afterEach(closeAll);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function setup(opts: { now?: () => number } = {}) {
   const name = uniqueQueue('p');
   const tasks = new PeriodicTasks(name, { connection: redisUrl(), ...opts });
   const queue = new Queue(name, { connection: redisUrl() });
-  open.push(tasks, queue);
+  track(tasks); track(queue);
   return { name, tasks, queue };
 }
 
@@ -25,7 +22,7 @@ describe('periodic store and single replica', () => {
     expect(t.args).toEqual({ n: 1 });
     expect(t.maxRuntime).toBe(250);
     const s = new Scheduler(name, { connection: redisUrl() });
-    open.push(s);
+    track(s);
     await s.start();
     await sleep(1800);
     const runs = await tasks.runs('tick');
@@ -58,7 +55,7 @@ describe('periodic store and single replica', () => {
     expect(up.map((u) => u.id)).toEqual(['h', 'h', 'h', 'h']);
     expect(up[1].occurrence - up[0].occurrence).toBe(200);
     const s = new Scheduler(name, { connection: redisUrl(), keepRuns: { count: 3 } });
-    open.push(s);
+    track(s);
     await s.start();
     await sleep(1500);
     const runs = await tasks.runs('h', { limit: 100 });
