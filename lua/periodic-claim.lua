@@ -18,11 +18,17 @@
   ARGV[7] run history: age kept (ms, -1: forever)
 
   Returns { now, earliest score left after the claims ('' when none), per claimed task: id,
-            token, then the CLAIM_FIELDS below }.
+            token, then the CLAIM_FIELDS below }. Besides what the scheduler needs to plan, they
+  hold what periodic-fire needs to submit (job fields, overlap state), so that the fire script
+  does not read the task again: a valid token also means none of them changed since (only the
+  fire script itself writes lastJobId, buffered and period, and only with the token). The reply
+  holds args (msgpack), so read it binary-safe.
 ]]
 --- @include "includes/periodic"
 
-local CLAIM_FIELDS = { 'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'triggered', 'enabled' }
+local CLAIM_FIELDS = { 'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'triggered', 'enabled',
+  'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime', 'overlap', 'lastJobId',
+  'buffered', 'rule', 'period' }
 
 local prefix = ARGV[1]
 local now

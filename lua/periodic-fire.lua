@@ -4,8 +4,10 @@
   the claim read it), applies the overlap policy, submits a job per occurrence
   with the id `<task id>@<occurrence ms>` (so an occurrence can never be submitted twice), records
   skipped and missed occurrences in the run history, and advances nextrun. Work is batched: one
-  ZMSCORE for the tokens, one LPUSH per group list, one group update per group, one ZADD; and a
-  task's record is one argument, so a replica sends a batch of 500 tasks as 505 arguments.
+  ZMSCORE for the tokens, one LPUSH per group list, one group update per group, one ZADD. The
+  task itself is not read here: its record carries the fields periodic-claim read (a valid token
+  means they are unchanged), so what runs at the occurrence is the token check, the job, the
+  history entry and the task's new nextrun / last job.
 
   Overlap is judged against the task's last job from before this call: skip (do not submit while
   it has not ended; recorded as skipped), allow, cancel-previous (submit; the caller cancels the
@@ -19,10 +21,14 @@
   ARGV[4] buffer-one re-check interval (ms)
   ARGV[5] now (ms) from an injected clock, or '' for the server clock (job `submitted` times
           always come from the server clock)
-  ARGV[6..] one record per task, its fields joined by '|' (task ids hold no '|'):
-            id|claim token|trigger time being served ('' if none)|new nextrun ('' when the timer
-            never elapses again)|period (ms from the last occurrence to the next, for tolerance;
-            '' leaves it)|missed count|first missed|last missed|occurrences, comma-separated, ascending
+  ARGV[6..] one record per task: a MessagePack array of REC_WIDTH (23) raw strings (built by
+            the scheduler at claim time, so that firing costs it no encoding; cmsgpack reads it):
+            id, claim token, trigger time being served ('' if none), new nextrun ('' when the timer
+            never elapses again), period (ms from the last occurrence to the next, for tolerance;
+            '' leaves it), missed count, first missed, last missed, occurrences (comma-separated,
+            ascending), then the task's fields as periodic-claim read them: task, group, args,
+            subject, submitter, priority, maxRetries, maxRuntime, overlap, lastJobId, buffered,
+            rule, enabled, period
 
   Returns { earliest p:nextrun score afterwards ('' when none), per task: 'lost' (claim gone:
             fired elsewhere, changed or removed), 'early' (first occurrence still in the future;
@@ -38,23 +44,22 @@ local serverNow = nowMs()
 local now = serverNow
 if ARGV[5] ~= '' then now = tonumber(ARGV[5]) end
 local FINAL = { success = true, failed = true, cancelled = true }
-local TASK_FIELDS = { 'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime',
-  'overlap', 'lastJobId', 'buffered', 'rule', 'enabled' }
-
--- Parse the records, then check every token with one ZMSCORE per 1000 tasks.
+local REC_WIDTH = 23
 local recs = {}
 for i = 6, #ARGV do
-  local f = {}
-  for v in string.gmatch(ARGV[i] .. '|', '([^|]*)|') do f[#f + 1] = v end
-  local occs = {}
-  for o in string.gmatch(f[9], '[^,]+') do occs[#occs + 1] = o end
-  recs[#recs + 1] = { id = f[1], token = f[2], triggered = f[3], newNext = f[4], period = f[5],
-    missed = tonumber(f[6]), missedFirst = f[7], missedLast = f[8], occs = occs }
+  local f = cmsgpack.unpack(ARGV[i])
+  if type(f) ~= 'table' or #f ~= REC_WIDTH then
+    return redis.error_reply('ERR periodic-fire: a record must be an array of ' .. REC_WIDTH .. ' strings')
+  end
+  recs[#recs + 1] = f
 end
+local ntasks = #recs
+
+-- Check every token with one ZMSCORE per 1000 tasks.
 local scores = {}
-for k = 1, #recs, 1000 do
+for k = 1, ntasks, 1000 do
   local ids = {}
-  for j = k, math.min(#recs, k + 999) do ids[#ids + 1] = recs[j].id end
+  for j = k, math.min(ntasks, k + 999) do ids[#ids + 1] = recs[j][1] end
   local got = redis.call('ZMSCORE', KEYS[1], unpack(ids))
   for j = 1, #got do scores[k + j - 1] = got[j] end
 end
@@ -63,9 +68,19 @@ local batch = newJobBatch()
 local results = {}
 local added = 0
 local zadds, zrems = {}, {}
-for r, rec in ipairs(recs) do
-  local id, token, triggered, newNext, period = rec.id, rec.token, rec.triggered, rec.newNext, rec.period
-  local missed, missedFirst, missedLast, occs = rec.missed, rec.missedFirst, rec.missedLast, rec.occs
+for r = 1, ntasks do
+  local f = recs[r]
+  local id, token, triggered, newNext, period = f[1], f[2], f[3], f[4], f[5]
+  local missed, missedFirst, missedLast = tonumber(f[6]), f[7], f[8]
+  local occs = {}
+  local list = f[9]
+  if list ~= '' then
+    if string.find(list, ',', 1, true) then
+      for o in string.gmatch(list, '[^,]+') do occs[#occs + 1] = o end
+    else
+      occs[1] = list
+    end
+  end
   local score = scores[r]
   if not score or tonumber(score) ~= tonumber(token) then
     results[#results + 1] = 'lost'
@@ -73,8 +88,10 @@ for r, rec in ipairs(recs) do
     results[#results + 1] = 'early'
   else
     local tk = prefix .. 'p:t:' .. id
-    local t = redis.call('HMGET', tk, unpack(TASK_FIELDS))
-    local overlap, lastJobId, buffered, rule, enabled = t[9], t[10] or '', t[11] or '', t[12] or '', t[13]
+    -- task, group, args, subject, submitter, priority, maxRetries, maxRuntime (as periodic-claim read them)
+    local t = { f[10], f[11], f[12], f[13], f[14], f[15], f[16], f[17] }
+    local overlap, lastJobId, buffered, rule, enabled = f[18], f[19], f[20], f[21], f[22]
+    local storedBuffered, storedPeriod = buffered, f[23]
     local active = false
     if overlap ~= 'allow' and lastJobId ~= '' then
       local st = redis.call('HGET', prefix .. 'j:' .. lastJobId, 'state')
@@ -85,8 +102,7 @@ for r, rec in ipairs(recs) do
     local lastJob = nil
     local function submit(occ)
       local jobId = id .. '@' .. occ
-      local x = addJobLater(prefix, serverNow, { jobId, t[1], t[2], t[3], t[4] or '', t[5] or '', t[6], t[7],
-        t[8] or '', id, occ }, batch)
+      local x = addJobLater(prefix, serverNow, { jobId, t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], id, occ }, batch)
       added = added + x
       submitted = submitted + x
       lastJob = jobId
@@ -127,8 +143,10 @@ for r, rec in ipairs(recs) do
       -- an event rule's pending run is done: its jobs keep the tracker, the task goes
       pRemove(prefix, id)
     else
-      local fields = { 'nextrun', newNext, 'buffered', buffered }
-      if period ~= '' then fields[#fields + 1] = 'period'; fields[#fields + 1] = period end
+      -- only what changed: nextrun, and buffered, period, lastJobId, triggered when they did
+      local fields = { 'nextrun', newNext }
+      if buffered ~= storedBuffered then fields[#fields + 1] = 'buffered'; fields[#fields + 1] = buffered end
+      if period ~= '' and period ~= storedPeriod then fields[#fields + 1] = 'period'; fields[#fields + 1] = period end
       if lastJob then fields[#fields + 1] = 'lastJobId'; fields[#fields + 1] = lastJob end
       if triggered ~= '' then fields[#fields + 1] = 'triggered'; fields[#fields + 1] = '' end
       redis.call('HSET', tk, unpack(fields))

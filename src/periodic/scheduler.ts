@@ -12,7 +12,9 @@
  * 3. At the occurrence time it fires the batch with one script (`periodic-fire`) that, per task,
  *    checks the token (compare-and-set), applies the overlap policy, submits each occurrence as
  *    job `<task id>@<occurrence ms>` (idempotent, so even a bypassed check could not submit twice)
- *    and advances nextrun, atomically.
+ *    and advances nextrun, atomically. The claim already read the task's job fields and overlap
+ *    state (valid while the token is), and each task's record is encoded at claim time, so at the
+ *    occurrence neither Redis nor the replica does more than it must.
  * 4. Idle, it sleeps until the earliest score minus the look-ahead (one ZRANGE inside the claim
  *    script tells it), or until `p:wake` is published (upsert, enable, trigger, emit), or at the
  *    latest after `fallbackWakeMs`. It never scans every task.
@@ -92,8 +94,14 @@ export interface SchedulerEvents {
   error: [error: Error];
 }
 
-/** Values per claimed task in the claim script's reply: id, token, nextrun, timer, timezone, catchup, catchupWindow, triggered, enabled. */
-const CLAIM_WIDTH = 9;
+/**
+ * Values per claimed task in the claim script's reply: id, token, nextrun, timer, timezone, catchup,
+ * catchupWindow, triggered, enabled, then task, group, args, subject, submitter, priority, maxRetries,
+ * maxRuntime, overlap, lastJobId, buffered, rule, period, which the fire script takes as they are.
+ */
+const CLAIM_WIDTH = 22;
+/** Where the fields handed on to the fire script start in a claimed task's values (task … period). */
+const FIRE_FIELDS_AT = 9;
 
 interface Claimed {
   id: string;
@@ -105,17 +113,41 @@ interface Claimed {
   catchupWindow: number;
   triggered: number | null;
   enabled: boolean;
+  /** task, group, args, subject, submitter, priority, maxRetries, maxRuntime, overlap, lastJobId, buffered, rule, enabled, period. */
+  fields: Array<string | Buffer>;
 }
 
 interface Prepared {
-  /** The fire script's record of the task (see lua/periodic-fire.lua), built ahead of time. */
-  rec: string;
+  /** The fire script's record of the task (see lua/periodic-fire.lua), encoded ahead of time. */
+  rec: Buffer;
   plan: Plan;
   /** Scheduler-clock time at which to fire. */
   at: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A fire-script record: a MessagePack array of raw strings, in the formats Redis's cmsgpack reads
+ * (fixstr, str16, str32; it knows neither bin nor str8). Built at claim time, so that firing only
+ * sends prepared bytes.
+ */
+function encodeRecord(values: Array<string | Buffer>): Buffer {
+  const parts: Buffer[] = [Buffer.from([0xdc, values.length >> 8, values.length & 0xff])];
+  for (const v of values) {
+    const b = typeof v === 'string' ? Buffer.from(v) : v;
+    if (b.length < 32) parts.push(Buffer.from([0xa0 | b.length]));
+    else if (b.length < 0x10000) parts.push(Buffer.from([0xda, b.length >> 8, b.length & 0xff]));
+    else {
+      const h = Buffer.alloc(5);
+      h[0] = 0xdb;
+      h.writeUInt32BE(b.length, 1);
+      parts.push(h);
+    }
+    parts.push(b);
+  }
+  return Buffer.concat(parts);
+}
 
 /**
  * One scheduler replica of queue `queueName`.
@@ -235,14 +267,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   private async claim(): Promise<[number, number | null, Claimed[]]> {
     const sent = Date.now();
-    const [now, first, flat] = await runScript<[number, string, Array<string | number>]>(this.client, 'periodic-claim', [this.keys.nextrun], [
+    // Binary-safe: the reply holds the tasks' args (msgpack).
+    const [now, first, flat] = await runScript<[Buffer | number, Buffer | null, Array<Buffer | number | null>]>(this.client, 'periodic-claim', [this.keys.nextrun], [
       this.keys.prefix, this.o.lookaheadMs, this.o.batchSize, this.o.claimTtlMs, this.injected ? Math.round(this.injected()) : '',
       this.o.keepCount, this.o.keepAge,
-    ]);
-    if (!this.injected) this.offset = Number(now) - Math.round((sent + Date.now()) / 2);
+    ], true);
+    if (!this.injected) this.offset = Number(String(now)) - Math.round((sent + Date.now()) / 2);
     const out: Claimed[] = [];
+    const ARGS = FIRE_FIELDS_AT + 2; // args stays a Buffer
     for (let i = 0; i < flat.length; i += CLAIM_WIDTH) {
-      const f = flat.slice(i, i + CLAIM_WIDTH).map(String);
+      const raw = flat.slice(i, i + CLAIM_WIDTH);
+      // strings, but args (index ARGS) stays a Buffer; only f.slice(FIRE_FIELDS_AT) may hold it
+      const f = raw.map((v, k) => (k === ARGS ? v ?? '' : v === null ? '' : String(v))) as string[];
       out.push({
         id: f[0], token: f[1],
         nextrun: f[2] === '' ? null : Number(f[2]),
@@ -251,9 +287,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         catchupWindow: f[6] === '' ? DEFAULT_CATCHUP_WINDOW : Number(f[6]),
         triggered: f[7] === '' ? null : Number(f[7]),
         enabled: f[8] === '1',
+        // the fire script's order: task … rule, enabled, period (f holds args as a Buffer)
+        fields: [...(f.slice(FIRE_FIELDS_AT, CLAIM_WIDTH - 1) as Array<string | Buffer>), f[8], f[CLAIM_WIDTH - 1]],
       });
     }
-    return [Number(now), first === '' || first === null ? null : Number(first), out];
+    const earliest = first === null || first.length === 0 ? null : Number(first.toString());
+    return [Number(String(now)), earliest, out];
   }
 
   private timerOf(spec: string, timezone: string): Timer {
@@ -292,8 +331,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         p.occurrences = [...new Set([...p.occurrences, c.triggered])].sort((a, b) => a - b);
       }
       const at = p.occurrences.length ? p.occurrences[0] : now;
-      const rec = [c.id, c.token, c.triggered ?? '', p.nextrun ?? '', p.occurrences.length ? p.period : '', p.missed?.count ?? 0,
-        p.missed?.first ?? '', p.missed?.last ?? '', p.occurrences.join(',')].join('|');
+      const rec = encodeRecord([c.id, c.token, String(c.triggered ?? ''), String(p.nextrun ?? ''),
+        String(p.occurrences.length ? p.period : ''), String(p.missed?.count ?? 0), String(p.missed?.first ?? ''),
+        String(p.missed?.last ?? ''), p.occurrences.join(','), ...c.fields]);
       this.schedule({ rec, plan: p, at: Math.max(at, now) });
     }
   }
@@ -328,7 +368,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   private async fireBatch(items: Prepared[]): Promise<void> {
-    const args: string[] = [
+    const args: Array<string | Buffer> = [
       this.keys.prefix, String(this.o.maxEvents), '', String(this.o.bufferPollMs), this.injected ? String(Math.round(this.injected())) : '',
     ];
     for (const it of items) args.push(it.rec);
