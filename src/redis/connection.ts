@@ -35,13 +35,3 @@ export function connect(conn: ConnectionOption, opts: { blocking?: boolean; reus
   client.on('error', () => {});
   return { client, owned: true };
 }
-
-/** Describes where a connection points, for error messages. */
-export function describe(conn: ConnectionOption): string {
-  if (typeof conn === 'string') return conn;
-  if (isClient(conn)) {
-    const o = (conn as Redis).options;
-    return o ? `redis://${o.host ?? '127.0.0.1'}:${o.port ?? 6379}` : 'the given client';
-  }
-  return `redis://${conn.host ?? '127.0.0.1'}:${conn.port ?? 6379}`;
-}

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Redis, ChainableCommander } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 export type ScriptName = 'submit' | 'take' | 'start' | 'finish' | 'heartbeat' | 'recover' | 'cancel' | 'group' | string;
 
@@ -72,13 +72,7 @@ export async function runScript<T = unknown>(
   }
 }
 
-/** Loads every named script into the server's script cache (so pipelines can use EVALSHA). */
+/** Loads every named script into the server's script cache ahead of use. */
 export async function preload(client: Redis, names: ScriptName[]): Promise<void> {
   for (const n of names) await client.script('LOAD', script(n).lua);
-}
-
-/** Queues a script call on a pipeline (the script must be loaded, see {@link preload}). */
-export function pipeScript(pipe: ChainableCommander, name: ScriptName, keys: string[], args: Arg[]): void {
-  const s = script(name);
-  pipe.evalsha(s.sha, keys.length, ...keys, ...args);
 }
