@@ -125,21 +125,16 @@ export class Queue {
     const [submitted, flags] = await runScript<[number, number[]]>(this.client, 'submit', [this.keys.marker], [
       this.keys.prefix, this.maxEvents, SUBMIT_FIELDS, ...submitFields(checked),
     ]);
-    const jobs: Job<A>[] = [];
-    for (let i = 0; i < checked.length; i++) {
-      if (flags[i] === 1) {
-        const c = checked[i];
-        jobs.push({
-          id: c.id!, task: c.task, group: c.group, args: c.args as A, priority: c.priority,
-          subject: c.subject ?? '', submitter: c.submitter ?? '', state: 'waiting', retries: 0,
-          maxRetries: c.maxRetries ?? 3, submitted, maxRuntime: c.maxRuntime, tracker: c.tracker,
-          occurrence: c.occurrence,
-        });
-      } else {
-        jobs.push((await this.getJob<A>(checked[i].id!))!);
-      }
-    }
-    return jobs;
+    // Ids that existed already are read back together (one round trip on the pipelined connection).
+    return Promise.all(checked.map(async (c, i): Promise<Job<A>> => {
+      if (flags[i] !== 1) return (await this.getJob<A>(c.id!))!;
+      return {
+        id: c.id!, task: c.task, group: c.group, args: c.args as A, priority: c.priority,
+        subject: c.subject ?? '', submitter: c.submitter ?? '', state: 'waiting', retries: 0,
+        maxRetries: c.maxRetries ?? 3, submitted, maxRuntime: c.maxRuntime, tracker: c.tracker,
+        occurrence: c.occurrence,
+      };
+    }));
   }
 
   /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
