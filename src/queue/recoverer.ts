@@ -27,7 +27,6 @@ export interface RecovererDeps {
   leaseMs?: number;
   keepSucceeded: Required<Keep>;
   keepFailed: Required<Keep>;
-  onRecovered(ids: string[]): void;
   onError(err: unknown): void;
 }
 
@@ -58,7 +57,6 @@ export class Recoverer {
         this.d.keys.prefix, this.d.maxEvents, this.d.retryDelay, 1000, own ? this.d.workerId : '',
         this.d.keepSucceeded.age, this.d.keepFailed.age, 500, this.d.leaseMs ?? '',
       ]);
-      if (recovered.length) this.d.onRecovered(recovered);
       return recovered;
     } catch (err) {
       this.d.onError(err);

@@ -200,7 +200,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
       client: this.client, keys: this.keys, workerId: this.id, maxEvents: this.opts.maxEvents,
       retryDelay: this.opts.retryDelay, everyMs: Math.max(100, Math.floor(this.opts.leaseMs / 2)), leaseMs: this.opts.leaseMs,
       keepSucceeded, keepFailed,
-      onRecovered: () => {},
       onError: (err) => this.emitError(err),
     });
     if (options.autorun ?? true) void this.run();
