@@ -31,6 +31,9 @@ import { RedisServer } from '../test/helpers/redis-server.js';
 
 const REPLICA = new URL('../test/fixtures/scheduler-replica.js', import.meta.url).pathname;
 const quick = process.argv.includes('--quick');
+/** `--only burst|spread|idle|bullmq` runs one case (for tuning); the results file is then not written. */
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : null;
+const runs = (name: string) => only === null || only === name;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 interface Lateness {
@@ -229,20 +232,27 @@ async function main(): Promise<void> {
   const results: Result[] = [];
   try {
     console.log(`redis ${url}; burst ${burstN}, spread ${spreadN}, idle window ${idleMs} ms`);
-    results.push(await rotaBurst(url, redis, burstN, 4));
-    console.log(results.at(-1));
-    results.push(await bullBurst(url, burstN, 4));
-    console.log(results.at(-1));
+    if (runs('burst')) {
+      results.push(await rotaBurst(url, redis, burstN, 4));
+      console.log(results.at(-1));
+    }
+    if (runs('bullmq')) {
+      results.push(await bullBurst(url, burstN, 4));
+      console.log(results.at(-1));
+    }
+    if (runs('spread')) {
+      await redis.flushall();
+      results.push(await rotaSpread(url, redis, spreadN));
+      console.log(results.at(-1));
+    }
     await redis.flushall();
-    results.push(await rotaSpread(url, redis, spreadN));
-    console.log(results.at(-1));
-    await redis.flushall();
-    const idle = await rotaIdle(url, redis, burstN, idleMs);
+    const idle = runs('idle') ? await rotaIdle(url, redis, burstN, idleMs) : NaN;
     console.log(`idle: ${idle.toFixed(1)} Redis commands per minute from 3 replicas holding ${burstN} tasks`);
     const rows = results.map((r) =>
       `| ${r.case} | ${r.system} | ${r.lateness.p50} | ${r.lateness.p99} | ${r.lateness.max} | ${r.duplicates} | ${r.misses} | ${r.jobs}/${r.occurrences} |`);
     const table = ['| case | system | p50 ms | p99 ms | max ms | duplicates | misses | jobs/occurrences |', '|---|---|---|---|---|---|---|---|', ...rows].join('\n');
     console.log(`\n${table}\n\nidle: ${idle.toFixed(1)} commands/min (3 replicas, ${burstN} tasks)`);
+    if (only !== null) return;
     mkdirSync('benchmarks/results', { recursive: true });
     writeFileSync('benchmarks/results/scheduler.json', JSON.stringify({ at: new Date().toISOString(), quick, results, idleCommandsPerMinute: idle }, null, 2));
   } finally {

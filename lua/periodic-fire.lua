@@ -1,13 +1,15 @@
 --[[
   Fires claimed periodic tasks: per task, atomically, checks the claim (compare-and-set on the
   p:nextrun score the claim set; a valid token also means the task's timer has not changed since
-  the claim read it), applies the overlap policy, submits a job per occurrence
-  with the id `<task id>@<occurrence ms>` (so an occurrence can never be submitted twice), records
-  skipped and missed occurrences in the run history, and advances nextrun. Work is batched: one
-  ZMSCORE for the tokens, one LPUSH per group list, one group update per group, one ZADD. The
-  task itself is not read here: its record carries the fields periodic-claim read (a valid token
-  means they are unchanged), so what runs at the occurrence is the token check, the job, the
-  history entry and the task's new nextrun / last job.
+  the claim read it), applies the overlap policy, submits a job per occurrence with the id
+  `<task id>@<occurrence ms>` (so an occurrence can never be submitted twice), records skipped and
+  missed occurrences in the run history, and advances nextrun. Work is batched: one ZMSCORE for
+  the tokens, one LPUSH per group list, one group update per group, one ZADD.
+
+  Most jobs were staged ahead by periodic-stage (state `planned`, already in the run history):
+  submitting one flips it to `waiting`. A job not staged (fired at once, or its stage expired or
+  was dropped) is written in full from the task's fields, which a valid token means are as the
+  claim read them. A skipped occurrence's planned job is dropped, and so are a lost claim's.
 
   Overlap is judged against the task's last job from before this call: skip (do not submit while
   it has not ended; recorded as skipped), allow, cancel-previous (submit; the caller cancels the
@@ -21,14 +23,13 @@
   ARGV[4] buffer-one re-check interval (ms)
   ARGV[5] now (ms) from an injected clock, or '' for the server clock (job `submitted` times
           always come from the server clock)
-  ARGV[6..] one record per task: a MessagePack array of REC_WIDTH (23) raw strings (built by
+  ARGV[6..] one record per task: a MessagePack array of REC_WIDTH (15) raw strings (built by
             the scheduler at claim time, so that firing costs it no encoding; cmsgpack reads it):
             id, claim token, trigger time being served ('' if none), new nextrun ('' when the timer
             never elapses again), period (ms from the last occurrence to the next, for tolerance;
             '' leaves it), missed count, first missed, last missed, occurrences (comma-separated,
-            ascending), then the task's fields as periodic-claim read them: task, group, args,
-            subject, submitter, priority, maxRetries, maxRuntime, overlap, lastJobId, buffered,
-            rule, enabled, period
+            ascending), then the task's fields as periodic-claim read them: overlap, lastJobId,
+            buffered, rule, enabled, period
 
   Returns { earliest p:nextrun score afterwards ('' when none), per task: 'lost' (claim gone:
             fired elsewhere, changed or removed), 'early' (first occurrence still in the future;
@@ -44,7 +45,8 @@ local serverNow = nowMs()
 local now = serverNow
 if ARGV[5] ~= '' then now = tonumber(ARGV[5]) end
 local FINAL = { success = true, failed = true, cancelled = true }
-local REC_WIDTH = 23
+local REC_WIDTH = 15
+local JOB_FIELDS = { 'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime' }
 local recs = {}
 for i = 6, #ARGV do
   local f = cmsgpack.unpack(ARGV[i])
@@ -55,13 +57,12 @@ for i = 6, #ARGV do
 end
 local ntasks = #recs
 
--- Check every token with one ZMSCORE per 1000 tasks.
-local scores = {}
-for k = 1, ntasks, 1000 do
-  local ids = {}
-  for j = k, math.min(ntasks, k + 999) do ids[#ids + 1] = recs[j][1] end
-  local got = redis.call('ZMSCORE', KEYS[1], unpack(ids))
-  for j = 1, #got do scores[k + j - 1] = got[j] end
+local scores = pTokens(KEYS[1], recs)
+
+-- Drops the planned jobs (and their history entries) of occurrences that will not be submitted.
+local function unstage(id, occ)
+  local jobId = id .. '@' .. occ
+  if dropPlannedJob(prefix, jobId) then redis.call('ZREM', prefix .. 'p:h:' .. id, jobId) end
 end
 
 local batch = newJobBatch()
@@ -83,15 +84,15 @@ for r = 1, ntasks do
   end
   local score = scores[r]
   if not score or tonumber(score) ~= tonumber(token) then
+    for _, occ in ipairs(occs) do unstage(id, occ) end
     results[#results + 1] = 'lost'
   elseif #occs > 0 and tonumber(occs[1]) > now then
     results[#results + 1] = 'early'
   else
     local tk = prefix .. 'p:t:' .. id
-    -- task, group, args, subject, submitter, priority, maxRetries, maxRuntime (as periodic-claim read them)
-    local t = { f[10], f[11], f[12], f[13], f[14], f[15], f[16], f[17] }
-    local overlap, lastJobId, buffered, rule, enabled = f[18], f[19], f[20], f[21], f[22]
-    local storedBuffered, storedPeriod = buffered, f[23]
+    local overlap, lastJobId, buffered, rule, enabled = f[10], f[11], f[12], f[13], f[14]
+    local storedBuffered, storedPeriod = buffered, f[15]
+    local t -- the task's job fields, read only for a job that was not staged
     local active = false
     if overlap ~= 'allow' and lastJobId ~= '' then
       local st = redis.call('HGET', prefix .. 'j:' .. lastJobId, 'state')
@@ -102,14 +103,22 @@ for r = 1, ntasks do
     local lastJob = nil
     local function submit(occ)
       local jobId = id .. '@' .. occ
-      local x = addJobLater(prefix, serverNow, { jobId, t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], id, occ }, batch)
+      local x = releaseJobLater(prefix, serverNow, jobId, batch)
+      if x == false then
+        if not t then
+          t = redis.call('HMGET', tk, unpack(JOB_FIELDS))
+          for k = 1, #JOB_FIELDS do t[k] = t[k] or '' end
+        end
+        x = addJobLater(prefix, serverNow, { jobId, t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], id, occ }, batch)
+        pHistory(prefix, id, occ, jobId)
+      end
       added = added + x
       submitted = submitted + x
       lastJob = jobId
-      pHistory(prefix, id, occ, jobId)
     end
     local function skip(occ)
       skipped = skipped + 1
+      unstage(id, occ)
       pHistory(prefix, id, occ, '~skipped@' .. occ)
     end
     if missed > 0 then

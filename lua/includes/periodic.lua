@@ -5,9 +5,22 @@
     p:all           SET   ids of tasks defined through upsert
     p:owner:<owner> SET   ids of an owner's tasks
     p:h:<id>        ZSET  run history: job id, '~skipped@<occ>' or '~missed@<first>@<count>@<last>'
-                          -> occurrence (ms)
+                          -> occurrence (ms); a staged occurrence's job id is entered when it is
+                          staged (its job is `planned` until the occurrence)
     p:wake          pub/sub channel schedulers listen on
 ]]
+
+-- The p:nextrun scores of records' task ids (rec[1]), in record order, with one ZMSCORE per 1000.
+local function pTokens(nextrunKey, recs)
+  local scores = {}
+  for k = 1, #recs, 1000 do
+    local ids = {}
+    for j = k, math.min(#recs, k + 999) do ids[#ids + 1] = recs[j][1] end
+    local got = redis.call('ZMSCORE', nextrunKey, unpack(ids))
+    for j = 1, #got do scores[k + j - 1] = got[j] end
+  end
+  return scores
+end
 
 -- Adds a record to a task's run history (trimmed when the task is claimed, see pTrimHistory).
 local function pHistory(prefix, id, occurrence, member)

@@ -9,13 +9,17 @@
  *    due again at the TTL. Claims split the work among replicas (each task is claimed by one).
  * 2. It computes each claimed task's occurrences and next occurrence in JavaScript (calendar and
  *    cron timers cannot run in Lua), applying the catch-up policy.
- * 3. At the occurrence time it fires the batch with one script (`periodic-fire`) that, per task,
+ * 3. Right away it stages the coming occurrences' jobs with one script (`periodic-stage`): each
+ *    is written in state `planned` (not yet submitted, invisible to readers, expiring unless
+ *    released) and entered in the run history, so that the work at the occurrence is small.
+ * 4. At the occurrence time it fires the batch with one script (`periodic-fire`) that, per task,
  *    checks the token (compare-and-set), applies the overlap policy, submits each occurrence as
  *    job `<task id>@<occurrence ms>` (idempotent, so even a bypassed check could not submit twice)
- *    and advances nextrun, atomically. The claim already read the task's job fields and overlap
- *    state (valid while the token is), and each task's record is encoded at claim time, so at the
- *    occurrence neither Redis nor the replica does more than it must.
- * 4. Idle, it sleeps until the earliest score minus the look-ahead (one ZRANGE inside the claim
+ *    and advances nextrun, atomically. A staged job is only flipped to `waiting`; one that is not
+ *    staged is written in full. The claim already read the task's overlap state (valid while the
+ *    token is), and each task's record is encoded at claim time, so at the occurrence neither
+ *    Redis nor the replica does more than it must.
+ * 5. Idle, it sleeps until the earliest score minus the look-ahead (one ZRANGE inside the claim
  *    script tells it), or until `p:wake` is published (upsert, enable, trigger, emit), or at the
  *    latest after `fallbackWakeMs`. It never scans every task.
  */
@@ -31,6 +35,7 @@ import type { Timer } from '../timers/index.js';
 import { checkTimer, DEFAULT_CATCHUP_WINDOW, type CatchupPolicy } from './definition.js';
 import { periodicKeys, type PeriodicKeys } from './keys.js';
 import { plan, type Plan } from './occurrences.js';
+import { encodeRecord } from './record.js';
 
 /** How much run history is kept per task. */
 export interface KeepRuns {
@@ -100,8 +105,12 @@ export interface SchedulerEvents {
  * maxRuntime, overlap, lastJobId, buffered, rule, period, which the fire script takes as they are.
  */
 const CLAIM_WIDTH = 22;
-/** Where the fields handed on to the fire script start in a claimed task's values (task … period). */
+/** Where the task's own fields start in a claimed task's values (task … period). */
 const FIRE_FIELDS_AT = 9;
+/** The first JOB_FIELDS of Claimed.fields are the job's (task … maxRuntime), staged; the rest go to the fire script. */
+const JOB_FIELDS = 8;
+/** An occurrence at least this far ahead (ms) is staged. */
+const STAGE_MIN_AHEAD_MS = 20;
 
 interface Claimed {
   id: string;
@@ -126,28 +135,6 @@ interface Prepared {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * A fire-script record: a MessagePack array of raw strings, in the formats Redis's cmsgpack reads
- * (fixstr, str16, str32; it knows neither bin nor str8). Built at claim time, so that firing only
- * sends prepared bytes.
- */
-function encodeRecord(values: Array<string | Buffer>): Buffer {
-  const parts: Buffer[] = [Buffer.from([0xdc, values.length >> 8, values.length & 0xff])];
-  for (const v of values) {
-    const b = typeof v === 'string' ? Buffer.from(v) : v;
-    if (b.length < 32) parts.push(Buffer.from([0xa0 | b.length]));
-    else if (b.length < 0x10000) parts.push(Buffer.from([0xda, b.length >> 8, b.length & 0xff]));
-    else {
-      const h = Buffer.alloc(5);
-      h[0] = 0xdb;
-      h.writeUInt32BE(b.length, 1);
-      parts.push(h);
-    }
-    parts.push(b);
-  }
-  return Buffer.concat(parts);
-}
 
 /**
  * One scheduler replica of queue `queueName`.
@@ -206,7 +193,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Starts the replica; resolves once it listens for wake-ups and runs its loop. */
   async start(): Promise<void> {
     if (this.loopDone) return;
-    await preload(this.client, ['periodic-claim', 'periodic-fire']);
+    await preload(this.client, ['periodic-claim', 'periodic-stage', 'periodic-fire']);
     this.subscriber.on('message', () => this.wake());
     await this.subscriber.subscribe(this.keys.wake);
     this.loopDone = this.loop();
@@ -306,8 +293,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     return t;
   }
 
-  /** Computes the claimed tasks' plans and schedules their firing. */
+  /** Computes the claimed tasks' plans, stages their coming occurrences and schedules their firing. */
   private prepare(claimed: Claimed[], now: number): void {
+    const staged: Buffer[] = [];
     for (const c of claimed) {
       let p: Plan;
       try {
@@ -331,10 +319,25 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         p.occurrences = [...new Set([...p.occurrences, c.triggered])].sort((a, b) => a - b);
       }
       const at = p.occurrences.length ? p.occurrences[0] : now;
+      const occurrences = p.occurrences.join(',');
       const rec = encodeRecord([c.id, c.token, String(c.triggered ?? ''), String(p.nextrun ?? ''),
         String(p.occurrences.length ? p.period : ''), String(p.missed?.count ?? 0), String(p.missed?.first ?? ''),
-        String(p.missed?.last ?? ''), p.occurrences.join(','), ...c.fields]);
+        String(p.missed?.last ?? ''), occurrences, ...c.fields.slice(JOB_FIELDS)]);
+      // Worth staging only when the occurrence is not due at once.
+      const stage = at > now + STAGE_MIN_AHEAD_MS ? encodeRecord([c.id, c.token, occurrences, ...c.fields.slice(0, JOB_FIELDS)]) : null;
+      if (stage) staged.push(stage);
       this.schedule({ rec, plan: p, at: Math.max(at, now) });
+    }
+    // Sent on the same connection as the fire calls, so always ahead of them.
+    for (let i = 0; i < staged.length; i += this.o.batchSize) this.track(this.stage(staged.slice(i, i + this.o.batchSize)));
+  }
+
+  private async stage(records: Buffer[]): Promise<void> {
+    try {
+      await runScript(this.client, 'periodic-stage', [this.keys.nextrun], [this.keys.prefix, String(2 * this.o.claimTtlMs), ...records]);
+    } catch (err) {
+      // Only a cost: the fire script writes jobs it does not find staged.
+      this.emitError(err);
     }
   }
 

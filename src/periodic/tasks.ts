@@ -291,7 +291,9 @@ export class PeriodicTasks {
     const res = jobs.length ? (await pipe.exec())! : [];
     const byId = new Map<string, { job: Record<string, Buffer>; logs: string[] }>();
     jobs.forEach((e, k) => byId.set(e.member, { job: res[k * 2][1] as Record<string, Buffer>, logs: res[k * 2 + 1][1] as string[] }));
-    return entries.map((e): RunRecord => {
+    // A staged occurrence (its job still `planned`) has not run yet.
+    const planned = (e: { member: string }) => byId.get(e.member)?.job?.state?.toString() === 'planned';
+    return entries.filter((e) => !planned(e)).map((e): RunRecord => {
       if (e.member.startsWith('~skipped@')) return { occurrence: e.occurrence, status: 'skipped' };
       if (e.member.startsWith('~missed@')) {
         const [, , count, last] = e.member.split('@');

@@ -140,7 +140,10 @@ export class Queue {
   /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
   async getJob<A = unknown>(id: string): Promise<Job<A> | null> {
     const flat = (await this.client.callBuffer('HGETALL', this.keys.job(id))) as Buffer[];
-    return flat.length ? (decodeJob(flat) as Job<A>) : null;
+    if (!flat.length) return null;
+    const job = decodeJob(flat) as Job<A>;
+    // A periodic occurrence staged ahead of time is not submitted until its occurrence.
+    return (job.state as string) === 'planned' ? null : job;
   }
 
   /** The log lines a job's runs wrote with `ctx.log`, oldest first. */

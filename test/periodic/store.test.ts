@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler, ValidationError } from '../../src/index.js';
-import { closeAll, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
+import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
+import { queueKeys } from '../../src/redis/keys.js';
 
 afterEach(closeAll);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -88,5 +89,45 @@ describe('periodic store and single replica', () => {
     }
     const keys = await rawClient().keys(`{rota:${name}}:*`);
     expect(keys).toEqual([]);
+  });
+
+  it('stages an occurrence ahead as a planned job nobody sees, and submits it once at the occurrence, also after a takeover', async () => {
+    const { name, tasks, queue } = setup();
+    const raw = rawClient();
+    const keys = queueKeys(name);
+    const t = await tasks.upsert({ id: 'st', task: 'noop', timer: 'every 1h', overlap: 'allow' });
+    const jobId = `st@${t.nextrun}`;
+    // The replicas' clock: one second before the occurrence, then (for the takeover) past the claim's TTL.
+    let clock = t.nextrun! - 1000;
+    const opts = { connection: redisUrl(), now: () => clock, lookaheadMs: 2000, claimTtlMs: 3000 };
+    // A replica that stages the occurrence and dies before it fires.
+    const first = new Scheduler(name, opts);
+    await first.start();
+    await eventually(async () => (await raw.hget(keys.job(jobId), 'state')) === 'planned');
+    first.destroy();
+    const ttl = await raw.pttl(keys.job(jobId));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(t.nextrun! + 2 * 3000 - Date.now());
+    expect(await queue.getJob(jobId)).toBeNull();
+    expect(await queue.cancel(jobId)).toBeNull();
+    expect((await queue.counts()).waiting ?? 0).toBe(0);
+    expect(await tasks.runs('st')).toEqual([]);
+    // Its claim expires; another replica submits the staged job, once.
+    clock = t.nextrun! + 5000;
+    const second = new Scheduler(name, opts);
+    track(second);
+    await second.start();
+    const job = await eventually(() => queue.getJob(jobId), 15_000);
+    expect(job.state).toBe('waiting');
+    expect(job.occurrence).toBe(t.nextrun);
+    expect(await raw.pttl(keys.job(jobId))).toBe(-1);
+    const runs = await tasks.runs('st');
+    expect(runs.filter((r) => r.occurrence === t.nextrun).map((r) => r.jobId)).toEqual([jobId]);
+    let adds = 0;
+    for (const [, fields] of await raw.xrange(keys.events, '-', '+')) {
+      const batch = JSON.parse(fields[fields.indexOf('b') + 1]) as Array<[string, string]>;
+      adds += batch.filter(([id, state]) => id === jobId && state === 'waiting').length;
+    }
+    expect(adds).toBe(1);
   });
 });

@@ -1,0 +1,90 @@
+/**
+ * Redis CPU per task of each periodic script on its own (claim, stage, fire), for tuning the Lua:
+ * N tasks due at the same moment, claimed, staged and fired in batches as a replica does, with
+ * INFO commandstats read around each phase. Run the same scripts as the scheduler, without timers.
+ * Usage: node dist/benchmarks/periodic-cost.js [--tasks 10000] [--batch 500] [--rounds 3]
+ */
+import { Redis } from 'ioredis';
+import { PeriodicTasks } from '../src/index.js';
+import { RedisServer } from '../src/dev/redis-server.js';
+import { runScript } from '../src/redis/scripts.js';
+import { periodicKeys } from '../src/periodic/keys.js';
+import { encodeRecord } from '../src/periodic/record.js';
+
+function arg(name: string, def: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+}
+
+const n = arg('tasks', 10_000);
+const batch = arg('batch', 500);
+const rounds = arg('rounds', 3);
+const server = process.env.REDIS_URL ? null : await RedisServer.start();
+const url = process.env.REDIS_URL ?? server!.url;
+const admin = new Redis(url);
+await admin.flushall();
+const client = new Redis(url);
+const keys = periodicKeys('pcost');
+
+async function scriptUsec(): Promise<number> {
+  const stats = await admin.info('commandstats');
+  let us = 0;
+  for (const m of stats.matchAll(/^cmdstat_(evalsha|eval):calls=\d+,usec=(\d+)/gm)) us += Number(m[2]);
+  return us;
+}
+
+async function phase<T>(name: string, body: () => Promise<T>): Promise<T> {
+  const before = await scriptUsec();
+  const out = await body();
+  const us = (await scriptUsec()) - before;
+  console.log(`  ${name.padEnd(6)} ${(us / n).toFixed(2).padStart(7)} µs Redis per task`);
+  return out;
+}
+
+const tasks = new PeriodicTasks('pcost', { connection: url });
+// An interval timer every 10 s; the clock is injected (ARGV now) so every round is due at once.
+for (let i = 0; i < n; i += 1000) {
+  await Promise.all(Array.from({ length: Math.min(1000, n - i) }, (_, k) =>
+    tasks.upsert({ id: `t${i + k}`, task: 'noop', timer: 'every 10s', overlap: 'allow' })));
+}
+const CLAIM_WIDTH = 22;
+for (let round = 0; round < rounds; round++) {
+  const first = Number((await admin.zrange(keys.nextrun, 0, 0, 'WITHSCORES'))[1]);
+  const now = first - 1000;
+  console.log(`round ${round + 1}: ${n} tasks due at ${new Date(first).toISOString()}`);
+  const claimed = await phase('claim', async () => {
+    const out: string[][] = [];
+    for (;;) {
+      const [, , flat] = await runScript<[unknown, unknown, Array<Buffer | number | null>]>(client, 'periodic-claim', [keys.nextrun],
+        [keys.prefix, 2500, batch, 6000, now, 100, -1], true);
+      if (flat.length === 0) break;
+      for (let i = 0; i < flat.length; i += CLAIM_WIDTH) out.push(flat.slice(i, i + CLAIM_WIDTH).map((v) => (Buffer.isBuffer(v) ? v.toString('latin1') : String(v ?? ''))));
+      if (out.length >= n) break;
+    }
+    return out;
+  });
+  const recs = claimed.map((c) => {
+    const occ = c[2];
+    const fields = [...c.slice(9, CLAIM_WIDTH - 1), c[8], c[CLAIM_WIDTH - 1]].map((v) => Buffer.from(v, 'latin1'));
+    return {
+      stage: encodeRecord([c[0], c[1], occ, ...fields.slice(0, 8)]),
+      fire: encodeRecord([c[0], c[1], '', String(Number(occ) + 10_000), '10000', '0', '', '', occ, ...fields.slice(8)]),
+    };
+  });
+  await phase('stage', async () => {
+    for (let i = 0; i < recs.length; i += batch) {
+      await runScript(client, 'periodic-stage', [keys.nextrun], [keys.prefix, 12_000, ...recs.slice(i, i + batch).map((r) => r.stage)]);
+    }
+  });
+  await phase('fire', async () => {
+    for (let i = 0; i < recs.length; i += batch) {
+      await runScript(client, 'periodic-fire', [keys.nextrun], [keys.prefix, 10_000, '', 1000, first + 1, ...recs.slice(i, i + batch).map((r) => r.fire)]);
+    }
+  });
+}
+const jobs = Number(await admin.hget(`${keys.prefix}counts`, 'waiting'));
+console.log(`jobs waiting: ${jobs} (expected ${n * rounds})`);
+await tasks.close();
+client.disconnect();
+admin.disconnect();
+await server?.destroy();
