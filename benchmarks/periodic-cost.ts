@@ -1,7 +1,7 @@
 /**
- * Redis CPU per task of each periodic script on its own (claim, stage, fire), for tuning the Lua:
- * N tasks due at the same moment, claimed, staged and fired in batches as a replica does, with
- * INFO commandstats read around each phase. Run the same scripts as the scheduler, without timers.
+ * Redis CPU per task of each periodic script on its own (claim, stage, release), for tuning the
+ * Lua: N tasks due at the same moment, claimed, staged and released in batches as a replica does,
+ * with INFO commandstats read around each phase. Runs the scheduler's scripts, without timers.
  * Usage: node dist/benchmarks/periodic-cost.js [--tasks 10000] [--batch 500] [--rounds 3]
  */
 import { Redis } from 'ioredis';
@@ -35,9 +35,11 @@ async function scriptUsec(): Promise<number> {
 
 async function phase<T>(name: string, body: () => Promise<T>): Promise<T> {
   const before = await scriptUsec();
+  const t0 = performance.now();
   const out = await body();
+  const ms = performance.now() - t0;
   const us = (await scriptUsec()) - before;
-  console.log(`  ${name.padEnd(6)} ${(us / n).toFixed(2).padStart(7)} µs Redis per task`);
+  console.log(`  ${name.padEnd(8)} ${(us / n).toFixed(2).padStart(7)} µs Redis per task, ${ms.toFixed(0)} ms in all`);
   return out;
 }
 
@@ -47,7 +49,7 @@ for (let i = 0; i < n; i += 1000) {
   await Promise.all(Array.from({ length: Math.min(1000, n - i) }, (_, k) =>
     tasks.upsert({ id: `t${i + k}`, task: 'noop', timer: 'every 10s', overlap: 'allow' })));
 }
-const CLAIM_WIDTH = 22;
+const CLAIM_WIDTH = 20;
 for (let round = 0; round < rounds; round++) {
   const first = Number((await admin.zrange(keys.nextrun, 0, 0, 'WITHSCORES'))[1]);
   const now = first - 1000;
@@ -55,7 +57,7 @@ for (let round = 0; round < rounds; round++) {
   const claimed = await phase('claim', async () => {
     const out: string[][] = [];
     for (;;) {
-      const [, , flat] = await runScript<[unknown, unknown, Array<Buffer | number | null>]>(client, 'periodic-claim', [keys.nextrun],
+      const [, , , flat] = await runScript<[unknown, unknown, unknown, Array<Buffer | number | null>]>(client, 'periodic-claim', [keys.nextrun],
         [keys.prefix, 2500, batch, 6000, now, 100, -1], true);
       if (flat.length === 0) break;
       for (let i = 0; i < flat.length; i += CLAIM_WIDTH) out.push(flat.slice(i, i + CLAIM_WIDTH).map((v) => (Buffer.isBuffer(v) ? v.toString('latin1') : String(v ?? ''))));
@@ -63,22 +65,21 @@ for (let round = 0; round < rounds; round++) {
     }
     return out;
   });
+  // What the scheduler sends: the plan (one occurrence, the next 10 s later), then the task's fields.
   const recs = claimed.map((c) => {
-    const occ = c[2];
     const fields = [...c.slice(9, CLAIM_WIDTH - 1), c[8], c[CLAIM_WIDTH - 1]].map((v) => Buffer.from(v, 'latin1'));
-    return {
-      stage: encodeRecord([c[0], c[1], occ, ...fields.slice(0, 8)]),
-      fire: encodeRecord([c[0], c[1], '', String(Number(occ) + 10_000), '10000', '0', '', '', occ, ...fields.slice(8)]),
-    };
+    return encodeRecord([c[0], c[1], '', String(Number(c[2]) + 10_000), '10000', '0', '', '', c[2], ...fields.slice(8), ...fields.slice(0, 8)]);
   });
   await phase('stage', async () => {
     for (let i = 0; i < recs.length; i += batch) {
-      await runScript(client, 'periodic-stage', [keys.nextrun], [keys.prefix, 12_000, ...recs.slice(i, i + batch).map((r) => r.stage)]);
+      await runScript(client, 'periodic-stage', [keys.nextrun], [keys.prefix, ...recs.slice(i, i + batch)]);
     }
   });
-  await phase('fire', async () => {
-    for (let i = 0; i < recs.length; i += batch) {
-      await runScript(client, 'periodic-fire', [keys.nextrun], [keys.prefix, 10_000, '', 1000, first + 1, ...recs.slice(i, i + batch).map((r) => r.fire)]);
+  await phase('release', async () => {
+    for (;;) {
+      const [, submitted, skipped] = await runScript<[string, number, number]>(client, 'periodic-release', [keys.staged],
+        [keys.prefix, 10_000, first + 1, batch, 1000, 15_000]);
+      if (submitted + skipped === 0) break;
     }
   });
 }

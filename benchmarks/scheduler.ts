@@ -38,6 +38,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)))
 
 interface Lateness {
   n: number;
+  min: number;
   p50: number;
   p99: number;
   max: number;
@@ -57,7 +58,7 @@ interface Result {
 function stats(xs: number[]): Lateness {
   const s = [...xs].sort((a, b) => a - b);
   const q = (p: number) => (s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN);
-  return { n: s.length, p50: q(0.5), p99: q(0.99), max: s.length ? s[s.length - 1] : NaN };
+  return { n: s.length, min: s.length ? s[0] : NaN, p50: q(0.5), p99: q(0.99), max: s.length ? s[s.length - 1] : NaN };
 }
 
 async function replicas(url: string, queue: string, n: number): Promise<NodeProcess[]> {

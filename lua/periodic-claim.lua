@@ -1,7 +1,7 @@
 --[[
   A scheduler replica claims up to ARGV[3] tasks due by now + ARGV[2] (the look-ahead that lets
   it compute next occurrences before they are due). A claim moves the task's p:nextrun score to
-  now + ARGV[4] (the claim's TTL); that score is the claim token the fire script compares. A
+  now + ARGV[4] (the claim's TTL); that score is the claim token periodic-stage compares. A
   replica that dies holding claims blocks nothing: at the TTL the tasks are due again and any
   replica claims them. Any change to a task (upsert, enable, disable, trigger, remove) rewrites
   or removes its score, so a valid token also means the task's timer is as the claim read it.
@@ -17,18 +17,17 @@
   ARGV[6] run history: entries kept per task (-1: all)
   ARGV[7] run history: age kept (ms, -1: forever)
 
-  Returns { now, earliest score left after the claims ('' when none), per claimed task: id,
-            token, then the CLAIM_FIELDS below }. Besides what the scheduler needs to plan, they
-  hold what periodic-fire needs to submit (job fields, overlap state), so that the fire script
-  does not read the task again: a valid token also means none of them changed since (only the
-  fire script itself writes lastJobId, buffered and period, and only with the token). The reply
-  holds args (msgpack), so read it binary-safe.
+  Returns { now, earliest score left after the claims ('' when none), earliest p:staged score
+            ('' when none), per claimed task: id, token, then the CLAIM_FIELDS below }. Besides
+  what the scheduler needs to plan, they hold what periodic-stage needs to stage the jobs, so
+  that it does not read the task again: a valid token also means none of them changed since
+  (only periodic-stage itself writes period, and only with the token). The reply holds args
+  (msgpack), so read it binary-safe.
 ]]
 --- @include "includes/periodic"
 
 local CLAIM_FIELDS = { 'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'triggered', 'enabled',
-  'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime', 'overlap', 'lastJobId',
-  'buffered', 'rule', 'period' }
+  'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime', 'overlap', 'rule', 'period' }
 
 local prefix = ARGV[1]
 local now
@@ -57,4 +56,5 @@ for _, id in ipairs(due) do
 end
 for i = 1, #claims, 1000 do redis.call('ZADD', KEYS[1], unpack(claims, i, math.min(#claims, i + 999))) end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return { now, first[2] or '', out }
+local staged = redis.call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
+return { now, first[2] or '', staged[2] or '', out }

@@ -1,7 +1,7 @@
 --[[
   Enables or disables a periodic task. Enabling a disabled task plans its next occurrence from
   now (ARGV[4]); occurrences while it was disabled are not caught up. Enabling an enabled task
-  changes nothing.
+  changes nothing. Disabling drops the occurrences staged and not yet released.
 
   KEYS[1] p:nextrun  (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -20,6 +20,7 @@ local tk = prefix .. 'p:t:' .. id
 local enabled = redis.call('HGET', tk, 'enabled')
 if not enabled then return 0 end
 if ARGV[3] == '0' then
+  pUnstage(prefix, id)
   redis.call('HSET', tk, 'enabled', '0', 'updated', ARGV[5])
   redis.call('ZREM', KEYS[1], id)
   return 1

@@ -1,53 +1,112 @@
 --[[
-  Stages claimed periodic tasks' coming occurrences ahead of time, so that at the occurrence the
-  fire script does little more than flip a flag: per task whose claim still holds (its p:nextrun
-  score equals the claim token), each planned occurrence's job `<task id>@<occurrence ms>` is
-  written in state `planned` (in no list and no count; readers treat it as absent) with an expiry,
-  and the occurrence is entered in the task's run history under the job id. If no fire ever
-  releases it (the replica died, the task changed), the planned job expires by itself; the fire
-  script writes any job it does not find staged in full, so staging changes what runs at the
-  occurrence, never what is submitted.
+  Commits claimed periodic tasks' coming occurrences, ahead of time: per task, atomically, checks
+  the claim (compare-and-set on the p:nextrun score the claim set; a valid token also means the
+  task has not changed since the claim read it), stages a job per occurrence with the id
+  `<task id>@<occurrence ms>` (so an occurrence can never be submitted twice), enters it in the run
+  history, records missed occurrences, and advances the task's nextrun. A staged job is written in
+  state `planned` (in no list and no count; readers treat it as absent) and entered in p:staged at
+  its occurrence as `<overlap code><job id>|<h|l><group>` (the task's overlap policy, and where
+  the job goes: its priority and group, so that releasing it needs no read of the job); at the
+  occurrence periodic-release submits it or, by the overlap policy, skips it. Once committed, an
+  occurrence no longer depends on the replica that committed it: any replica releases it.
+  Work is batched: one ZMSCORE for the tokens, one ZADD per sorted set.
 
   KEYS[1] p:nextrun  (every key is built from ARGV[1])
   ARGV[1] key prefix
-  ARGV[2] planned jobs expire this long (ms) after their occurrence
-  ARGV[3..] one record per task: a MessagePack array of STAGE_WIDTH (11) raw strings: id, claim
-            token, occurrences (comma-separated, ascending), then the job fields task, group,
-            args, subject, submitter, priority, maxRetries, maxRuntime (as periodic-claim read them)
+  ARGV[2..] one record per task: a MessagePack array of REC_WIDTH (21) raw strings (built by the
+            scheduler from the claim; cmsgpack reads it): id, claim token, trigger time being
+            served ('' if none), new nextrun ('' when the timer never elapses again), period (ms
+            from the last occurrence to the next, for tolerance; '' leaves it), missed count, first
+            missed, last missed, occurrences (comma-separated, ascending), then the task's fields as
+            periodic-claim read them: overlap, rule, enabled, period, and the job fields task, group,
+            args, subject, submitter, priority, maxRetries, maxRuntime
 
-  Returns the number of tasks whose claim still held.
+  Returns { earliest p:nextrun score afterwards ('' when none), earliest p:staged score ('' when
+            none), per task 1 (committed) or 0 (claim gone: committed elsewhere, changed or removed) }.
 ]]
 --- @include "includes/common"
 --- @include "includes/addJob"
 --- @include "includes/periodic"
 
 local prefix = ARGV[1]
-local keepFor = tonumber(ARGV[2])
-local STAGE_WIDTH = 11
+local REC_WIDTH = 21
 local recs = {}
-for i = 3, #ARGV do
+for i = 2, #ARGV do
   local f = cmsgpack.unpack(ARGV[i])
-  if type(f) ~= 'table' or #f ~= STAGE_WIDTH then
-    return redis.error_reply('ERR periodic-stage: a record must be an array of ' .. STAGE_WIDTH .. ' strings')
+  if type(f) ~= 'table' or #f ~= REC_WIDTH then
+    return redis.error_reply('ERR periodic-stage: a record must be an array of ' .. REC_WIDTH .. ' strings')
   end
   recs[#recs + 1] = f
 end
 
 local scores = pTokens(KEYS[1], recs)
-local staged = 0
+local results = {}
+local staged, nextAdds, nextRems = {}, {}, {}
 for r = 1, #recs do
   local f = recs[r]
-  local id, token = f[1], f[2]
-  if scores[r] and tonumber(scores[r]) == tonumber(token) and f[3] ~= '' then
-    staged = staged + 1
-    local history = {}
-    for occ in string.gmatch(f[3], '[^,]+') do
-      local jobId = id .. '@' .. occ
-      stageJob(prefix, { jobId, f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], id, occ }, tonumber(occ) + keepFor)
-      history[#history + 1] = occ
-      history[#history + 1] = jobId
+  local id, token, triggered, newNext, period = f[1], f[2], f[3], f[4], f[5]
+  if not scores[r] or tonumber(scores[r]) ~= tonumber(token) then
+    results[r] = 0
+  else
+    results[r] = 1
+    local missed = tonumber(f[6])
+    local overlap, rule, enabled, storedPeriod = f[10], f[11], f[12], f[13]
+    -- a finished event-rule run's task goes now: an upper-case code tells the release so
+    local gone = newNext == '' and rule ~= ''
+    local code = OVERLAP_CODE[overlap] or 's'
+    if gone then code = string.upper(code) end
+    local members, history = {}, {}
+    local route = '|' .. (f[19] == 'high' and 'h' or 'l') .. f[15]
+    if f[9] ~= '' then
+      for occ in string.gmatch(f[9], '[^,]+') do
+        local jobId = id .. '@' .. occ
+        if stageJob(prefix, { jobId, f[14], f[15], f[16], f[17], f[18], f[19], f[20], f[21], id, occ }) then
+          local member = code .. jobId .. route
+          members[#members + 1] = member
+          staged[#staged + 1] = occ
+          staged[#staged + 1] = member
+          history[#history + 1] = occ
+          history[#history + 1] = jobId
+        end
+      end
     end
-    redis.call('ZADD', prefix .. 'p:h:' .. id, unpack(history))
+    if missed > 0 then
+      history[#history + 1] = f[7]
+      history[#history + 1] = '~missed@' .. f[7] .. '@' .. missed .. '@' .. f[8]
+    end
+    if gone then
+      pRemove(prefix, id, true)
+    else
+      if #history > 0 then redis.call('ZADD', prefix .. 'p:h:' .. id, unpack(history)) end
+      local fields = { 'nextrun', newNext }
+      if period ~= '' and period ~= storedPeriod then fields[#fields + 1] = 'period'; fields[#fields + 1] = period end
+      if triggered ~= '' then fields[#fields + 1] = 'triggered'; fields[#fields + 1] = '' end
+      local tk = prefix .. 'p:t:' .. id
+      -- `staged` lists the task's unreleased occurrences (for pUnstage): this stage's and those
+      -- of earlier stages still waiting
+      local before = redis.call('HGET', tk, 'staged')
+      if before and before ~= '' then
+        local olds = {}
+        for m in string.gmatch(before, '[^,]+') do olds[#olds + 1] = m end
+        local present = redis.call('ZMSCORE', prefix .. 'p:staged', unpack(olds))
+        for i = #olds, 1, -1 do
+          if present[i] then table.insert(members, 1, olds[i]) end
+        end
+      end
+      if #members > 0 or before then fields[#fields + 1] = 'staged'; fields[#fields + 1] = table.concat(members, ',') end
+      redis.call('HSET', tk, unpack(fields))
+      if newNext ~= '' and enabled == '1' then
+        nextAdds[#nextAdds + 1] = newNext
+        nextAdds[#nextAdds + 1] = id
+      else
+        nextRems[#nextRems + 1] = id
+      end
+    end
   end
 end
-return staged
+for k = 1, #staged, 1000 do redis.call('ZADD', prefix .. 'p:staged', unpack(staged, k, math.min(#staged, k + 999))) end
+for k = 1, #nextAdds, 1000 do redis.call('ZADD', KEYS[1], unpack(nextAdds, k, math.min(#nextAdds, k + 999))) end
+for k = 1, #nextRems, 1000 do redis.call('ZREM', KEYS[1], unpack(nextRems, k, math.min(#nextRems, k + 999))) end
+local firstNext = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local firstStaged = redis.call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
+return { firstNext[2] or '', firstStaged[2] or '', results }

@@ -1,7 +1,7 @@
 --[[
   Creates or replaces a periodic task. Its next occurrence is kept when the timer and time zone
-  are unchanged (re-deploying the same definitions never shifts or repeats a run); otherwise it
-  becomes ARGV[4]. Enabled tasks are indexed in p:nextrun, and schedulers are woken.
+  are unchanged (re-deploying the same definitions never shifts or repeats a run, and occurrences
+  already staged stay); otherwise it becomes ARGV[4] and staged occurrences are dropped. Enabled tasks are indexed in p:nextrun, and schedulers are woken.
 
   KEYS[1] p:nextrun  (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -28,15 +28,16 @@ for i = 8, #ARGV, 2 do
   fields[#fields + 1] = ARGV[i + 1]
   new[ARGV[i]] = ARGV[i + 1]
 end
-local old = redis.call('HMGET', tk, 'timer', 'timezone', 'nextrun', 'owner', 'buffered')
+local old = redis.call('HMGET', tk, 'timer', 'timezone', 'nextrun', 'owner')
 local created = old[1] == false
 if ARGV[7] == '1' and not created and old[3] and old[3] ~= '' and tonumber(old[3]) > tonumber(ARGV[4]) then
   return { 0, old[3] }
 end
 local nextrun = ARGV[4]
-if not created and old[1] == new['timer'] and old[2] == new['timezone'] and old[3] and old[3] ~= '' then
-  nextrun = old[3]
-end
+local sameTimer = not created and old[1] == new['timer'] and old[2] == new['timezone']
+if sameTimer and old[3] and old[3] ~= '' then nextrun = old[3] end
+-- occurrences staged under another timer, or for a task now disabled, do not run
+if not created and (not sameTimer or ARGV[5] ~= '1') then pUnstage(prefix, id) end
 if old[4] and old[4] ~= '' and old[4] ~= new['owner'] then
   redis.call('SREM', prefix .. 'p:owner:' .. old[4], id)
 end
@@ -52,10 +53,7 @@ redis.call('HSET', tk, unpack(fields))
 if new['owner'] and new['owner'] ~= '' then redis.call('SADD', prefix .. 'p:owner:' .. new['owner'], id) end
 if ARGV[3] == '1' then redis.call('SADD', prefix .. 'p:all', id) end
 if ARGV[5] == '1' and nextrun ~= '' then
-  local score = tonumber(nextrun)
-  -- a run held by buffer-one is looked at again soon
-  if old[5] and old[5] ~= '' then score = tonumber(ARGV[6]) end
-  redis.call('ZADD', KEYS[1], score, id)
+  redis.call('ZADD', KEYS[1], tonumber(nextrun), id)
   pWake(prefix)
 else
   redis.call('ZREM', KEYS[1], id)

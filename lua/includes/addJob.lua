@@ -3,13 +3,12 @@
   f: id, task, group, args, subject, submitter, priority ('high'|'low'), maxRetries,
      maxRuntime, tracker, occurrence (the last four may be '').
   Returns 1 when added, 0 when the id existed.
-  addJobLater is the batch form: the list pushes and group counter changes are collected in a
-  batch (newJobBatch) and applied by flushJobs with one LPUSH per list and one update per group.
+  enqueueLater is the batch form of the push: list pushes and group counter changes are collected
+  in a batch (newJobBatch) and applied by flushJobs with one LPUSH per list and one update per group.
 
-  A periodic occurrence's job may be staged ahead of its occurrence (stageJob): its hash is
-  written in state `planned`, in no list and no count, with an expiry, so that at the occurrence
-  releaseJobLater only flips it to `waiting`. A planned job is not submitted: every reader treats
-  it as absent.
+  A periodic occurrence's job is staged ahead of its occurrence (stageJob): its hash is written
+  in state `planned`, in no list and no count, so that at the occurrence the release only flips
+  it to `waiting`. A planned job is not submitted: every reader treats it as absent.
 ]]
 local OPTIONAL_JOB_FIELDS = { [5] = 'subject', [6] = 'submitter', [9] = 'maxRuntime', [10] = 'tracker', [11] = 'occurrence' }
 
@@ -40,12 +39,18 @@ local function addJob(prefix, now, f)
 end
 
 local function newJobBatch()
-  return { lists = {}, listOrder = {}, groups = {}, groupOrder = {} }
+  return { lists = {}, listOrder = {}, groups = {}, groupOrder = {}, listKeys = {} }
 end
 
 -- Queues job `id` for its group's list in a batch.
 local function enqueueLater(prefix, batch, id, group, high)
-  local list = prefix .. 'g:' .. group .. (high and ':h' or ':l')
+  local keys = batch.listKeys[group]
+  if not keys then
+    local gk = prefix .. 'g:' .. group
+    keys = { [true] = gk .. ':h', [false] = gk .. ':l' }
+    batch.listKeys[group] = keys
+  end
+  local list = keys[high]
   local ids = batch.lists[list]
   if not ids then
     ids = {}
@@ -63,42 +68,11 @@ local function enqueueLater(prefix, batch, id, group, high)
   changed(id, 'waiting')
 end
 
-local function addJobLater(prefix, now, f, batch)
-  if writeJob(prefix, now, f) == 0 then return 0 end
-  enqueueLater(prefix, batch, f[1], f[3], f[7] == 'high')
-  return 1
-end
-
--- Writes job f (see writeJob) in state `planned`, expiring at `expireAt` (ms) unless released.
--- A planned job already there gets the new expiry; a submitted one is left alone.
-local function stageJob(prefix, f, expireAt)
-  local jobKey = prefix .. 'j:' .. f[1]
-  if writeJob(prefix, '', f, 'planned') == 0 then
-    if redis.call('HGET', jobKey, 'state') ~= 'planned' then return end
-  end
-  redis.call('PEXPIREAT', jobKey, expireAt)
-end
-
--- Submits a planned job in a batch: state `waiting`, submitted now, no expiry. Returns 1 when
--- released, 0 when the job was already submitted, and false when there is no such job (never
--- staged, or its stage expired or was dropped), which the caller then writes in full.
-local function releaseJobLater(prefix, now, id, batch)
-  local jobKey = prefix .. 'j:' .. id
-  local job = redis.call('HMGET', jobKey, 'state', 'group', 'priority')
-  if not job[1] then return false end
-  if job[1] ~= 'planned' then return 0 end
-  redis.call('HSET', jobKey, 'state', 'waiting', 'submitted', now)
-  redis.call('PERSIST', jobKey)
-  enqueueLater(prefix, batch, id, job[2], job[3] == 'high')
-  return 1
-end
-
--- Drops a planned job (its occurrence was skipped or its claim lost). Returns true when it was planned.
-local function dropPlannedJob(prefix, id)
-  local jobKey = prefix .. 'j:' .. id
-  if redis.call('HGET', jobKey, 'state') ~= 'planned' then return false end
-  redis.call('DEL', jobKey)
-  return true
+-- Writes job f (see writeJob) in state `planned`, unless it exists. Returns true when the job is
+-- planned afterwards (written now, or already planned), false when it was submitted already.
+local function stageJob(prefix, f)
+  if writeJob(prefix, '', f, 'planned') == 1 then return true end
+  return redis.call('HGET', prefix .. 'j:' .. f[1], 'state') == 'planned'
 end
 
 -- Applies a batch's pushes (in the order the jobs were added) and group changes.

@@ -5,9 +5,14 @@
     p:all           SET   ids of tasks defined through upsert
     p:owner:<owner> SET   ids of an owner's tasks
     p:h:<id>        ZSET  run history: job id, '~skipped@<occ>' or '~missed@<first>@<count>@<last>'
-                          -> occurrence (ms); a staged occurrence's job id is entered when it is
-                          staged (its job is `planned` until the occurrence)
+                          -> occurrence (ms); an occurrence's job id is entered when it is staged
+    p:staged        ZSET  staged occurrences: <overlap code><job id>|<h|l><group> -> when to release it (ms):
+                          its occurrence, or the next look at a run held by buffer-one. Its job
+                          is `planned` until released (see periodic-stage, periodic-release)
+    p:last          HASH  task id -> id of the last job submitted for it
+    p:buf           HASH  task id -> p:staged member of the run buffer-one holds back
     p:wake          pub/sub channel schedulers listen on
+  A task's hash field `staged` lists the p:staged members its last stage added.
 ]]
 
 -- The p:nextrun scores of records' task ids (rec[1]), in record order, with one ZMSCORE per 1000.
@@ -27,20 +32,54 @@ local function pHistory(prefix, id, occurrence, member)
   redis.call('ZADD', prefix .. 'p:h:' .. id, occurrence, member)
 end
 
--- Trims a task's run history to `keep` entries (-1: all) and `age` ms (-1: forever).
+-- Trims a task's run history to `keep` past entries (-1: all) and `age` ms (-1: forever).
 local function pTrimHistory(prefix, id, keep, age, now)
   local hk = prefix .. 'p:h:' .. id
   keep = tonumber(keep)
-  if keep and keep >= 0 then redis.call('ZREMRANGEBYRANK', hk, 0, -(keep + 1)) end
+  if keep and keep >= 0 then
+    -- entries are ordered by occurrence; those still ahead (staged) are not history yet
+    local past = redis.call('ZCOUNT', hk, '-inf', now)
+    if past > keep then redis.call('ZREMRANGEBYRANK', hk, 0, past - keep - 1) end
+  end
   age = tonumber(age)
   if age and age >= 0 then redis.call('ZREMRANGEBYSCORE', hk, '-inf', '(' .. (now - age)) end
 end
 
--- Removes a task and its indexes (not its jobs). Returns 1 when it existed.
-local function pRemove(prefix, id)
+-- The overlap policy of a staged occurrence, as the first character of its p:staged member.
+local OVERLAP_CODE = { allow = 'a', skip = 's', ['buffer-one'] = 'b', ['cancel-previous'] = 'c' }
+
+-- Drops a task's staged occurrences that are not released yet (those of its last stage and the
+-- one buffer-one holds): their planned jobs and history entries go.
+local function pUnstage(prefix, id)
+  local tk = prefix .. 'p:t:' .. id
+  local staged = redis.call('HGET', tk, 'staged')
+  local members = {}
+  if staged and staged ~= '' then
+    for m in string.gmatch(staged, '[^,]+') do members[#members + 1] = m end
+  end
+  local held = redis.call('HGET', prefix .. 'p:buf', id)
+  if held then
+    members[#members + 1] = held
+    redis.call('HDEL', prefix .. 'p:buf', id)
+  end
+  for _, m in ipairs(members) do
+    if redis.call('ZREM', prefix .. 'p:staged', m) == 1 then
+      local jobId = string.match(m, '^.([^|]*)')
+      redis.call('DEL', prefix .. 'j:' .. jobId)
+      redis.call('ZREM', prefix .. 'p:h:' .. id, jobId)
+    end
+  end
+  if staged then redis.call('HDEL', tk, 'staged') end
+end
+
+-- Removes a task and its indexes (not its jobs), and its staged occurrences unless keepStaged.
+-- Returns 1 when it existed.
+local function pRemove(prefix, id, keepStaged)
   local tk = prefix .. 'p:t:' .. id
   local owner = redis.call('HGET', tk, 'owner')
   if not owner then return 0 end
+  if not keepStaged then pUnstage(prefix, id) end
+  redis.call('HDEL', prefix .. 'p:last', id)
   if owner ~= '' then redis.call('SREM', prefix .. 'p:owner:' .. owner, id) end
   redis.call('DEL', tk, prefix .. 'p:h:' .. id)
   redis.call('ZREM', prefix .. 'p:nextrun', id)

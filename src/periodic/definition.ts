@@ -168,7 +168,7 @@ export function definitionFields(c: CheckedDefinition, now: number): Array<strin
 }
 
 const NUMBERS = new Set(['catchupWindow', 'tolerance', 'maxRuntime', 'maxRetries', 'nextrun', 'lastrun', 'created', 'updated']);
-const HIDDEN = new Set(['interval', 'period', 'buffered']);
+const HIDDEN = new Set(['interval', 'period', 'staged']);
 
 /** Builds a task from an HGETALL reply (flat list of Buffers). */
 export function decodeTask(flat: Buffer[]): PeriodicTask {

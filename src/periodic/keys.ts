@@ -10,6 +10,9 @@
  *   p:owner:<owner> SET    ids of the tasks of an owner
  *   p:h:<id>        ZSET   run history of a task: member -> occurrence (ms). Members are job ids
  *                          (`<id>@<occurrence>`) or `~skipped@<occ>` / `~missed@<first>@<count>@<last>`
+ *   p:staged        ZSET   staged occurrences: <overlap code><job id> -> when to release them (ms)
+ *   p:last          HASH   task id -> id of the last job submitted for it
+ *   p:buf           HASH   task id -> id of the job buffer-one holds back
  *   p:wake          pub/sub channel: schedulers re-read the earliest nextrun when told
  *   p:rule:<id>     HASH   an event rule (id, after, delay, delayMs, task, group, args, created)
  *   p:rules         SET    ids of every event rule
@@ -20,6 +23,9 @@ import { queueKeys } from '../redis/keys.js';
 export interface PeriodicKeys {
   prefix: string;
   nextrun: string;
+  staged: string;
+  last: string;
+  buf: string;
   all: string;
   wake: string;
   rules: string;
@@ -36,6 +42,9 @@ export function periodicKeys(name: string): PeriodicKeys {
   return {
     prefix,
     nextrun: `${prefix}p:nextrun`,
+    staged: `${prefix}p:staged`,
+    last: `${prefix}p:last`,
+    buf: `${prefix}p:buf`,
     all: `${prefix}p:all`,
     wake: `${prefix}p:wake`,
     rules: `${prefix}p:rules`,

@@ -1,9 +1,8 @@
 /** Records the scheduler hands to its Lua scripts. */
 
 /**
- * A record of the stage and fire scripts: a MessagePack array of raw strings, in the formats Redis's cmsgpack reads
- * (fixstr, str16, str32; it knows neither bin nor str8). Built at claim time, so that firing only
- * sends prepared bytes.
+ * A record of the stage script: a MessagePack array of raw strings, in the formats Redis's cmsgpack reads
+ * (fixstr, str16, str32; it knows neither bin nor str8). Built from the claim, in the binary-safe form cmsgpack decodes.
  */
 export function encodeRecord(values: Array<string | Buffer>): Buffer {
   const parts: Buffer[] = [Buffer.from([0xdc, values.length >> 8, values.length & 0xff])];

@@ -9,16 +9,14 @@
  *    due again at the TTL. Claims split the work among replicas (each task is claimed by one).
  * 2. It computes each claimed task's occurrences and next occurrence in JavaScript (calendar and
  *    cron timers cannot run in Lua), applying the catch-up policy.
- * 3. Right away it stages the coming occurrences' jobs with one script (`periodic-stage`): each
- *    is written in state `planned` (not yet submitted, invisible to readers, expiring unless
- *    released) and entered in the run history, so that the work at the occurrence is small.
- * 4. At the occurrence time it fires the batch with one script (`periodic-fire`) that, per task,
- *    checks the token (compare-and-set), applies the overlap policy, submits each occurrence as
- *    job `<task id>@<occurrence ms>` (idempotent, so even a bypassed check could not submit twice)
- *    and advances nextrun, atomically. A staged job is only flipped to `waiting`; one that is not
- *    staged is written in full. The claim already read the task's overlap state (valid while the
- *    token is), and each task's record is encoded at claim time, so at the occurrence neither
- *    Redis nor the replica does more than it must.
+ * 3. Right away it commits them with one script (`periodic-stage`) that, per task, checks the
+ *    token (compare-and-set), stages a job per occurrence as `<task id>@<occurrence ms>` in state
+ *    `planned` (invisible to readers; the id means an occurrence can never be submitted twice),
+ *    records the run history and advances nextrun, atomically.
+ * 4. At the occurrence, `periodic-release` submits the staged jobs that are due, applying each
+ *    task's overlap policy against its last job at that moment. Any replica releases any staged
+ *    occurrence (each is released once): the one that staged it at the occurrence, and the others
+ *    as soon as they learn of it, so a replica that dies after staging delays nothing.
  * 5. Idle, it sleeps until the earliest score minus the look-ahead (one ZRANGE inside the claim
  *    script tells it), or until `p:wake` is published (upsert, enable, trigger, emit), or at the
  *    latest after `fallbackWakeMs`. It never scans every task.
@@ -28,7 +26,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { connect, type ConnectionOption } from '../redis/connection.js';
-import { queueKeys } from '../redis/keys.js';
+import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { preload, runScript } from '../redis/scripts.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import type { Timer } from '../timers/index.js';
@@ -58,7 +56,7 @@ export interface SchedulerOptions {
   now?: () => number;
   /**
    * Tasks are claimed and prepared this long before they are due (ms), so that at the occurrence
-   * only the fire script runs; default 2,500 (claiming 10,000 tasks takes Redis a few hundred ms).
+   * only the release runs; default 2,500 (claiming and staging 10,000 tasks takes Redis a few hundred ms).
    */
   lookaheadMs?: number;
   /**
@@ -66,7 +64,7 @@ export interface SchedulerOptions {
    * (at least the look-ahead plus one second).
    */
   claimTtlMs?: number;
-  /** Tasks per claim and per fire script call; default 500. */
+  /** Tasks per claim and stage call, and occurrences per release call; default 500. */
   batchSize?: number;
   /**
    * An occurrence less late than this (ms) is always submitted (the schedulers were busy, or a
@@ -102,15 +100,13 @@ export interface SchedulerEvents {
 /**
  * Values per claimed task in the claim script's reply: id, token, nextrun, timer, timezone, catchup,
  * catchupWindow, triggered, enabled, then task, group, args, subject, submitter, priority, maxRetries,
- * maxRuntime, overlap, lastJobId, buffered, rule, period, which the fire script takes as they are.
+ * maxRuntime, overlap, rule, period, which the stage script takes as they are.
  */
-const CLAIM_WIDTH = 22;
+const CLAIM_WIDTH = 20;
 /** Where the task's own fields start in a claimed task's values (task … period). */
-const FIRE_FIELDS_AT = 9;
-/** The first JOB_FIELDS of Claimed.fields are the job's (task … maxRuntime), staged; the rest go to the fire script. */
+const TASK_FIELDS_AT = 9;
+/** The first JOB_FIELDS of Claimed.fields are the job's (task … maxRuntime); then overlap, rule, enabled, period. */
 const JOB_FIELDS = 8;
-/** An occurrence at least this far ahead (ms) is staged. */
-const STAGE_MIN_AHEAD_MS = 20;
 
 interface Claimed {
   id: string;
@@ -122,16 +118,8 @@ interface Claimed {
   catchupWindow: number;
   triggered: number | null;
   enabled: boolean;
-  /** task, group, args, subject, submitter, priority, maxRetries, maxRuntime, overlap, lastJobId, buffered, rule, enabled, period. */
+  /** task, group, args, subject, submitter, priority, maxRetries, maxRuntime, overlap, rule, enabled, period. */
   fields: Array<string | Buffer>;
-}
-
-interface Prepared {
-  /** The fire script's record of the task (see lua/periodic-fire.lua), encoded ahead of time. */
-  rec: Buffer;
-  plan: Plan;
-  /** Scheduler-clock time at which to fire. */
-  at: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -157,15 +145,16 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private wakeUp: (() => void) | null = null;
   private woken = false;
   /** Scheduler-clock time the idle loop sleeps until (0 while it is not sleeping). */
-  private sleepUntil = 0;
-  private readonly timers = new Map<number, { timer: NodeJS.Timeout; items: Prepared[] }>();
+  private releaseTimer: { at: number; timer: NodeJS.Timeout } | null = null;
+  private releasing = false;
+  private releaseAgain = false;
   private readonly inflight = new Set<Promise<void>>();
   private readonly timerCache = new Map<string, Timer>();
-  private readonly queueName: string;
+  private readonly queueKeys: QueueKeys;
 
   constructor(queueName: string, options: SchedulerOptions) {
     super();
-    this.queueName = queueName;
+    this.queueKeys = queueKeys(queueName);
     this.keys = periodicKeys(queueName);
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.injected = options.now;
@@ -193,7 +182,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Starts the replica; resolves once it listens for wake-ups and runs its loop. */
   async start(): Promise<void> {
     if (this.loopDone) return;
-    await preload(this.client, ['periodic-claim', 'periodic-stage', 'periodic-fire']);
+    await preload(this.client, ['periodic-claim', 'periodic-stage', 'periodic-release', 'cancel']);
     this.subscriber.on('message', () => this.wake());
     await this.subscriber.subscribe(this.keys.wake);
     this.loopDone = this.loop();
@@ -228,13 +217,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         await sleep(Math.min(100 * 2 ** failures++, 2000));
         continue;
       }
-      if (claimed.length) this.prepare(claimed, now);
+      if (claimed.length) {
+        try {
+          earliest = (await this.commit(claimed, now)) ?? earliest;
+        } catch (err) {
+          // The claims expire and another pass (or replica) commits these tasks.
+          this.emitError(err);
+        }
+      }
       if (claimed.length >= this.o.batchSize || this.woken) continue;
       const wait = Math.max(1, Math.min(this.o.fallbackWakeMs,
         earliest === null ? this.o.fallbackWakeMs : earliest - this.o.lookaheadMs - this.now()));
-      this.sleepUntil = this.now() + wait;
       await this.idle(wait);
-      this.sleepUntil = 0;
     }
   }
 
@@ -252,19 +246,22 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
   }
 
+  /** Claims due tasks; resolves the scheduler-clock now, the earliest nextrun left and the claimed tasks. */
   private async claim(): Promise<[number, number | null, Claimed[]]> {
     const sent = Date.now();
     // Binary-safe: the reply holds the tasks' args (msgpack).
-    const [now, first, flat] = await runScript<[Buffer | number, Buffer | null, Array<Buffer | number | null>]>(this.client, 'periodic-claim', [this.keys.nextrun], [
-      this.keys.prefix, this.o.lookaheadMs, this.o.batchSize, this.o.claimTtlMs, this.injected ? Math.round(this.injected()) : '',
-      this.o.keepCount, this.o.keepAge,
-    ], true);
+    const [now, first, staged, flat] = await runScript<[Buffer | number, Buffer | null, Buffer | null, Array<Buffer | number | null>]>(
+      this.client, 'periodic-claim', [this.keys.nextrun], [
+        this.keys.prefix, this.o.lookaheadMs, this.o.batchSize, this.o.claimTtlMs, this.injected ? Math.round(this.injected()) : '',
+        this.o.keepCount, this.o.keepAge,
+      ], true);
     if (!this.injected) this.offset = Number(String(now)) - Math.round((sent + Date.now()) / 2);
+    this.planRelease(scoreOf(staged));
     const out: Claimed[] = [];
-    const ARGS = FIRE_FIELDS_AT + 2; // args stays a Buffer
+    const ARGS = TASK_FIELDS_AT + 2; // args stays a Buffer
     for (let i = 0; i < flat.length; i += CLAIM_WIDTH) {
       const raw = flat.slice(i, i + CLAIM_WIDTH);
-      // strings, but args (index ARGS) stays a Buffer; only f.slice(FIRE_FIELDS_AT) may hold it
+      // strings, but args (index ARGS) stays a Buffer; only f.slice(TASK_FIELDS_AT) may hold it
       const f = raw.map((v, k) => (k === ARGS ? v ?? '' : v === null ? '' : String(v))) as string[];
       out.push({
         id: f[0], token: f[1],
@@ -274,12 +271,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         catchupWindow: f[6] === '' ? DEFAULT_CATCHUP_WINDOW : Number(f[6]),
         triggered: f[7] === '' ? null : Number(f[7]),
         enabled: f[8] === '1',
-        // the fire script's order: task … rule, enabled, period (f holds args as a Buffer)
-        fields: [...(f.slice(FIRE_FIELDS_AT, CLAIM_WIDTH - 1) as Array<string | Buffer>), f[8], f[CLAIM_WIDTH - 1]],
+        // task … rule, enabled, period (f holds args as a Buffer)
+        fields: [...(f.slice(TASK_FIELDS_AT, CLAIM_WIDTH - 1) as Array<string | Buffer>), f[8], f[CLAIM_WIDTH - 1]],
       });
     }
-    const earliest = first === null || first.length === 0 ? null : Number(first.toString());
-    return [Number(String(now)), earliest, out];
+    return [Number(String(now)), scoreOf(first), out];
   }
 
   private timerOf(spec: string, timezone: string): Timer {
@@ -293,9 +289,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     return t;
   }
 
-  /** Computes the claimed tasks' plans, stages their coming occurrences and schedules their firing. */
-  private prepare(claimed: Claimed[], now: number): void {
-    const staged: Buffer[] = [];
+  /**
+   * Computes the claimed tasks' plans and commits them (stages their occurrences, advances their
+   * nextrun). Resolves the earliest nextrun afterwards.
+   */
+  private async commit(claimed: Claimed[], now: number): Promise<number | null> {
+    const records: Buffer[] = [];
     for (const c of claimed) {
       let p: Plan;
       try {
@@ -304,7 +303,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           ? { occurrences: [], nextrun: null, period: 0, missed: null }
           : plan({ timer, nextrun: c.nextrun, now, catchup: c.catchup, catchupWindow: c.catchupWindow, misfireGraceMs: this.o.misfireGraceMs });
         if (!c.enabled || (c.nextrun !== null && c.nextrun > now + this.o.lookaheadMs)) {
-          // Claimed only for a trigger (a disabled task runs nothing else) or a buffer-one re-check.
+          // Claimed only for a trigger (a disabled task runs nothing else).
           p = { occurrences: [], nextrun: c.nextrun, period: 0, missed: null };
         }
       } catch (err) {
@@ -318,45 +317,30 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         }
         p.occurrences = [...new Set([...p.occurrences, c.triggered])].sort((a, b) => a - b);
       }
-      const at = p.occurrences.length ? p.occurrences[0] : now;
-      const occurrences = p.occurrences.join(',');
-      const rec = encodeRecord([c.id, c.token, String(c.triggered ?? ''), String(p.nextrun ?? ''),
+      records.push(encodeRecord([c.id, c.token, String(c.triggered ?? ''), String(p.nextrun ?? ''),
         String(p.occurrences.length ? p.period : ''), String(p.missed?.count ?? 0), String(p.missed?.first ?? ''),
-        String(p.missed?.last ?? ''), occurrences, ...c.fields.slice(JOB_FIELDS)]);
-      // Worth staging only when the occurrence is not due at once.
-      const stage = at > now + STAGE_MIN_AHEAD_MS ? encodeRecord([c.id, c.token, occurrences, ...c.fields.slice(0, JOB_FIELDS)]) : null;
-      if (stage) staged.push(stage);
-      this.schedule({ rec, plan: p, at: Math.max(at, now) });
+        String(p.missed?.last ?? ''), p.occurrences.join(','), ...c.fields.slice(JOB_FIELDS), ...c.fields.slice(0, JOB_FIELDS)]));
     }
-    // Sent on the same connection as the fire calls, so always ahead of them.
-    for (let i = 0; i < staged.length; i += this.o.batchSize) this.track(this.stage(staged.slice(i, i + this.o.batchSize)));
+    if (records.length === 0) return null;
+    const [first, staged, results] = await runScript<[string, string, number[]]>(this.client, 'periodic-stage', [this.keys.nextrun], [
+      this.keys.prefix, ...records,
+    ]);
+    const lost = results.filter((r) => r === 0).length;
+    if (lost) this.emit('fired', { submitted: 0, skipped: 0, lost });
+    this.planRelease(scoreOf(staged));
+    return scoreOf(first);
   }
 
-  private async stage(records: Buffer[]): Promise<void> {
-    try {
-      await runScript(this.client, 'periodic-stage', [this.keys.nextrun], [this.keys.prefix, String(2 * this.o.claimTtlMs), ...records]);
-    } catch (err) {
-      // Only a cost: the fire script writes jobs it does not find staged.
-      this.emitError(err);
-    }
-  }
-
-  private schedule(item: Prepared): void {
-    let slot = this.timers.get(item.at);
-    if (!slot) {
-      const at = item.at;
-      const delay = Math.max(0, at - this.now());
-      slot = {
-        items: [],
-        timer: setTimeout(() => {
-          const s = this.timers.get(at);
-          this.timers.delete(at);
-          if (s) this.track(this.fire(s.items));
-        }, delay),
-      };
-      this.timers.set(at, slot);
-    }
-    slot.items.push(item);
+  /** Makes sure a release runs at `at` (scheduler clock) or earlier. */
+  private planRelease(at: number | null): void {
+    if (at === null || this.closing) return;
+    if (this.releaseTimer && this.releaseTimer.at <= at) return;
+    if (this.releaseTimer) clearTimeout(this.releaseTimer.timer);
+    const timer = setTimeout(() => {
+      this.releaseTimer = null;
+      this.track(this.release());
+    }, Math.max(0, at - this.now()));
+    this.releaseTimer = { at, timer };
   }
 
   private track(p: Promise<void>): void {
@@ -364,82 +348,89 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     void p.finally(() => this.inflight.delete(p));
   }
 
-  private async fire(items: Prepared[]): Promise<void> {
-    const batches: Prepared[][] = [];
-    for (let i = 0; i < items.length; i += this.o.batchSize) batches.push(items.slice(i, i + this.o.batchSize));
-    await Promise.all(batches.map((b) => this.fireBatch(b)));
-  }
-
-  private async fireBatch(items: Prepared[]): Promise<void> {
-    const args: Array<string | Buffer> = [
-      this.keys.prefix, String(this.o.maxEvents), '', String(this.o.bufferPollMs), this.injected ? String(Math.round(this.injected())) : '',
-    ];
-    for (const it of items) args.push(it.rec);
-    let results: Array<string | [number, number, string]>;
-    let earliest: string;
-    try {
-      [earliest, results] = await runScript(this.client, 'periodic-fire', [this.keys.nextrun], args);
-    } catch (err) {
-      // The claims expire and another pass (or replica) fires these tasks.
-      this.emitError(err);
+  /** Releases every staged occurrence that is due, then plans the next release. */
+  private async release(): Promise<void> {
+    if (this.releasing) {
+      this.releaseAgain = true;
       return;
     }
-    // The tasks' next occurrences may come before the loop's planned wake-up: claim them in time.
-    if (this.sleepUntil && earliest !== '' && Number(earliest) - this.o.lookaheadMs < this.sleepUntil) this.wake();
-    const info: FiredInfo = { submitted: 0, skipped: 0, lost: 0 };
-    const early: Prepared[] = [];
-    const cancels: string[] = [];
-    results.forEach((r, i) => {
-      if (r === 'lost') info.lost += 1;
-      else if (r === 'early') early.push(items[i]);
-      else {
-        info.submitted += Number(r[0]);
-        info.skipped += Number(r[1]);
-        if (r[2]) cancels.push(r[2]);
+    this.releasing = true;
+    try {
+      for (;;) {
+        this.releaseAgain = false;
+        let earliest: string;
+        let submitted: number;
+        let skipped: number;
+        let cancels: string[];
+        try {
+          [earliest, submitted, skipped, cancels] = await runScript<[string, number, number, string[]]>(this.client, 'periodic-release', [this.keys.staged], [
+            this.keys.prefix, this.o.maxEvents, this.injected ? Math.round(this.injected()) : '', this.o.batchSize,
+            this.o.bufferPollMs, this.o.misfireGraceMs,
+          ]);
+        } catch (err) {
+          // Staged occurrences stay staged: the next release (here or in any replica) takes them.
+          this.emitError(err);
+          if (!this.closing) this.planRelease(this.now() + 1000);
+          return;
+        }
+        for (const id of cancels) {
+          try {
+            await runScript(this.client, 'cancel', [this.queueKeys.counts], [this.queueKeys.prefix, this.o.maxEvents, id]);
+          } catch (err) {
+            this.emitError(err);
+          }
+        }
+        if (submitted || skipped) this.emit('fired', { submitted, skipped, lost: 0 });
+        const next = scoreOf(earliest);
+        if (next !== null && next <= this.now()) continue;
+        if (this.releaseAgain) continue;
+        this.planRelease(next);
+        return;
       }
-    });
-    if (early.length) {
-      // Our estimate of the server clock ran a little ahead: try again in a moment.
-      for (const e of early) this.schedule({ ...e, at: this.now() + 2 });
+    } finally {
+      this.releasing = false;
     }
-    const queueKeysOf = queueKeys(this.queueName);
-    for (const id of cancels) {
-      try {
-        await runScript(this.client, 'cancel', [queueKeysOf.counts], [queueKeysOf.prefix, this.o.maxEvents, id]);
-      } catch (err) {
-        this.emitError(err);
-      }
-    }
-    this.emit('fired', info);
   }
 
   /**
-   * Stops the replica: it claims nothing more, fires what it has already claimed (all due within
-   * the look-ahead) and closes its connections.
+   * Stops the replica: it claims nothing more, releases the occurrences due within the look-ahead
+   * (those it may have staged itself) and closes its connections. Staged occurrences due later
+   * are released by any other replica, or by the next one to start.
    */
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
     this.wake();
     await this.loopDone;
-    for (const [at, slot] of this.timers) {
-      clearTimeout(slot.timer);
-      this.timers.delete(at);
-      const delay = Math.max(0, at - this.now());
-      this.track(sleep(Math.min(delay, this.o.lookaheadMs)).then(() => this.fire(slot.items)));
+    const until = this.now() + this.o.lookaheadMs;
+    while (this.releaseTimer && this.releaseTimer.at <= until) {
+      const { at, timer } = this.releaseTimer;
+      clearTimeout(timer);
+      this.releaseTimer = null;
+      await sleep(Math.max(0, at - this.now()));
+      await this.release();
     }
+    if (this.releaseTimer) clearTimeout(this.releaseTimer.timer);
+    this.releaseTimer = null;
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     this.subscriber.disconnect();
     await this.client.quit().catch(() => this.client.disconnect());
   }
 
-  /** Kills the replica without firing its claims (as a crash would; for tests). */
+  /** Kills the replica without releasing anything (as a crash would; for tests). */
   destroy(): void {
     this.closing = true;
     this.wake();
-    for (const slot of this.timers.values()) clearTimeout(slot.timer);
-    this.timers.clear();
+    if (this.releaseTimer) clearTimeout(this.releaseTimer.timer);
+    this.releaseTimer = null;
     this.subscriber.disconnect();
     this.client.disconnect();
   }
+}
+
+/** A sorted-set score from a script reply ('' or null: none). */
+function scoreOf(v: Buffer | string | number | null): number | null {
+  if (v === null) return null;
+  const s = String(v);
+  return s === '' ? null : Number(s);
 }

@@ -173,8 +173,7 @@ export class PeriodicTasks {
 
   /** Reads a task, or null when there is none. */
   async get<A = unknown>(id: string): Promise<PeriodicTask<A> | null> {
-    const flat = (await this.client.callBuffer('HGETALL', this.keys.task(id))) as Buffer[];
-    return flat.length ? (decodeTask(flat) as PeriodicTask<A>) : null;
+    return ((await this.read([id]))[0] as PeriodicTask<A> | undefined) ?? null;
   }
 
   /** Every task defined with {@link upsert} (or only an owner's, including its rules' pending runs), sorted by id. */
@@ -183,18 +182,50 @@ export class PeriodicTasks {
       ? await this.client.smembers(this.keys.owner(checkId(opts.owner, 'owner')))
       : await this.client.smembers(this.keys.all)).sort();
     const out: PeriodicTask[] = [];
-    for (let i = 0; i < ids.length; i += 500) {
-      const pipe = this.client.pipeline();
-      for (const id of ids.slice(i, i + 500)) pipe.hgetallBuffer(this.keys.task(id));
-      for (const [err, v] of (await pipe.exec())!) {
-        if (err) throw err;
-        const obj = v as Record<string, Buffer>;
-        const flat: Buffer[] = [];
-        for (const [k, val] of Object.entries(obj)) flat.push(Buffer.from(k), val);
-        if (flat.length) out.push(decodeTask(flat));
-      }
-    }
+    for (let i = 0; i < ids.length; i += 500) out.push(...await this.read(ids.slice(i, i + 500)));
     return out;
+  }
+
+  /**
+   * Reads tasks (those that exist, in order) with their last job, and with nextrun at the earliest
+   * occurrence still staged, if any (the stored nextrun is past those once they are staged).
+   */
+  private async read(ids: string[]): Promise<PeriodicTask[]> {
+    const pipe = this.client.pipeline();
+    for (const id of ids) {
+      pipe.hgetallBuffer(this.keys.task(id));
+      pipe.hget(this.keys.last, id);
+      pipe.hget(this.keys.buf, id);
+    }
+    const res = (await pipe.exec())!;
+    const found: Array<{ task: PeriodicTask; staged: string[] }> = [];
+    for (let k = 0; k < ids.length; k++) {
+      const [[err, v], [, last], [, held]] = res.slice(k * 3, k * 3 + 3);
+      if (err) throw err;
+      const flat: Buffer[] = [];
+      for (const [f, val] of Object.entries(v as Record<string, Buffer>)) flat.push(Buffer.from(f), val);
+      if (!flat.length) continue;
+      const task = decodeTask(flat);
+      if (last) task.lastJobId = last as string;
+      const raw = (v as Record<string, Buffer>).staged?.toString();
+      const staged = raw ? raw.split(',').filter((m) => m !== held) : [];
+      found.push({ task, staged });
+    }
+    const withStaged = found.filter((f) => f.staged.length);
+    if (withStaged.length) {
+      const zp = this.client.pipeline();
+      for (const f of withStaged) zp.zmscore(this.keys.staged, ...f.staged);
+      const scores = (await zp.exec())!;
+      withStaged.forEach((f, k) => {
+        const present = scores[k][1] as Array<string | null>;
+        for (let i = 0; i < f.staged.length; i++) {
+          if (present[i] === null) continue;
+          const occ = parseStaged(f.staged[i])!.occurrence;
+          if (f.task.nextrun === undefined || occ < f.task.nextrun) f.task.nextrun = occ;
+        }
+      });
+    }
+    return found.map((f) => f.task);
   }
 
   /** Enables a task; its next occurrence is planned from now. Resolves false when there is no such task. */
@@ -249,11 +280,29 @@ export class PeriodicTasks {
     const until = opts.until === undefined ? Infinity : Number(opts.until);
     // Scores are the next occurrence, or up to a claim's TTL past it: read a little further.
     const ids = await this.client.zrangebyscore(this.keys.nextrun, '-inf', until === Infinity ? '+inf' : until + 60_000, 'LIMIT', 0, limit * 2 + 100);
-    if (ids.length === 0) return [];
+    // Occurrences already staged (committed, due soon) come before the tasks' stored nextrun.
+    const staged = await this.client.zrangebyscore(this.keys.staged, '-inf', until === Infinity ? '+inf' : until, 'WITHSCORES', 'LIMIT', 0, limit);
+    const out: UpcomingRun[] = [];
+    if (staged.length) {
+      const sp = this.client.pipeline();
+      const runs: Array<{ id: string; occurrence: number; group: string }> = [];
+      for (let i = 0; i < staged.length; i += 2) {
+        const m = parseStaged(staged[i]);
+        // one held back by buffer-one is not an upcoming occurrence
+        if (!m || m.occurrence !== Number(staged[i + 1])) continue;
+        runs.push(m);
+        sp.hget(this.qkeys.job(m.jobId), 'task');
+      }
+      const rows = runs.length ? (await sp.exec())! : [];
+      runs.forEach((r, i) => {
+        const task = rows[i][1] as string | null;
+        if (task) out.push({ id: r.id, task, group: r.group, occurrence: r.occurrence });
+      });
+    }
+    if (ids.length === 0) return out.sort((a, b) => a.occurrence - b.occurrence || a.id.localeCompare(b.id)).slice(0, limit);
     const pipe = this.client.pipeline();
     for (const id of ids) pipe.hmget(this.keys.task(id), 'nextrun', 'timer', 'timezone', 'task', 'group', 'enabled');
     const rows = (await pipe.exec())!;
-    const out: UpcomingRun[] = [];
     ids.forEach((id, i) => {
       const [nextrun, timer, timezone, task, group, enabled] = rows[i][1] as (string | null)[];
       if (!nextrun || !timer || enabled !== '1') return;
@@ -421,6 +470,12 @@ const DEFINITION_KEYS: Record<string, true> = Object.fromEntries(
 
 function ruleOwner(ruleId: string): string {
   return `rule:${ruleId}`;
+}
+
+/** Reads a p:staged member: `<overlap code><task id>@<occurrence>|<h|l><group>` (see lua/periodic-stage.lua). */
+function parseStaged(member: string): { id: string; occurrence: number; jobId: string; group: string } | null {
+  const m = /^.(([^|@]*)@(\d+))\|.(.*)$/s.exec(member);
+  return m ? { jobId: m[1], id: m[2], occurrence: Number(m[3]), group: m[4] } : null;
 }
 
 /** Task id of a rule's pending run for a subject (subjects may hold any characters, so they are hashed). */

@@ -91,43 +91,78 @@ describe('periodic store and single replica', () => {
     expect(keys).toEqual([]);
   });
 
-  it('stages an occurrence ahead as a planned job nobody sees, and submits it once at the occurrence, also after a takeover', async () => {
+  it('stages an occurrence ahead as a planned job nobody sees; any replica submits it once at the occurrence, also when the one that staged it died', async () => {
     const { name, tasks, queue } = setup();
     const raw = rawClient();
     const keys = queueKeys(name);
     const t = await tasks.upsert({ id: 'st', task: 'noop', timer: 'every 1h', overlap: 'allow' });
     const jobId = `st@${t.nextrun}`;
-    // The replicas' clock: one second before the occurrence, then (for the takeover) past the claim's TTL.
+    // The replicas' clock: one second before the occurrence, then at it.
     let clock = t.nextrun! - 1000;
-    const opts = { connection: redisUrl(), now: () => clock, lookaheadMs: 2000, claimTtlMs: 3000 };
-    // A replica that stages the occurrence and dies before it fires.
+    const opts = { connection: redisUrl(), now: () => clock, lookaheadMs: 2000 };
+    // A replica that stages the occurrence and dies before it comes.
     const first = new Scheduler(name, opts);
     await first.start();
     await eventually(async () => (await raw.hget(keys.job(jobId), 'state')) === 'planned');
     first.destroy();
-    const ttl = await raw.pttl(keys.job(jobId));
-    expect(ttl).toBeGreaterThan(0);
-    expect(ttl).toBeLessThanOrEqual(t.nextrun! + 2 * 3000 - Date.now());
     expect(await queue.getJob(jobId)).toBeNull();
     expect(await queue.cancel(jobId)).toBeNull();
     expect((await queue.counts()).waiting ?? 0).toBe(0);
     expect(await tasks.runs('st')).toEqual([]);
-    // Its claim expires; another replica submits the staged job, once.
-    clock = t.nextrun! + 5000;
+    // Committed: the task already looks at the occurrence after, but still shows this one as next.
+    expect(Number(await raw.hget(`${keys.prefix}p:t:st`, 'nextrun'))).toBe(t.nextrun! + 3_600_000);
+    expect((await tasks.get('st'))!.nextrun).toBe(t.nextrun);
+    expect((await tasks.upcoming({ limit: 2 })).map((u) => u.occurrence)).toEqual([t.nextrun, t.nextrun! + 3_600_000]);
+    // Another replica releases it at the occurrence, once.
+    clock = t.nextrun!;
     const second = new Scheduler(name, opts);
     track(second);
     await second.start();
-    const job = await eventually(() => queue.getJob(jobId), 15_000);
+    const job = await eventually(() => queue.getJob(jobId));
     expect(job.state).toBe('waiting');
     expect(job.occurrence).toBe(t.nextrun);
-    expect(await raw.pttl(keys.job(jobId))).toBe(-1);
+    expect(await raw.zcard(`${keys.prefix}p:staged`)).toBe(0);
     const runs = await tasks.runs('st');
-    expect(runs.filter((r) => r.occurrence === t.nextrun).map((r) => r.jobId)).toEqual([jobId]);
+    expect(runs.map((r) => r.jobId)).toEqual([jobId]);
+    expect((await tasks.get('st'))!.lastJobId).toBe(jobId);
     let adds = 0;
     for (const [, fields] of await raw.xrange(keys.events, '-', '+')) {
       const batch = JSON.parse(fields[fields.indexOf('b') + 1]) as Array<[string, string]>;
       adds += batch.filter(([id, state]) => id === jobId && state === 'waiting').length;
     }
     expect(adds).toBe(1);
+  });
+
+  it('drops staged occurrences when the task is disabled, re-timed or removed', async () => {
+    const { name, tasks, queue } = setup();
+    const raw = rawClient();
+    const keys = queueKeys(name);
+    const staged = () => raw.zrange(`${keys.prefix}p:staged`, 0, -1);
+    const t = await tasks.upsert({ id: 'd', task: 'noop', timer: 'every 1h' });
+    let clock = t.nextrun! - 1000;
+    const s = new Scheduler(name, { connection: redisUrl(), now: () => clock, lookaheadMs: 2000 });
+    track(s);
+    await s.start();
+    const cases: Array<() => Promise<unknown>> = [
+      () => tasks.disable('d'),
+      () => tasks.upsert({ id: 'd', task: 'noop', timer: '*:17' }),
+      () => tasks.remove('d'),
+    ];
+    for (const change of cases) {
+      const next = (await tasks.get('d'))!.nextrun!;
+      const jobId = `d@${next}`;
+      clock = next - 1000;
+      s.wake();
+      await eventually(async () => (await staged()).some((m) => m.startsWith(`s${jobId}|`)));
+      await change();
+      expect(await staged()).toEqual([]);
+      expect(await raw.exists(keys.job(jobId))).toBe(0);
+      if (await tasks.get('d')) expect((await tasks.runs('d')).map((r) => r.jobId)).not.toContain(jobId);
+      clock = next + 10;
+      s.wake();
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await queue.getJob(jobId)).toBeNull();
+      if (await tasks.get('d')) await tasks.enable('d');
+    }
   });
 });

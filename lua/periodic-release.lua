@@ -1,0 +1,201 @@
+--[[
+  Releases staged periodic occurrences whose time has come (see periodic-stage), oldest first,
+  applying each one's overlap policy against its task's last submitted job from before this call:
+    a allow            submit
+    s skip             submit unless the last job has not ended; else skip (recorded as skipped)
+    c cancel-previous  submit; the caller cancels the last job when it has not ended (returned)
+    b buffer-one       submit when the last job has ended; else hold this one (looked at again
+                       every ARGV[5] ms, in p:staged) while no other is held, and skip it when one is
+  (an upper-case code: the same, for a task already gone, whose last job is not recorded).
+  Submitting flips the planned job to `waiting` and pushes it into its group. An occurrence more
+  than ARGV[6] ms late (no replica ran meanwhile) follows its task's catch-up policy: `none` skips
+  it as missed, `latest` keeps only the newest such occurrence of the task, `all` keeps them all.
+  Any replica may call this at any time; each staged occurrence is released once, as this call
+  takes it out of p:staged.
+
+  KEYS[1] p:staged  (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] events stream max length
+  ARGV[3] now (ms) from an injected clock, or '' for the server clock (job `submitted` times
+          always come from the server clock)
+  ARGV[4] most occurrences to release in this call
+  ARGV[5] buffer-one re-check interval (ms)
+  ARGV[6] misfire grace (ms)
+
+  Returns { earliest p:staged score afterwards ('' when none), jobs submitted, occurrences
+            skipped, ids of jobs to cancel (cancel-previous) }.
+]]
+--- @include "includes/common"
+--- @include "includes/addJob"
+--- @include "includes/periodic"
+
+local prefix = ARGV[1]
+local serverNow = nowMs()
+local submittedAt = tostring(serverNow)
+local now = serverNow
+if ARGV[3] ~= '' then now = tonumber(ARGV[3]) end
+local poll = tonumber(ARGV[5])
+local grace = tonumber(ARGV[6])
+local FINAL = { success = true, failed = true, cancelled = true }
+local lastKey, bufKey = prefix .. 'p:last', prefix .. 'p:buf'
+
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+if #due == 0 then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return { first[2] or '', 0, 0, {} }
+end
+
+-- Parse the members (`<code><task id>@<occurrence>|<h|l><group>`); note the tasks whose last job
+-- and held run the policies need.
+local entries = {}
+local watched, watchedOrder = {}, {}
+local newestLate = {}
+local LOWER = { A = 'a', S = 's', B = 'b', C = 'c' }
+for i, m in ipairs(due) do
+  local code, jobId, task, occ, prio, group = string.match(m, '^(.)(([^|]*)@(%d+))|(.)(.*)$')
+  occ = tonumber(occ)
+  local lower = LOWER[code]
+  entries[i] = { m, lower or code, jobId, task, occ, lower ~= nil, prio == 'h', group }
+  if code ~= 'a' and code ~= 'A' and not watched[task] then
+    watched[task] = true
+    watchedOrder[#watchedOrder + 1] = task
+  end
+  if now - occ > grace then newestLate[task] = i end
+end
+
+-- Per watched task: its last job, whether that job has not ended, and the job buffer-one holds.
+local last, active, held = {}, {}, {}
+if #watchedOrder > 0 then
+  local lasts = redis.call('HMGET', lastKey, unpack(watchedOrder))
+  local helds = redis.call('HMGET', bufKey, unpack(watchedOrder))
+  for k, task in ipairs(watchedOrder) do
+    if lasts[k] then
+      last[task] = lasts[k]
+      local st = redis.call('HGET', prefix .. 'j:' .. lasts[k], 'state')
+      active[task] = st and not FINAL[st] or false
+    end
+    held[task] = helds[k] or nil
+  end
+end
+
+local batch = newJobBatch()
+local done = {}
+local submitted, skipped = 0, 0
+local lastOut, heldOut = {}, {}
+local cancels = {}
+local catchup = {}
+
+-- Submits entry e's job: `waiting`, submitted now, into its group.
+local function submit(e)
+  local jobKey = prefix .. 'j:' .. e[3]
+  -- a planned job has no `submitted` yet: 1 new field; 2 means there was no such job
+  if redis.call('HSET', jobKey, 'state', 'waiting', 'submitted', submittedAt) == 2 then
+    redis.call('DEL', jobKey)
+    return
+  end
+  enqueueLater(prefix, batch, e[3], e[8], e[7])
+  submitted = submitted + 1
+  if not e[6] then lastOut[e[4]] = e[3] end
+end
+
+-- An occurrence not submitted: its planned job goes, the history says why.
+local function drop(jobId, task, occ, why)
+  redis.call('DEL', prefix .. 'j:' .. jobId)
+  local hk = prefix .. 'p:h:' .. task
+  redis.call('ZREM', hk, jobId)
+  redis.call('ZADD', hk, occ, why)
+end
+
+local function skip(jobId, task, occ)
+  skipped = skipped + 1
+  drop(jobId, task, occ, '~skipped@' .. occ)
+end
+
+local function hold(e)
+  held[e[4]] = e[1]
+  heldOut[e[4]] = e[1]
+  redis.call('ZADD', KEYS[1], now + poll, e[1])
+  done[e[1]] = 'held'
+end
+
+local function entryOf(member)
+  local code, jobId, task, occ, prio, group = string.match(member, '^(.)(([^|]*)@(%d+))|(.)(.*)$')
+  return { member, LOWER[code] or code, jobId, task, tonumber(occ), LOWER[code] ~= nil, prio == 'h', group }
+end
+
+for i, e in ipairs(entries) do
+  local member, code, jobId, task, occ = e[1], e[2], e[3], e[4], e[5]
+  if not done[member] then
+    done[member] = true
+    local late = now - occ > grace and held[task] ~= member
+    local policy = nil
+    if late then
+      policy = catchup[task]
+      if not policy then
+        policy = redis.call('HGET', prefix .. 'p:t:' .. task, 'catchup') or 'latest'
+        catchup[task] = policy
+      end
+    end
+    if late and (policy == 'none' or (policy == 'latest' and newestLate[task] ~= i)) then
+      drop(jobId, task, occ, '~missed@' .. occ .. '@1@' .. occ)
+    elseif code == 'a' then
+      submit(e)
+    elseif code == 's' then
+      if active[task] then skip(jobId, task, occ) else submit(e) end
+    elseif code == 'c' then
+      submit(e)
+      if active[task] and last[task] then
+        cancels[#cancels + 1] = last[task]
+        active[task] = false
+      end
+    else -- buffer-one
+      local h = held[task]
+      if h and h ~= member and not active[task] then
+        -- the held run goes first, now that the last one has ended
+        done[h] = true
+        redis.call('ZREM', KEYS[1], h)
+        submit(entryOf(h))
+        held[task], heldOut[task] = nil, false
+        h = nil
+        active[task] = true
+      end
+      if h == member then
+        if active[task] then
+          hold(e)
+        else
+          submit(e)
+          held[task], heldOut[task] = nil, false
+          active[task] = true
+        end
+      elseif not active[task] then
+        submit(e)
+        active[task] = true
+      elseif not h then
+        hold(e)
+      else
+        skip(jobId, task, occ)
+      end
+    end
+  end
+end
+
+-- Take the released occurrences out of p:staged (a held one stays, re-scored).
+local gone = {}
+for _, e in ipairs(entries) do
+  if done[e[1]] == true then gone[#gone + 1] = e[1] end
+end
+for k = 1, #gone, 500 do redis.call('ZREM', KEYS[1], unpack(gone, k, math.min(#gone, k + 499))) end
+flushJobs(prefix, batch)
+local lastPairs = {}
+for task, jobId in pairs(lastOut) do
+  lastPairs[#lastPairs + 1] = task
+  lastPairs[#lastPairs + 1] = jobId
+end
+if #lastPairs > 0 then redis.call('HSET', lastKey, unpack(lastPairs)) end
+for task, member in pairs(heldOut) do
+  if member then redis.call('HSET', bufKey, task, member) else redis.call('HDEL', bufKey, task) end
+end
+if submitted > 0 then wake(prefix) end
+flushChanges(prefix, ARGV[2])
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return { first[2] or '', submitted, skipped, cancels }
