@@ -8,8 +8,10 @@
                        every ARGV[5] ms, in p:staged) while no other is held, and skip it when one is
   (an upper-case code: the same, for a task already gone, whose last job is not recorded).
   Submitting flips the planned job to `waiting` and pushes it into its group. An occurrence more
-  than ARGV[6] ms late (no replica ran meanwhile) follows its task's catch-up policy: `none` skips
-  it as missed, `latest` keeps only the newest such occurrence of the task, `all` keeps them all.
+  than ARGV[6] ms late (no replica ran meanwhile) follows its task's catch-up policy: `none` drops
+  it as missed, `latest` keeps only the newest such occurrence of the task (and none when the
+  task's next occurrence is past as well, since planning that one submits the latest), `all`
+  keeps those within the task's catchupWindow.
   Any replica may call this at any time; each staged occurrence is released once, as this call
   takes it out of p:staged.
 
@@ -127,16 +129,25 @@ for i, e in ipairs(entries) do
   local member, code, jobId, task, occ = e[1], e[2], e[3], e[4], e[5]
   if not done[member] then
     done[member] = true
-    local late = now - occ > grace and held[task] ~= member
-    local policy = nil
-    if late then
-      policy = catchup[task]
-      if not policy then
-        policy = redis.call('HGET', prefix .. 'p:t:' .. task, 'catchup') or 'latest'
-        catchup[task] = policy
+    local missed = false
+    if now - occ > grace and held[task] ~= member then
+      -- no replica ran at the occurrence: the task's catch-up policy decides
+      local c = catchup[task]
+      if not c then
+        c = redis.call('HMGET', prefix .. 'p:t:' .. task, 'catchup', 'catchupWindow', 'nextrun')
+        catchup[task] = c
+      end
+      if c[1] == 'none' then
+        missed = true
+      elseif c[1] == 'all' then
+        missed = now - occ > (tonumber(c[2]) or 300000)
+      else
+        -- latest: only the newest late one, unless the task's next occurrence is past too (the
+        -- claim of that one submits the latest)
+        missed = newestLate[task] ~= i or (c[3] and c[3] ~= '' and tonumber(c[3]) <= now) or false
       end
     end
-    if late and (policy == 'none' or (policy == 'latest' and newestLate[task] ~= i)) then
+    if missed then
       drop(jobId, task, occ, '~missed@' .. occ .. '@1@' .. occ)
     elseif code == 'a' then
       submit(e)

@@ -118,6 +118,34 @@ describe('catch-up after downtime (injected clock)', () => {
   }
 });
 
+describe('catch-up of occurrences staged before the downtime (injected clock)', () => {
+  const T0 = Date.UTC(2021, 5, 1, 12, 0, 30);
+  for (const [policy, expected] of [['latest', 1], ['all', 11], ['none', 0]] as const) {
+    it(`${policy}: a replica staged the next occurrence and died, all were down 10 minutes; then ${expected} submitted`, async () => {
+      let clock = T0;
+      const { tasks, queue, scheduler } = setup(() => clock);
+      await tasks.upsert({ id: 'm', task: 'x', timer: '*:*:00', catchup: policy, catchupWindow: 15 * 60_000, overlap: 'allow' });
+      const first = T0 + 30_000;
+      clock = first - 1000;
+      const a = scheduler();
+      await a.start();
+      await until(async () => (await queue.client.zcard(`${queue.keys.prefix}p:staged`)) === 1);
+      a.destroy();
+      clock = first + 10 * 60_000 + 30_000; // 12:01 (staged) ... 12:11 were missed
+      const s = scheduler();
+      await s.start();
+      await until(async () => (await tasks.get('m'))!.nextrun === first + 11 * 60_000 &&
+        (await queue.client.zcard(`${queue.keys.prefix}p:staged`)) === 0);
+      const runs = await tasks.runs('m', { limit: 100 });
+      const jobs = runs.filter((r) => r.jobId).reverse();
+      expect(jobs.map((j) => j.occurrence)).toEqual(
+        policy === 'all' ? Array.from({ length: 11 }, (_, i) => first + i * 60_000) : policy === 'latest' ? [first + 10 * 60_000] : []);
+      const missed = runs.filter((r) => r.status === 'missed');
+      expect(missed.reduce((n, r) => n + r.count!, 0)).toBe(11 - expected);
+    });
+  }
+});
+
 describe('time zones across DST (injected clock)', () => {
   it('calendar with a zone suffix and cron with a timezone get the right UTC nextrun', async () => {
     let clock = Date.UTC(2021, 2, 12, 0, 0);
