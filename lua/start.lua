@@ -26,7 +26,7 @@ for i = 3, #ARGV, 2 do
   local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'tracker', 'worker', 'dropped')
   if job[1] == ARGV[i + 1] and job[2] == 'scheduled' then
     if job[3] and job[3] ~= '' and periodicStart(prefix, now, id, job[3], job[4]) then dropped[#dropped + 1] = id end
-    redis.call('HSET', jobKey, 'state', 'running', 'started', now)
+    redis.call('HSET', jobKey, 'state', 'running', 'started', str(now))
     left('scheduled')
     changed(id, 'running')
   elseif job[1] == ARGV[i + 1] and job[2] == 'running' then

@@ -17,15 +17,19 @@
 local prefix = ARGV[1]
 local width = tonumber(ARGV[3])
 local now = nowMs()
+local submitted = str(now)
+local batch = newJobBatch()
 local flags = {}
 local added = 0
 for i = 4, #ARGV, width do
   local f = {}
   for k = 0, width - 1 do f[k + 1] = ARGV[i + k] end
-  local a = addJob(prefix, now, f)
+  local a = writeJob(prefix, submitted, f)
+  if a == 1 then enqueueLater(prefix, batch, f[1], f[3], f[7] == 'high') end
   flags[#flags + 1] = a
   added = added + a
 end
+flushJobs(prefix, batch)
 if added > 0 then wake(prefix) end
 flushChanges(prefix, ARGV[2])
 return { now, flags }

@@ -26,6 +26,7 @@ local high = tonumber(ARGV[5])
 local low = tonumber(ARGV[6])
 local lease = tonumber(ARGV[7])
 local now = nowMs()
+local leaseAt = tostring(now + lease)
 local readyKey = prefix .. 'ready'
 
 -- Promote stuck jobs whose retry time has come into their group's preferred list (the head of
@@ -87,6 +88,8 @@ while #jobs < n do
   if not g then
     g = readGroup(gk)
     g.ready = true
+    -- the counters as read, so that only changed ones are written back
+    g.was = { running = g.running, cnt = g.cnt, stuck = g.stuck, nr = g.nr, nh = g.nh, nl = g.nl, turns = g.turns }
     touched[group] = g
     order[#order + 1] = group
   end
@@ -124,11 +127,12 @@ while #jobs < n do
       left(old)
       if old == 'stuck' then g.stuck = g.stuck - 1 end
       seq = seq + 1
-      redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', seq)
-      leases[#leases + 1] = now + lease
+      local token = tostring(seq)
+      redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
+      leases[#leases + 1] = leaseAt
       leases[#leases + 1] = id
       changed(id, 'scheduled')
-      job[#job + 1] = 'takeSeq'; job[#job + 1] = tostring(seq)
+      job[#job + 1] = 'takeSeq'; job[#job + 1] = token
       job[#job + 1] = 'worker'; job[#job + 1] = worker
       jobs[#jobs + 1] = job
       g.running = g.running + 1
@@ -149,7 +153,13 @@ end
 local rotation, gone = {}, {}
 for _, group in ipairs(order) do
   local g = touched[group]
-  local fields = { 'running', g.running, 'cnt', g.cnt, 'stuck', g.stuck, 'nr', g.nr, 'nh', g.nh, 'nl', g.nl, 'turns', g.turns }
+  local fields = {}
+  for field, before in pairs(g.was) do
+    if g[field] ~= before then
+      fields[#fields + 1] = field
+      fields[#fields + 1] = g[field]
+    end
+  end
   if eligible(g) then
     if rotated[group] then
       rotation[#rotation + 1] = rotated[group]
@@ -159,7 +169,7 @@ for _, group in ipairs(order) do
     gone[#gone + 1] = group
     fields[#fields + 1] = 'ready'; fields[#fields + 1] = '0'
   end
-  redis.call('HSET', prefix .. 'g:' .. group, unpack(fields))
+  if #fields > 0 then redis.call('HSET', prefix .. 'g:' .. group, unpack(fields)) end
 end
 for i = 1, #gone, 500 do redis.call('ZREM', readyKey, unpack(gone, i, math.min(#gone, i + 499))) end
 for i = 1, #rotation, 1000 do redis.call('ZADD', readyKey, unpack(rotation, i, math.min(#rotation, i + 999))) end

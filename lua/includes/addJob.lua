@@ -1,10 +1,9 @@
 --[[
-  Adds one job in state `waiting` unless a job with its id exists.
+  Adding jobs: writeJob writes a job's hash unless a job with its id exists, with
   f: id, task, group, args, subject, submitter, priority ('high'|'low'), maxRetries,
-     maxRuntime, tracker, occurrence (the last four may be '').
-  Returns 1 when added, 0 when the id existed.
-  enqueueLater is the batch form of the push: list pushes and group counter changes are collected
-  in a batch (newJobBatch) and applied by flushJobs with one LPUSH per list and one update per group.
+     maxRuntime, tracker, occurrence (the last five may be '');
+  enqueueLater puts it in its group's list in a batch (newJobBatch): list pushes and group counter
+  changes are collected and applied by flushJobs with one LPUSH per list and one update per group.
 
   A periodic occurrence's job is staged ahead of its occurrence (stageJob): its hash is written
   in state `planned`, in no list and no count, so that at the occurrence the release only flips
@@ -24,17 +23,6 @@ local function writeJob(prefix, now, f, state)
     if f[i] ~= '' then fields[#fields + 1] = name; fields[#fields + 1] = f[i] end
   end
   redis.call('HSET', jobKey, unpack(fields))
-  return 1
-end
-
-local function addJob(prefix, now, f)
-  if writeJob(prefix, now, f) == 0 then return 0 end
-  local id, group = f[1], f[3]
-  local high = f[7] == 'high'
-  local gk = prefix .. 'g:' .. group
-  redis.call('LPUSH', gk .. (high and ':h' or ':l'), id)
-  updateGroup(prefix, group, high and { nh = 1 } or { nl = 1 })
-  changed(id, 'waiting')
   return 1
 end
 

@@ -31,6 +31,16 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The decimal string of a number, for command arguments (Redis formats a Lua number with
+-- printf on every use); the last one is kept, since a script passes the same time many times.
+local lastNumber, lastString
+local function str(n)
+  if n ~= lastNumber then
+    lastNumber, lastString = n, tostring(n)
+  end
+  return lastString
+end
+
 -- Collected state changes of one script call; flushed as one stream entry.
 local events = {}
 local countDelta = {}

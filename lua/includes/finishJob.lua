@@ -21,7 +21,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
   local state
   if outcome == 's' then
     state = 'success'
-    redis.call('HSET', jobKey, 'state', state, 'finished', now, 'result', payload)
+    redis.call('HSET', jobKey, 'state', state, 'finished', str(now), 'result', payload)
   elseif outcome == 'r' then
     state = 'waiting'
     redis.call('HSET', jobKey, 'state', state, 'worker', '')
@@ -29,7 +29,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
     delta.nr = 1
   elseif outcome == 'c' then
     state = 'cancelled'
-    redis.call('HSET', jobKey, 'state', state, 'finished', now)
+    redis.call('HSET', jobKey, 'state', state, 'finished', str(now))
   else
     local retries = tonumber(job[4]) or 0
     if outcome == 'f' and retries < (tonumber(job[5]) or 0) then
@@ -40,12 +40,12 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
       delta.stuck = 1
     else
       state = 'failed'
-      redis.call('HSET', jobKey, 'state', state, 'finished', now, 'error', payload)
+      redis.call('HSET', jobKey, 'state', state, 'finished', str(now), 'error', payload)
       if job[8] and job[8] ~= '' then periodicFailed(id, job[8], job[9], payload) end
     end
   end
   if state == 'success' or state == 'failed' or state == 'cancelled' then
-    laterZadd(prefix .. 'done:' .. state, now, id)
+    laterZadd(prefix .. 'done:' .. state, str(now), id)
   end
   changed(id, state, (state == 'stuck' or state == 'failed') and payload or nil)
   deferGroup(group, delta)
