@@ -38,6 +38,7 @@ await admin.config('RESETSTAT');
 const q = new Queue('cost', { connection: url });
 const payload = 'x'.repeat(100);
 const before = await redisStats(admin);
+const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 for (let i = 0; i < jobs; i += 1000) {
   await q.submitBulk(Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({ task: 'noop', group: `g${(i + k) % groups}`, args: payload })));
@@ -50,6 +51,7 @@ await new Promise<void>((resolve) => {
   });
 });
 const ms = performance.now() - t0;
+const cpu = process.cpuUsage(cpu0);
 const after = await redisStats(admin);
 const rows: Array<[string, number]> = [];
 for (const [cmd, n] of after.calls) {
@@ -61,7 +63,7 @@ const scripts = rows.filter(([c]) => c === 'evalsha' || c === 'eval').reduce((s,
 const total = rows.reduce((s, [, n]) => s + n, 0);
 console.log(`${jobs} jobs, ${groups} groups, concurrency ${concurrency}: ${(jobs / (ms / 1000)).toFixed(0)} jobs/s (submit + drain)`);
 console.log(`script calls per job: ${(scripts / jobs).toFixed(3)}; Redis commands per job (those run inside scripts included): ${(total / jobs).toFixed(3)}`);
-console.log(`Redis CPU per job: ${((after.cpuUs - before.cpuUs) / jobs).toFixed(1)} µs`);
+console.log(`Redis CPU per job: ${((after.cpuUs - before.cpuUs) / jobs).toFixed(1)} µs; Node CPU per job (submitter and executor, one process): ${((cpu.user + cpu.system) / jobs).toFixed(1)} µs`);
 for (const [cmd, n] of rows.slice(0, 25)) {
   const us = (after.usec.get(cmd) ?? 0) - (before.usec.get(cmd) ?? 0);
   console.log(`  ${cmd.padEnd(16)} ${(n / jobs).toFixed(3)} per job, ${(us / jobs).toFixed(2)} µs per job`);

@@ -100,6 +100,16 @@ end
 -- out when it may not. Returns true when the group is in the rotation afterwards.
 local function updateGroup(prefix, group, delta)
   local gk = prefix .. 'g:' .. group
+  -- Only the running count changes (runs ended) and the group has no limit: whether it may be
+  -- picked cannot change, so the count is all there is to write.
+  local first = next(delta)
+  if first == 'running' and next(delta, first) == nil then
+    local v = redis.call('HMGET', gk, 'limit', 'ready')
+    if v[2] and (not v[1] or v[1] == '' or v[1] == '0') then
+      if delta.running ~= 0 then redis.call('HINCRBY', gk, 'running', delta.running) end
+      return v[2] == '1'
+    end
+  end
   local g = readGroup(gk)
   if not g.known then redis.call('SADD', prefix .. 'groups', group) end
   local out = {}

@@ -93,6 +93,9 @@ export function takeSize(concurrency: number): number {
   return concurrency <= 16 ? concurrency : Math.max(16, Math.ceil(concurrency / 4));
 }
 
+/** Takes one executor keeps in flight at most while work lasts. */
+const MAX_TAKES_IN_FLIGHT = 2;
+
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
 const CLOSE_FLUSH_MS = 5000;
 
@@ -231,39 +234,65 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async loop(): Promise<void> {
+    const full = takeSize(this.opts.concurrency);
+    const pending = new Set<Promise<void>>();
+    let reserved = 0; // slots asked for by takes in flight
     let failures = 0;
+    let failed = false;
+    let drained = false; // a take found less than it asked for
+    let nextDue = -1;
     while (!this.closing) {
-      const free = this.opts.concurrency - this.runs.size;
-      if (free <= 0) {
-        await new Promise<void>((resolve) => (this.slotWaiter = resolve));
+      const free = this.opts.concurrency - this.runs.size - reserved;
+      // Take at most a quarter of the slots per call (16 at least): batches stay large, and slots
+      // free up in staggered waves rather than all at once (a new group's job waits for a wave,
+      // not a batch). While work lasts, a second full take may be in flight, so that Redis
+      // works on one while the answer to the other travels and its jobs start.
+      const want = Math.min(free, full);
+      if (!drained && !failed && want > 0 && (pending.size === 0 || (want === full && pending.size < MAX_TAKES_IN_FLIGHT))) {
+        reserved += want;
+        const p: Promise<void> = this.take(want).then(([jobs, due]) => {
+          failures = 0;
+          if (this.closing) {
+            // Taken while close() began: hand them back untouched.
+            this.releaseTaken(jobs);
+            return;
+          }
+          for (const job of jobs) this.start(job);
+          if (jobs.length < want) {
+            drained = true;
+            nextDue = due;
+          }
+        }, (err: unknown) => {
+          if (this.closing) return;
+          this.emitError(err);
+          failed = true;
+        }).finally(() => {
+          reserved -= want;
+          pending.delete(p);
+          this.wakeLoop();
+        });
+        pending.add(p);
         continue;
       }
-      // Take at most a quarter of the slots per call (16 at least): batches stay large, the next
-      // take overlaps the runs and acknowledgements of the previous one, and slots free up in
-      // staggered waves rather than all at once (a new group's job waits for a wave, not a batch).
-      const want = Math.min(free, takeSize(this.opts.concurrency));
-      let jobs: Job[];
-      let nextDue: number;
-      try {
-        [jobs, nextDue] = await this.take(want);
-        failures = 0;
-      } catch (err) {
-        if (this.closing) break;
-        this.emitError(err);
+      if (pending.size > 0) {
+        // Wait for a take to answer or a slot to free up.
+        await Promise.race([...pending, new Promise<void>((resolve) => (this.slotWaiter = resolve))]);
+        continue;
+      }
+      if (failed) {
         await delay(Math.min(100 * 2 ** failures++, 2000));
+        failed = false;
         continue;
       }
-      if (this.closing) {
-        // Taken while close() began: hand them back untouched.
-        this.releaseTaken(jobs);
-        break;
-      }
-      for (const job of jobs) this.start(job);
-      if (jobs.length < want && !this.closing) {
+      if (drained) {
+        drained = false;
         const untilDue = nextDue > 0 ? nextDue - Date.now() : Infinity;
         await this.waitForWork(Math.max(5, Math.min(this.opts.fallbackWakeMs, untilDue)));
+        continue;
       }
+      await new Promise<void>((resolve) => (this.slotWaiter = resolve));
     }
+    await Promise.allSettled([...pending]);
   }
 
   private async take(n: number): Promise<[Job[], number]> {
