@@ -11,9 +11,11 @@
     active       ZSET  taken job id -> lease expiry (ms)
     counts       HASH  state -> number of jobs
     groups       SET   every group ever seen
-    events       STREAM batches of state changes: field b = [[job id, state, error|false]...],
-                       and field p = [[job id, periodic task id, occurrence, error]...] for
-                       failed periodic runs (periodic.failed)
+    events       STREAM one entry per script call that changed jobs: a field per state entered
+                       without an error, named after the state, = [job id...]; field b =
+                       [[job id, state, error]...] for changes with an error (stuck, failed);
+                       field p = [[job id, periodic task id, occurrence, error]...] for failed
+                       periodic runs (periodic.failed)
     g:<group>    HASH  running, stuck, paused, limit, weight, cnt (counting scheme position),
                        turns (takes in the current turn), nh/nl/nr (lengths of the three lists),
                        ready ('1' while the group is in `ready`)
@@ -41,12 +43,24 @@ local function str(n)
   return lastString
 end
 
--- Collected state changes of one script call; flushed as one stream entry.
+-- Collected state changes of one script call; flushed as one stream entry: the ids per state
+-- (in the order states first occur), and the changes that carry an error.
+local stateIds, stateOrder = {}, {}
 local events = {}
 local countDelta = {}
 
 local function changed(id, state, err)
-  events[#events + 1] = { id, state, err or false }
+  if err then
+    events[#events + 1] = { id, state, err }
+  else
+    local ids = stateIds[state]
+    if not ids then
+      ids = {}
+      stateIds[state] = ids
+      stateOrder[#stateOrder + 1] = state
+    end
+    ids[#ids + 1] = id
+  end
   countDelta[state] = (countDelta[state] or 0) + 1
 end
 
@@ -66,14 +80,21 @@ local function flushChanges(prefix, maxEvents)
   for state, d in pairs(countDelta) do
     if d ~= 0 then redis.call('HINCRBY', prefix .. 'counts', state, d) end
   end
-  if #events > 0 and tonumber(maxEvents) > 0 then
-    if #periodicFailures > 0 then
-      redis.call('XADD', prefix .. 'events', 'MAXLEN', '~', maxEvents, '*', 'b', cjson.encode(events),
-        'p', cjson.encode(periodicFailures))
-    else
-      redis.call('XADD', prefix .. 'events', 'MAXLEN', '~', maxEvents, '*', 'b', cjson.encode(events))
-    end
+  if tonumber(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0) then return end
+  local fields = { 'XADD', prefix .. 'events', 'MAXLEN', '~', maxEvents, '*' }
+  for _, state in ipairs(stateOrder) do
+    fields[#fields + 1] = state
+    fields[#fields + 1] = cjson.encode(stateIds[state])
   end
+  if #events > 0 then
+    fields[#fields + 1] = 'b'
+    fields[#fields + 1] = cjson.encode(events)
+  end
+  if #periodicFailures > 0 then
+    fields[#fields + 1] = 'p'
+    fields[#fields + 1] = cjson.encode(periodicFailures)
+  end
+  redis.call(unpack(fields))
 end
 
 -- The group settings and counters every script reads, in this order.

@@ -1,6 +1,8 @@
 /** Reads the queue's events stream: one entry per script call, holding every state change it made. */
 import { connect, type ConnectionOption } from '../redis/connection.js';
-import type { JobState } from './job.js';
+import { JOB_STATES, type JobState } from './job.js';
+
+const STATES = new Set<string>(JOB_STATES);
 
 /** One job's change of state. */
 export interface QueueEvent {
@@ -21,7 +23,7 @@ export interface QueueEvent {
   periodic?: { task: string; occurrence?: number };
 }
 
-/** Parses one stream entry's fields into events. */
+/** Parses one stream entry's fields into events (see the key layout in lua/includes/common.lua). */
 export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
   const out: QueueEvent[] = [];
   let periodic: Map<string, [string, number | false]> | null = null;
@@ -32,16 +34,21 @@ export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
       periodic.set(id, [task, occurrence]);
     }
   }
+  const add = (id: string, state: JobState, err?: string | false) => {
+    const e: QueueEvent = err ? { streamId, id, state, error: err } : { streamId, id, state };
+    const p = state === 'failed' ? periodic?.get(id) : undefined;
+    if (p) {
+      e.event = 'periodic.failed';
+      e.periodic = p[1] === false ? { task: p[0] } : { task: p[0], occurrence: p[1] };
+    }
+    out.push(e);
+  };
   for (let i = 0; i < fields.length; i += 2) {
-    if (fields[i] !== 'b') continue;
-    for (const [id, state, err] of JSON.parse(fields[i + 1]) as Array<[string, JobState, string | false]>) {
-      const e: QueueEvent = err ? { streamId, id, state, error: err } : { streamId, id, state };
-      const p = state === 'failed' ? periodic?.get(id) : undefined;
-      if (p) {
-        e.event = 'periodic.failed';
-        e.periodic = p[1] === false ? { task: p[0] } : { task: p[0], occurrence: p[1] };
-      }
-      out.push(e);
+    const field = fields[i];
+    if (field === 'b') {
+      for (const [id, state, err] of JSON.parse(fields[i + 1]) as Array<[string, JobState, string | false]>) add(id, state, err);
+    } else if (STATES.has(field)) {
+      for (const id of JSON.parse(fields[i + 1]) as string[]) add(id, field as JobState);
     }
   }
   return out;

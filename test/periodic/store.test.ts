@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler, ValidationError } from '../../src/index.js';
 import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 import { queueKeys } from '../../src/redis/keys.js';
+import { parseEntry } from '../../src/queue/events.js';
 
 afterEach(closeAll);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -126,9 +127,8 @@ describe('periodic store and single replica', () => {
     expect(runs.map((r) => r.jobId)).toEqual([jobId]);
     expect((await tasks.get('st'))!.lastJobId).toBe(jobId);
     let adds = 0;
-    for (const [, fields] of await raw.xrange(keys.events, '-', '+')) {
-      const batch = JSON.parse(fields[fields.indexOf('b') + 1]) as Array<[string, string]>;
-      adds += batch.filter(([id, state]) => id === jobId && state === 'waiting').length;
+    for (const [sid, fields] of await raw.xrange(keys.events, '-', '+')) {
+      adds += parseEntry(sid, fields).filter((e) => e.id === jobId && e.state === 'waiting').length;
     }
     expect(adds).toBe(1);
   });
