@@ -16,7 +16,7 @@ import { preload, runScript } from '../redis/scripts.js';
 import { Batcher } from './batcher.js';
 import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
-import { decodeJob, type Job } from './job.js';
+import { decodeJob, type Job, type JobState } from './job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
 import { Recoverer, type Keep } from './recoverer.js';
 import { Run, type Outcome } from './run.js';
@@ -92,6 +92,11 @@ const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export function takeSize(concurrency: number): number {
   return concurrency <= 16 ? concurrency : Math.max(16, Math.ceil(concurrency / 4));
 }
+
+/** The event a run's end is reported as, by the state it ended in. */
+const REPORTED: Record<string, 'completed' | 'stuck' | 'failed' | 'cancelled' | undefined> = {
+  success: 'completed', stuck: 'stuck', failed: 'failed', cancelled: 'cancelled',
+};
 
 /** Takes one executor keeps in flight at most while work lasts. */
 const MAX_TAKES_IN_FLIGHT = 2;
@@ -404,28 +409,25 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private report(f: Finished, state: string): void {
     const job = f.run.job;
-    const error = f.outcome.error ?? new Error('failed');
+    const error = () => f.outcome.error ?? new Error('failed');
     if (this.logger && state) {
       const line = { job: job.id, task: job.task, group: job.group, state, worker: this.id };
-      if (state === 'failed' || state === 'stuck') this.logger.warn({ ...line, err: error.message, retries: job.retries }, `job ${state}`);
+      if (state === 'failed' || state === 'stuck') this.logger.warn({ ...line, err: error().message, retries: job.retries }, `job ${state}`);
       else this.logger.debug(line, `job ${state}`);
     }
-    switch (state) {
-      case '':
-        this.emitError(new LeaseLostError(job.id));
-        break;
-      case 'success':
-        this.emit('completed', { ...job, state, result: f.outcome.result }, f.outcome.result);
-        break;
-      case 'stuck':
-        this.emit('stuck', { ...job, state, error: error.message }, error);
-        break;
-      case 'failed':
-        this.emit('failed', { ...job, state, error: error.message }, error);
-        break;
-      case 'cancelled':
-        this.emit('cancelled', { ...job, state });
-        break;
+    if (state === '') {
+      this.emitError(new LeaseLostError(job.id));
+      return;
+    }
+    const event = REPORTED[state];
+    // the job objects are built only for someone listening
+    if (!event || this.listenerCount(event) === 0) return;
+    const ended = state as JobState;
+    if (event === 'completed') this.emit(event, { ...job, state: ended, result: f.outcome.result }, f.outcome.result);
+    else if (event === 'cancelled') this.emit(event, { ...job, state: ended });
+    else {
+      const err = error();
+      this.emit(event, { ...job, state: ended, error: err.message }, err);
     }
   }
 
