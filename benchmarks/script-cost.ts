@@ -67,7 +67,7 @@ await phase('start', async () => {
 await phase('finish', async () => {
   for (let i = 0; i < taken.length; i += batch) {
     const args = taken.slice(i, i + batch).flatMap(([id, seq]) => [id, seq, 's', '']);
-    await runScript(client, 'finish', [keys.active], [keys.prefix, 10_000, 1000, 1000, 1000, ...args]);
+    await runScript(client, 'finish', [keys.active], [keys.prefix, 10_000, 1000, 1000, 1000, 0, '', 2, 1, 60_000, ...args]);
   }
 });
 await q.close();

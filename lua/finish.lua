@@ -4,6 +4,8 @@
   A repeat of a finish already applied with the same token (resent by the client after a
   reconnect) changes nothing and answers the state the job ended in.
   Finished-state sets are trimmed to their keep counts in bounded steps.
+  Then, when ARGV[6] > 0, it takes up to that many jobs for the executor (see includes/take), so
+  that the slots the runs freed are filled in the same call.
 
   KEYS[1] active   (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -11,19 +13,26 @@
   ARGV[3] retry delay base (ms): a failed run waits retryDelay * 2^retries
   ARGV[4] keep count for success (-1: keep all)
   ARGV[5] keep count for failed and cancelled (-1: keep all)
-  ARGV[6..] quadruples: job id, lease token, outcome (s|f|p|c|r), payload (result or error)
+  ARGV[6] most jobs to take afterwards (0: none)
+  ARGV[7] executor id
+  ARGV[8] counting scheme: high count
+  ARGV[9] counting scheme: low count
+  ARGV[10] lease (ms)
+  ARGV[11..] quadruples: job id, lease token, outcome (s|f|p|c|r), payload (result or error)
 
-  Returns { finished time (ms), end state per run ('' when refused) }.
+  Returns { finished time (ms), end state per run ('' when refused), jobs taken (HGETALL arrays),
+            next stuck job's due time (ms) or -1 }.
 ]]
 --- @include "includes/common"
 --- @include "includes/finishJob"
+--- @include "includes/take"
 
 local prefix = ARGV[1]
 local retryDelay = tonumber(ARGV[3])
 local now = nowMs()
 local states = {}
 local ended = {}
-for i = 6, #ARGV, 4 do
+for i = 11, #ARGV, 4 do
   local id = ARGV[i]
   local jobKey = prefix .. 'j:' .. id
   local job = redis.call('HMGET', jobKey, unpack(JOB_RUN_FIELDS))
@@ -47,5 +56,10 @@ if ended['stuck'] then wake(prefix) end
 if ended['success'] then trimFinished(prefix, 'success', ARGV[4]) end
 if ended['failed'] then trimFinished(prefix, 'failed', ARGV[5]) end
 if ended['cancelled'] then trimFinished(prefix, 'cancelled', ARGV[5]) end
+local jobs, nextDue = {}, -1
+local n = tonumber(ARGV[6])
+if n > 0 then
+  jobs, nextDue = takeJobs(prefix, ARGV[7], n, tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), now)
+end
 flushChanges(prefix, ARGV[2])
-return { now, states }
+return { now, states, jobs, nextDue }

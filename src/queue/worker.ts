@@ -145,6 +145,16 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly connDown = new Set<Redis>();
   private waiting = false;
   private slotWaiter: (() => void) | null = null;
+  /** Takes in flight (the loop's own, and those riding on finish calls), and the slots they asked for. */
+  private readonly takes = new Set<Promise<void>>();
+  private reserved = 0;
+  /** A take found less than it asked for: the queue ran dry (until `nextDue` for stuck jobs). */
+  private drained = false;
+  private nextDue = -1;
+  /** Counts the loop's waits for work: a take issued before a wake-up cannot mark the queue dry after it. */
+  private waits = 0;
+  private takeFailed = false;
+  private takeFailures = 0;
   private startedAt = Date.now();
 
   constructor(name: string, handlers: Handlers, options: WorkerOptions) {
@@ -239,65 +249,76 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async loop(): Promise<void> {
-    const full = takeSize(this.opts.concurrency);
-    const pending = new Set<Promise<void>>();
-    let reserved = 0; // slots asked for by takes in flight
-    let failures = 0;
-    let failed = false;
-    let drained = false; // a take found less than it asked for
-    let nextDue = -1;
     while (!this.closing) {
-      const free = this.opts.concurrency - this.runs.size - reserved;
-      // Take at most a quarter of the slots per call (16 at least): batches stay large, and slots
-      // free up in staggered waves rather than all at once (a new group's job waits for a wave,
-      // not a batch). While work lasts, a second full take may be in flight, so that Redis
-      // works on one while the answer to the other travels and its jobs start.
-      const want = Math.min(free, full);
-      if (!drained && !failed && want > 0 && (pending.size === 0 || (want === full && pending.size < MAX_TAKES_IN_FLIGHT))) {
-        reserved += want;
-        const p: Promise<void> = this.take(want).then(([jobs, due]) => {
-          failures = 0;
-          if (this.closing) {
-            // Taken while close() began: hand them back untouched.
-            this.releaseTaken(jobs);
-            return;
-          }
-          for (const job of jobs) this.start(job);
-          if (jobs.length < want) {
-            drained = true;
-            nextDue = due;
-          }
-        }, (err: unknown) => {
-          if (this.closing) return;
-          this.emitError(err);
-          failed = true;
-        }).finally(() => {
-          reserved -= want;
-          pending.delete(p);
-          this.wakeLoop();
-        });
-        pending.add(p);
+      const want = this.takeWanted();
+      if (want > 0) {
+        this.trackTake(want, this.take(want), false);
         continue;
       }
-      if (pending.size > 0) {
+      if (this.takes.size > 0) {
         // Wait for a take to answer or a slot to free up.
-        await Promise.race([...pending, new Promise<void>((resolve) => (this.slotWaiter = resolve))]);
+        await Promise.race([...this.takes, new Promise<void>((resolve) => (this.slotWaiter = resolve))]);
         continue;
       }
-      if (failed) {
-        await delay(Math.min(100 * 2 ** failures++, 2000));
-        failed = false;
+      if (this.takeFailed) {
+        await delay(Math.min(100 * 2 ** this.takeFailures++, 2000));
+        this.takeFailed = false;
         continue;
       }
-      if (drained) {
-        drained = false;
-        const untilDue = nextDue > 0 ? nextDue - Date.now() : Infinity;
+      if (this.drained) {
+        this.drained = false;
+        const untilDue = this.nextDue > 0 ? this.nextDue - Date.now() : Infinity;
         await this.waitForWork(Math.max(5, Math.min(this.opts.fallbackWakeMs, untilDue)));
+        // Woken: what takes found before (or while) waiting says nothing about the work now.
+        this.waits += 1;
+        this.drained = false;
         continue;
       }
       await new Promise<void>((resolve) => (this.slotWaiter = resolve));
     }
-    await Promise.allSettled([...pending]);
+    await Promise.allSettled([...this.takes]);
+  }
+
+  /**
+   * How many jobs to take now (0: none). At most a quarter of the slots per call (16 at least):
+   * batches stay large, and slots free up in staggered waves rather than all at once (a new
+   * group's job waits for a wave, not a batch). While work lasts, a second full take may be in
+   * flight, so that Redis works on one while the answer to the other travels and its jobs start.
+   */
+  private takeWanted(): number {
+    if (this.closing || this.drained || this.takeFailed) return 0;
+    const full = takeSize(this.opts.concurrency);
+    const want = Math.min(this.opts.concurrency - this.runs.size - this.reserved, full);
+    if (want <= 0) return 0;
+    return this.takes.size === 0 || (want === full && this.takes.size < MAX_TAKES_IN_FLIGHT) ? want : 0;
+  }
+
+  /** Follows a take of `want` jobs: starts the jobs it brings and notes when the queue ran dry. */
+  private trackTake(want: number, reply: Promise<[Job[], number]>, quiet: boolean): void {
+    this.reserved += want;
+    const waits = this.waits;
+    const p: Promise<void> = reply.then(([jobs, due]) => {
+      this.takeFailures = 0;
+      if (this.closing) {
+        // Taken while close() began: hand them back untouched.
+        this.releaseTaken(jobs);
+        return;
+      }
+      for (const job of jobs) this.start(job);
+      if (jobs.length < want && waits === this.waits) {
+        this.drained = true;
+        this.nextDue = due;
+      }
+    }, (err: unknown) => {
+      if (this.closing) return;
+      if (!quiet) this.emitError(err);
+      this.takeFailed = true;
+    }).finally(() => {
+      this.reserved -= want;
+      this.takes.delete(p);
+      this.wakeLoop();
+    });
+    this.takes.add(p);
   }
 
   private async take(n: number): Promise<[Job[], number]> {
@@ -381,9 +402,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
   }
 
+  /** Acknowledges finished runs, and takes jobs for the slots they freed in the same call. */
   private async sendFinishes(batch: Finished[], keepSucceeded: number, keepFailed: number): Promise<void> {
+    const want = this.takeWanted();
     const args: Array<string | number | Buffer> = [
       this.keys.prefix, this.opts.maxEvents, this.opts.retryDelay, keepSucceeded, keepFailed,
+      want, this.id, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
     ];
     for (const f of batch) {
       let payload: string | Buffer = '';
@@ -397,14 +421,17 @@ export class Worker extends EventEmitter<WorkerEvents> {
       if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
       args.push(f.run.job.id, String(f.run.job.takeSeq), f.outcome.code, payload);
     }
-    let states: string[];
+    // Binary-safe: the taken jobs hold their args (msgpack).
+    const reply = runScript<[number, Buffer[], Buffer[][], Buffer | number]>(this.client, 'finish', [this.keys.active], args, true);
+    if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => [jobs.map(decodeJob), Number(due)]), true);
+    let states: Buffer[];
     try {
-      [, states] = await runScript<[number, string[]]>(this.client, 'finish', [this.keys.active], args);
+      [, states] = await reply;
     } catch (err) {
       this.emitError(err);
       return;
     }
-    batch.forEach((f, i) => this.report(f, states[i]));
+    batch.forEach((f, i) => this.report(f, states[i].toString()));
   }
 
   private report(f: Finished, state: string): void {
