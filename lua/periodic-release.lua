@@ -71,9 +71,15 @@ if #watchedOrder > 0 then
   local lasts = redis.call('HMGET', lastKey, unpack(watchedOrder))
   local helds = redis.call('HMGET', bufKey, unpack(watchedOrder))
   for k, task in ipairs(watchedOrder) do
-    if lasts[k] then
-      last[task] = lasts[k]
-      local st = redis.call('HGET', prefix .. 'j:' .. lasts[k], 'state')
+    local id, st = lasts[k], nil
+    if id then
+      st = redis.call('HGET', prefix .. 'j:' .. id, 'state')
+    else
+      -- not recorded (the task's policy was `allow` until now): the newest submitted run in its history
+      id, st = pLastFromHistory(prefix, task)
+    end
+    if id then
+      last[task] = id
       active[task] = st and not FINAL[st] or false
     end
     held[task] = helds[k] or nil
@@ -97,7 +103,8 @@ local function submit(e)
   end
   enqueueLater(prefix, batch, e[3], e[8], e[7])
   submitted = submitted + 1
-  if not e[6] then lastOut[e[4]] = e[3] end
+  -- the overlap policies read the last job at release; an `allow` task's comes from its history
+  if not e[6] and e[2] ~= 'a' then lastOut[e[4]] = e[3] end
 end
 
 -- An occurrence not submitted: its planned job goes, the history says why.

@@ -9,7 +9,8 @@
     p:staged        ZSET  staged occurrences: <overlap code><job id>|<h|l><group> -> when to release it (ms):
                           its occurrence, or the next look at a run held by buffer-one. Its job
                           is `planned` until released (see periodic-stage, periodic-release)
-    p:last          HASH  task id -> id of the last job submitted for it
+    p:last          HASH  task id -> id of the last job submitted for it, for tasks whose overlap
+                          policy needs it (not `allow`; otherwise see pLastFromHistory)
     p:buf           HASH  task id -> p:staged member of the run buffer-one holds back
     p:wake          pub/sub channel schedulers listen on
   A task's hash field `staged` lists the p:staged members its last stage added.
@@ -43,6 +44,19 @@ local function pTrimHistory(prefix, id, keep, age, now)
   end
   age = tonumber(age)
   if age and age >= 0 then redis.call('ZREMRANGEBYSCORE', hk, '-inf', '(' .. (now - age)) end
+end
+
+-- The newest submitted run of a task in its run history (skipping entries that are not jobs and
+-- jobs still planned): its job id and state, or nil.
+local function pLastFromHistory(prefix, id)
+  local members = redis.call('ZREVRANGE', prefix .. 'p:h:' .. id, 0, 19)
+  for _, m in ipairs(members) do
+    if string.sub(m, 1, 1) ~= '~' then
+      local st = redis.call('HGET', prefix .. 'j:' .. m, 'state')
+      if st and st ~= 'planned' then return m, st end
+    end
+  end
+  return nil
 end
 
 -- The overlap policy of a staged occurrence, as the first character of its p:staged member.

@@ -211,6 +211,24 @@ export class PeriodicTasks {
       const staged = raw ? raw.split(',').filter((m) => m !== held) : [];
       found.push({ task, staged });
     }
+    // A task without a recorded last job (policy `allow`): the newest submitted run of its history.
+    const noLast = found.filter((f) => f.task.lastJobId === undefined);
+    if (noLast.length) {
+      const hp = this.client.pipeline();
+      for (const f of noLast) hp.zrevrange(this.keys.history(f.task.id), 0, 19);
+      const hist = (await hp.exec())!;
+      const sp = this.client.pipeline();
+      const candidates = noLast.map((f, k) => (hist[k][1] as string[]).filter((m) => !m.startsWith('~')));
+      candidates.forEach((ids) => ids.forEach((id) => sp.hget(this.qkeys.job(id), 'state')));
+      const states = candidates.flat().length ? (await sp.exec())! : [];
+      let at = 0;
+      noLast.forEach((f, k) => {
+        for (const id of candidates[k]) {
+          const st = states[at++][1] as string | null;
+          if (f.task.lastJobId === undefined && st && st !== 'planned') f.task.lastJobId = id;
+        }
+      });
+    }
     const withStaged = found.filter((f) => f.staged.length);
     if (withStaged.length) {
       const zp = this.client.pipeline();

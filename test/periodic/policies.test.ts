@@ -72,6 +72,27 @@ describe('overlap', () => {
     expect(after[0].occurrence).toBeLessThan(after[0].submitted!);
   });
 
+  it('a task switched from allow to skip judges its next occurrence against the run submitted under allow', async () => {
+    let clock = Date.UTC(2021, 5, 1, 12, 0, 0);
+    const { tasks, queue, scheduler } = setup(() => clock);
+    const t = await tasks.upsert({ id: 'sw', task: 'x', timer: '*:00/10', overlap: 'allow' });
+    clock = t.nextrun!;
+    const s = scheduler();
+    await s.start();
+    const first = await until(() => queue.getJob(`sw@${t.nextrun}`));
+    expect((await tasks.get('sw'))!.lastJobId).toBe(first.id);
+    // No executor: that run is still waiting when the policy turns to skip and the next one comes.
+    await tasks.upsert({ id: 'sw', task: 'x', timer: '*:00/10', overlap: 'skip' });
+    clock = t.nextrun! + 600_000;
+    s.wake();
+    const runs = await until(async () => {
+      const r = await tasks.runs('sw');
+      return r.length === 2 ? r : null;
+    });
+    expect(runs.map((r) => [r.occurrence, r.status])).toEqual([[clock, 'skipped'], [t.nextrun, 'waiting']]);
+    expect(await queue.getJob(`sw@${clock}`)).toBeNull();
+  });
+
   it('cancel-previous cancels the unfinished run when the next occurrence is submitted', async () => {
     const { tasks, queue, scheduler } = setup();
     await tasks.upsert({ id: 'c', task: 'x', timer: 'every 400ms', overlap: 'cancel-previous' });
