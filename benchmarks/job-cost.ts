@@ -5,12 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { Queue, Worker } from '../src/index.js';
-import { RedisServer } from '../src/dev/redis-server.js';
-
-function arg(name: string, def: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : def;
-}
+import { arg, labRedis } from './lab.js';
 
 /** Parses INFO commandstats into calls per command, and used CPU (µs). */
 export async function redisStats(r: Redis): Promise<{ calls: Map<string, number>; usec: Map<string, number>; cpuUs: number }> {
@@ -30,10 +25,8 @@ export async function redisStats(r: Redis): Promise<{ calls: Map<string, number>
 const jobs = arg('jobs', 10_000);
 const concurrency = arg('concurrency', 100);
 const groups = arg('groups', 1000);
-const server = process.env.REDIS_URL ? null : await RedisServer.start();
-const url = process.env.REDIS_URL ?? server!.url;
-const admin = new Redis(url);
-await admin.flushall();
+const lab = await labRedis();
+const { url, admin } = lab;
 await admin.config('RESETSTAT');
 const q = new Queue('cost', { connection: url });
 const payload = 'x'.repeat(100);
@@ -69,5 +62,4 @@ for (const [cmd, n] of rows.slice(0, 25)) {
   console.log(`  ${cmd.padEnd(16)} ${(n / jobs).toFixed(3)} per job, ${(us / jobs).toFixed(2)} µs per job`);
 }
 await q.close();
-admin.disconnect();
-await server?.destroy();
+await lab.close();

@@ -6,39 +6,25 @@
  */
 import { Redis } from 'ioredis';
 import { PeriodicTasks } from '../src/index.js';
-import { RedisServer } from '../src/dev/redis-server.js';
+import { arg, labRedis, scriptUsec } from './lab.js';
 import { runScript } from '../src/redis/scripts.js';
 import { periodicKeys } from '../src/periodic/keys.js';
 import { encodeRecord } from '../src/periodic/record.js';
 
-function arg(name: string, def: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : def;
-}
-
 const n = arg('tasks', 10_000);
 const batch = arg('batch', 500);
 const rounds = arg('rounds', 3);
-const server = process.env.REDIS_URL ? null : await RedisServer.start();
-const url = process.env.REDIS_URL ?? server!.url;
-const admin = new Redis(url);
-await admin.flushall();
+const lab = await labRedis();
+const { url, admin } = lab;
 const client = new Redis(url);
 const keys = periodicKeys('pcost');
 
-async function scriptUsec(): Promise<number> {
-  const stats = await admin.info('commandstats');
-  let us = 0;
-  for (const m of stats.matchAll(/^cmdstat_(evalsha|eval):calls=\d+,usec=(\d+)/gm)) us += Number(m[2]);
-  return us;
-}
-
 async function phase<T>(name: string, body: () => Promise<T>): Promise<T> {
-  const before = await scriptUsec();
+  const before = await scriptUsec(admin);
   const t0 = performance.now();
   const out = await body();
   const ms = performance.now() - t0;
-  const us = (await scriptUsec()) - before;
+  const us = (await scriptUsec(admin)) - before;
   console.log(`  ${name.padEnd(8)} ${(us / n).toFixed(2).padStart(7)} µs Redis per task, ${ms.toFixed(0)} ms in all`);
   return out;
 }
@@ -87,5 +73,4 @@ const jobs = Number(await admin.hget(`${keys.prefix}counts`, 'waiting'));
 console.log(`jobs waiting: ${jobs} (expected ${n * rounds})`);
 await tasks.close();
 client.disconnect();
-admin.disconnect();
-await server?.destroy();
+await lab.close();

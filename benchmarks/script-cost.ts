@@ -5,38 +5,24 @@
  */
 import { Redis } from 'ioredis';
 import { Queue } from '../src/index.js';
-import { RedisServer } from '../src/dev/redis-server.js';
+import { arg, labRedis, scriptUsec } from './lab.js';
 import { runScript } from '../src/redis/scripts.js';
 import { queueKeys } from '../src/redis/keys.js';
-
-function arg(name: string, def: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : def;
-}
 
 const jobs = arg('jobs', 20_000);
 const groups = arg('groups', 1000);
 const batch = arg('batch', 25);
-const server = process.env.REDIS_URL ? null : await RedisServer.start();
-const url = process.env.REDIS_URL ?? server!.url;
-const admin = new Redis(url);
-await admin.flushall();
+const lab = await labRedis();
+const { url, admin } = lab;
 const client = new Redis(url);
 const keys = queueKeys('cost');
 
-async function scriptUsec(): Promise<number> {
-  const stats = await admin.info('commandstats');
-  let us = 0;
-  for (const m of stats.matchAll(/^cmdstat_(evalsha|eval):calls=\d+,usec=(\d+)/gm)) us += Number(m[2]);
-  return us;
-}
-
 async function phase(name: string, body: () => Promise<void>): Promise<void> {
-  const before = await scriptUsec();
+  const before = await scriptUsec(admin);
   const t0 = performance.now();
   await body();
   const ms = performance.now() - t0;
-  const us = (await scriptUsec()) - before;
+  const us = (await scriptUsec(admin)) - before;
   console.log(`${name.padEnd(8)} ${(us / jobs).toFixed(2).padStart(7)} µs Redis per job   (${(jobs / (ms / 1000)).toFixed(0)} jobs/s)`);
 }
 
@@ -72,5 +58,4 @@ await phase('finish', async () => {
 });
 await q.close();
 client.disconnect();
-admin.disconnect();
-await server?.destroy();
+await lab.close();
