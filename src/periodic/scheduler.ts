@@ -146,6 +146,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private woken = false;
   /** Scheduler-clock time the idle loop sleeps until (0 while it is not sleeping). */
   private releaseTimer: { at: number; timer: NodeJS.Timeout } | null = null;
+  /** The earliest staged occurrence the last reply told of (scheduler clock), or null. */
+  private stagedAt: number | null = null;
   private releasing = false;
   private releaseAgain = false;
   private readonly inflight = new Set<Promise<void>>();
@@ -333,6 +335,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   /** Makes sure a release runs at `at` (scheduler clock) or earlier. */
   private planRelease(at: number | null): void {
+    this.stagedAt = at;
     if (at === null || this.closing) return;
     if (this.releaseTimer && this.releaseTimer.at <= at) return;
     if (this.releaseTimer) clearTimeout(this.releaseTimer.timer);
@@ -403,16 +406,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.wake();
     await this.loopDone;
     const until = this.now() + this.o.lookaheadMs;
-    while (this.releaseTimer && this.releaseTimer.at <= until) {
-      const { at, timer } = this.releaseTimer;
-      clearTimeout(timer);
-      this.releaseTimer = null;
-      await sleep(Math.max(0, at - this.now()));
-      await this.release();
-    }
     if (this.releaseTimer) clearTimeout(this.releaseTimer.timer);
     this.releaseTimer = null;
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+    const deadline = Date.now() + this.o.lookaheadMs + 1000; // in real time, whatever the clock does
+    while (this.stagedAt !== null && this.stagedAt <= until && Date.now() < deadline) {
+      await sleep(Math.min(Math.max(0, this.stagedAt - this.now()), deadline - Date.now()));
+      await this.release();
+    }
     this.subscriber.disconnect();
     await this.client.quit().catch(() => this.client.disconnect());
   }

@@ -133,6 +133,20 @@ describe('periodic store and single replica', () => {
     expect(adds).toBe(1);
   });
 
+  it('close() releases the occurrences it staged that fall within the look-ahead', async () => {
+    const { name, tasks, queue } = setup();
+    const t = await tasks.upsert({ id: 'c', task: 'noop', timer: 'every 1h', overlap: 'allow' });
+    // A clock running in real time, 600 ms before the occurrence.
+    const offset = t.nextrun! - 600 - Date.now();
+    const s = new Scheduler(name, { connection: redisUrl(), now: () => Date.now() + offset });
+    await s.start();
+    const raw = rawClient();
+    await eventually(async () => (await raw.zcard(`${queue.keys.prefix}p:staged`)) === 1);
+    await s.close();
+    expect((await queue.getJob(`c@${t.nextrun}`))?.state).toBe('waiting');
+    expect(await raw.zcard(`${queue.keys.prefix}p:staged`)).toBe(0);
+  });
+
   it('drops staged occurrences when the task is disabled, re-timed or removed', async () => {
     const { name, tasks, queue } = setup();
     const raw = rawClient();
