@@ -18,7 +18,10 @@
   ARGV[8] counting scheme: high count
   ARGV[9] counting scheme: low count
   ARGV[10] lease (ms)
-  ARGV[11..] quadruples: job id, lease token, outcome (s|f|p|c|r), payload (result or error)
+  ARGV[11..] quadruples: job id, lease token, outcome (s|f|p|c|r), payload (result or error); an
+            outcome prefixed with '+' (e.g. '+s') is of a run whose start was not sent: the run
+            is marked started (`running`, its events and count) before it ends, as start.lua would
+            (never a periodic run's: those wait for their start's answer)
 
   Returns { finished time (ms), end state per run ('' when refused), jobs taken (HGETALL arrays),
             next stuck job's due time (ms) or -1 }.
@@ -34,13 +37,23 @@ local states = {}
 local ended = {}
 for i = 11, #ARGV, 4 do
   local id = ARGV[i]
+  local outcome = ARGV[i + 2]
+  local unstarted = string.sub(outcome, 1, 1) == '+'
+  if unstarted then outcome = string.sub(outcome, 2) end
   local jobKey = prefix .. 'j:' .. id
   local job = redis.call('HMGET', jobKey, unpack(JOB_RUN_FIELDS))
   if job[1] == ARGV[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
-    local state = finishJob(prefix, now, id, job, ARGV[i + 2], ARGV[i + 3], retryDelay)
+    if unstarted and job[2] == 'scheduled' then
+      -- its start, as start.lua applies it (the end state written next replaces `running`)
+      redis.call('HSET', jobKey, 'started', str(now))
+      left('scheduled')
+      changed(id, 'running')
+      job[2] = 'running'
+    end
+    local state = finishJob(prefix, now, id, job, outcome, ARGV[i + 3], retryDelay)
     states[#states + 1] = state
     ended[state] = true
-  elseif job[1] == ARGV[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and ARGV[i + 2] == 'r' and job[7] == '')) then
+  elseif job[1] == ARGV[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and job[7] == '')) then
     -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
     -- only this script ends a run with this token as success, or released (worker cleared).
     states[#states + 1] = job[2]

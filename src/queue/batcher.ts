@@ -21,6 +21,14 @@ export class Batcher<T> {
     }
   }
 
+  /** Takes back an item not sent yet; false when it was sent already (or never added). */
+  withdraw(item: T): boolean {
+    const i = this.items.indexOf(item);
+    if (i < 0) return false;
+    this.items.splice(i, 1);
+    return true;
+  }
+
   /** Sends what is pending now. */
   flush(): void {
     this.scheduled = false;

@@ -84,6 +84,8 @@ export class LeaseLostError extends Error {
 interface Finished {
   run: Run;
   outcome: Outcome;
+  /** The run's start was not sent yet: the finish call applies it first. */
+  unstarted?: boolean;
 }
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -363,7 +365,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
       if (this.runs.get(job.id) === run) this.runs.delete(job.id);
       else if (!this.lostRuns.delete(run)) return;
       // A lost run's outcome is sent too: the queue refuses it by its token (LeaseLostError).
-      this.finishes.add({ run, outcome });
+      // A run that ended before its start was sent (a quick one) has both sent in one call.
+      this.finishes.add({ run, outcome, unstarted: this.starts.withdraw(run) });
     });
   }
 
@@ -419,7 +422,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         }
       }
       if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
-      args.push(f.run.job.id, String(f.run.job.takeSeq), f.outcome.code, payload);
+      args.push(f.run.job.id, String(f.run.job.takeSeq), f.unstarted ? `+${f.outcome.code}` : f.outcome.code, payload);
     }
     // Binary-safe: the taken jobs hold their args (msgpack).
     const reply = runScript<[number, Buffer[], Buffer[][], Buffer | number]>(this.client, 'finish', [this.keys.active], args, true);

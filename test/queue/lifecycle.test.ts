@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Queue, ValidationError, PayloadTooLargeError, type Job } from '../../src/index.js';
 import { closeAll, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+import { parseEntry } from '../../src/queue/events.js';
 
 afterEach(closeAll);
 const queue = openQueue;
@@ -54,6 +55,24 @@ describe('job lifecycle', () => {
       expect(attempts[k].due! - failedAt[k - 1]).toBeGreaterThanOrEqual(backoff - 2);
       expect(attempts[k].at).toBeGreaterThanOrEqual(attempts[k].due! - 1);
     }
+  });
+
+  it('a quick run has its start sent with its end: running, then success, in one call', async () => {
+    const name = uniqueQueue();
+    const q = openQueue(name);
+    const job = await q.submit({ task: 'quick', args: 1 });
+    const w = openWorker(name, { quick: () => 'ok' });
+    let completed = false;
+    w.on('completed', () => (completed = true));
+    await until(w, 'completed', () => completed);
+    const done = (await q.getJob(job.id))!;
+    expect(done.state).toBe('success');
+    expect(done.started).toBeGreaterThan(0);
+    expect(done.finished).toBeGreaterThanOrEqual(done.started!);
+    const entries = (await rawClient().xrange(q.keys.events, '-', '+')) as Array<[string, string[]]>;
+    const mine = entries.map(([sid, f]) => parseEntry(sid, f).filter((e) => e.id === job.id).map((e) => e.state)).filter((x) => x.length);
+    expect(mine).toEqual([['waiting'], ['scheduled'], ['running', 'success']]);
+    expect((await q.counts()).running ?? 0).toBe(0);
   });
 
   it('fails a job for good once maxRetries are used', async () => {
