@@ -428,13 +428,20 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const reply = runScript<[number, Buffer[], Buffer[][], Buffer | number]>(this.client, 'finish', [this.keys.active], args, true);
     if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => [jobs.map(decodeJob), Number(due)]), true);
     let states: Buffer[];
+    let at: number;
     try {
-      [, states] = await reply;
+      const r = await reply;
+      at = Number(r[0]);
+      states = r[1];
     } catch (err) {
       this.emitError(err);
       return;
     }
-    batch.forEach((f, i) => this.report(f, states[i].toString()));
+    batch.forEach((f, i) => {
+      // a start applied by this call is stamped with its time, as the script did
+      if (f.unstarted) f.run.job.started = at;
+      this.report(f, states[i].toString());
+    });
   }
 
   private report(f: Finished, state: string): void {
