@@ -38,21 +38,10 @@ local function enqueueLater(prefix, batch, id, group, high)
     keys = { [true] = gk .. ':h', [false] = gk .. ':l' }
     batch.listKeys[group] = keys
   end
-  local list = keys[high]
-  local ids = batch.lists[list]
-  if not ids then
-    ids = {}
-    batch.lists[list] = ids
-    batch.listOrder[#batch.listOrder + 1] = list
-  end
+  local ids = slot(batch.lists, batch.listOrder, keys[high])
   ids[#ids + 1] = id
-  local d = batch.groups[group]
-  if not d then
-    d = { nh = 0, nl = 0 }
-    batch.groups[group] = d
-    batch.groupOrder[#batch.groupOrder + 1] = group
-  end
-  if high then d.nh = d.nh + 1 else d.nl = d.nl + 1 end
+  local d = slot(batch.groups, batch.groupOrder, group)
+  if high then d.nh = (d.nh or 0) + 1 else d.nl = (d.nl or 0) + 1 end
   changed(id, 'waiting')
 end
 

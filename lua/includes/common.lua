@@ -43,6 +43,18 @@ local function str(n)
   return lastString
 end
 
+-- The table kept under `key` in `map`, created (and `key` appended to `order`) on first use: the
+-- collections a script fills as it goes and writes out once, in first-seen order.
+local function slot(map, order, key)
+  local t = map[key]
+  if not t then
+    t = {}
+    map[key] = t
+    order[#order + 1] = key
+  end
+  return t
+end
+
 -- Collected state changes of one script call; flushed as one stream entry: the ids per state
 -- (in the order states first occur), and the changes that carry an error.
 local stateIds, stateOrder = {}, {}
@@ -53,12 +65,7 @@ local function changed(id, state, err)
   if err then
     events[#events + 1] = { id, state, err }
   else
-    local ids = stateIds[state]
-    if not ids then
-      ids = {}
-      stateIds[state] = ids
-      stateOrder[#stateOrder + 1] = state
-    end
+    local ids = slot(stateIds, stateOrder, state)
     ids[#ids + 1] = id
   end
   countDelta[state] = (countDelta[state] or 0) + 1
@@ -157,12 +164,7 @@ end
 local pendingGroups, pendingOrder = {}, {}
 
 local function deferGroup(group, delta)
-  local d = pendingGroups[group]
-  if not d then
-    d = {}
-    pendingGroups[group] = d
-    pendingOrder[#pendingOrder + 1] = group
-  end
+  local d = slot(pendingGroups, pendingOrder, group)
   for field, v in pairs(delta) do d[field] = (d[field] or 0) + v end
 end
 

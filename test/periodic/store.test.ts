@@ -169,7 +169,8 @@ describe('periodic store and single replica', () => {
       s.wake();
       await eventually(async () => (await staged()).some((m) => m.startsWith(`s${jobId}|`)));
       await change();
-      expect(await staged()).toEqual([]);
+      // the occurrence staged under the old definition is gone (a new timer may stage its own)
+      expect((await staged()).filter((m) => m.startsWith(`s${jobId}|`))).toEqual([]);
       expect(await raw.exists(keys.job(jobId))).toBe(0);
       if (await tasks.get('d')) expect((await tasks.runs('d')).map((r) => r.jobId)).not.toContain(jobId);
       clock = next + 10;
