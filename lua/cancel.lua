@@ -16,10 +16,9 @@
 local prefix = ARGV[1]
 local id = ARGV[3]
 local jobKey = prefix .. 'j:' .. id
-local job = redis.call('HMGET', jobKey, 'state', 'group', 'priority')
+local job = submittedJob(jobKey, 'group', 'priority')
+if not job then return false end
 local state = job[1]
--- a planned job (a periodic occurrence staged ahead) is not submitted yet
-if not state or state == 'planned' then return false end
 if state == 'scheduled' or state == 'running' then
   redis.call('HSET', jobKey, 'cancel', '1')
   redis.call('PUBLISH', prefix .. 'cancel', id)

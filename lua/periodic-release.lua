@@ -47,22 +47,27 @@ if #due == 0 then
   return { first[2] or '', 0, 0, {} }
 end
 
--- Parse the members (`<code><task id>@<occurrence>|<h|l><group>`); note the tasks whose last job
--- and held run the policies need.
+-- A member (`<code><task id>@<occurrence>|<h|l><group>`) read into { member, policy code (lower
+-- case), job id, task id, occurrence, task gone (upper-case code), high priority, group }.
+local LOWER = { A = 'a', S = 's', B = 'b', C = 'c' }
+local function entryOf(member)
+  local code, jobId, task, occ, prio, group = string.match(member, '^(.)(([^|]*)@(%d+))|(.)(.*)$')
+  return { member, LOWER[code] or code, jobId, task, tonumber(occ), LOWER[code] ~= nil, prio == 'h', group }
+end
+
+-- Note the tasks whose last job and held run the policies need.
 local entries = {}
 local watched, watchedOrder = {}, {}
 local newestLate = {}
-local LOWER = { A = 'a', S = 's', B = 'b', C = 'c' }
 for i, m in ipairs(due) do
-  local code, jobId, task, occ, prio, group = string.match(m, '^(.)(([^|]*)@(%d+))|(.)(.*)$')
-  occ = tonumber(occ)
-  local lower = LOWER[code]
-  entries[i] = { m, lower or code, jobId, task, occ, lower ~= nil, prio == 'h', group }
-  if code ~= 'a' and code ~= 'A' and not watched[task] then
+  local e = entryOf(m)
+  entries[i] = e
+  local task = e[4]
+  if e[2] ~= 'a' and not watched[task] then
     watched[task] = true
     watchedOrder[#watchedOrder + 1] = task
   end
-  if now - occ > grace then newestLate[task] = i end
+  if now - e[5] > grace then newestLate[task] = i end
 end
 
 -- Per watched task: its last job, whether that job has not ended, and the job buffer-one holds.
@@ -127,9 +132,11 @@ local function hold(e)
   done[e[1]] = 'held'
 end
 
-local function entryOf(member)
-  local code, jobId, task, occ, prio, group = string.match(member, '^(.)(([^|]*)@(%d+))|(.)(.*)$')
-  return { member, LOWER[code] or code, jobId, task, tonumber(occ), LOWER[code] ~= nil, prio == 'h', group }
+-- Submits a buffer-one run that may go now; the task then has a run in progress and none held.
+local function submitHeld(e)
+  submit(e)
+  held[e[4]], heldOut[e[4]] = nil, false
+  active[e[4]] = true
 end
 
 for i, e in ipairs(entries) do
@@ -172,19 +179,11 @@ for i, e in ipairs(entries) do
         -- the held run goes first, now that the last one has ended
         done[h] = true
         redis.call('ZREM', KEYS[1], h)
-        submit(entryOf(h))
-        held[task], heldOut[task] = nil, false
+        submitHeld(entryOf(h))
         h = nil
-        active[task] = true
       end
       if h == member then
-        if active[task] then
-          hold(e)
-        else
-          submit(e)
-          held[task], heldOut[task] = nil, false
-          active[task] = true
-        end
+        if active[task] then hold(e) else submitHeld(e) end
       elseif not active[task] then
         submit(e)
         active[task] = true

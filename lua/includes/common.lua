@@ -43,6 +43,14 @@ local function str(n)
   return lastString
 end
 
+-- HMGET of a job's state and `...`, or nil when there is no submitted job under `jobKey` (a
+-- planned job, a periodic occurrence staged ahead, is not submitted yet).
+local function submittedJob(jobKey, ...)
+  local job = redis.call('HMGET', jobKey, 'state', ...)
+  if not job[1] or job[1] == 'planned' then return nil end
+  return job
+end
+
 -- The table kept under `key` in `map`, created (and `key` appended to `order`) on first use: the
 -- collections a script fills as it goes and writes out once, in first-seen order.
 local function slot(map, order, key)
