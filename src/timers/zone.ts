@@ -99,24 +99,21 @@ export function offsetLookup(zone: string): (epochSec: number) => number {
 function cachedOffset(zone: string, cache: OffsetCache, epochSec: number): number {
   const t = Math.floor(epochSec);
   // A day's offset is cached when constant all day; otherwise its hours, else the exact second.
-  const day = Math.floor(t / 86400);
-  let cached = cache.days.get(day);
-  if (cached === undefined) {
-    const a = exactOffset(zone, day * 86400);
-    const b = exactOffset(zone, day * 86400 + 86399);
-    cached = a === b ? a : MIXED;
-    if (cache.days.size >= CACHE_LIMIT) cache.days.clear();
-    cache.days.set(day, cached);
-  }
-  if (!Number.isNaN(cached)) return cached;
-  const h = Math.floor(t / 3600);
-  let hourly = cache.hours.get(h);
-  if (hourly === undefined) {
-    const a = exactOffset(zone, h * 3600);
-    const b = exactOffset(zone, h * 3600 + 3599);
-    hourly = a === b ? a : MIXED;
-    if (cache.hours.size >= CACHE_LIMIT) cache.hours.clear();
-    cache.hours.set(h, hourly);
-  }
+  const daily = spanOffset(zone, cache.days, Math.floor(t / 86400), 86400);
+  if (!Number.isNaN(daily)) return daily;
+  const hourly = spanOffset(zone, cache.hours, Math.floor(t / 3600), 3600);
   return Number.isNaN(hourly) ? exactOffset(zone, t) : hourly;
+}
+
+/** The offset over span `index` of `seconds` (MIXED when it changes within), from `spans` or worked out and kept there. */
+function spanOffset(zone: string, spans: Map<number, number>, index: number, seconds: number): number {
+  let offset = spans.get(index);
+  if (offset === undefined) {
+    const a = exactOffset(zone, index * seconds);
+    const b = exactOffset(zone, index * seconds + seconds - 1);
+    offset = a === b ? a : MIXED;
+    if (spans.size >= CACHE_LIMIT) spans.clear();
+    spans.set(index, offset);
+  }
+  return offset;
 }
