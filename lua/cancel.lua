@@ -28,24 +28,23 @@ if state ~= 'waiting' and state ~= 'stuck' then return state end
 
 local group = job[2]
 local gk = prefix .. 'g:' .. group
-local delta = {}
 if redis.call('LREM', gk .. ':r', 1, id) == 1 then
-  delta.nr = -1
+  deferGroup(group, 'nr', -1)
 elseif state == 'waiting' then
   local high = job[3] == 'high'
   if redis.call('LREM', gk .. (high and ':h' or ':l'), 1, id) == 1 then
-    delta[high and 'nh' or 'nl'] = -1
+    deferGroup(group, high and 'nh' or 'nl', -1)
   end
 end
 if state == 'stuck' then
   redis.call('ZREM', prefix .. 'delayed', id)
-  delta.stuck = -1
+  deferGroup(group, 'stuck', -1)
 end
 local now = nowMs()
 redis.call('HSET', jobKey, 'state', 'cancelled', 'finished', now)
 redis.call('ZADD', prefix .. 'done:cancelled', now, id)
 left(state)
 changed(id, 'cancelled')
-updateGroup(prefix, group, delta)
+flushGroups(prefix)
 flushChanges(prefix, ARGV[2])
 return 'cancelled'

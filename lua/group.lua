@@ -13,10 +13,12 @@
 
 local prefix = ARGV[1]
 local group = ARGV[2]
-local gk = prefix .. 'g:' .. group
-redis.call('SADD', prefix .. 'groups', group)
-if #ARGV >= 4 then redis.call('HSET', gk, unpack(ARGV, 3)) end
-if updateGroup(prefix, group, {}) then
+local g = loadGroups(prefix, { group }, {})[group]
+for i = 3, #ARGV - 1, 2 do
+  local field, value = ARGV[i], ARGV[i + 1]
+  if field == 'paused' then g.paused = value == '1' else g[field] = tonumber(value) end
+end
+if storeGroups(prefix, { group }, { [group] = g }) then
   wake(prefix)
   return 1
 end

@@ -25,6 +25,7 @@ local high = job[3] == 'high'
 redis.call('LPUSH', prefix .. 'g:' .. job[2] .. (high and ':h' or ':l'), id)
 left(state)
 changed(id, 'waiting')
-if updateGroup(prefix, job[2], high and { nh = 1 } or { nl = 1 }) then wake(prefix) end
+deferGroup(job[2], high and 'nh' or 'nl', 1)
+if flushGroups(prefix) then wake(prefix) end
 flushChanges(prefix, ARGV[2])
 return 'waiting'

@@ -2,8 +2,8 @@
   Adding jobs: writeJob writes a job's hash unless a job with its id exists, with
   f: id, task, group, args, subject, submitter, priority ('high'|'low'), maxRetries,
      maxRuntime, tracker, occurrence (the last five may be '');
-  enqueueLater puts it in its group's list in a batch (newJobBatch): list pushes and group counter
-  changes are collected and applied by flushJobs with one LPUSH per list and one update per group.
+  enqueueLater puts it in its group's list in a batch (newJobBatch): list pushes are collected and
+  applied by flushJobs with one LPUSH per list, and the group counters with one update per batch.
 
   A periodic occurrence's job is staged ahead of its occurrence (stageJob): its hash is written
   in state `planned`, in no list and no count, so that at the occurrence the release only flips
@@ -27,7 +27,7 @@ local function writeJob(prefix, now, f, state)
 end
 
 local function newJobBatch()
-  return { lists = {}, listOrder = {}, groups = {}, groupOrder = {}, listKeys = {} }
+  return { lists = {}, listOrder = {}, listKeys = {} }
 end
 
 -- Queues job `id` for its group's list in a batch.
@@ -40,8 +40,7 @@ local function enqueueLater(prefix, batch, id, group, high)
   end
   local ids = slot(batch.lists, batch.listOrder, keys[high])
   ids[#ids + 1] = id
-  local d = slot(batch.groups, batch.groupOrder, group)
-  if high then d.nh = (d.nh or 0) + 1 else d.nl = (d.nl or 0) + 1 end
+  deferGroup(group, high and 'nh' or 'nl', 1)
   changed(id, 'waiting')
 end
 
@@ -52,11 +51,12 @@ local function stageJob(prefix, f)
   return redis.call('HGET', prefix .. 'j:' .. f[1], 'state') == 'planned'
 end
 
--- Applies a batch's pushes (in the order the jobs were added) and group changes.
+-- Applies a batch's pushes (in the order the jobs were added) and group changes. Returns true
+-- when any of those groups is in the rotation afterwards.
 local function flushJobs(prefix, batch)
   for _, list in ipairs(batch.listOrder) do
     local ids = batch.lists[list]
     for i = 1, #ids, 1000 do redis.call('LPUSH', list, unpack(ids, i, math.min(#ids, i + 999))) end
   end
-  for _, group in ipairs(batch.groupOrder) do updateGroup(prefix, group, batch.groups[group]) end
+  return flushGroups(prefix)
 end

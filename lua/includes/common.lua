@@ -10,15 +10,14 @@
     delayed      ZSET  stuck job id -> due time (ms)
     active       ZSET  taken job id -> lease expiry (ms)
     counts       HASH  state -> number of jobs
-    groups       SET   every group ever seen
+    groups       HASH  group -> its packed state (see GROUP_FIELDS): running, stuck, nr/nh/nl
+                       (lengths of its three lists), cnt (counting scheme position), turns (takes
+                       in the current turn), limit, weight, paused, ready (1 while in `ready`)
     events       STREAM one entry per script call that changed jobs: a field per state entered
                        without an error, named after the state, = [job id...]; field b =
                        [[job id, state, error]...] for changes with an error (stuck, failed);
                        field p = [[job id, periodic task id, occurrence, error]...] for failed
                        periodic runs (periodic.failed)
-    g:<group>    HASH  running, stuck, paused, limit, weight, cnt (counting scheme position),
-                       turns (takes in the current turn), nh/nl/nr (lengths of the three lists),
-                       ready ('1' while the group is in `ready`)
     g:<group>:h  LIST  waiting high-priority job ids (LPUSH in, RPOP out)
     g:<group>:l  LIST  waiting low-priority job ids
     g:<group>:r  LIST  runnable stuck or released job ids, preferred inside the group
@@ -112,18 +111,42 @@ local function flushChanges(prefix, maxEvents)
   redis.call(unpack(fields))
 end
 
--- The group settings and counters every script reads, in this order.
-local GROUP_FIELDS = { 'paused', 'limit', 'running', 'nr', 'nh', 'nl', 'ready', 'weight', 'turns', 'cnt', 'stuck' }
+-- A group's state is one packed value in the `groups` hash: the counters and settings below, in
+-- this order, as little-endian 32-bit integers (GROUP_FORMAT). One HMGET reads the groups a
+-- script visits and one HSET writes them back, however many there are.
+local GROUP_FIELDS = { 'running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready' }
+local GROUP_FORMAT = '<i4i4i4i4i4i4i4i4i4i4i4'
 
-local function readGroup(gk)
-  local v = redis.call('HMGET', gk, unpack(GROUP_FIELDS))
-  return {
-    paused = v[1] == '1', limit = tonumber(v[2] or '0') or 0, running = tonumber(v[3] or '0') or 0,
-    nr = tonumber(v[4] or '0') or 0, nh = tonumber(v[5] or '0') or 0, nl = tonumber(v[6] or '0') or 0,
-    ready = v[7] == '1', weight = tonumber(v[8] or '1') or 1, turns = tonumber(v[9] or '0') or 0,
-    cnt = tonumber(v[10] or '0') or 0, stuck = tonumber(v[11] or '0') or 0,
-    known = (v[1] or v[2] or v[4] or v[5] or v[6] or v[8]) and true or false,
-  }
+local function unpackGroup(v)
+  if not v then
+    return { running = 0, stuck = 0, nr = 0, nh = 0, nl = 0, cnt = 0, turns = 0, limit = 0, weight = 1, paused = false, ready = false }
+  end
+  local running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready = struct.unpack(GROUP_FORMAT, v)
+  return { running = running, stuck = stuck, nr = nr, nh = nh, nl = nl, cnt = cnt, turns = turns,
+    limit = limit, weight = weight, paused = paused == 1, ready = ready == 1 }
+end
+
+local function packGroup(g)
+  return struct.pack(GROUP_FORMAT, g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight,
+    g.paused and 1 or 0, g.ready and 1 or 0)
+end
+
+-- The state of each group in `names` (one HMGET per thousand), added to `map` by name.
+local function loadGroups(prefix, names, map)
+  for i = 1, #names, 1000 do
+    local last = math.min(#names, i + 999)
+    local v = redis.call('HMGET', prefix .. 'groups', unpack(names, i, last))
+    for k = i, last do map[names[k]] = unpackGroup(v[k - i + 1]) end
+  end
+  return map
+end
+
+-- The rotation's turn counter (`rr`): read once per script, advanced here, written back by
+-- storeGroups.
+local turn
+local function nextTurn(prefix)
+  turn = (turn or tonumber(redis.call('GET', prefix .. 'rr') or '0')) + 1
+  return turn
 end
 
 -- Whether a group may be picked now: not paused, under its limit, with runnable jobs.
@@ -131,57 +154,60 @@ local function eligible(g)
   return not g.paused and (g.limit == 0 or g.running < g.limit) and (g.nr + g.nh + g.nl) > 0
 end
 
--- The one way a group changes: applies `delta` (field -> increment) to its counters, then puts
--- the group in the rotation (at the back) when it may be picked and is not there, or takes it
--- out when it may not. Returns true when the group is in the rotation afterwards.
-local function updateGroup(prefix, group, delta)
-  local gk = prefix .. 'g:' .. group
-  -- Only the running count changes (runs ended) and the group has no limit: whether it may be
-  -- picked cannot change, so the count is all there is to write.
-  local first = next(delta)
-  if first == 'running' and next(delta, first) == nil then
-    local v = redis.call('HMGET', gk, 'limit', 'ready')
-    if v[2] and (not v[1] or v[1] == '' or v[1] == '0') then
-      if delta.running ~= 0 then redis.call('HINCRBY', gk, 'running', delta.running) end
-      return v[2] == '1'
+-- The one way groups change: writes the state of the groups `order` names (from `map`) and keeps
+-- the round-robin rotation in step: a group that may be picked goes to the back of the rotation
+-- when it is not there yet, or at `g.requeue` when set (the turn number the take gave it); a
+-- group that may not be picked leaves the rotation. Returns true when any of them is in the
+-- rotation afterwards.
+local function storeGroups(prefix, order, map)
+  local readyKey = prefix .. 'ready'
+  local packed, joining, leaving = {}, {}, {}
+  local any = false
+  for _, group in ipairs(order) do
+    local g = map[group]
+    if eligible(g) then
+      any = true
+      if g.requeue then
+        joining[#joining + 1] = g.requeue
+        joining[#joining + 1] = group
+      elseif not g.ready then
+        joining[#joining + 1] = nextTurn(prefix)
+        joining[#joining + 1] = group
+        g.ready, g.turns = true, 0
+      end
+    elseif g.ready then
+      leaving[#leaving + 1] = group
+      g.ready = false
     end
+    packed[#packed + 1] = group
+    packed[#packed + 1] = packGroup(g)
   end
-  local g = readGroup(gk)
-  if not g.known then redis.call('SADD', prefix .. 'groups', group) end
-  local out = {}
-  for field, d in pairs(delta) do
-    g[field] = g[field] + d
-    out[#out + 1] = field
-    out[#out + 1] = g[field]
-  end
-  local now = eligible(g)
-  if now and not g.ready then
-    redis.call('ZADD', prefix .. 'ready', redis.call('INCR', prefix .. 'rr'), group)
-    out[#out + 1] = 'ready'; out[#out + 1] = '1'
-    out[#out + 1] = 'turns'; out[#out + 1] = 0
-  elseif g.ready and not now then
-    redis.call('ZREM', prefix .. 'ready', group)
-    out[#out + 1] = 'ready'; out[#out + 1] = '0'
-  end
-  if #out > 0 then redis.call('HSET', gk, unpack(out)) end
-  return now
+  for i = 1, #packed, 1000 do redis.call('HSET', prefix .. 'groups', unpack(packed, i, math.min(#packed, i + 999))) end
+  for i = 1, #leaving, 1000 do redis.call('ZREM', readyKey, unpack(leaving, i, math.min(#leaving, i + 999))) end
+  for i = 1, #joining, 1000 do redis.call('ZADD', readyKey, unpack(joining, i, math.min(#joining, i + 999))) end
+  if turn then redis.call('SET', prefix .. 'rr', turn) end
+  return any
 end
 
--- Group changes collected during one script call and applied once per group, in first-seen
--- order, by flushGroups (for batches: a hundred finished jobs of one group cost one update).
+-- Group counter changes collected during one script call (field -> increment per group) and
+-- applied together by flushGroups: a hundred finished jobs of one group cost one update, and a
+-- thousand groups one read and one write.
 local pendingGroups, pendingOrder = {}, {}
 
-local function deferGroup(group, delta)
+local function deferGroup(group, field, n)
   local d = slot(pendingGroups, pendingOrder, group)
-  for field, v in pairs(delta) do d[field] = (d[field] or 0) + v end
+  d[field] = (d[field] or 0) + n
 end
 
 -- Returns true when any of the updated groups is in the rotation afterwards.
 local function flushGroups(prefix)
-  local any = false
+  if #pendingOrder == 0 then return false end
+  local map = loadGroups(prefix, pendingOrder, {})
   for _, group in ipairs(pendingOrder) do
-    if updateGroup(prefix, group, pendingGroups[group]) then any = true end
+    local g = map[group]
+    for field, d in pairs(pendingGroups[group]) do g[field] = g[field] + d end
   end
+  local any = storeGroups(prefix, pendingOrder, map)
   pendingGroups, pendingOrder = {}, {}
   return any
 end

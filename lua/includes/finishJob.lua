@@ -17,7 +17,6 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
   laterZrem(prefix .. 'active', id)
   left(job[2])
   if job[6] == '1' and outcome ~= 'r' then outcome = 'c' end
-  local delta = { running = -1 }
   local state
   if outcome == 's' then
     state = 'success'
@@ -26,7 +25,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
     state = 'waiting'
     redis.call('HSET', jobKey, 'state', state, 'worker', '')
     redis.call('RPUSH', prefix .. 'g:' .. group .. ':r', id)
-    delta.nr = 1
+    deferGroup(group, 'nr', 1)
   elseif outcome == 'c' then
     state = 'cancelled'
     redis.call('HSET', jobKey, 'state', state, 'finished', str(now))
@@ -37,7 +36,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
       local due = now + retryDelay * (2 ^ retries)
       redis.call('HSET', jobKey, 'state', state, 'retries', retries + 1, 'error', payload, 'due', due)
       redis.call('ZADD', prefix .. 'delayed', due, id)
-      delta.stuck = 1
+      deferGroup(group, 'stuck', 1)
     else
       state = 'failed'
       redis.call('HSET', jobKey, 'state', state, 'finished', str(now), 'error', payload)
@@ -48,7 +47,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
     laterZadd(prefix .. 'done:' .. state, str(now), id)
   end
   changed(id, state, (state == 'stuck' or state == 'failed') and payload or nil)
-  deferGroup(group, delta)
+  deferGroup(group, 'running', -1)
   return state
 end
 

@@ -25,24 +25,23 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
       local group = redis.call('HGET', prefix .. 'j:' .. id, 'group')
       if group then
         redis.call('LPUSH', prefix .. 'g:' .. group .. ':r', id)
-        updateGroup(prefix, group, { nr = 1 })
+        deferGroup(group, 'nr', 1)
       end
     end
     redis.call('ZREM', prefix .. 'delayed', unpack(due))
+    flushGroups(prefix)
   end
 
-  -- The rotation is walked in memory: the next groups are read from `ready` a window at a time,
-  -- a group whose turn ends goes to the back of the walk (it follows every group still in `ready`),
-  -- and the rotation, the groups' counters and the leases are written once at the end. The order
-  -- is the same as taking one job per ZRANGE, at a fraction of the Redis calls.
+  -- The rotation is walked in memory: the next groups are read from `ready` a window at a time
+  -- (with their state), a group whose turn ends goes to the back of the walk (it follows every
+  -- group still in `ready`), and the rotation, the groups' state and the leases are written once
+  -- at the end. The order is the same as taking one job per ZRANGE, at a fraction of the calls.
   local jobs = {}
   local seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
-  local rr
   local window, wi, fetched = {}, 1, 0
   local exhausted = false
   local back, bi = {}, 1
   local touched, order = {}, {}
-  local rotated = {}
   local leases = {}
 
   local function nextGroup()
@@ -51,6 +50,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
       wi = 1
       fetched = fetched + #window
       if #window == 0 then exhausted = true end
+      loadGroups(prefix, window, touched)
     end
     if wi <= #window then
       wi = wi + 1
@@ -68,12 +68,8 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
     if not group then break end
     local gk = prefix .. 'g:' .. group
     local g = touched[group]
-    if not g then
-      g = readGroup(gk)
-      g.ready = true
-      -- the counters as read, so that only changed ones are written back
-      g.was = { running = g.running, cnt = g.cnt, stuck = g.stuck, nr = g.nr, nh = g.nh, nl = g.nl, turns = g.turns }
-      touched[group] = g
+    if not g.seen then
+      g.seen, g.ready = true, true
       order[#order + 1] = group
     end
     local resynced = false
@@ -122,8 +118,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         g.turns = g.turns + 1
         if not eligible(g) then break end
         if g.turns >= g.weight then
-          rr = (rr or tonumber(redis.call('GET', prefix .. 'rr') or '0')) + 1
-          rotated[group] = rr
+          g.requeue = nextTurn(prefix)
           g.turns = 0
           back[#back + 1] = group
           break
@@ -132,31 +127,8 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
     end
   end
 
-  -- Write back: counters per group, the rotation, the leases.
-  local rotation, gone = {}, {}
-  for _, group in ipairs(order) do
-    local g = touched[group]
-    local fields = {}
-    for field, before in pairs(g.was) do
-      if g[field] ~= before then
-        fields[#fields + 1] = field
-        fields[#fields + 1] = g[field]
-      end
-    end
-    if eligible(g) then
-      if rotated[group] then
-        rotation[#rotation + 1] = rotated[group]
-        rotation[#rotation + 1] = group
-      end
-    else
-      gone[#gone + 1] = group
-      fields[#fields + 1] = 'ready'; fields[#fields + 1] = '0'
-    end
-    if #fields > 0 then redis.call('HSET', prefix .. 'g:' .. group, unpack(fields)) end
-  end
-  for i = 1, #gone, 500 do redis.call('ZREM', readyKey, unpack(gone, i, math.min(#gone, i + 499))) end
-  for i = 1, #rotation, 1000 do redis.call('ZADD', readyKey, unpack(rotation, i, math.min(#rotation, i + 999))) end
-  if rr then redis.call('SET', prefix .. 'rr', rr) end
+  -- Write back: the groups and the rotation, the leases.
+  storeGroups(prefix, order, touched)
   for i = 1, #leases, 1000 do redis.call('ZADD', prefix .. 'active', unpack(leases, i, math.min(#leases, i + 999))) end
   if #jobs > 0 then redis.call('SET', prefix .. 'seq', seq) end
 

@@ -7,6 +7,7 @@ import { runScript } from '../redis/scripts.js';
 import { decodeJob, decodeJobObject, JOB_STATES, type Job, type JobState } from './job.js';
 import { checkSpec, type CheckedSpec, type SubmitSpec } from './validate.js';
 import { readEvents, type QueueEvent } from './events.js';
+import { readGroupStates } from './group-state.js';
 
 /** Options shared by every part that opens a queue. */
 export interface QueueOptions {
@@ -188,7 +189,7 @@ export class Queue {
         ids = await this.client.zrange(this.keys.delayed, 0, -1);
         break;
       case 'waiting': {
-        const groups = opts.group ? [opts.group] : (await this.client.smembers(this.keys.groups)).sort();
+        const groups = opts.group ? [opts.group] : [...(await readGroupStates(this.client, this.keys.groups)).keys()].sort();
         ids = [];
         for (const g of groups) {
           if (ids.length >= limit) break;
@@ -252,31 +253,20 @@ export class Queue {
 
   /** Every group seen, with its depth, running and stuck jobs and settings, sorted by name. */
   async groups(): Promise<GroupInfo[]> {
-    const names = (await this.client.smembers(this.keys.groups)).sort();
-    const out: GroupInfo[] = [];
-    for (let i = 0; i < names.length; i += 500) {
-      const slice = names.slice(i, i + 500);
-      const pipe = this.client.pipeline();
-      for (const g of slice) pipe.hmget(this.keys.group(g), 'running', 'stuck', 'paused', 'limit', 'weight', 'nh', 'nl', 'nr');
-      const res = (await pipe.exec())!;
-      slice.forEach((group, k) => {
-        const [err, v] = res[k];
-        if (err) throw err;
-        const [running, stuck, paused, limit, weight, nh, nl, nr] = v as (string | null)[];
-        const stuckN = Number(stuck ?? 0);
-        out.push({
-          group,
-          // The preferred list holds released jobs (waiting) and due stuck jobs.
-          waiting: Number(nh ?? 0) + Number(nl ?? 0) + Math.max(0, Number(nr ?? 0) - stuckN),
-          running: Number(running ?? 0),
-          stuck: stuckN,
-          paused: paused === '1',
-          limit: Number(limit ?? 0),
-          weight: Number(weight ?? 1),
-        });
-      });
-    }
-    return out;
+    const states = await readGroupStates(this.client, this.keys.groups);
+    return [...states.keys()].sort().map((group) => {
+      const g = states.get(group)!;
+      return {
+        group,
+        // The preferred list holds released jobs (waiting) and due stuck jobs.
+        waiting: g.nh + g.nl + Math.max(0, g.nr - g.stuck),
+        running: g.running,
+        stuck: g.stuck,
+        paused: g.paused === 1,
+        limit: g.limit,
+        weight: g.weight,
+      };
+    });
   }
 
   /** Stops handing out the group's jobs (running ones go on) until {@link resumeGroup}. */

@@ -51,7 +51,7 @@ export function queueKeys(name: string): QueueKeys {
     seq: `${prefix}seq`,
     job: (id) => `${prefix}j:${id}`,
     logs: (id) => `${prefix}j:${id}:logs`,
-    group: (g) => `${prefix}g:${g}`,
+    group: (g) => `${prefix}g:${g}`, // prefix of the group's lists :h, :l, :r
     done: (state) => `${prefix}done:${state}`,
     worker: (id) => `${prefix}w:${id}`,
   };

@@ -1,0 +1,30 @@
+/**
+ * A group's state as the Lua scripts keep it: one packed value per group in the queue's `groups`
+ * hash (see GROUP_FIELDS in lua/includes/common.lua), little-endian 32-bit integers in this order.
+ */
+import type { Redis } from 'ioredis';
+
+const FIELDS = ['running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready'] as const;
+
+export type GroupState = Record<(typeof FIELDS)[number], number>;
+
+/** Decodes one packed group state. */
+export function decodeGroupState(packed: Buffer): GroupState {
+  const state = {} as GroupState;
+  FIELDS.forEach((field, i) => {
+    state[field] = packed.length >= (i + 1) * 4 ? packed.readInt32LE(i * 4) : 0;
+  });
+  return state;
+}
+
+/** Every group of the hash at `key` with its state (HSCAN, a thousand at a time). */
+export async function readGroupStates(client: Redis, key: string): Promise<Map<string, GroupState>> {
+  const out = new Map<string, GroupState>();
+  let cursor = '0';
+  do {
+    const [next, flat] = await client.hscanBuffer(key, cursor, 'COUNT', 1000);
+    cursor = next.toString();
+    for (let i = 0; i < flat.length; i += 2) out.set(flat[i].toString(), decodeGroupState(flat[i + 1]));
+  } while (cursor !== '0');
+  return out;
+}
