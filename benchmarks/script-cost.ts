@@ -38,11 +38,7 @@ await phase('take', async () => {
   while (taken.length < jobs) {
     const [list] = await runScript<[string[][], number]>(client, 'take', [keys.ready], [keys.prefix, 10_000, 'w1', batch, 2, 1, 60_000]);
     if (list.length === 0) throw new Error('take found nothing');
-    for (const flat of list) {
-      const m = new Map<string, string>();
-      for (let i = 0; i < flat.length; i += 2) m.set(flat[i], flat[i + 1]);
-      taken.push([m.get('id')!, m.get('takeSeq')!]);
-    }
+    for (const [id, seq] of list) taken.push([id, seq]);
   }
 });
 await phase('start', async () => {

@@ -23,7 +23,7 @@
             is marked started (`running`, its events and count) before it ends, as start.lua would
             (never a periodic run's: those wait for their start's answer)
 
-  Returns { finished time (ms), end state per run ('' when refused), jobs taken (HGETALL arrays),
+  Returns { finished time (ms), end state per run ('' when refused), jobs taken (see includes/take),
             next stuck job's due time (ms) or -1 }.
 ]]
 --- @include "includes/common"

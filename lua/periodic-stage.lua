@@ -60,7 +60,8 @@ for r = 1, #recs do
     if f[9] ~= '' then
       for occ in string.gmatch(f[9], '[^,]+') do
         local jobId = id .. '@' .. occ
-        if stageJob(prefix, { jobId, f[14], f[15], f[16], f[17], f[18], f[19], f[20], f[21], id, occ }) then
+        local d = packDescription(f[14], f[15], f[19], f[20], f[17], f[18], f[21], id, occ, f[16])
+        if stageJob(prefix, { jobId, d, f[15], f[19], f[20], id, occ }) then
           local member = code .. jobId .. route
           members[#members + 1] = member
           staged[#staged + 1] = occ

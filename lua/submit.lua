@@ -5,9 +5,9 @@
   KEYS[1] marker   (prefix .. 'marker'; every other key is built from ARGV[1])
   ARGV[1] key prefix '{rota:<queue>}:'
   ARGV[2] events stream max length (0: no events)
-  ARGV[3] number of fields per job (11)
-  ARGV[4..] per job: id, task, group, args, subject, submitter, priority, maxRetries,
-            maxRuntime, tracker, occurrence
+  ARGV[3] number of fields per job (7)
+  ARGV[4..] per job: id, description, group, priority, maxRetries, tracker, occurrence (see
+            includes/addJob)
 
   Returns { submitted time (ms), added flag per job (1 added, 0 existed) }.
 ]]
@@ -25,7 +25,7 @@ for i = 4, #ARGV, width do
   local f = {}
   for k = 0, width - 1 do f[k + 1] = ARGV[i + k] end
   local a = writeJob(prefix, submitted, f)
-  if a == 1 then enqueueLater(prefix, batch, f[1], f[3], f[7] == 'high') end
+  if a == 1 then enqueueLater(prefix, batch, f[1], f[3], f[4] == 'high') end
   flags[#flags + 1] = a
   added = added + a
 end

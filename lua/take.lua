@@ -15,7 +15,7 @@
   ARGV[6] counting scheme: low count
   ARGV[7] lease (ms)
 
-  Returns { jobs, next stuck due time (ms) or -1 }, where jobs is a list of HGETALL arrays.
+  Returns { jobs, next stuck due time (ms) or -1 }, jobs as includes/take describes them.
 ]]
 --- @include "includes/common"
 --- @include "includes/take"

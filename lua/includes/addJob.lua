@@ -1,7 +1,11 @@
 --[[
-  Adding jobs: writeJob writes a job's hash unless a job with its id exists, with
-  f: id, task, group, args, subject, submitter, priority ('high'|'low'), maxRetries,
-     maxRuntime, tracker, occurrence (the last five may be '');
+  Adding jobs: writeJob writes a job's hash unless a job with its id exists, from
+  f: id, description, group, priority ('high'|'low'), maxRetries, tracker, occurrence (the last two
+     may be ''). The description (field `d`) is what the job is, packed once: a MessagePack array
+     of task, group, priority, maxRetries, subject, submitter, maxRuntime, tracker, occurrence
+     (nil when absent), then the args when there are any (see src/queue/job.ts); the hash keeps
+     its own copies of the fields the scripts read (group, priority, maxRetries, tracker,
+     occurrence), so no script unpacks it;
   enqueueLater puts it in its group's list in a batch (newJobBatch): list pushes are collected and
   applied by flushJobs with one LPUSH per list, and the group counters with one update per batch.
 
@@ -9,21 +13,34 @@
   in state `planned`, in no list and no count, so that at the occurrence the release only flips
   it to `waiting`. A planned job is not submitted: every reader treats it as absent.
 ]]
-local OPTIONAL_JOB_FIELDS = { [5] = 'subject', [6] = 'submitter', [9] = 'maxRuntime', [10] = 'tracker', [11] = 'occurrence' }
 
 -- Writes the job hash (given state, and `submitted` unless planned) unless the id exists.
 -- Returns 1 when written, 0 when it existed.
 local function writeJob(prefix, now, f, state)
   local jobKey = prefix .. 'j:' .. f[1]
   if redis.call('EXISTS', jobKey) == 1 then return 0 end
-  local fields = { 'id', f[1], 'task', f[2], 'group', f[3], 'args', f[4], 'priority', f[7],
-    'maxRetries', f[8], 'state', state or 'waiting' }
-  if state ~= 'planned' then fields[#fields + 1] = 'submitted'; fields[#fields + 1] = now end
-  for i, name in pairs(OPTIONAL_JOB_FIELDS) do
-    if f[i] ~= '' then fields[#fields + 1] = name; fields[#fields + 1] = f[i] end
+  state = state or 'waiting'
+  if state == 'planned' then
+    redis.call('HSET', jobKey, 'd', f[2], 'group', f[3], 'priority', f[4], 'maxRetries', f[5], 'state', state,
+      'tracker', f[6], 'occurrence', f[7])
+  elseif f[6] ~= '' then
+    redis.call('HSET', jobKey, 'd', f[2], 'group', f[3], 'priority', f[4], 'maxRetries', f[5], 'state', state,
+      'submitted', now, 'tracker', f[6], 'occurrence', f[7])
+  else
+    redis.call('HSET', jobKey, 'd', f[2], 'group', f[3], 'priority', f[4], 'maxRetries', f[5], 'state', state,
+      'submitted', now)
   end
-  redis.call('HSET', jobKey, unpack(fields))
   return 1
+end
+
+-- The description (see above) of a periodic task's job: fields as the task hash holds them
+-- (strings, '' when absent), args already packed ('' when none).
+local function packDescription(task, group, priority, maxRetries, subject, submitter, maxRuntime, tracker, occurrence, args)
+  local function opt(v) if v ~= '' then return v end end
+  return string.char(0x90 + (args ~= '' and 10 or 9))
+    .. cmsgpack.pack(task, group, priority, tonumber(maxRetries), opt(subject), opt(submitter),
+      tonumber(maxRuntime), opt(tracker), tonumber(occurrence))
+    .. args
 end
 
 local function newJobBatch()

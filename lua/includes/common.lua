@@ -21,7 +21,10 @@
     g:<group>:h  LIST  waiting high-priority job ids (LPUSH in, RPOP out)
     g:<group>:l  LIST  waiting low-priority job ids
     g:<group>:r  LIST  runnable stuck or released job ids, preferred inside the group
-    j:<id>       HASH  the job
+    j:<id>       HASH  the job: d (its packed description, see includes/addJob), copies of the
+                       fields scripts read (group, priority, maxRetries, tracker, occurrence),
+                       state, submitted, retries, worker, takeSeq, started, finished, due,
+                       result, error, cancel, progress
     j:<id>:logs  LIST  log lines of the job's runs
     done:<state> ZSET  finished job id -> finished time, per final state
     workers      ZSET  executor id -> registry expiry; w:<id> HASH executor info

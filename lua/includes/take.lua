@@ -5,8 +5,9 @@
   the other when one is empty; FIFO inside a priority. Due stuck jobs are promoted first.
   Each taken job is marked `scheduled` with the executor id, gets a lease in `active` (now +
   lease ms), and its take sequence number (takeSeq), which is also the lease token.
-  Returns the jobs (HGETALL arrays) and the next stuck job's due time (ms) or -1. The caller
-  flushes the changes (flushChanges).
+  Returns the jobs, each as { id, take sequence, description (field d), retries, submitted, due,
+  error } (the last two of a retried job), and the next stuck job's due time (ms) or -1. The
+  caller flushes the changes (flushChanges).
 ]]
 local function takeJobs(prefix, worker, n, high, low, lease, now)
   local leaseAt = tostring(now + lease)
@@ -98,11 +99,8 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         g.cnt = cnt
         g[list] = g[list] - 1
         local jobKey = prefix .. 'j:' .. id
-        local job = redis.call('HGETALL', jobKey)
-        local old
-        for k = 1, #job, 2 do
-          if job[k] == 'state' then old = job[k + 1]; break end
-        end
+        local job = redis.call('HMGET', jobKey, 'state', 'd', 'retries', 'submitted', 'due', 'error')
+        local old = job[1]
         left(old)
         if old == 'stuck' then g.stuck = g.stuck - 1 end
         seq = seq + 1
@@ -111,9 +109,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         leases[#leases + 1] = leaseAt
         leases[#leases + 1] = id
         changed(id, 'scheduled')
-        job[#job + 1] = 'takeSeq'; job[#job + 1] = token
-        job[#job + 1] = 'worker'; job[#job + 1] = worker
-        jobs[#jobs + 1] = job
+        jobs[#jobs + 1] = { id, token, job[2], job[3], job[4], job[5], job[6] }
         g.running = g.running + 1
         g.turns = g.turns + 1
         if not eligible(g) then break end

@@ -303,18 +303,18 @@ export class PeriodicTasks {
     const out: UpcomingRun[] = [];
     if (staged.length) {
       const sp = this.client.pipeline();
-      const runs: Array<{ id: string; occurrence: number; group: string }> = [];
+      const runs: Array<{ id: string; jobId: string; occurrence: number; group: string }> = [];
       for (let i = 0; i < staged.length; i += 2) {
         const m = parseStaged(staged[i]);
         // one held back by buffer-one is not an upcoming occurrence
         if (!m || m.occurrence !== Number(staged[i + 1])) continue;
         runs.push(m);
-        sp.hget(this.qkeys.job(m.jobId), 'task');
+        sp.hgetBuffer(this.qkeys.job(m.jobId), 'd');
       }
       const rows = runs.length ? (await sp.exec())! : [];
       runs.forEach((r, i) => {
-        const task = rows[i][1] as string | null;
-        if (task) out.push({ id: r.id, task, group: r.group, occurrence: r.occurrence });
+        const d = rows[i][1] as Buffer | null;
+        if (d) out.push({ id: r.id, task: decodeJob(r.jobId, [Buffer.from('d'), d]).task, group: r.group, occurrence: r.occurrence });
       });
     }
     if (ids.length === 0) return out.sort((a, b) => a.occurrence - b.occurrence || a.id.localeCompare(b.id)).slice(0, limit);
@@ -370,7 +370,7 @@ export class PeriodicTasks {
       const flat: Buffer[] = [];
       for (const [k, v] of Object.entries(got.job ?? {})) flat.push(Buffer.from(k), v);
       if (!flat.length) return { occurrence: e.occurrence, status: 'expired', jobId: e.member };
-      const job = decodeJob(flat) as ReturnType<typeof decodeJob> & { host?: string; pid?: number; dropped?: string };
+      const job = decodeJob(e.member, flat) as ReturnType<typeof decodeJob> & { host?: string; pid?: number; dropped?: string };
       const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
       const dropped = got.job.dropped?.toString();
       return {

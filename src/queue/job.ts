@@ -1,5 +1,5 @@
 /** The job record: its fields, states, and how it is read back from Redis. */
-import { unpack } from 'msgpackr';
+import { pack, unpack } from 'msgpackr';
 
 /** Where a job is in its life. Final states: success, failed, cancelled. */
 export type JobState = 'waiting' | 'scheduled' | 'running' | 'success' | 'stuck' | 'failed' | 'cancelled';
@@ -51,15 +51,53 @@ export interface Job<A = unknown, R = unknown> {
   cancelRequested?: boolean;
 }
 
-const NUMBER_FIELDS = new Set(['retries', 'maxRetries', 'submitted', 'started', 'finished', 'due', 'takeSeq', 'maxRuntime', 'occurrence', 'progress', 'taken']);
+/**
+ * What a job is, fixed at submit: one MessagePack array in the job hash's field `d`, the fields
+ * below in this order (nil when absent), then the packed args when there are any. The scripts
+ * that need the group, priority, retry limit or periodic origin read their own copies in the hash.
+ */
+const DESCRIPTION = ['task', 'group', 'priority', 'maxRetries', 'subject', 'submitter', 'maxRuntime', 'tracker', 'occurrence'] as const;
 
-/** Builds a job from an HGETALL reply given as a flat [field, value, ...] list of Buffers. */
-export function decodeJob(flat: Buffer[]): Job {
-  const job: Record<string, unknown> = { retries: 0, subject: '', submitter: '' };
+export type JobDescription = Pick<Job, 'task' | 'group' | 'priority' | 'maxRetries'> &
+  Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence'>>;
+
+const NIL = Buffer.from([0xc0]);
+
+/** Packs a job's description; `packedArgs` is its args as MessagePack, empty when it has none. */
+export function packDescription(d: JobDescription, packedArgs: Buffer): Buffer {
+  const parts: Buffer[] = [Buffer.from([0x90 + DESCRIPTION.length + (packedArgs.length ? 1 : 0)])];
+  for (const field of DESCRIPTION) parts.push(d[field] === undefined ? NIL : pack(d[field]));
+  if (packedArgs.length) parts.push(packedArgs);
+  return Buffer.concat(parts);
+}
+
+/** Adds the fields of a packed description to `job`. */
+function describe(job: Record<string, unknown>, packed: Buffer): void {
+  const values = unpack(packed) as unknown[];
+  DESCRIPTION.forEach((field, i) => {
+    const v = values[i];
+    // times past 2^32 ms come back as 64-bit integers (bigint) when the scripts packed them
+    if (v !== null && v !== undefined) job[field] = typeof v === 'bigint' ? Number(v) : v;
+  });
+  if (values.length > DESCRIPTION.length) job.args = values[DESCRIPTION.length];
+}
+
+const NUMBER_FIELDS = new Set(['retries', 'maxRetries', 'submitted', 'started', 'finished', 'due', 'takeSeq', 'maxRuntime', 'occurrence', 'progress']);
+/** Hash fields that copy the description for the scripts. */
+const COPIES = new Set<string>(['group', 'priority', 'maxRetries', 'tracker', 'occurrence']);
+
+/** Builds job `id` from an HGETALL reply given as a flat [field, value, ...] list of Buffers. */
+export function decodeJob(id: string, flat: Buffer[]): Job {
+  const job: Record<string, unknown> = { id, retries: 0, subject: '', submitter: '' };
   for (let i = 0; i < flat.length; i += 2) {
     const field = flat[i].toString();
     const raw = flat[i + 1];
-    if (field === 'args' || field === 'result') {
+    if (field === 'd') {
+      describe(job, raw);
+      continue;
+    }
+    if (COPIES.has(field)) continue;
+    if (field === 'result') {
       if (raw.length > 0) job[field] = unpack(raw);
       continue;
     }
@@ -69,13 +107,27 @@ export function decodeJob(flat: Buffer[]): Job {
     else if (field === 'cancel') job.cancelRequested = value === '1';
     else job[field] = value;
   }
-  delete job.taken;
   return job as unknown as Job;
 }
 
-/** Builds a job from an HGETALL reply given as an object of Buffers. */
-export function decodeJobObject(obj: Record<string, Buffer>): Job | null {
+/** Builds job `id` from an HGETALL reply given as an object of Buffers, or null when empty. */
+export function decodeJobObject(id: string, obj: Record<string, Buffer>): Job | null {
   const flat: Buffer[] = [];
   for (const [k, v] of Object.entries(obj)) flat.push(Buffer.from(k), v);
-  return flat.length ? decodeJob(flat) : null;
+  return flat.length ? decodeJob(id, flat) : null;
+}
+
+/**
+ * Builds a job taken by executor `worker` from its entry in a take reply (see lua/includes/take):
+ * [id, take sequence, description, retries, submitted, due, error] (nil when absent).
+ */
+export function decodeTaken(entry: Buffer[], worker: string): Job {
+  const job: Record<string, unknown> = {
+    id: entry[0].toString(), takeSeq: Number(entry[1]), retries: entry[3] ? Number(entry[3]) : 0,
+    submitted: Number(entry[4]), state: 'scheduled', worker, subject: '', submitter: '',
+  };
+  if (entry[5]) job.due = Number(entry[5]);
+  if (entry[6]) job.error = entry[6].toString();
+  describe(job, entry[2]);
+  return job as unknown as Job;
 }

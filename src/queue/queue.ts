@@ -4,7 +4,7 @@ import { ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
-import { decodeJob, decodeJobObject, JOB_STATES, type Job, type JobState } from './job.js';
+import { decodeJob, decodeJobObject, JOB_STATES, packDescription, type Job, type JobState } from './job.js';
 import { checkSpec, type CheckedSpec, type SubmitSpec } from './validate.js';
 import { readEvents, type QueueEvent } from './events.js';
 import { readGroupStates } from './group-state.js';
@@ -56,7 +56,7 @@ export interface WorkerInfo {
 
 export const DEFAULT_MAX_ARGS_BYTES = 512 * 1024;
 export const DEFAULT_MAX_EVENTS = 10_000;
-const SUBMIT_FIELDS = 11;
+const SUBMIT_FIELDS = 7;
 
 let idCounter = 0;
 /** A new job id: time-ordered, unique across processes. */
@@ -69,8 +69,8 @@ export function newJobId(): string {
 export function submitFields(specs: CheckedSpec[]): Array<string | Buffer | number> {
   const out: Array<string | Buffer | number> = [];
   for (const s of specs) {
-    out.push(s.id!, s.task, s.group, s.packedArgs, s.subject ?? '', s.submitter ?? '', s.priority,
-      s.maxRetries ?? 3, s.maxRuntime ?? '', s.tracker ?? '', s.occurrence ?? '');
+    const maxRetries = s.maxRetries ?? 3;
+    out.push(s.id!, packDescription({ ...s, maxRetries }, s.packedArgs), s.group, s.priority, maxRetries, s.tracker ?? '', s.occurrence ?? '');
   }
   return out;
 }
@@ -142,7 +142,7 @@ export class Queue {
   async getJob<A = unknown>(id: string): Promise<Job<A> | null> {
     const flat = (await this.client.callBuffer('HGETALL', this.keys.job(id))) as Buffer[];
     if (!flat.length) return null;
-    const job = decodeJob(flat) as Job<A>;
+    const job = decodeJob(id, flat) as Job<A>;
     // A periodic occurrence staged ahead of time is not submitted until its occurrence.
     return (job.state as string) === 'planned' ? null : job;
   }
@@ -205,10 +205,11 @@ export class Queue {
     const out: Job[] = [];
     for (let i = 0; i < ids.length && out.length < limit; i += 200) {
       const pipe = this.client.pipeline();
-      for (const id of ids.slice(i, i + 200)) pipe.hgetallBuffer(this.keys.job(id));
-      for (const [err, obj] of (await pipe.exec())!) {
+      const slice = ids.slice(i, i + 200);
+      for (const id of slice) pipe.hgetallBuffer(this.keys.job(id));
+      for (const [k, [err, obj]] of (await pipe.exec())!.entries()) {
         if (err) throw err;
-        const job = decodeJobObject(obj as Record<string, Buffer>);
+        const job = decodeJobObject(slice[k], obj as Record<string, Buffer>);
         if (job && job.state === opts.state && (!opts.group || job.group === opts.group) && out.length < limit) out.push(job);
       }
     }

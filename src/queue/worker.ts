@@ -16,7 +16,7 @@ import { preload, runScript } from '../redis/scripts.js';
 import { Batcher } from './batcher.js';
 import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
-import { decodeJob, type Job, type JobState } from './job.js';
+import { decodeTaken, type Job, type JobState } from './job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
 import { Recoverer, type Keep } from './recoverer.js';
 import { Run, type Outcome } from './run.js';
@@ -327,7 +327,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const [flatJobs, nextDue] = await runScript<[Buffer[][], Buffer | number]>(this.client, 'take', [this.keys.ready], [
       this.keys.prefix, this.opts.maxEvents, this.id, n, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
     ], true);
-    return [flatJobs.map(decodeJob), Number(nextDue)];
+    return [flatJobs.map((e) => decodeTaken(e, this.id)), Number(nextDue)];
   }
 
   /** Blocks on the wake-up marker for at most `ms`. */
@@ -426,7 +426,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
     // Binary-safe: the taken jobs hold their args (msgpack).
     const reply = runScript<[number, Buffer[], Buffer[][], Buffer | number]>(this.client, 'finish', [this.keys.active], args, true);
-    if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => [jobs.map(decodeJob), Number(due)]), true);
+    if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => [jobs.map((e) => decodeTaken(e, this.id)), Number(due)]), true);
     let states: Buffer[];
     let at: number;
     try {
