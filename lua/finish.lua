@@ -43,14 +43,15 @@ for i = 11, #ARGV, 4 do
   local jobKey = prefix .. 'j:' .. id
   local job = redis.call('HMGET', jobKey, unpack(JOB_RUN_FIELDS))
   if job[1] == ARGV[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
+    local started
     if unstarted and job[2] == 'scheduled' then
       -- its start, as start.lua applies it (the end state written next replaces `running`)
-      redis.call('HSET', jobKey, 'started', str(now))
+      started = str(now)
       left('scheduled')
       changed(id, 'running')
       job[2] = 'running'
     end
-    local state = finishJob(prefix, now, id, job, outcome, ARGV[i + 3], retryDelay)
+    local state = finishJob(prefix, now, id, job, outcome, ARGV[i + 3], retryDelay, started)
     states[#states + 1] = state
     ended[state] = true
   elseif job[1] == ARGV[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and job[7] == '')) then

@@ -4,45 +4,53 @@
     p permanent failure (no retry)        c cancelled
     r released back to the front of its group without counting a retry (graceful shutdown)
   A job whose cancel was requested ends cancelled whatever the outcome (but a release).
-  `job` is HMGET of JOB_RUN_FIELDS; the caller has checked the lease token. A failed run of a
-  periodic task (a job with a tracker) also raises a periodic.failed event.
+  `job` is HMGET of JOB_RUN_FIELDS; the caller has checked the lease token. `started`, when
+  given, is written as the run's start time in the same write (a run whose start was not sent
+  separately, see finish.lua). A failed run of a periodic task (a job with a tracker) also raises
+  a periodic.failed event.
   Returns the state the job ended in. The set and group changes of a batch are applied together:
   callers run finishBatch(prefix) after their last finishJob and before reading those keys.
 ]]
 local JOB_RUN_FIELDS = { 'takeSeq', 'state', 'group', 'retries', 'maxRetries', 'cancel', 'worker', 'tracker', 'occurrence' }
 
-local function finishJob(prefix, now, id, job, outcome, payload, retryDelay)
+local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, started)
   local jobKey = prefix .. 'j:' .. id
   local group = job[3]
   laterZrem(prefix .. 'active', id)
   left(job[2])
   if job[6] == '1' and outcome ~= 'r' then outcome = 'c' end
-  local state
+  local state, fields
   if outcome == 's' then
     state = 'success'
-    redis.call('HSET', jobKey, 'state', state, 'finished', str(now), 'result', payload)
+    fields = { 'state', state, 'finished', str(now) }
+    if payload ~= '' then fields[5], fields[6] = 'result', payload end
   elseif outcome == 'r' then
     state = 'waiting'
-    redis.call('HSET', jobKey, 'state', state, 'worker', '')
+    fields = { 'state', state, 'worker', '' }
     redis.call('RPUSH', prefix .. 'g:' .. group .. ':r', id)
     deferGroup(group, 'nr', 1)
   elseif outcome == 'c' then
     state = 'cancelled'
-    redis.call('HSET', jobKey, 'state', state, 'finished', str(now))
+    fields = { 'state', state, 'finished', str(now) }
   else
     local retries = tonumber(job[4]) or 0
     if outcome == 'f' and retries < (tonumber(job[5]) or 0) then
       state = 'stuck'
       local due = now + retryDelay * (2 ^ retries)
-      redis.call('HSET', jobKey, 'state', state, 'retries', retries + 1, 'error', payload, 'due', due)
+      fields = { 'state', state, 'retries', retries + 1, 'error', payload, 'due', due }
       redis.call('ZADD', prefix .. 'delayed', due, id)
       deferGroup(group, 'stuck', 1)
     else
       state = 'failed'
-      redis.call('HSET', jobKey, 'state', state, 'finished', str(now), 'error', payload)
+      fields = { 'state', state, 'finished', str(now), 'error', payload }
       if job[8] and job[8] ~= '' then periodicFailed(id, job[8], job[9], payload) end
     end
   end
+  if started then
+    fields[#fields + 1] = 'started'
+    fields[#fields + 1] = started
+  end
+  redis.call('HSET', jobKey, unpack(fields))
   if state == 'success' or state == 'failed' or state == 'cancelled' then
     laterZadd(prefix .. 'done:' .. state, str(now), id)
   end

@@ -61,14 +61,13 @@ const DESCRIPTION = ['task', 'group', 'priority', 'maxRetries', 'subject', 'subm
 export type JobDescription = Pick<Job, 'task' | 'group' | 'priority' | 'maxRetries'> &
   Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence'>>;
 
-const NIL = Buffer.from([0xc0]);
-
 /** Packs a job's description; `packedArgs` is its args as MessagePack, empty when it has none. */
 export function packDescription(d: JobDescription, packedArgs: Buffer): Buffer {
-  const parts: Buffer[] = [Buffer.from([0x90 + DESCRIPTION.length + (packedArgs.length ? 1 : 0)])];
-  for (const field of DESCRIPTION) parts.push(d[field] === undefined ? NIL : pack(d[field]));
-  if (packedArgs.length) parts.push(packedArgs);
-  return Buffer.concat(parts);
+  const head = pack(DESCRIPTION.map((field) => d[field] ?? null));
+  if (!packedArgs.length) return head;
+  // A fixarray's first byte holds its length: one more element, the args, packed already.
+  head[0] += 1;
+  return Buffer.concat([head, packedArgs]);
 }
 
 /** Adds the fields of a packed description to `job`. */
