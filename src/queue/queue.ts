@@ -127,15 +127,18 @@ export class Queue {
       this.keys.prefix, this.maxEvents, SUBMIT_FIELDS, ...submitFields(checked),
     ]);
     // Ids that existed already are read back together (one round trip on the pipelined connection).
-    return Promise.all(checked.map(async (c, i): Promise<Job<A>> => {
-      if (flags[i] !== 1) return (await this.getJob<A>(c.id!))!;
-      return {
-        id: c.id!, task: c.task, group: c.group, args: c.args as A, priority: c.priority,
-        subject: c.subject ?? '', submitter: c.submitter ?? '', state: 'waiting', retries: 0,
-        maxRetries: c.maxRetries ?? 3, submitted, maxRuntime: c.maxRuntime, tracker: c.tracker,
-        occurrence: c.occurrence,
-      };
-    }));
+    const existing = new Map<number, Job<A>>();
+    const reads: Promise<void>[] = [];
+    flags.forEach((added, i) => {
+      if (added !== 1) reads.push(this.getJob<A>(checked[i].id!).then((job) => void existing.set(i, job!)));
+    });
+    await Promise.all(reads);
+    return checked.map((c, i): Job<A> => existing.get(i) ?? {
+      id: c.id!, task: c.task, group: c.group, args: c.args as A, priority: c.priority,
+      subject: c.subject ?? '', submitter: c.submitter ?? '', state: 'waiting', retries: 0,
+      maxRetries: c.maxRetries ?? 3, submitted, maxRuntime: c.maxRuntime, tracker: c.tracker,
+      occurrence: c.occurrence,
+    });
   }
 
   /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
