@@ -250,13 +250,15 @@ local function wake(prefix)
   redis.call('ZADD', prefix .. 'marker', 0, 'w')
 end
 
--- Trims a finished-state set to `keep` jobs, removing at most 200 per call.
+-- Trims a finished-state set to `keep` jobs once it runs over by more than a twentieth of
+-- `keep` (so that a large set is trimmed in steps of many jobs, not one per call), removing at
+-- most 200 per call.
 local function trimFinished(prefix, state, keep)
   keep = tonumber(keep)
   if keep < 0 then return end
   local key = prefix .. 'done:' .. state
   local excess = redis.call('ZCARD', key) - keep
-  if excess <= 0 then return end
+  if excess <= math.floor(keep / 20) then return end
   if excess > 200 then excess = 200 end
   local ids = redis.call('ZRANGE', key, 0, excess - 1)
   local doomed = {}

@@ -4,7 +4,8 @@
   comes first, then the counting scheme (high, low) picks high or low priority, falling back to
   the other when one is empty; FIFO inside a priority. Due stuck jobs are promoted first.
   Each taken job is marked `scheduled` with the executor id, gets a lease in `active` (now +
-  lease ms), and its take sequence number (takeSeq), which is also the lease token.
+  lease ms), and its take sequence number (takeSeq), which is also the lease token. Sequence
+  numbers increase with every take; one reserved by a take that found fewer jobs is skipped.
   Returns the jobs, each as { id, take sequence, description (field d), retries, submitted, due,
   error } (the last two of a retried job), and the next stuck job's due time (ms) or -1. The
   caller flushes the changes (flushChanges).
@@ -38,7 +39,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   -- group still in `ready`), and the rotation, the groups' state and the leases are written once
   -- at the end. The order is the same as taking one job per ZRANGE, at a fraction of the calls.
   local jobs = {}
-  local seq = tonumber(redis.call('GET', prefix .. 'seq') or '0')
+  local seq -- the last take sequence number handed out; n numbers are reserved at the first job
   local window, wi, fetched = {}, 1, 0
   local exhausted = false
   local back, bi = {}, 1
@@ -47,7 +48,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
 
   local function nextGroup()
     if wi > #window and not exhausted then
-      window = redis.call('ZRANGE', readyKey, fetched, fetched + math.max(n, 16) - 1)
+      window = redis.call('ZRANGE', readyKey, fetched, fetched + n - #jobs - 1)
       wi = 1
       fetched = fetched + #window
       if #window == 0 then exhausted = true end
@@ -103,7 +104,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         local old = job[1]
         left(old)
         if old == 'stuck' then g.stuck = g.stuck - 1 end
-        seq = seq + 1
+        seq = (seq or redis.call('INCRBY', prefix .. 'seq', n) - n) + 1
         local token = tostring(seq)
         redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
         leases[#leases + 1] = leaseAt
@@ -126,7 +127,6 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   -- Write back: the groups and the rotation, the leases.
   storeGroups(prefix, order, touched)
   for i = 1, #leases, 1000 do redis.call('ZADD', prefix .. 'active', unpack(leases, i, math.min(#leases, i + 999))) end
-  if #jobs > 0 then redis.call('SET', prefix .. 'seq', seq) end
 
   -- Someone else may take what is left: pass the wake-up on.
   if n > 0 and #jobs == n and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end

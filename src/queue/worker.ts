@@ -40,9 +40,12 @@ export interface WorkerOptions {
   graceMs?: number;
   /** Longest idle sleep before looking at the queue again anyway; default 30,000 ms. */
   fallbackWakeMs?: number;
-  /** Finished successful jobs kept: newest `count` (default 10,000), each at most `age` ms (default 1 day). */
+  /**
+   * Finished successful jobs kept: newest `count` (default 10,000), each at most `age` ms (default
+   * 1 day). The count may run over by a twentieth before a trim removes the excess in one step.
+   */
   keepSucceeded?: Keep;
-  /** Failed and cancelled jobs kept: newest `count` (default 100,000), each at most `age` ms (default 7 days). */
+  /** Failed and cancelled jobs kept: newest `count` (default 100,000), each at most `age` ms (default 7 days); trimmed as above. */
   keepFailed?: Keep;
   /** Largest packed result stored, in bytes; default 512 KiB. */
   maxResultBytes?: number;

@@ -228,6 +228,30 @@ describe('retention', () => {
     expect((await q.counts()).success).toBe(0);
   });
 
+  it('lets a keep count run over by a twentieth, then trims back to it in one step', async () => {
+    const name = uniqueQueue('retention-slack');
+    const q = queue(name);
+    const done: Job[] = [];
+    const w = worker(name, { ok: () => 1 }, { keepSucceeded: { count: 40 } });
+    w.on('completed', (j) => done.push(j));
+    const raw = rawClient();
+    try {
+      await q.submitBulk(Array.from({ length: 42 }, () => ({ task: 'ok' })));
+      await until(w, 'completed', () => done.length === 42);
+      expect(await raw.zcard(`{rota:${name}}:done:success`)).toBe(42);
+      await q.submit({ task: 'ok' });
+      await until(w, 'completed', () => done.length === 43);
+      const kept = new Set(await raw.zrange(`{rota:${name}}:done:success`, 0, -1));
+      expect(kept.size).toBe(40);
+      const removed = done.filter((j) => !kept.has(j.id));
+      expect(removed).toHaveLength(3);
+      for (const j of removed) expect(await q.getJob(j.id)).toBeNull();
+      expect((await q.counts()).success).toBe(40);
+    } finally {
+      raw.disconnect();
+    }
+  });
+
   it('trims in bounded steps: one finish removes at most 200 jobs', async () => {
     const name = uniqueQueue('retention-bound');
     const q = queue(name);
