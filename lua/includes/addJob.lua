@@ -20,16 +20,13 @@ local function writeJob(prefix, now, f, state)
   local jobKey = prefix .. 'j:' .. f[1]
   if redis.call('EXISTS', jobKey) == 1 then return 0 end
   state = state or 'waiting'
-  if state == 'planned' then
-    redis.call('HSET', jobKey, 'd', f[2], 'group', f[3], 'priority', f[4], 'maxRetries', f[5], 'state', state,
-      'tracker', f[6], 'occurrence', f[7])
-  elseif f[6] ~= '' then
-    redis.call('HSET', jobKey, 'd', f[2], 'group', f[3], 'priority', f[4], 'maxRetries', f[5], 'state', state,
-      'submitted', now, 'tracker', f[6], 'occurrence', f[7])
-  else
-    redis.call('HSET', jobKey, 'd', f[2], 'group', f[3], 'priority', f[4], 'maxRetries', f[5], 'state', state,
-      'submitted', now)
+  local fields = { 'd', f[2], 'group', f[3], 'priority', f[4], 'maxRetries', f[5], 'state', state }
+  if state ~= 'planned' then fields[11], fields[12] = 'submitted', now end
+  if f[6] ~= '' then
+    fields[#fields + 1] = 'tracker'; fields[#fields + 1] = f[6]
+    fields[#fields + 1] = 'occurrence'; fields[#fields + 1] = f[7]
   end
+  redis.call('HSET', jobKey, unpack(fields))
   return 1
 end
 
