@@ -289,13 +289,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
    * batches stay large, and slots free up in staggered waves rather than all at once (a new
    * group's job waits for a wave, not a batch). While work lasts, a second full take may be in
    * flight, so that Redis works on one while the answer to the other travels and its jobs start.
+   * A finish call (`piggyback`) is sent anyway: it takes for every slot free, up to a full take.
    */
-  private takeWanted(): number {
+  private takeWanted(piggyback = false): number {
     if (this.closing || this.drained || this.takeFailed) return 0;
     const full = takeSize(this.opts.concurrency);
     const want = Math.min(this.opts.concurrency - this.runs.size - this.reserved, full);
     if (want <= 0) return 0;
-    return this.takes.size === 0 || (want === full && this.takes.size < MAX_TAKES_IN_FLIGHT) ? want : 0;
+    return piggyback || this.takes.size === 0 || (want === full && this.takes.size < MAX_TAKES_IN_FLIGHT) ? want : 0;
   }
 
   /** Follows a take of `want` jobs: starts the jobs it brings and notes when the queue ran dry. */
@@ -410,7 +411,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   /** Acknowledges finished runs, and takes jobs for the slots they freed in the same call. */
   private async sendFinishes(batch: Finished[], keepSucceeded: number, keepFailed: number): Promise<void> {
-    const want = this.takeWanted();
+    const want = this.takeWanted(true);
     const args: Array<string | number | Buffer> = [
       this.keys.prefix, this.opts.maxEvents, this.opts.retryDelay, keepSucceeded, keepFailed,
       want, this.id, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,

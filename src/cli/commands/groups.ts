@@ -17,27 +17,22 @@ export function register(program: Command): void {
       }),
     );
 
-  program
-    .command('pause-group')
-    .description('stop handing out a group\'s jobs (running ones go on)')
-    .argument('<group>')
-    .action(async (group: string, _o: unknown, cmd: Command) =>
-      withQueue(cmd, async (queue) => {
-        await queue.pauseGroup(group);
-        process.stdout.write(`group ${group} paused\n`);
-      }),
-    );
-
-  program
-    .command('resume-group')
-    .description('hand out a paused group\'s jobs again')
-    .argument('<group>')
-    .action(async (group: string, _o: unknown, cmd: Command) =>
-      withQueue(cmd, async (queue) => {
-        await queue.resumeGroup(group);
-        process.stdout.write(`group ${group} resumed\n`);
-      }),
-    );
+  const pausing = [
+    { name: 'pause-group', description: 'stop handing out a group\'s jobs (running ones go on)', paused: true },
+    { name: 'resume-group', description: 'hand out a paused group\'s jobs again', paused: false },
+  ];
+  for (const p of pausing) {
+    program
+      .command(p.name)
+      .description(p.description)
+      .argument('<group>')
+      .action(async (group: string, _o: unknown, cmd: Command) =>
+        withQueue(cmd, async (queue) => {
+          await (p.paused ? queue.pauseGroup(group) : queue.resumeGroup(group));
+          process.stdout.write(`group ${group} ${p.paused ? 'paused' : 'resumed'}\n`);
+        }),
+      );
+  }
 
   program
     .command('group-limit')
