@@ -11,7 +11,7 @@ import { ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
-import { decodeJob, type JobState, type Priority } from '../queue/job.js';
+import { decodeJob, unpackDescription, type JobState, type Priority } from '../queue/job.js';
 import { DEFAULT_MAX_ARGS_BYTES } from '../queue/queue.js';
 import { packValue, zodError } from '../queue/validate.js';
 import { parseTimer } from '../timers/index.js';
@@ -314,7 +314,7 @@ export class PeriodicTasks {
       const rows = runs.length ? (await sp.exec())! : [];
       runs.forEach((r, i) => {
         const d = rows[i][1] as Buffer | null;
-        if (d) out.push({ id: r.id, task: decodeJob(r.jobId, [Buffer.from('d'), d]).task, group: r.group, occurrence: r.occurrence });
+        if (d) out.push({ id: r.id, task: unpackDescription(d).task, group: r.group, occurrence: r.occurrence });
       });
     }
     if (ids.length === 0) return out.sort((a, b) => a.occurrence - b.occurrence || a.id.localeCompare(b.id)).slice(0, limit);

@@ -70,15 +70,17 @@ export function packDescription(d: JobDescription, packedArgs: Buffer): Buffer {
   return Buffer.concat([head, packedArgs]);
 }
 
-/** Adds the fields of a packed description to `job`. */
-function describe(job: Record<string, unknown>, packed: Buffer): void {
+/** The fields (and args, when there are any) of a packed description. */
+export function unpackDescription(packed: Buffer): JobDescription & { args?: unknown } {
   const values = unpack(packed) as unknown[];
+  const out: Record<string, unknown> = {};
   DESCRIPTION.forEach((field, i) => {
     const v = values[i];
     // times past 2^32 ms come back as 64-bit integers (bigint) when the scripts packed them
-    if (v !== null && v !== undefined) job[field] = typeof v === 'bigint' ? Number(v) : v;
+    if (v !== null && v !== undefined) out[field] = typeof v === 'bigint' ? Number(v) : v;
   });
-  if (values.length > DESCRIPTION.length) job.args = values[DESCRIPTION.length];
+  if (values.length > DESCRIPTION.length) out.args = values[DESCRIPTION.length];
+  return out as JobDescription & { args?: unknown };
 }
 
 const NUMBER_FIELDS = new Set(['retries', 'maxRetries', 'submitted', 'started', 'finished', 'due', 'takeSeq', 'maxRuntime', 'occurrence', 'progress']);
@@ -92,7 +94,7 @@ export function decodeJob(id: string, flat: Buffer[]): Job {
     const field = flat[i].toString();
     const raw = flat[i + 1];
     if (field === 'd') {
-      describe(job, raw);
+      Object.assign(job, unpackDescription(raw));
       continue;
     }
     if (COPIES.has(field)) continue;
@@ -127,6 +129,5 @@ export function decodeTaken(entry: Buffer[], worker: string): Job {
   };
   if (entry[5]) job.due = Number(entry[5]);
   if (entry[6]) job.error = entry[6].toString();
-  describe(job, entry[2]);
-  return job as unknown as Job;
+  return { ...job, ...unpackDescription(entry[2]) } as unknown as Job;
 }

@@ -331,7 +331,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const [flatJobs, nextDue] = await runScript<[Buffer[][], Buffer | number]>(this.client, 'take', [this.keys.ready], [
       this.keys.prefix, this.opts.maxEvents, this.id, n, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
     ], true);
-    return [flatJobs.map((e) => decodeTaken(e, this.id)), Number(nextDue)];
+    return this.taken(flatJobs, nextDue);
+  }
+
+  /** The jobs and next stuck due time of a take reply (from take or finish). */
+  private taken(entries: Buffer[][], due: Buffer | number): [Job[], number] {
+    return [entries.map((e) => decodeTaken(e, this.id)), Number(due)];
   }
 
   /** Blocks on the wake-up marker for at most `ms`. */
@@ -430,7 +435,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
     // Binary-safe: the taken jobs hold their args (msgpack).
     const reply = runScript<[number, Buffer[], Buffer[][], Buffer | number]>(this.client, 'finish', [this.keys.active], args, true);
-    if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => [jobs.map((e) => decodeTaken(e, this.id)), Number(due)]), true);
+    if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => this.taken(jobs, due)), true);
     let states: Buffer[];
     let at: number;
     try {
