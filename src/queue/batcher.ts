@@ -3,7 +3,7 @@
  * hundred jobs finishing together cost one script call instead of a hundred.
  */
 export class Batcher<T> {
-  private items: T[] = [];
+  private items = new Set<T>();
   private scheduled = false;
   private inflight = new Set<Promise<void>>();
 
@@ -14,7 +14,7 @@ export class Batcher<T> {
 
   /** Adds an item; it is sent with the others added in this turn. */
   add(item: T): void {
-    this.items.push(item);
+    this.items.add(item);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
@@ -23,18 +23,15 @@ export class Batcher<T> {
 
   /** Takes back an item not sent yet; false when it was sent already (or never added). */
   withdraw(item: T): boolean {
-    const i = this.items.indexOf(item);
-    if (i < 0) return false;
-    this.items.splice(i, 1);
-    return true;
+    return this.items.delete(item);
   }
 
   /** Sends what is pending now. */
   flush(): void {
     this.scheduled = false;
-    if (this.items.length === 0) return;
-    const batch = this.items;
-    this.items = [];
+    if (this.items.size === 0) return;
+    const batch = [...this.items];
+    this.items.clear();
     const p = this.send(batch).finally(() => this.inflight.delete(p));
     this.inflight.add(p);
     this.onSent();

@@ -72,15 +72,19 @@ export function packDescription(d: JobDescription, packedArgs: Buffer): Buffer {
 
 /** The fields (and args, when there are any) of a packed description. */
 export function unpackDescription(packed: Buffer): JobDescription & { args?: unknown } {
+  return assignDescription({}, packed) as JobDescription & { args?: unknown };
+}
+
+/** Sets on `target` the fields (and args, when there are any) of a packed description. */
+function assignDescription(target: Record<string, unknown>, packed: Buffer): Record<string, unknown> {
   const values = unpack(packed) as unknown[];
-  const out: Record<string, unknown> = {};
-  DESCRIPTION.forEach((field, i) => {
+  for (let i = 0; i < DESCRIPTION.length; i++) {
     const v = values[i];
     // times past 2^32 ms come back as 64-bit integers (bigint) when the scripts packed them
-    if (v !== null && v !== undefined) out[field] = typeof v === 'bigint' ? Number(v) : v;
-  });
-  if (values.length > DESCRIPTION.length) out.args = values[DESCRIPTION.length];
-  return out as JobDescription & { args?: unknown };
+    if (v !== null && v !== undefined) target[DESCRIPTION[i]] = typeof v === 'bigint' ? Number(v) : v;
+  }
+  if (values.length > DESCRIPTION.length) target.args = values[DESCRIPTION.length];
+  return target;
 }
 
 const NUMBER_FIELDS = new Set(['retries', 'maxRetries', 'submitted', 'started', 'finished', 'due', 'takeSeq', 'maxRuntime', 'occurrence', 'progress']);
@@ -94,7 +98,7 @@ export function decodeJob(id: string, flat: Buffer[]): Job {
     const field = flat[i].toString();
     const raw = flat[i + 1];
     if (field === 'd') {
-      Object.assign(job, unpackDescription(raw));
+      assignDescription(job, raw);
       continue;
     }
     if (COPIES.has(field)) continue;
@@ -129,5 +133,5 @@ export function decodeTaken(entry: Buffer[], worker: string): Job {
   };
   if (entry[5]) job.due = Number(entry[5]);
   if (entry[6]) job.error = entry[6].toString();
-  return { ...job, ...unpackDescription(entry[2]) } as unknown as Job;
+  return assignDescription(job, entry[2]) as unknown as Job;
 }

@@ -41,13 +41,18 @@ function formatPart(p: unknown): string {
   }
 }
 
-/** A job being run; `done` settles with its outcome, even if the handler never returns. */
+/**
+ * A job being run; `done` settles with its outcome, even if the handler never returns.
+ * Its abort signal is made the first time the handler reads it: most handlers never do.
+ */
 export class Run {
-  readonly controller = new AbortController();
   readonly done: Promise<Outcome>;
+  private controller: AbortController | null = null;
   private abortedFor: AbortReason | null = null;
-  private settle!: (o: Outcome) => void;
-  private timers: NodeJS.Timeout[] = [];
+  private abortError: RunAborted | null = null;
+  private settled = false;
+  private resolve!: (o: Outcome) => void;
+  private timers: NodeJS.Timeout[] | null = null;
   private gate: ((go: boolean) => void) | null = null;
 
   /**
@@ -61,25 +66,24 @@ export class Run {
     private readonly graceMs: number,
     gated = false,
   ) {
-    this.done = new Promise<Outcome>((resolve) => (this.settle = resolve)).finally(() => {
-      for (const t of this.timers) clearTimeout(t);
-    });
+    this.done = new Promise<Outcome>((resolve) => (this.resolve = resolve));
     const handler = handlers[job.task];
     if (!handler) {
       this.settle({ code: 'p', error: new UnknownTaskError(job.task) });
       return;
     }
+    const run = this;
     const ctx: JobContext = {
       args: job.args,
       job,
-      signal: this.controller.signal,
+      get signal() {
+        return run.signal;
+      },
       log: (...parts) => hooks.log(job, parts.map(formatPart).join(' ')),
       progress: (n) => hooks.progress(job, n),
     };
     const begin = () => {
-      if (job.maxRuntime) {
-        this.timers.push(setTimeout(() => this.abort('timeout'), job.maxRuntime));
-      }
+      if (job.maxRuntime) this.addTimer(() => this.abort('timeout'), job.maxRuntime);
       Promise.resolve()
         .then(() => handler(ctx))
         .then(
@@ -94,6 +98,15 @@ export class Run {
         else if (!go) this.settle({ code: 'c' });
       };
     }
+  }
+
+  /** The run's abort signal (see {@link JobContext.signal}). */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortError) this.controller.abort(this.abortError);
+    }
+    return this.controller.signal;
   }
 
   /** Lets a gated run call its handler (`go`), or ends it cancelled without calling it (a dropped run). */
@@ -121,13 +134,27 @@ export class Run {
       lost: 'lease of the job was lost (it was recovered or taken over)',
       shutdown: 'executor is shutting down',
     };
-    this.controller.abort(new RunAborted(reason, messages[reason]));
-    this.timers.push(setTimeout(() => this.settle(this.abortedOutcome()), this.graceMs));
+    this.abortError = new RunAborted(reason, messages[reason]);
+    this.controller?.abort(this.abortError);
+    this.addTimer(() => this.settle(this.abortedOutcome()), this.graceMs);
   }
 
   /** Settles the run at once with `outcome` (used to release runs on shutdown). */
   settleNow(outcome: Outcome): void {
     this.settle(outcome);
+  }
+
+  /** The first outcome wins; the run's timers stop with it. */
+  private settle(outcome: Outcome): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.timers) for (const t of this.timers) clearTimeout(t);
+    this.resolve(outcome);
+  }
+
+  private addTimer(fn: () => void, ms: number): void {
+    if (this.settled) return;
+    (this.timers ??= []).push(setTimeout(fn, ms));
   }
 
   private abortedOutcome(): Outcome {

@@ -19,7 +19,7 @@ import { Heartbeat } from './heartbeat.js';
 import { decodeTaken, type Job, type JobState } from './job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
 import { Recoverer, type Keep } from './recoverer.js';
-import { Run, type Outcome } from './run.js';
+import { Run, type Outcome, type RunHooks } from './run.js';
 import { packValue } from './validate.js';
 
 /** Executor options. */
@@ -152,6 +152,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private slotWaiter: (() => void) | null = null;
   /** Takes in flight (the loop's own, and those riding on finish calls), and the slots they asked for. */
   private readonly takes = new Set<Promise<void>>();
+  /** What a handler's log and progress calls write (batched with other side writes). */
+  private readonly runHooks: RunHooks = {
+    log: (j, line) => this.sideWrites.add((pipe) => {
+      pipe.rpush(this.keys.logs(j.id), `${new Date().toISOString()} ${line}`);
+      pipe.ltrim(this.keys.logs(j.id), -1000, -1);
+    }),
+    progress: (j, n) => this.sideWrites.add((pipe) => pipe.hset(this.keys.job(j.id), 'progress', n)),
+  };
   private reserved = 0;
   /** A take found less than it asked for: the queue ran dry (until `nextDue` for stuck jobs). */
   private drained = false;
@@ -361,13 +369,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private start(job: Job): void {
-    const run = new Run(job, this.handlers, {
-      log: (j, line) => this.sideWrites.add((pipe) => {
-        pipe.rpush(this.keys.logs(j.id), `${new Date().toISOString()} ${line}`);
-        pipe.ltrim(this.keys.logs(j.id), -1000, -1);
-      }),
-      progress: (j, n) => this.sideWrites.add((pipe) => pipe.hset(this.keys.job(j.id), 'progress', n)),
-    }, this.opts.graceMs, Boolean(job.tracker));
+    const run = new Run(job, this.handlers, this.runHooks, this.opts.graceMs, Boolean(job.tracker));
     this.runs.set(job.id, run);
     this.starts.add(run);
     void run.done.then((outcome) => {
