@@ -21,10 +21,27 @@ local submitted = str(now)
 local batch = newJobBatch()
 local flags = {}
 local added = 0
+-- One EXISTS for the whole batch: when none of its ids exists (the usual case), a job needs no
+-- check of its own, only one against an id repeated inside the batch.
+local jobKeys = {}
+for i = 4, #ARGV, width do jobKeys[#jobKeys + 1] = prefix .. 'j:' .. ARGV[i] end
+local fresh = true
+for i = 1, #jobKeys, 1000 do
+  if redis.call('EXISTS', unpack(jobKeys, i, math.min(#jobKeys, i + 999))) > 0 then fresh = false break end
+end
+local seen = {}
 for i = 4, #ARGV, width do
   local f = {}
   for k = 0, width - 1 do f[k + 1] = ARGV[i + k] end
-  local a = writeJob(prefix, submitted, f)
+  local a
+  if not fresh then
+    a = writeJob(prefix, submitted, f)
+  elseif seen[f[1]] then
+    a = 0
+  else
+    seen[f[1]] = true
+    a = writeJob(prefix, submitted, f, nil, true)
+  end
   if a == 1 then enqueueLater(prefix, batch, f[1], f[3], f[4] == 'high') end
   flags[#flags + 1] = a
   added = added + a

@@ -14,11 +14,11 @@
   it to `waiting`. A planned job is not submitted: every reader treats it as absent.
 ]]
 
--- Writes the job hash (given state, and `submitted` unless planned) unless the id exists.
--- Returns 1 when written, 0 when it existed.
-local function writeJob(prefix, now, f, state)
+-- Writes the job hash (given state, and `submitted` unless planned) unless the id exists
+-- (`unchecked`: the caller knows it does not). Returns 1 when written, 0 when it existed.
+local function writeJob(prefix, now, f, state, unchecked)
   local jobKey = prefix .. 'j:' .. f[1]
-  if redis.call('EXISTS', jobKey) == 1 then return 0 end
+  if not unchecked and redis.call('EXISTS', jobKey) == 1 then return 0 end
   state = state or 'waiting'
   local fields = { 'd', f[2], 'group', f[3], 'priority', f[4], 'maxRetries', f[5], 'state', state }
   if state ~= 'planned' then fields[11], fields[12] = 'submitted', now end

@@ -130,6 +130,13 @@ describe('job lifecycle', () => {
     expect(bulk.map((j) => j.id)).toEqual(['invoice-42', 'invoice-43']);
     expect((await q.counts()).waiting).toBe(2);
     expect((await q.groups()).find((g) => g.group === 'default')!.waiting).toBe(2);
+    // An id repeated inside one bulk of new ids is written once; the repeat answers the first.
+    const repeated = await q.submitBulk([
+      { id: 'invoice-50', task: 'send', args: { n: 1 } }, { id: 'invoice-51', task: 'send' }, { id: 'invoice-50', task: 'send', args: { n: 2 } },
+    ]);
+    expect(repeated.map((j) => j.args)).toEqual([{ n: 1 }, undefined, { n: 1 }]);
+    expect((await q.counts()).waiting).toBe(4);
+    expect((await q.groups()).find((g) => g.group === 'default')!.waiting).toBe(4);
   });
 
   it('accepts group names with braces, colons, spaces and unicode', async () => {
