@@ -54,7 +54,7 @@ for i = 11, #ARGV, 4 do
     local state = finishJob(prefix, now, id, job, outcome, ARGV[i + 3], retryDelay, started)
     states[#states + 1] = state
     ended[state] = true
-  elseif job[1] == ARGV[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and job[7] == '')) then
+  elseif job[1] == ARGV[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and redis.call('HGET', jobKey, 'worker') == '')) then
     -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
     -- only this script ends a run with this token as success, or released (worker cleared).
     states[#states + 1] = job[2]

@@ -56,7 +56,8 @@ for id, reason in pairs(victims) do
   local jobKey = prefix .. 'j:' .. id
   local job = redis.call('HMGET', jobKey, unpack(JOB_RUN_FIELDS))
   if job[2] == 'running' or job[2] == 'scheduled' then
-    finishJob(prefix, now, id, job, 'f', reason .. ' (executor ' .. (job[7] or '?') .. ')', retryDelay)
+    local worker = redis.call('HGET', jobKey, 'worker')
+    finishJob(prefix, now, id, job, 'f', reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
     recovered[#recovered + 1] = id
   else
     redis.call('ZREM', activeKey, id)

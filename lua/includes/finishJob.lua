@@ -4,21 +4,22 @@
     p permanent failure (no retry)        c cancelled
     r released back to the front of its group without counting a retry (graceful shutdown)
   A job whose cancel was requested ends cancelled whatever the outcome (but a release).
-  `job` is HMGET of JOB_RUN_FIELDS; the caller has checked the lease token. `started`, when
+  `job` is HMGET of JOB_RUN_FIELDS (what every outcome needs; a failure reads the rest itself);
+  the caller has checked the lease token. `started`, when
   given, is written as the run's start time in the same write (a run whose start was not sent
   separately, see finish.lua). A failed run of a periodic task (a job with a tracker) also raises
   a periodic.failed event.
   Returns the state the job ended in. The set and group changes of a batch are applied together:
   callers run finishBatch(prefix) after their last finishJob and before reading those keys.
 ]]
-local JOB_RUN_FIELDS = { 'takeSeq', 'state', 'group', 'retries', 'maxRetries', 'cancel', 'worker', 'tracker', 'occurrence' }
+local JOB_RUN_FIELDS = { 'takeSeq', 'state', 'group', 'cancel' }
 
 local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, started)
   local jobKey = prefix .. 'j:' .. id
   local group = job[3]
   laterZrem(prefix .. 'active', id)
   left(job[2])
-  if job[6] == '1' and outcome ~= 'r' then outcome = 'c' end
+  if job[4] == '1' and outcome ~= 'r' then outcome = 'c' end
   local state, fields
   if outcome == 's' then
     state = 'success'
@@ -33,8 +34,9 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, sta
     state = 'cancelled'
     fields = { 'state', state, 'finished', str(now) }
   else
-    local retries = tonumber(job[4]) or 0
-    if outcome == 'f' and retries < (tonumber(job[5]) or 0) then
+    local more = redis.call('HMGET', jobKey, 'retries', 'maxRetries', 'tracker', 'occurrence')
+    local retries = tonumber(more[1]) or 0
+    if outcome == 'f' and retries < (tonumber(more[2]) or 0) then
       state = 'stuck'
       local due = now + retryDelay * (2 ^ retries)
       fields = { 'state', state, 'retries', retries + 1, 'error', payload, 'due', due }
@@ -43,7 +45,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, sta
     else
       state = 'failed'
       fields = { 'state', state, 'finished', str(now), 'error', payload }
-      if job[8] and job[8] ~= '' then periodicFailed(id, job[8], job[9], payload) end
+      if more[3] and more[3] ~= '' then periodicFailed(id, more[3], more[4], payload) end
     end
   end
   if started then

@@ -100,7 +100,13 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         g.cnt = cnt
         g[list] = g[list] - 1
         local jobKey = prefix .. 'j:' .. id
-        local job = redis.call('HMGET', jobKey, 'state', 'd', 'retries', 'submitted', 'due', 'error')
+        local job = redis.call('HMGET', jobKey, 'state', 'd', 'retries', 'submitted')
+        -- a job that failed before carries its retry time and last error
+        if job[3] then
+          job[5], job[6] = unpack(redis.call('HMGET', jobKey, 'due', 'error'))
+        else
+          job[5], job[6] = false, false
+        end
         local old = job[1]
         left(old)
         if old == 'stuck' then g.stuck = g.stuck - 1 end
