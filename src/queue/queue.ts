@@ -59,18 +59,25 @@ export const DEFAULT_MAX_EVENTS = 10_000;
 const SUBMIT_FIELDS = 7;
 
 let idCounter = 0;
-/** A new job id: time-ordered, unique across processes. */
+let idMs = 0;
+let idTime = '';
+/** A new job id: time-ordered, unique across processes (a counter and 6 random base-36 digits). */
 export function newJobId(): string {
   idCounter = (idCounter + 1) % 1_679_616;
-  return `${Date.now().toString(36)}${idCounter.toString(36).padStart(4, '0')}${Math.random().toString(36).slice(2, 8)}`;
+  const now = Date.now();
+  if (now !== idMs) {
+    idMs = now;
+    idTime = now.toString(36);
+  }
+  const random = Math.floor(Math.random() * 2_176_782_336).toString(36).padStart(6, '0');
+  return `${idTime}${idCounter.toString(36).padStart(4, '0')}${random}`;
 }
 
 /** Flattens checked specs into the submit script's per-job fields. */
 export function submitFields(specs: CheckedSpec[]): Array<string | Buffer | number> {
   const out: Array<string | Buffer | number> = [];
   for (const s of specs) {
-    const maxRetries = s.maxRetries ?? 3;
-    out.push(s.id!, packDescription({ ...s, maxRetries }, s.packedArgs), s.group, s.priority, maxRetries, s.tracker ?? '', s.occurrence ?? '');
+    out.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority, s.maxRetries, s.tracker ?? '', s.occurrence ?? '');
   }
   return out;
 }
@@ -136,7 +143,7 @@ export class Queue {
     return checked.map((c, i): Job<A> => existing.get(i) ?? {
       id: c.id!, task: c.task, group: c.group, args: c.args as A, priority: c.priority,
       subject: c.subject ?? '', submitter: c.submitter ?? '', state: 'waiting', retries: 0,
-      maxRetries: c.maxRetries ?? 3, submitted, maxRuntime: c.maxRuntime, tracker: c.tracker,
+      maxRetries: c.maxRetries, submitted, maxRuntime: c.maxRuntime, tracker: c.tracker,
       occurrence: c.occurrence,
     });
   }

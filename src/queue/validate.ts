@@ -108,10 +108,11 @@ export function packValue(value: unknown, limit: number, field: string): Buffer 
   return packed;
 }
 
-/** A spec that passed validation, with its args packed. */
+/** A spec that passed validation, with its defaults filled in and its args packed. */
 export interface CheckedSpec extends SubmitSpec {
   group: string;
   priority: Priority;
+  maxRetries: number;
   packedArgs: Buffer;
 }
 
@@ -121,5 +122,9 @@ export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): Chec
   const parsed = specSchema.safeParse(spec);
   if (!parsed.success) throw zodError(where, parsed.error);
   const packedArgs = packValue(spec.args, argsLimit, where ? `${where}.args` : 'args');
-  return { ...spec, group: spec.group ?? 'default', priority: spec.priority ?? 'low', packedArgs };
+  return {
+    task: spec.task, group: spec.group ?? 'default', args: spec.args, priority: spec.priority ?? 'low',
+    subject: spec.subject, submitter: spec.submitter, maxRetries: spec.maxRetries ?? 3, id: spec.id,
+    maxRuntime: spec.maxRuntime, tracker: spec.tracker, occurrence: spec.occurrence, packedArgs,
+  };
 }
