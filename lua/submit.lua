@@ -9,7 +9,9 @@
   ARGV[4..] per job: id, description, group, priority, maxRetries, tracker, occurrence (see
             includes/addJob)
 
-  Returns { submitted time (ms), added flag per job (1 added, 0 existed) }.
+  Returns { submitted time (ms), added flag per job (1 added, 0 existed) }; or, writing nothing,
+  { submitted time, {}, position (from 1) of the first job whose id is a planned periodic
+  occurrence (staged ahead, not submitted yet): that id is reserved for it }.
 ]]
 --- @include "includes/common"
 --- @include "includes/addJob"
@@ -28,6 +30,11 @@ for i = 4, #ARGV, width do jobKeys[#jobKeys + 1] = prefix .. 'j:' .. ARGV[i] end
 local fresh = true
 for i = 1, #jobKeys, 1000 do
   if redis.call('EXISTS', unpack(jobKeys, i, math.min(#jobKeys, i + 999))) > 0 then fresh = false break end
+end
+if not fresh then
+  for k, key in ipairs(jobKeys) do
+    if redis.call('HGET', key, 'state') == 'planned' then return { now, {}, k } end
+  end
 end
 local seen = {}
 for i = 4, #ARGV, width do

@@ -125,14 +125,22 @@ export class Queue {
     return job;
   }
 
-  /** Submits many jobs in one round trip; all are validated before any is written. */
+  /**
+   * Submits many jobs in one round trip; all are validated before any is written.
+   * @throws {ValidationError} when a field is bad, or an id is that of a periodic occurrence
+   * staged ahead of its time; nothing is written then.
+   */
   async submitBulk<A = unknown>(specs: SubmitSpec<A>[]): Promise<Job<A>[]> {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
     const checked = specs.map((s, i) => this.check(s, specs.length > 1 ? `specs[${i}]` : ''));
     if (checked.length === 0) return [];
-    const [submitted, flags] = await runScript<[number, number[]]>(this.client, 'submit', [this.keys.marker], [
+    const [submitted, flags, reserved] = await runScript<[number, number[], number?]>(this.client, 'submit', [this.keys.marker], [
       this.keys.prefix, this.maxEvents, SUBMIT_FIELDS, ...submitFields(checked),
     ]);
+    if (reserved) {
+      throw new ValidationError(specs.length > 1 ? `specs[${reserved - 1}].id` : 'id',
+        'is the id of a periodic occurrence staged ahead and not submitted yet (reserved for it); nothing was written');
+    }
     // Ids that existed already are read back together (one round trip on the pipelined connection).
     const existing = new Map<number, Job<A>>();
     const reads: Promise<void>[] = [];

@@ -109,6 +109,12 @@ describe('periodic store and single replica', () => {
     expect(await queue.getJob(jobId)).toBeNull();
     expect(await queue.cancel(jobId)).toBeNull();
     expect((await queue.counts()).waiting ?? 0).toBe(0);
+    // Its id is reserved for it: a caller's bulk that uses it is refused whole.
+    const clash = queue.submitBulk([{ id: 'other', task: 'noop' }, { id: jobId, task: 'noop' }]);
+    await expect(clash).rejects.toThrow(ValidationError);
+    await expect(clash).rejects.toThrow(/specs\[1\]\.id.*staged ahead/);
+    expect(await queue.getJob('other')).toBeNull();
+    expect(await raw.hget(keys.job(jobId), 'state')).toBe('planned');
     expect(await tasks.runs('st')).toEqual([]);
     // Committed: the task already looks at the occurrence after, but still shows this one as next.
     expect(Number(await raw.hget(`${keys.prefix}p:t:st`, 'nextrun'))).toBe(t.nextrun! + 3_600_000);
