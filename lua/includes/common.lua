@@ -12,7 +12,8 @@
     counts       HASH  state -> number of jobs
     groups       HASH  group -> its packed state (see GROUP_FIELDS): running, stuck, nr/nh/nl
                        (lengths of its three lists), cnt (counting scheme position), turns (takes
-                       in the current turn), limit, weight, paused, ready (1 while in `ready`)
+                       in the current turn), limit, weight, paused, ready (1 while in `ready`);
+                       only groups with jobs or settings of their own (see storeGroups)
     events       STREAM one entry per script call that changed jobs: a field per state entered
                        without an error, named after the state, = [job id...]; field b =
                        [[job id, state, error]...] for changes with an error (stuck, failed);
@@ -157,14 +158,21 @@ local function eligible(g)
   return not g.paused and (g.limit == 0 or g.running < g.limit) and (g.nr + g.nh + g.nl) > 0
 end
 
+-- Whether a group holds nothing worth storing: no jobs waiting, running or stuck, and the default
+-- settings. Its state is then what unpackGroup gives for a group not in the hash.
+local function idle(g)
+  return g.running == 0 and g.stuck == 0 and g.nr + g.nh + g.nl == 0 and g.limit == 0 and g.weight == 1 and not g.paused
+end
+
 -- The one way groups change: writes the state of the groups `order` names (from `map`) and keeps
 -- the round-robin rotation in step: a group that may be picked goes to the back of the rotation
 -- when it is not there yet, or at `g.requeue` when set (the turn number the take gave it); a
--- group that may not be picked leaves the rotation. Returns true when any of them is in the
--- rotation afterwards.
+-- group that may not be picked leaves the rotation. An idle group is removed from the hash, so
+-- that it holds only groups with jobs or settings of their own, however many groups come and go.
+-- Returns true when any of them is in the rotation afterwards.
 local function storeGroups(prefix, order, map)
   local readyKey = prefix .. 'ready'
-  local packed, joining, leaving = {}, {}, {}
+  local packed, joining, leaving, gone = {}, {}, {}, {}
   local any = false
   for _, group in ipairs(order) do
     local g = map[group]
@@ -182,10 +190,15 @@ local function storeGroups(prefix, order, map)
       leaving[#leaving + 1] = group
       g.ready = false
     end
-    packed[#packed + 1] = group
-    packed[#packed + 1] = packGroup(g)
+    if idle(g) then
+      gone[#gone + 1] = group
+    else
+      packed[#packed + 1] = group
+      packed[#packed + 1] = packGroup(g)
+    end
   end
   for i = 1, #packed, 1000 do redis.call('HSET', prefix .. 'groups', unpack(packed, i, math.min(#packed, i + 999))) end
+  for i = 1, #gone, 1000 do redis.call('HDEL', prefix .. 'groups', unpack(gone, i, math.min(#gone, i + 999))) end
   for i = 1, #leaving, 1000 do redis.call('ZREM', readyKey, unpack(leaving, i, math.min(#leaving, i + 999))) end
   for i = 1, #joining, 1000 do redis.call('ZADD', readyKey, unpack(joining, i, math.min(#joining, i + 999))) end
   if turn then redis.call('SET', prefix .. 'rr', turn) end

@@ -270,7 +270,11 @@ export class Queue {
     return out;
   }
 
-  /** Every group seen, with its depth, running and stuck jobs and settings, sorted by name. */
+  /**
+   * The groups that have jobs waiting, running or stuck, or settings of their own (paused, a
+   * limit, a weight), with their depth, running and stuck jobs and settings, sorted by name.
+   * A group with neither is not kept: groups can come and go by the million.
+   */
   async groups(): Promise<GroupInfo[]> {
     const states = await readGroupStates(this.client, this.keys.groups);
     return [...states.keys()].sort().map((group) => {

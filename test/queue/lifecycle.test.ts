@@ -144,12 +144,17 @@ describe('job lifecycle', () => {
     const q = queue(name);
     const groups = ['{tenant}', 'a:b:high', 'with space', 'zürich-日本', '}{'];
     const jobs = await q.submitBulk(groups.map((group) => ({ task: 'echo', group, args: group })));
+    expect((await q.groups()).map((g) => [g.group, g.waiting])).toEqual([...groups].sort().map((g) => [g, 1]));
+    await q.setGroupLimit('a:b:high', { weight: 2 });
     const done: Job[] = [];
     const w = worker(name, { echo: ({ args }) => args }, { concurrency: 2 });
     w.on('completed', (j) => done.push(j));
     await until(w, 'completed', () => done.length === groups.length);
     for (const j of jobs) expect((await q.getJob(j.id))).toMatchObject({ state: 'success', result: j.group, group: j.group });
-    expect((await q.groups()).map((g) => g.group).sort()).toEqual([...groups].sort());
+    // Drained groups are not kept, but for one with a setting of its own.
+    expect(await q.groups()).toEqual([{ group: 'a:b:high', waiting: 0, running: 0, stuck: 0, paused: false, limit: 0, weight: 2 }]);
+    await q.setGroupLimit('a:b:high', { weight: 1 });
+    expect(await q.groups()).toEqual([]);
     const r = rawClient();
     // Every key stays under the queue's hash tag.
     for (const k of await r.keys(`*${name}*`)) expect(k.startsWith(`{rota:${name}}:`)).toBe(true);
