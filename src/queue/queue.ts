@@ -8,6 +8,7 @@ import { decodeJob, decodeJobObject, JOB_STATES, packDescription, type Job, type
 import { checkSpec, type CheckedSpec, type SubmitSpec } from './validate.js';
 import { readEvents, type QueueEvent } from './events.js';
 import { readGroupStates } from './group-state.js';
+import { Batcher } from './batcher.js';
 
 /** Options shared by every part that opens a queue. */
 export interface QueueOptions {
@@ -57,6 +58,19 @@ export interface WorkerInfo {
 export const DEFAULT_MAX_ARGS_BYTES = 512 * 1024;
 export const DEFAULT_MAX_EVENTS = 10_000;
 const SUBMIT_FIELDS = 7;
+/** Most jobs, and bytes of packed args, that coalesced submit() calls send in one script call. */
+const SUBMIT_CHUNK = { jobs: 1000, bytes: 1 << 20 };
+
+/** A submit() call waiting to be sent with the others of its turn. */
+interface PendingSubmit {
+  spec: CheckedSpec;
+  resolve(job: Job): void;
+  reject(err: unknown): void;
+}
+
+function reservedIdError(field: string): ValidationError {
+  return new ValidationError(field, 'is the id of a periodic occurrence staged ahead and not submitted yet (reserved for it); nothing was written');
+}
 
 let idCounter = 0;
 let idMs = 0;
@@ -95,6 +109,7 @@ export class Queue {
   readonly client: Redis;
   private readonly owned: boolean;
   private readonly maxArgsBytes: number;
+  private readonly submits = new Batcher<PendingSubmit>((items) => this.sendSubmits(items));
   readonly maxEvents: number;
   readonly connection: ConnectionOption;
 
@@ -118,15 +133,20 @@ export class Queue {
 
   /**
    * Submits one job. With an `id` that already exists, resolves to the existing job and creates nothing.
-   * @throws {ValidationError} when a field is bad; nothing is written then.
+   * The submit() calls a process makes in the same turn of the event loop go to Redis together
+   * (each job is still written or refused on its own).
+   * @throws {ValidationError} when a field is bad, or the id is that of a periodic occurrence
+   * staged ahead of its time; nothing is written then.
    */
   async submit<A = unknown>(spec: SubmitSpec<A>): Promise<Job<A>> {
-    const [job] = await this.submitBulk([spec]);
-    return job;
+    const checked = this.check(spec);
+    return new Promise<Job<A>>((resolve, reject) => {
+      this.submits.add({ spec: checked, resolve: resolve as (job: Job) => void, reject });
+    });
   }
 
   /**
-   * Submits many jobs in one round trip; all are validated before any is written.
+   * Submits many jobs in one round trip, all or none; all are validated before any is written.
    * @throws {ValidationError} when a field is bad, or an id is that of a periodic occurrence
    * staged ahead of its time; nothing is written then.
    */
@@ -134,13 +154,60 @@ export class Queue {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
     const checked = specs.map((s, i) => this.check(s, specs.length > 1 ? `specs[${i}]` : ''));
     if (checked.length === 0) return [];
+    const out = await this.write<A>(checked);
+    if (typeof out === 'number') throw reservedIdError(specs.length > 1 ? `specs[${out}].id` : 'id');
+    return out;
+  }
+
+  /** Sends the submit() calls of one turn, in bulks of at most SUBMIT_CHUNK jobs or bytes of args. */
+  private async sendSubmits(items: PendingSubmit[]): Promise<void> {
+    const chunks: PendingSubmit[][] = [];
+    let chunk: PendingSubmit[] = [];
+    let bytes = 0;
+    for (const item of items) {
+      if (chunk.length === SUBMIT_CHUNK.jobs || (chunk.length > 0 && bytes + item.spec.packedArgs.length > SUBMIT_CHUNK.bytes)) {
+        chunks.push(chunk);
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(item);
+      bytes += item.spec.packedArgs.length;
+    }
+    chunks.push(chunk);
+    await Promise.all(chunks.map((c) => this.sendChunk(c)));
+  }
+
+  private async sendChunk(items: PendingSubmit[]): Promise<void> {
+    let rest = items;
+    while (rest.length > 0) {
+      let out: Job[] | number;
+      try {
+        out = await this.write(rest.map((p) => p.spec));
+      } catch (err) {
+        for (const p of rest) p.reject(err);
+        return;
+      }
+      if (typeof out !== 'number') {
+        const jobs = out;
+        rest.forEach((p, k) => p.resolve(jobs[k]));
+        return;
+      }
+      // Nothing was written: the submit whose id is reserved fails, the others go again.
+      rest[out].reject(reservedIdError('id'));
+      rest = rest.filter((_, k) => k !== out);
+    }
+  }
+
+  /**
+   * Writes checked specs in one script call: the jobs (an existing id answers the job that has
+   * it), or, when an id is reserved for a staged periodic occurrence, its position, with nothing
+   * written.
+   */
+  private async write<A>(checked: CheckedSpec[]): Promise<Job<A>[] | number> {
     const [submitted, flags, reserved] = await runScript<[number, number[], number?]>(this.client, 'submit', [this.keys.marker], [
       this.keys.prefix, this.maxEvents, SUBMIT_FIELDS, ...submitFields(checked),
     ]);
-    if (reserved) {
-      throw new ValidationError(specs.length > 1 ? `specs[${reserved - 1}].id` : 'id',
-        'is the id of a periodic occurrence staged ahead and not submitted yet (reserved for it); nothing was written');
-    }
+    if (reserved) return reserved - 1;
     // Ids that existed already are read back together (one round trip on the pipelined connection).
     const existing = new Map<number, Job<A>>();
     const reads: Promise<void>[] = [];
@@ -352,8 +419,9 @@ export class Queue {
     return readEvents(this.connection, this.keys.events, opts);
   }
 
-  /** Closes the connection Rota opened (a client that was passed in is left open). */
+  /** Sends the submit() calls still pending, then closes the connection Rota opened (a client that was passed in is left open). */
   async close(): Promise<void> {
+    await this.submits.drain();
     if (this.owned) await this.client.quit().catch(() => this.client.disconnect());
   }
 }

@@ -114,6 +114,10 @@ describe('periodic store and single replica', () => {
     await expect(clash).rejects.toThrow(ValidationError);
     await expect(clash).rejects.toThrow(/specs\[1\]\.id.*staged ahead/);
     expect(await queue.getJob('other')).toBeNull();
+    // Single submits sent together: only the one with the reserved id fails.
+    const [ok, refused] = await Promise.allSettled([queue.submit({ id: 'other', task: 'noop' }), queue.submit({ id: jobId, task: 'noop' })]);
+    expect(ok).toMatchObject({ status: 'fulfilled', value: { id: 'other', state: 'waiting' } });
+    expect((refused as PromiseRejectedResult).reason).toMatchObject({ name: 'ValidationError', field: 'id' });
     expect(await raw.hget(keys.job(jobId), 'state')).toBe('planned');
     expect(await tasks.runs('st')).toEqual([]);
     // Committed: the task already looks at the occurrence after, but still shows this one as next.

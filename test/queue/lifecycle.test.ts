@@ -1,7 +1,7 @@
 /** Retries with backoff, cancellation, idempotent submit, and bad input that writes nothing. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Queue, ValidationError, PayloadTooLargeError, type Job } from '../../src/index.js';
-import { closeAll, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 import { parseEntry } from '../../src/queue/events.js';
 
 afterEach(closeAll);
@@ -137,6 +137,39 @@ describe('job lifecycle', () => {
     expect(repeated.map((j) => j.args)).toEqual([{ n: 1 }, undefined, { n: 1 }]);
     expect((await q.counts()).waiting).toBe(4);
     expect((await q.groups()).find((g) => g.group === 'default')!.waiting).toBe(4);
+  });
+
+  it('sends the submit() calls of one turn in one script call, and writes or refuses each on its own', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const prefix = `{rota:${name}}:`;
+    const monitor = await rawClient().monitor();
+    const scriptCalls: string[][] = [];
+    let marked = false;
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0].toLowerCase() === 'evalsha' && args.includes(prefix)) scriptCalls.push(args);
+      if (args[0].toLowerCase() === 'echo' && args[1] === prefix) marked = true;
+    });
+    try {
+      const results = await Promise.allSettled([
+        q.submit({ id: 'a', task: 't', args: 1 }),
+        q.submit({ id: 'a', task: 't', args: 2 }),
+        q.submit({ task: '', args: 3 }),
+        q.submit({ id: 'b', task: 't', group: 'g2' }),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      const jobs = results.map((r) => (r.status === 'fulfilled' ? r.value : null));
+      // the repeat of id `a` in the same turn answers the job the first call wrote
+      expect(jobs.map((j) => j && [j.id, j.args])).toEqual([['a', 1], ['a', 1], null, ['b', undefined]]);
+      expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(ValidationError);
+      expect((await q.counts()).waiting).toBe(2);
+      // Redis feeds a monitor in the order it runs commands: once this echo is seen, all before it were.
+      await q.client.echo(prefix);
+      await eventually(async () => marked);
+      expect(scriptCalls).toHaveLength(1);
+    } finally {
+      monitor.disconnect();
+    }
   });
 
   it('accepts group names with braces, colons, spaces and unicode', async () => {
