@@ -22,7 +22,7 @@ const repoRoot = join(here, '..', '..');
 const resultsDir = join(repoRoot, 'benchmarks', 'results');
 
 function parseArgs(argv: string[]) {
-  const o = { quick: false, aof: false, only: [] as string[], runs: 0, systems: SYSTEMS as SystemName[], out: true };
+  const o = { quick: false, aof: false, only: [] as string[], runs: 0, systems: SYSTEMS as SystemName[], out: true, rate: 0 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') o.quick = true;
@@ -32,6 +32,7 @@ function parseArgs(argv: string[]) {
     else if (a.startsWith('--only=')) o.only.push(...a.slice(7).split(','));
     else if (a === '--runs') o.runs = Number(argv[++i]);
     else if (a === '--systems') o.systems = argv[++i].split(',') as SystemName[];
+    else if (a === '--rate') o.rate = Number(argv[++i]);
     else throw new Error(`unknown option ${a}`);
   }
   return o;
@@ -107,7 +108,8 @@ async function main(): Promise<void> {
   for (const spec of selected) {
     const rates = new Map<SystemName, number>();
     if (spec.kind === 'latency') {
-      for (const s of opts.systems) rates.set(s, ((await maxRate(s, spec)) * spec.loadPct) / 100);
+      // --rate: every system at the same arrival rate, instead of a share of its own maximum.
+      for (const s of opts.systems) rates.set(s, opts.rate || ((await maxRate(s, spec)) * spec.loadPct) / 100);
     }
     const results = new Map<SystemName, RunResult[]>(opts.systems.map((s) => [s, []]));
     for (let k = 0; k < warmups + runs; k++) {
@@ -151,7 +153,7 @@ async function main(): Promise<void> {
       date: new Date().toISOString(), command, quick: opts.quick, aof: opts.aof, runs,
       node: process.version, redis: `Redis ${redisVersion}`, cpus: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,
       loadavg: loadavg(), seconds: (performance.now() - t0) / 1000,
-    }, records, order, opts.only.length > 0);
+    }, records, order, opts.only.length > 0 || opts.rate > 0);
     console.log(md ? `\nwrote ${json}, results/latest.json and ${md}` : `\nwrote ${json} (a partial run: latest.json and REPORT.md are left as they are)`);
   }
   console.log(`done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
