@@ -7,9 +7,14 @@ export class Batcher<T> {
   private scheduled = false;
   private inflight = new Set<Promise<void>>();
 
+  /**
+   * `defer` runs the flush later: by default at the end of this turn of the event loop
+   * (setImmediate), so items added by the callbacks of one I/O or timer phase go together.
+   */
   constructor(
     private readonly send: (items: T[]) => Promise<void>,
     private readonly onSent: () => void = () => {},
+    private readonly defer: (flush: () => void) => void = setImmediate,
   ) {}
 
   /** Adds an item; it is sent with the others added in this turn. */
@@ -17,7 +22,7 @@ export class Batcher<T> {
     this.items.add(item);
     if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      this.defer(() => this.flush());
     }
   }
 

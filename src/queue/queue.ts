@@ -109,7 +109,14 @@ export class Queue {
   readonly client: Redis;
   private readonly owned: boolean;
   private readonly maxArgsBytes: number;
-  private readonly submits = new Batcher<PendingSubmit>((items) => this.sendSubmits(items));
+  /**
+   * submit() calls wait for the promise jobs queued before them, not for a timer: they go
+   * together when made in one go (a loop, or replies that arrived together), and fake timers in
+   * a caller's tests cannot hold them back.
+   */
+  private readonly submits = new Batcher<PendingSubmit>((items) => this.sendSubmits(items), undefined, (flush) => {
+    void Promise.resolve().then(flush);
+  });
   readonly maxEvents: number;
   readonly connection: ConnectionOption;
 
@@ -133,8 +140,9 @@ export class Queue {
 
   /**
    * Submits one job. With an `id` that already exists, resolves to the existing job and creates nothing.
-   * The submit() calls a process makes in the same turn of the event loop go to Redis together
-   * (each job is still written or refused on its own).
+   * The submit() calls a process makes together (in one synchronous run, or continuing from
+   * replies that arrived together) go to Redis in one script call; each job is still written or
+   * refused on its own.
    * @throws {ValidationError} when a field is bad, or the id is that of a periodic occurrence
    * staged ahead of its time; nothing is written then.
    */
@@ -159,7 +167,7 @@ export class Queue {
     return out;
   }
 
-  /** Sends the submit() calls of one turn, in bulks of at most SUBMIT_CHUNK jobs or bytes of args. */
+  /** Sends submit() calls made together, in bulks of at most SUBMIT_CHUNK jobs or bytes of args. */
   private async sendSubmits(items: PendingSubmit[]): Promise<void> {
     const chunks: PendingSubmit[][] = [];
     let chunk: PendingSubmit[] = [];

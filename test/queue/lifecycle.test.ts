@@ -1,5 +1,5 @@
 /** Retries with backoff, cancellation, idempotent submit, and bad input that writes nothing. */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Queue, ValidationError, PayloadTooLargeError, type Job } from '../../src/index.js';
 import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 import { parseEntry } from '../../src/queue/events.js';
@@ -139,7 +139,7 @@ describe('job lifecycle', () => {
     expect((await q.groups()).find((g) => g.group === 'default')!.waiting).toBe(4);
   });
 
-  it('sends the submit() calls of one turn in one script call, and writes or refuses each on its own', async () => {
+  it('sends submit() calls made together in one script call, and writes or refuses each on its own', async () => {
     const name = uniqueQueue();
     const q = queue(name);
     const prefix = `{rota:${name}}:`;
@@ -159,7 +159,7 @@ describe('job lifecycle', () => {
       ]);
       expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
       const jobs = results.map((r) => (r.status === 'fulfilled' ? r.value : null));
-      // the repeat of id `a` in the same turn answers the job the first call wrote
+      // the repeat of id `a` sent with it answers the job the first call wrote
       expect(jobs.map((j) => j && [j.id, j.args])).toEqual([['a', 1], ['a', 1], null, ['b', undefined]]);
       expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(ValidationError);
       expect((await q.counts()).waiting).toBe(2);
@@ -170,6 +170,18 @@ describe('job lifecycle', () => {
     } finally {
       monitor.disconnect();
     }
+  });
+
+  it('submits while a caller fakes the timers (submit() calls wait for no timer)', async () => {
+    const q = queue(uniqueQueue());
+    vi.useFakeTimers({ toFake: ['setTimeout', 'setImmediate', 'setInterval', 'queueMicrotask'] });
+    try {
+      const job = await q.submit({ task: 't', args: 1 });
+      expect(job.state).toBe('waiting');
+    } finally {
+      vi.useRealTimers();
+    }
+    expect((await q.getJob((await q.submitBulk([{ task: 't' }]))[0].id))!.state).toBe('waiting');
   });
 
   it('accepts group names with braces, colons, spaces and unicode', async () => {
