@@ -159,7 +159,8 @@ local function eligible(g)
 end
 
 -- Whether a group holds nothing worth storing: no jobs waiting, running or stuck, and the default
--- settings. Its state is then what unpackGroup gives for a group not in the hash.
+-- settings. Its state is then what unpackGroup gives for a group not in the hash: its counting
+-- scheme starts a new cycle with its next jobs (the ratio matters only while jobs wait).
 local function idle(g)
   return g.running == 0 and g.stuck == 0 and g.nr + g.nh + g.nl == 0 and g.limit == 0 and g.weight == 1 and not g.paused
 end
