@@ -1,6 +1,6 @@
 /**
- * Coalesces items produced in the same turn of the event loop into one call, so that a
- * hundred jobs finishing together cost one script call instead of a hundred.
+ * Coalesces items produced together into one call, so that a hundred jobs finishing together
+ * cost one script call instead of a hundred. When "together" ends is up to `defer`.
  */
 export class Batcher<T> {
   private items = new Set<T>();
@@ -17,7 +17,7 @@ export class Batcher<T> {
     private readonly defer: (flush: () => void) => void = setImmediate,
   ) {}
 
-  /** Adds an item; it is sent with the others added in this turn. */
+  /** Adds an item; it is sent with the others added before the flush `defer` runs. */
   add(item: T): void {
     this.items.add(item);
     if (!this.scheduled) {
