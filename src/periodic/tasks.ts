@@ -11,7 +11,7 @@ import { ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
-import { decodeJob, unpackDescription, type JobState, type Priority } from '../queue/job.js';
+import { decodeJobObject, unpackDescription, type JobState, type Priority } from '../queue/job.js';
 import { DEFAULT_MAX_ARGS_BYTES } from '../queue/queue.js';
 import { packValue, zodError } from '../queue/validate.js';
 import { parseTimer } from '../timers/index.js';
@@ -367,10 +367,8 @@ export class PeriodicTasks {
         return { occurrence: e.occurrence, status: 'missed', count: Number(count), until: Number(last) };
       }
       const got = byId.get(e.member)!;
-      const flat: Buffer[] = [];
-      for (const [k, v] of Object.entries(got.job ?? {})) flat.push(Buffer.from(k), v);
-      if (!flat.length) return { occurrence: e.occurrence, status: 'expired', jobId: e.member };
-      const job = decodeJob(e.member, flat) as ReturnType<typeof decodeJob> & { host?: string; pid?: number; dropped?: string };
+      const job = decodeJobObject(e.member, got.job ?? {});
+      if (!job) return { occurrence: e.occurrence, status: 'expired', jobId: e.member };
       const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
       const dropped = got.job.dropped?.toString();
       return {
