@@ -1,21 +1,34 @@
 /**
  * Coalesces items produced together into one call, so that a hundred jobs finishing together
- * cost one script call instead of a hundred. When "together" ends is up to `defer`.
+ * cost one script call instead of a hundred. When "together" ends is up to `defer`; with
+ * `maxInFlight`, also up to the calls still unanswered (group commit: while that many are in
+ * flight, new items wait and go with the next call, sent the moment one is answered).
  */
+export interface BatcherOptions {
+  /** Called after each call is sent. */
+  onSent?: () => void;
+  /**
+   * Runs the flush later: by default at the end of this turn of the event loop (setImmediate),
+   * so items added by the callbacks of one I/O or timer phase go together.
+   */
+  defer?: (flush: () => void) => void;
+  /** Calls unanswered at most; default no limit. An idle batcher sends at once all the same. */
+  maxInFlight?: number;
+}
+
 export class Batcher<T> {
   private items = new Set<T>();
   private scheduled = false;
   private inflight = new Set<Promise<void>>();
+  private readonly onSent: () => void;
+  private readonly defer: (flush: () => void) => void;
+  private readonly maxInFlight: number;
 
-  /**
-   * `defer` runs the flush later: by default at the end of this turn of the event loop
-   * (setImmediate), so items added by the callbacks of one I/O or timer phase go together.
-   */
-  constructor(
-    private readonly send: (items: T[]) => Promise<void>,
-    private readonly onSent: () => void = () => {},
-    private readonly defer: (flush: () => void) => void = setImmediate,
-  ) {}
+  constructor(private readonly send: (items: T[]) => Promise<void>, opts: BatcherOptions = {}) {
+    this.onSent = opts.onSent ?? (() => {});
+    this.defer = opts.defer ?? setImmediate;
+    this.maxInFlight = opts.maxInFlight ?? Infinity;
+  }
 
   /** Adds an item; it is sent with the others added before the flush `defer` runs. */
   add(item: T): void {
@@ -31,13 +44,16 @@ export class Batcher<T> {
     return this.items.delete(item);
   }
 
-  /** Sends what is pending now. */
+  /** Sends what is pending now, unless `maxInFlight` calls are unanswered (then it goes when one is). */
   flush(): void {
     this.scheduled = false;
-    if (this.items.size === 0) return;
+    if (this.items.size === 0 || this.inflight.size >= this.maxInFlight) return;
     const batch = [...this.items];
     this.items.clear();
-    const p = this.send(batch).finally(() => this.inflight.delete(p));
+    const p = this.send(batch).finally(() => {
+      this.inflight.delete(p);
+      if (!this.scheduled) this.flush();
+    });
     this.inflight.add(p);
     this.onSent();
   }
@@ -45,6 +61,9 @@ export class Batcher<T> {
   /** Resolves once everything added so far has been sent and answered. */
   async drain(): Promise<void> {
     this.flush();
-    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+    while (this.inflight.size > 0) {
+      await Promise.allSettled([...this.inflight]);
+      this.flush();
+    }
   }
 }

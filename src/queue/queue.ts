@@ -60,6 +60,12 @@ export const DEFAULT_MAX_EVENTS = 10_000;
 const SUBMIT_FIELDS = 7;
 /** Most jobs, and bytes of packed args, that coalesced submit() calls send in one script call. */
 const SUBMIT_CHUNK = { jobs: 1000, bytes: 1 << 20 };
+/**
+ * Submit calls a queue keeps unanswered at most (group commit): submit() calls made while one is
+ * unanswered wait for its answer and go together in the next. An idle queue sends at once; a
+ * busy one sends fewer, larger calls, so a job costs less as the load grows.
+ */
+const SUBMITS_IN_FLIGHT = 1;
 
 /** A submit() call waiting to be sent with the others of its turn. */
 interface PendingSubmit {
@@ -114,8 +120,9 @@ export class Queue {
    * together when made in one go (a loop, or replies that arrived together), and fake timers in
    * a caller's tests cannot hold them back.
    */
-  private readonly submits = new Batcher<PendingSubmit>((items) => this.sendSubmits(items), undefined, (flush) => {
-    void Promise.resolve().then(flush);
+  private readonly submits = new Batcher<PendingSubmit>((items) => this.sendSubmits(items), {
+    defer: (flush) => void Promise.resolve().then(flush),
+    maxInFlight: SUBMITS_IN_FLIGHT,
   });
   readonly maxEvents: number;
   readonly connection: ConnectionOption;

@@ -212,7 +212,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const keepSucceeded = { count: 10_000, age: 86_400_000, ...options.keepSucceeded };
     const keepFailed = { count: 100_000, age: 7 * 86_400_000, ...options.keepFailed };
 
-    this.finishes = new Batcher((batch) => this.sendFinishes(batch, keepSucceeded.count, keepFailed.count), () => this.wakeLoop());
+    this.finishes = new Batcher((batch) => this.sendFinishes(batch, keepSucceeded.count, keepFailed.count), { onSent: () => this.wakeLoop() });
     this.starts = new Batcher((batch) => this.sendStarts(batch));
     this.sideWrites = new Batcher(async (writes) => {
       const pipe = this.client.pipeline();
@@ -269,8 +269,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
         continue;
       }
       if (this.takes.size > 0) {
-        // Wait for a take to answer or a slot to free up.
-        await Promise.race([...this.takes, new Promise<void>((resolve) => (this.slotWaiter = resolve))]);
+        // Wait for a take to answer or a slot to free up (each wakes the loop).
+        await new Promise<void>((resolve) => (this.slotWaiter = resolve));
         continue;
       }
       if (this.takeFailed) {
