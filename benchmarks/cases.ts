@@ -42,8 +42,9 @@ export function cases(quick: boolean): CaseSpec[] {
     latency(10), latency(50), latency(80),
     { name: 'fairness-light', kind: 'fairness', params: { mode: 'flood', ...fairness } },
     { name: 'fairness-noflood', kind: 'fairness', params: { mode: 'noflood', ...fairness } },
-    drain('groups-1', q(20_000, 5_000), 100, 1),
-    drain('groups-1000', q(20_000, 5_000), 100, 1000),
+    // The same number of jobs in each (as many as 100,000 groups of one job need): only the groups change.
+    drain('groups-1', q(100_000, 5_000), 100, 1),
+    drain('groups-1000', q(100_000, 5_000), 100, 1000),
     drain('groups-100000', q(100_000, 5_000), 100, 100_000),
   ];
 }
