@@ -148,8 +148,8 @@ export class Queue {
   /**
    * Submits one job. With an `id` that already exists, resolves to the existing job and creates nothing.
    * The submit() calls a process makes together (in one synchronous run, or continuing from
-   * replies that arrived together) go to Redis in one script call; each job is still written or
-   * refused on its own.
+   * replies that arrived together) go to Redis in one script call, and so do those made while
+   * that call is unanswered (they go in the next); each job is still written or refused on its own.
    * @throws {ValidationError} when a field is bad, or the id is that of a periodic occurrence
    * staged ahead of its time; nothing is written then.
    */
