@@ -260,7 +260,11 @@ local function flushLater()
   laterAdds, laterRems, laterKeys = {}, {}, {}
 end
 
+-- Wakes one idle executor (its BZPOPMIN on `marker` returns); once per script call is enough.
+local woken = false
 local function wake(prefix)
+  if woken then return end
+  woken = true
   redis.call('ZADD', prefix .. 'marker', 0, 'w')
 end
 

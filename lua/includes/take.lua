@@ -135,7 +135,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   for i = 1, #leases, 1000 do redis.call('ZADD', prefix .. 'active', unpack(leases, i, math.min(#leases, i + 999))) end
 
   -- Someone else may take what is left: pass the wake-up on.
-  if n > 0 and #jobs == n and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end
+  if n > 0 and #jobs == n and not woken and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end
   if #due > 0 then head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES') end
   return jobs, head[2] and tonumber(head[2]) or -1
 end
