@@ -15,10 +15,10 @@
                        in the current turn), limit, weight, paused, ready (1 while in `ready`);
                        only groups with jobs or settings of their own (see storeGroups)
     events       STREAM one entry per script call that changed jobs: a field per state entered
-                       without an error, named after the state, = [job id...]; field b =
-                       [[job id, state, error]...] for changes with an error (stuck, failed);
-                       field p = [[job id, periodic task id, occurrence, error]...] for failed
-                       periodic runs (periodic.failed)
+                       without an error, named after the state, = JSON [job id, ...]; field
+                       b = JSON list of [job id, state, error] for changes with an error (stuck,
+                       failed); field p = JSON list of [job id, periodic task id, occurrence,
+                       error] for failed periodic runs (periodic.failed)
     g:<group>:h  LIST  waiting high-priority job ids (LPUSH in, RPOP out)
     g:<group>:l  LIST  waiting low-priority job ids
     g:<group>:r  LIST  runnable stuck or released job ids, preferred inside the group
