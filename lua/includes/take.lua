@@ -134,7 +134,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   storeGroups(prefix, order, touched)
   for i = 1, #leases, 1000 do redis.call('ZADD', prefix .. 'active', unpack(leases, i, math.min(#leases, i + 999))) end
 
-  -- Someone else may take what is left: pass the wake-up on.
+  -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
   if n > 0 and #jobs == n and not woken and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end
   if #due > 0 then head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES') end
   return jobs, head[2] and tonumber(head[2]) or -1
