@@ -52,7 +52,7 @@ for (const [cmd, n] of after.calls) {
   if (d > 0 && cmd !== 'info' && cmd !== 'config') rows.push([cmd, d]);
 }
 rows.sort((a, b) => b[1] - a[1]);
-const scripts = rows.filter(([c]) => c === 'evalsha' || c === 'eval').reduce((s, [, n]) => s + n, 0);
+const scripts = rows.filter(([c]) => c === 'evalsha' || c === 'eval' || c === 'fcall').reduce((s, [, n]) => s + n, 0);
 const total = rows.reduce((s, [, n]) => s + n, 0);
 console.log(`${jobs} jobs, ${groups} groups, concurrency ${concurrency}: ${(jobs / (ms / 1000)).toFixed(0)} jobs/s (submit + drain)`);
 console.log(`script calls per job: ${(scripts / jobs).toFixed(3)}; Redis commands per job (those run inside scripts included): ${(total / jobs).toFixed(3)}`);

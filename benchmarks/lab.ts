@@ -28,6 +28,6 @@ export async function labRedis(): Promise<{ url: string; admin: Redis; close(): 
 export async function scriptUsec(admin: Redis): Promise<number> {
   const stats = await admin.info('commandstats');
   let us = 0;
-  for (const m of stats.matchAll(/^cmdstat_(evalsha|eval):calls=\d+,usec=(\d+)/gm)) us += Number(m[2]);
+  for (const m of stats.matchAll(/^cmdstat_(evalsha|eval|fcall):calls=\d+,usec=(\d+)/gm)) us += Number(m[2]);
   return us;
 }

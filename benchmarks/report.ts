@@ -272,7 +272,7 @@ export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], cas
     '',
     '## Results',
     '',
-    'Redis µs/job: used_cpu_sys + used_cpu_user of the server over the measured phase, per job. cmds/job: every command the server executed (INFO commandstats, commands inside scripts included, the harness\'s own INFO/CONFIG left out); scripts/job: EVALSHA/EVAL calls. Node µs/job: CPU of the benchmark process (and forked executors). RSS: peak resident set of the benchmark process. once: every job ran exactly once (ok* = the run hit its time cap; no job ran twice, the rest was still waiting).',
+    'Redis µs/job: used_cpu_sys + used_cpu_user of the server over the measured phase, per job. cmds/job: every command the server executed (INFO commandstats, commands inside scripts included, the harness\'s own INFO/CONFIG left out); scripts/job: script calls (EVALSHA, EVAL, FCALL). Node µs/job: CPU of the benchmark process (and forked executors). RSS: peak resident set of the benchmark process. once: every job ran exactly once (ok* = the run hit its time cap; no job ran twice, the rest was still waiting).',
     '',
     mdTable(sorted.map(tableRow)),
     '',

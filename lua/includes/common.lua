@@ -288,3 +288,17 @@ local function trimFinished(prefix, state, keep)
   redis.call('ZREMRANGEBYRANK', key, 0, excess - 1)
   countDelta[state] = (countDelta[state] or 0) - #ids
 end
+
+-- Starts a script call. The scripts are functions of one library (see src/redis/scripts.ts), so
+-- what is defined above lives across calls: what one call collects (state changes, deferred
+-- group and set writes, the turn counter it read, whether it woke an executor) starts afresh.
+local function beginCall()
+  if next(stateIds) then stateIds, stateOrder = {}, {} end
+  if next(events) then events = {} end
+  if next(countDelta) then countDelta = {} end
+  if next(periodicFailures) then periodicFailures = {} end
+  if next(pendingGroups) then pendingGroups, pendingOrder = {}, {} end
+  if next(laterKeys) then laterAdds, laterRems, laterKeys = {}, {}, {} end
+  turn = nil
+  woken = false
+end

@@ -184,7 +184,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Starts the replica; resolves once it listens for wake-ups and runs its loop. */
   async start(): Promise<void> {
     if (this.loopDone) return;
-    await preload(this.client, ['periodic-claim', 'periodic-stage', 'periodic-release', 'cancel']);
+    await preload(this.client);
     this.subscriber.on('message', () => this.wake());
     await this.subscriber.subscribe(this.keys.wake);
     this.loopDone = this.loop();

@@ -240,7 +240,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   run(): Promise<void> {
     if (this.loopDone) return Promise.resolve();
     const up = (async () => {
-      await preload(this.client, ['finish', 'start']);
+      await preload(this.client);
       await this.subscriber.subscribe(this.keys.cancel);
       this.subscriber.on('message', (_ch, id: string) => this.abortRuns([id], 'cancel'));
       await this.heartbeat.start();

@@ -1,19 +1,26 @@
 /**
- * Loads the Lua scripts in `lua/`, resolving `--- @include "name"` lines (each file once), and
- * runs them with EVALSHA, falling back to EVAL when the server does not know the script yet.
+ * Rota's Lua scripts, loaded into Redis as one function library (Redis 7+ `FUNCTION LOAD`) and
+ * run with `FCALL`. Each file in `lua/` is one atomic operation; the `--- @include "name"` lines
+ * name the helpers in `lua/includes/` it uses. The library holds every helper once and each
+ * script as a function: the helpers are defined when the library loads, not on every call (as
+ * they would be with EVAL, where defining them costs a call about as much as ten Redis commands).
+ *
+ * The library's name carries a hash of its text, so that executors of two Rota versions can run
+ * side by side on one Redis (a rolling upgrade): each calls its own functions.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 
 export type ScriptName = 'submit' | 'take' | 'start' | 'finish' | 'heartbeat' | 'recover' | 'cancel' | 'group' | string;
 
-interface Script {
+/** The function library: its code for FUNCTION LOAD, and the function name of each script. */
+export interface Library {
   name: string;
-  lua: string;
-  sha: string;
+  code: string;
+  functions: Map<string, string>;
 }
 
 function luaDir(): string {
@@ -28,34 +35,65 @@ function luaDir(): string {
 
 const INCLUDE = /^--- @include "([^"]+)"\s*$/gm;
 
-function load(name: string, dir: string): Script {
-  const seen = new Set<string>();
-  const expand = (file: string): string =>
-    readFileSync(join(dir, `${file}.lua`), 'utf8').replace(INCLUDE, (_m, inc: string) => {
-      if (seen.has(inc)) return '';
-      seen.add(inc);
-      return expand(inc);
-    });
-  const lua = expand(name);
-  return { name, lua, sha: createHash('sha1').update(lua).digest('hex') };
+/**
+ * Builds the library from the scripts in `dir`: the includes they name, each once (`common`
+ * first; an include may use what comes before it), then each script's body as the function
+ * `rota_<hash>_<script>`. Every call begins with `beginCall()` (includes/common), which empties
+ * what the last call collected.
+ */
+export function buildLibrary(dir: string): Library {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
+  const includes: string[] = ['includes/common'];
+  const bodies: Array<[string, string]> = [];
+  for (const script of files) {
+    const text = readFileSync(join(dir, `${script}.lua`), 'utf8');
+    for (const m of text.matchAll(INCLUDE)) if (!includes.includes(m[1])) includes.push(m[1]);
+    bodies.push([script, text.replace(INCLUDE, '')]);
+  }
+  const helpers = includes.map((inc) => readFileSync(join(dir, `${inc}.lua`), 'utf8')).join('\n');
+  const hash = createHash('sha1').update(helpers);
+  for (const [, body] of bodies) hash.update(body);
+  const name = `rota_${hash.digest('hex').slice(0, 12)}`;
+  const functions = new Map<string, string>();
+  const registered = bodies.map(([script, body]) => {
+    const fn = `${name}_${script.replace(/-/g, '_')}`;
+    functions.set(script, fn);
+    return `redis.register_function('${fn}', function(KEYS, ARGV)\nbeginCall()\n${body}\nend)\n`;
+  });
+  return { name, code: `#!lua name=${name}\n${helpers}\n${registered.join('\n')}`, functions };
 }
 
-const cache = new Map<string, Script>();
-let dir: string | undefined;
+let library: Library | undefined;
 
-function script(name: ScriptName): Script {
-  let s = cache.get(name);
-  if (!s) {
-    dir ??= luaDir();
-    s = load(name, dir);
-    cache.set(name, s);
+function lib(): Library {
+  library ??= buildLibrary(luaDir());
+  return library;
+}
+
+/** The server could not load the library (Rota needs Redis 7.0 or newer). */
+export class ScriptLoadError extends Error {
+  constructor(cause: Error) {
+    super(`cannot load Rota's function library into Redis (it needs Redis 7.0 or newer): ${cause.message}`);
+    this.name = 'ScriptLoadError';
   }
-  return s;
+}
+
+/** Loads the library unless the server has it (another client may have loaded it first). */
+async function load(client: Redis): Promise<void> {
+  try {
+    await client.call('FUNCTION', 'LOAD', lib().code);
+  } catch (err) {
+    if (err instanceof Error && /already exists/.test(err.message)) return;
+    throw new ScriptLoadError(err as Error);
+  }
 }
 
 type Arg = string | number | Buffer;
 
-/** Runs a script; replies come back as Buffers when `buffers` is set (binary-safe), else strings. */
+/**
+ * Runs a script; replies come back as Buffers when `buffers` is set (binary-safe), else strings.
+ * A server without the library (new, or restarted without persistence) gets it loaded first.
+ */
 export async function runScript<T = unknown>(
   client: Redis,
   name: ScriptName,
@@ -63,16 +101,19 @@ export async function runScript<T = unknown>(
   args: Arg[],
   buffers = false,
 ): Promise<T> {
-  const s = script(name);
+  const fn = lib().functions.get(name);
+  if (!fn) throw new Error(`no script named ${name}`);
+  const call = () => client[buffers ? 'callBuffer' : 'call']('FCALL', fn, keys.length, ...keys, ...args) as Promise<T>;
   try {
-    return (await client[buffers ? 'callBuffer' : 'call']('EVALSHA', s.sha, keys.length, ...keys, ...args)) as T;
+    return await call();
   } catch (err) {
-    if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
-    return (await client[buffers ? 'callBuffer' : 'call']('EVAL', s.lua, keys.length, ...keys, ...args)) as T;
+    if (!(err instanceof Error) || !/Function not found/i.test(err.message)) throw err;
+    await load(client);
+    return call();
   }
 }
 
-/** Loads every named script into the server's script cache ahead of use. */
-export async function preload(client: Redis, names: ScriptName[]): Promise<void> {
-  for (const n of names) await client.script('LOAD', script(n).lua);
+/** Loads the library ahead of use, so that the first calls do not wait for it. */
+export async function preload(client: Redis): Promise<void> {
+  await load(client);
 }

@@ -147,7 +147,7 @@ describe('job lifecycle', () => {
     const scriptCalls: string[][] = [];
     let marked = false;
     monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args[0].toLowerCase() === 'evalsha' && args.includes(prefix)) scriptCalls.push(args);
+      if (args[0].toLowerCase() === 'fcall' && args.includes(prefix)) scriptCalls.push(args);
       if (args[0].toLowerCase() === 'echo' && args[1] === prefix) marked = true;
     });
     try {
