@@ -37,20 +37,20 @@ if not fresh then
   end
 end
 local seen = {}
-for i = 4, #ARGV, width do
-  local f = {}
-  for k = 0, width - 1 do f[k + 1] = ARGV[i + k] end
+for k, key in ipairs(jobKeys) do
+  local i = 3 + (k - 1) * width
+  local id = ARGV[i + 1]
   local a
   if not fresh then
-    a = writeJob(prefix, submitted, f)
-  elseif seen[f[1]] then
+    a = writeJob(key, submitted, ARGV, i)
+  elseif seen[id] then
     a = 0
   else
-    seen[f[1]] = true
-    a = writeJob(prefix, submitted, f, nil, true)
+    seen[id] = true
+    a = writeJob(key, submitted, ARGV, i, nil, true)
   end
-  if a == 1 then enqueueLater(prefix, batch, f[1], f[3], f[4] == 'high') end
-  flags[#flags + 1] = a
+  if a == 1 then enqueueLater(prefix, batch, id, ARGV[i + 3], ARGV[i + 4] == 'high') end
+  flags[k] = a
   added = added + a
 end
 flushJobs(prefix, batch)

@@ -14,19 +14,24 @@
   it to `waiting`. A planned job is not submitted: every reader treats it as absent.
 ]]
 
--- Writes the job hash (given state, and `submitted` unless planned) unless the id exists
--- (`unchecked`: the caller knows it does not). Returns 1 when written, 0 when it existed.
-local function writeJob(prefix, now, f, state, unchecked)
-  local jobKey = prefix .. 'j:' .. f[1]
+-- The HSET arguments of the job being written (reused: the library keeps it across calls).
+local jobFields = { 'd', false, 'group', false, 'priority', false, 'maxRetries', false, 'state', false }
+
+-- Writes job hash `jobKey` from the fields at f[i + 1 .. i + 7] (given state, and `submitted`
+-- unless planned) unless the job exists (`unchecked`: the caller knows it does not). Returns 1
+-- when written, 0 when it existed.
+local function writeJob(jobKey, now, f, i, state, unchecked)
   if not unchecked and redis.call('EXISTS', jobKey) == 1 then return 0 end
   state = state or 'waiting'
-  local fields = { 'd', f[2], 'group', f[3], 'priority', f[4], 'maxRetries', f[5], 'state', state }
-  if state ~= 'planned' then fields[11], fields[12] = 'submitted', now end
-  if f[6] ~= '' then
-    fields[#fields + 1] = 'tracker'; fields[#fields + 1] = f[6]
-    fields[#fields + 1] = 'occurrence'; fields[#fields + 1] = f[7]
+  local a = jobFields
+  a[2], a[4], a[6], a[8], a[10] = f[i + 2], f[i + 3], f[i + 4], f[i + 5], state
+  local n = 10
+  if state ~= 'planned' then a[11], a[12], n = 'submitted', now, 12 end
+  if f[i + 6] ~= '' then
+    a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', f[i + 6], 'occurrence', f[i + 7]
+    n = n + 4
   end
-  redis.call('HSET', jobKey, unpack(fields))
+  redis.call('HSET', jobKey, unpack(a, 1, n))
   return 1
 end
 
@@ -48,11 +53,15 @@ end
 local function enqueueLater(prefix, batch, id, group, high)
   local keys = batch.listKeys[group]
   if not keys then
-    local gk = prefix .. 'g:' .. group
-    keys = { [true] = gk .. ':h', [false] = gk .. ':l' }
+    keys = {}
     batch.listKeys[group] = keys
   end
-  local ids = slot(batch.lists, batch.listOrder, keys[high])
+  local key = keys[high]
+  if not key then
+    key = prefix .. 'g:' .. group .. (high and ':h' or ':l')
+    keys[high] = key
+  end
+  local ids = slot(batch.lists, batch.listOrder, key)
   ids[#ids + 1] = id
   deferGroup(group, high and 'nh' or 'nl', 1)
   changed(id, 'waiting')
@@ -61,7 +70,7 @@ end
 -- Writes job f (see writeJob) in state `planned`, unless it exists. Returns true when the job is
 -- planned afterwards (written now, or already planned), false when it was submitted already.
 local function stageJob(prefix, f)
-  if writeJob(prefix, '', f, 'planned') == 1 then return true end
+  if writeJob(prefix .. 'j:' .. f[1], '', f, 0, 'planned') == 1 then return true end
   return redis.call('HGET', prefix .. 'j:' .. f[1], 'state') == 'planned'
 end
 
