@@ -8,6 +8,7 @@ import { Queue } from '../src/index.js';
 import { arg, labRedis, scriptUsec } from './lab.js';
 import { runScript } from '../src/redis/scripts.js';
 import { queueKeys } from '../src/redis/keys.js';
+import { TAKEN_WIDTH } from '../src/queue/job.js';
 
 const jobs = arg('jobs', 20_000);
 const groups = arg('groups', 1000);
@@ -36,9 +37,9 @@ await phase('submit', async () => {
 const taken: Array<[string, string]> = [];
 await phase('take', async () => {
   while (taken.length < jobs) {
-    const [list] = await runScript<[string[][], number]>(client, 'take', [keys.ready], [keys.prefix, 10_000, 'w1', batch, 2, 1, 60_000]);
+    const [list] = await runScript<[string[], number]>(client, 'take', [keys.ready], [keys.prefix, 10_000, 'w1', batch, 2, 1, 60_000]);
     if (list.length === 0) throw new Error('take found nothing');
-    for (const [id, seq] of list) taken.push([id, seq]);
+    for (let i = 0; i < list.length; i += TAKEN_WIDTH) taken.push([list[i], list[i + 1]]);
   }
 });
 await phase('start', async () => {

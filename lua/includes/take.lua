@@ -6,10 +6,13 @@
   Each taken job is marked `scheduled` with the executor id, gets a lease in `active` (now +
   lease ms), and its take sequence number (takeSeq), which is also the lease token. Sequence
   numbers increase with every take; one reserved by a take that found fewer jobs is skipped.
-  Returns the jobs, each as { id, take sequence, description (field d), retries, submitted, due,
-  error } (the last two of a retried job), and the next stuck job's due time (ms) or -1. The
-  caller flushes the changes (flushChanges).
+  Returns the jobs as one flat list, seven entries per job (TAKEN_WIDTH): id, take sequence,
+  description (field d), retries, submitted, due, error (the last two of a retried job), and the
+  next stuck job's due time (ms) or -1. The caller flushes the changes (flushChanges).
 ]]
+-- Entries per job in a take's reply.
+local TAKEN_WIDTH = 7
+
 local function takeJobs(prefix, worker, n, high, low, lease, now)
   local leaseAt = tostring(now + lease)
   local readyKey = prefix .. 'ready'
@@ -39,6 +42,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   -- group still in `ready`), and the rotation, the groups' state and the leases are written once
   -- at the end. The order is the same as taking one job per ZRANGE, at a fraction of the calls.
   local jobs = {}
+  local taken = 0
   local seq -- the last take sequence number handed out; n numbers are reserved at the first job
   local window, wi, fetched = {}, 1, 0
   local exhausted = false
@@ -48,7 +52,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
 
   local function nextGroup()
     if wi > #window and not exhausted then
-      window = redis.call('ZRANGE', readyKey, fetched, fetched + n - #jobs - 1)
+      window = redis.call('ZRANGE', readyKey, fetched, fetched + n - taken - 1)
       wi = 1
       fetched = fetched + #window
       if #window == 0 then exhausted = true end
@@ -65,7 +69,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
     return nil
   end
 
-  while #jobs < n do
+  while taken < n do
     local group = nextGroup()
     if not group then break end
     local gk = prefix .. 'g:' .. group
@@ -76,7 +80,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
     end
     local resynced = false
     -- The group keeps the turn for `weight` takes.
-    while #jobs < n do
+    while taken < n do
       -- The list to take from: runnable stuck/released first, then the counting scheme's choice.
       local list
       local cnt = g.cnt
@@ -116,7 +120,10 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         leases[#leases + 1] = leaseAt
         leases[#leases + 1] = id
         changed(id, 'scheduled')
-        jobs[#jobs + 1] = { id, token, job[2], job[3], job[4], job[5], job[6] }
+        local k = taken * TAKEN_WIDTH
+        jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4], jobs[k + 5], jobs[k + 6], jobs[k + 7] =
+          id, token, job[2], job[3], job[4], job[5], job[6]
+        taken = taken + 1
         g.running = g.running + 1
         g.turns = g.turns + 1
         if not eligible(g) then break end
@@ -135,7 +142,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   for i = 1, #leases, 1000 do redis.call('ZADD', prefix .. 'active', unpack(leases, i, math.min(#leases, i + 999))) end
 
   -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
-  if n > 0 and #jobs == n and not woken and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end
+  if n > 0 and taken == n and not woken and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end
   if #due > 0 then head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES') end
   return jobs, head[2] and tonumber(head[2]) or -1
 end

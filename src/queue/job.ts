@@ -122,16 +122,24 @@ export function decodeJobObject(id: string, obj: Record<string, Buffer>): Job | 
   return flat.length ? decodeJob(id, flat) : null;
 }
 
+/** Entries per job in a take reply (see lua/includes/take). */
+export const TAKEN_WIDTH = 7;
+
 /**
- * Builds a job taken by executor `worker` from its entry in a take reply (see lua/includes/take):
- * [id, take sequence, description, retries, submitted, due, error] (nil when absent).
+ * Builds the jobs taken by executor `worker` from a take reply (see lua/includes/take): a flat
+ * list, per job id, take sequence, description, retries, submitted, due, error (nil when absent).
  */
-export function decodeTaken(entry: Buffer[], worker: string): Job {
-  const job: Record<string, unknown> = {
-    id: entry[0].toString(), takeSeq: Number(entry[1]), retries: entry[3] ? Number(entry[3]) : 0,
-    submitted: Number(entry[4]), state: 'scheduled', worker, subject: '', submitter: '',
-  };
-  if (entry[5]) job.due = Number(entry[5]);
-  if (entry[6]) job.error = entry[6].toString();
-  return assignDescription(job, entry[2]) as unknown as Job;
+export function decodeTaken(flat: Array<Buffer | null>, worker: string): Job[] {
+  const jobs: Job[] = [];
+  for (let i = 0; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH) {
+    const [id, seq, description, retries, submitted, due, error] = flat.slice(i, i + TAKEN_WIDTH);
+    const job: Record<string, unknown> = {
+      id: id!.toString(), takeSeq: Number(seq), retries: retries ? Number(retries) : 0,
+      submitted: Number(submitted), state: 'scheduled', worker, subject: '', submitter: '',
+    };
+    if (due) job.due = Number(due);
+    if (error) job.error = error.toString();
+    jobs.push(assignDescription(job, description!) as unknown as Job);
+  }
+  return jobs;
 }

@@ -336,15 +336,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async take(n: number): Promise<[Job[], number]> {
-    const [flatJobs, nextDue] = await runScript<[Buffer[][], Buffer | number]>(this.client, 'take', [this.keys.ready], [
+    const [flatJobs, nextDue] = await runScript<[Array<Buffer | null>, Buffer | number]>(this.client, 'take', [this.keys.ready], [
       this.keys.prefix, this.opts.maxEvents, this.id, n, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
     ], true);
     return this.taken(flatJobs, nextDue);
   }
 
   /** The jobs and next stuck due time of a take reply (from take or finish). */
-  private taken(entries: Buffer[][], due: Buffer | number): [Job[], number] {
-    return [entries.map((e) => decodeTaken(e, this.id)), Number(due)];
+  private taken(flat: Array<Buffer | null>, due: Buffer | number): [Job[], number] {
+    return [decodeTaken(flat, this.id), Number(due)];
   }
 
   /** Blocks on the wake-up marker for at most `ms`. */
@@ -436,7 +436,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       args.push(f.run.job.id, String(f.run.job.takeSeq), f.unstarted ? `+${f.outcome.code}` : f.outcome.code, payload);
     }
     // Binary-safe: the taken jobs hold their args (msgpack).
-    const reply = runScript<[number, Buffer[], Buffer[][], Buffer | number]>(this.client, 'finish', [this.keys.active], args, true);
+    const reply = runScript<[number, Buffer[], Array<Buffer | null>, Buffer | number]>(this.client, 'finish', [this.keys.active], args, true);
     if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => this.taken(jobs, due)), true);
     let states: Buffer[];
     let at: number;
