@@ -14,45 +14,48 @@
 ]]
 local JOB_RUN_FIELDS = { 'takeSeq', 'state', 'group', 'cancel' }
 
+-- The HSET arguments of the job being ended (reused: the library keeps it across calls).
+local endFields = {}
+
 local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, started)
   local jobKey = prefix .. 'j:' .. id
   local group = job[3]
   laterZrem(prefix .. 'active', id)
   left(job[2])
   if job[4] == '1' and outcome ~= 'r' then outcome = 'c' end
-  local state, fields
+  local state
+  local a, n = endFields, 4
   if outcome == 's' then
     state = 'success'
-    fields = { 'state', state, 'finished', str(now) }
-    if payload ~= '' then fields[5], fields[6] = 'result', payload end
+    a[1], a[2], a[3], a[4] = 'state', state, 'finished', str(now)
+    if payload ~= '' then a[5], a[6], n = 'result', payload, 6 end
   elseif outcome == 'r' then
     state = 'waiting'
-    fields = { 'state', state, 'worker', '' }
+    a[1], a[2], a[3], a[4] = 'state', state, 'worker', ''
     redis.call('RPUSH', prefix .. 'g:' .. group .. ':r', id)
     deferGroup(group, 'nr', 1)
   elseif outcome == 'c' then
     state = 'cancelled'
-    fields = { 'state', state, 'finished', str(now) }
+    a[1], a[2], a[3], a[4] = 'state', state, 'finished', str(now)
   else
     local more = redis.call('HMGET', jobKey, 'retries', 'maxRetries', 'tracker', 'occurrence')
     local retries = tonumber(more[1]) or 0
     if outcome == 'f' and retries < (tonumber(more[2]) or 0) then
       state = 'stuck'
       local due = now + retryDelay * (2 ^ retries)
-      fields = { 'state', state, 'retries', retries + 1, 'error', payload, 'due', due }
+      a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', retries + 1, 'error', payload, 'due', due, 8
       redis.call('ZADD', prefix .. 'delayed', due, id)
       deferGroup(group, 'stuck', 1)
     else
       state = 'failed'
-      fields = { 'state', state, 'finished', str(now), 'error', payload }
+      a[1], a[2], a[3], a[4], a[5], a[6], n = 'state', state, 'finished', str(now), 'error', payload, 6
       if more[3] and more[3] ~= '' then periodicFailed(id, more[3], more[4], payload) end
     end
   end
   if started then
-    fields[#fields + 1] = 'started'
-    fields[#fields + 1] = started
+    a[n + 1], a[n + 2], n = 'started', started, n + 2
   end
-  redis.call('HSET', jobKey, unpack(fields))
+  redis.call('HSET', jobKey, unpack(a, 1, n))
   if state == 'success' or state == 'failed' or state == 'cancelled' then
     laterZadd(prefix .. 'done:' .. state, str(now), id)
   end
