@@ -10,6 +10,9 @@
   description (field d), retries, submitted, due, error (the last two of a retried job), and the
   next stuck job's due time (ms) or -1. The caller flushes the changes (flushChanges).
 ]]
+-- The key suffix of a group's list, by the field counting its jobs.
+local LIST_SUFFIX = { nr = ':r', nh = ':h', nl = ':l' }
+
 -- Entries per job in a take's reply.
 local TAKEN_WIDTH = 7
 
@@ -72,7 +75,6 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   while taken < n do
     local group = nextGroup()
     if not group then break end
-    local gk = prefix .. 'g:' .. group
     local g = touched[group]
     if not g.seen then
       g.seen, g.ready = true, true
@@ -91,11 +93,12 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         if (preferHigh and g.nh > 0) or g.nl == 0 then list = 'nh' else list = 'nl' end
         cnt = (cnt + 1) % (high + low)
       end
-      local id = g[list] > 0 and redis.call('RPOP', gk .. ':' .. string.sub(list, 2)) or false
+      local id = g[list] > 0 and redis.call('RPOP', prefix .. 'g:' .. group .. LIST_SUFFIX[list]) or false
       if not id then
         -- Counters and lists disagree (cannot happen through these scripts): resync once.
         if resynced then g.nr, g.nh, g.nl = 0, 0, 0 break end
         resynced = true
+        local gk = prefix .. 'g:' .. group
         g.nr = redis.call('LLEN', gk .. ':r')
         g.nh = redis.call('LLEN', gk .. ':h')
         g.nl = redis.call('LLEN', gk .. ':l')
