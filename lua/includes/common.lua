@@ -121,13 +121,30 @@ end
 local GROUP_FIELDS = { 'running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready' }
 local GROUP_FORMAT = '<i4i4i4i4i4i4i4i4i4i4i4'
 
+-- The tables group states are unpacked into are reused: the library keeps up to POOLED_GROUPS
+-- of them across calls and a call hands them out in turn (beginCall starts over), which spares
+-- a new table, and its keys, for every group a call visits.
+local POOLED_GROUPS = 2000
+local groupPool, groupPoolNext = {}, 1
+
 local function unpackGroup(v)
+  local g = groupPool[groupPoolNext]
+  if not g then
+    g = {}
+    if groupPoolNext <= POOLED_GROUPS then groupPool[groupPoolNext] = g end
+  end
+  groupPoolNext = groupPoolNext + 1
+  -- what a take marks on a group while it walks the rotation
+  g.seen, g.requeue = nil, nil
   if not v then
-    return { running = 0, stuck = 0, nr = 0, nh = 0, nl = 0, cnt = 0, turns = 0, limit = 0, weight = 1, paused = false, ready = false }
+    g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused, g.ready =
+      0, 0, 0, 0, 0, 0, 0, 0, 1, false, false
+    return g
   end
   local running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready = struct.unpack(GROUP_FORMAT, v)
-  return { running = running, stuck = stuck, nr = nr, nh = nh, nl = nl, cnt = cnt, turns = turns,
-    limit = limit, weight = weight, paused = paused == 1, ready = ready == 1 }
+  g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused, g.ready =
+    running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused == 1, ready == 1
+  return g
 end
 
 local function packGroup(g)
@@ -301,4 +318,5 @@ local function beginCall()
   if next(laterKeys) then laterAdds, laterRems, laterKeys = {}, {}, {} end
   turn = nil
   woken = false
+  groupPoolNext = 1
 end
