@@ -94,25 +94,26 @@ local function periodicFailed(id, tracker, occurrence, err)
   periodicFailures[#periodicFailures + 1] = { id, tracker, tonumber(occurrence) or false, err or false }
 end
 
+-- The XADD argument list of flushChanges (reused: the library keeps it across calls).
+local entry = { 'XADD', false, 'MAXLEN', '~', false, '*' }
+
 local function flushChanges(prefix, maxEvents)
   for state, d in pairs(countDelta) do
     if d ~= 0 then redis.call('HINCRBY', prefix .. 'counts', state, d) end
   end
   if tonumber(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0) then return end
-  local fields = { 'XADD', prefix .. 'events', 'MAXLEN', '~', maxEvents, '*' }
+  local a, n = entry, 6
+  a[2], a[5] = prefix .. 'events', maxEvents
   for _, state in ipairs(stateOrder) do
-    fields[#fields + 1] = state
-    fields[#fields + 1] = cjson.encode(stateIds[state])
+    a[n + 1], a[n + 2], n = state, cjson.encode(stateIds[state]), n + 2
   end
   if #events > 0 then
-    fields[#fields + 1] = 'b'
-    fields[#fields + 1] = cjson.encode(events)
+    a[n + 1], a[n + 2], n = 'b', cjson.encode(events), n + 2
   end
   if #periodicFailures > 0 then
-    fields[#fields + 1] = 'p'
-    fields[#fields + 1] = cjson.encode(periodicFailures)
+    a[n + 1], a[n + 2], n = 'p', cjson.encode(periodicFailures), n + 2
   end
-  redis.call(unpack(fields))
+  redis.call(unpack(a, 1, n))
 end
 
 -- A group's state is one packed value in the `groups` hash: the counters and settings below, in
@@ -188,37 +189,41 @@ end
 -- group that may not be picked leaves the rotation. An idle group is removed from the hash, so
 -- that it holds only groups with jobs or settings of their own, however many groups come and go.
 -- Returns true when any of them is in the rotation afterwards.
+-- The argument lists storeGroups builds (reused: the library keeps them across calls).
+local packed, joining, leaving, gone = {}, {}, {}, {}
+
+-- Sends `command key` with the first n entries of list `a`, `per` entries per command.
+local function sendChunks(command, key, a, n, per)
+  for i = 1, n, per do redis.call(command, key, unpack(a, i, math.min(n, i + per - 1))) end
+end
+
 local function storeGroups(prefix, order, map)
-  local readyKey = prefix .. 'ready'
-  local packed, joining, leaving, gone = {}, {}, {}, {}
+  local np, nj, nl, ng = 0, 0, 0, 0
   local any = false
   for _, group in ipairs(order) do
     local g = map[group]
     if eligible(g) then
       any = true
       if g.requeue then
-        joining[#joining + 1] = g.requeue
-        joining[#joining + 1] = group
+        joining[nj + 1], joining[nj + 2], nj = g.requeue, group, nj + 2
       elseif not g.ready then
-        joining[#joining + 1] = nextTurn(prefix)
-        joining[#joining + 1] = group
+        joining[nj + 1], joining[nj + 2], nj = nextTurn(prefix), group, nj + 2
         g.ready, g.turns = true, 0
       end
     elseif g.ready then
-      leaving[#leaving + 1] = group
+      leaving[nl + 1], nl = group, nl + 1
       g.ready = false
     end
     if idle(g) then
-      gone[#gone + 1] = group
+      gone[ng + 1], ng = group, ng + 1
     else
-      packed[#packed + 1] = group
-      packed[#packed + 1] = packGroup(g)
+      packed[np + 1], packed[np + 2], np = group, packGroup(g), np + 2
     end
   end
-  for i = 1, #packed, 1000 do redis.call('HSET', prefix .. 'groups', unpack(packed, i, math.min(#packed, i + 999))) end
-  for i = 1, #gone, 1000 do redis.call('HDEL', prefix .. 'groups', unpack(gone, i, math.min(#gone, i + 999))) end
-  for i = 1, #leaving, 1000 do redis.call('ZREM', readyKey, unpack(leaving, i, math.min(#leaving, i + 999))) end
-  for i = 1, #joining, 1000 do redis.call('ZADD', readyKey, unpack(joining, i, math.min(#joining, i + 999))) end
+  sendChunks('HSET', prefix .. 'groups', packed, np, 1000)
+  sendChunks('HDEL', prefix .. 'groups', gone, ng, 1000)
+  sendChunks('ZREM', prefix .. 'ready', leaving, nl, 1000)
+  sendChunks('ZADD', prefix .. 'ready', joining, nj, 1000)
   if turn then redis.call('SET', prefix .. 'rr', turn) end
   return any
 end
