@@ -16,6 +16,8 @@ export interface RedisServerOptions {
   dir?: string;
   /** Turn on the append-only file with `appendfsync` set to this. */
   appendfsync?: 'always' | 'everysec' | 'no';
+  /** Start it as a Redis Cluster node (slots unassigned until a `redis-cli --cluster create`). */
+  cluster?: boolean;
 }
 
 /** Finds a free TCP port on 127.0.0.1. */
@@ -59,19 +61,21 @@ export class RedisServer {
   private proc: ChildProcess | null = null;
   private readonly ownsDir: boolean;
   private readonly appendfsync?: RedisServerOptions['appendfsync'];
+  private readonly cluster: boolean;
 
-  private constructor(port: number, dir: string, ownsDir: boolean, appendfsync?: RedisServerOptions['appendfsync']) {
+  private constructor(port: number, dir: string, ownsDir: boolean, opts: RedisServerOptions) {
     this.port = port;
     this.dir = dir;
     this.ownsDir = ownsDir;
-    this.appendfsync = appendfsync;
+    this.appendfsync = opts.appendfsync;
+    this.cluster = opts.cluster ?? false;
   }
 
   /** Starts a server and resolves once it answers PING. */
   static async start(opts: RedisServerOptions = {}): Promise<RedisServer> {
     const port = opts.port ?? (await freePort());
     const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'rota-redis-'));
-    const server = new RedisServer(port, dir, !opts.dir, opts.appendfsync);
+    const server = new RedisServer(port, dir, !opts.dir, opts);
     await server.restart();
     return server;
   }
@@ -96,6 +100,7 @@ export class RedisServer {
     ];
     if (this.appendfsync) args.push('--appendonly', 'yes', '--appendfsync', this.appendfsync);
     else args.push('--appendonly', 'no');
+    if (this.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'));
     // Its own process group, so a Ctrl-C in the terminal reaches the program, which then stops
     // the server after it has closed its connections; and it never outlives this process.
     const proc = spawn('redis-server', args, { stdio: 'ignore', detached: true });

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 export type ScriptName = 'submit' | 'take' | 'start' | 'finish' | 'heartbeat' | 'recover' | 'cancel' | 'group' | string;
 
@@ -78,13 +78,23 @@ export class ScriptLoadError extends Error {
   }
 }
 
-/** Loads the library unless the server has it (another client may have loaded it first). */
-async function load(client: Redis): Promise<void> {
+/** Loads the library into one server unless it has it (another client may have loaded it first). */
+async function loadInto(server: Redis): Promise<void> {
   try {
-    await client.call('FUNCTION', 'LOAD', lib().code);
+    await server.call('FUNCTION', 'LOAD', lib().code);
   } catch (err) {
     if (err instanceof Error && /already exists/.test(err.message)) return;
     throw new ScriptLoadError(err as Error);
+  }
+}
+
+/** Loads the library where `client` runs scripts: its server, or every primary of a cluster. */
+async function load(client: Redis): Promise<void> {
+  const cluster = client as unknown as Cluster;
+  if (typeof cluster.nodes === 'function') {
+    await Promise.all(cluster.nodes('master').map(loadInto));
+  } else {
+    await loadInto(client);
   }
 }
 
