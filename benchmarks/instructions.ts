@@ -37,6 +37,8 @@ const dir = mkdtempSync(join(tmpdir(), 'rota-callgrind-'));
 const port = await freePort();
 const proc = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${join(dir, 'cg.out')}`,
   server, '--port', String(port), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+// The server goes with this process, whatever ends it.
+process.once('exit', () => proc.kill('SIGKILL'));
 const url = `redis://127.0.0.1:${port}`;
 const client = new Redis(url, { lazyConnect: true, retryStrategy: () => 100 });
 client.on('error', () => {}); // refused while valgrind starts the server
