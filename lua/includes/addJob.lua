@@ -79,7 +79,7 @@ end
 local function flushJobs(prefix, batch)
   for _, list in ipairs(batch.listOrder) do
     local ids = batch.lists[list]
-    for i = 1, #ids, 1000 do redis.call('LPUSH', list, unpack(ids, i, math.min(#ids, i + 999))) end
+    sendChunks('LPUSH', list, ids, #ids, 1000)
   end
   return flushGroups(prefix)
 end

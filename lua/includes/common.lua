@@ -270,14 +270,9 @@ end
 
 local function flushLater()
   for _, key in ipairs(laterKeys) do
-    local r = laterRems[key]
-    if r then
-      for i = 1, #r, 500 do redis.call('ZREM', key, unpack(r, i, math.min(#r, i + 499))) end
-    end
-    local a = laterAdds[key]
-    if a then
-      for i = 1, #a, 1000 do redis.call('ZADD', key, unpack(a, i, math.min(#a, i + 999))) end
-    end
+    local r, a = laterRems[key], laterAdds[key]
+    if r then sendChunks('ZREM', key, r, #r, 500) end
+    if a then sendChunks('ZADD', key, a, #a, 1000) end
   end
   laterAdds, laterRems, laterKeys = {}, {}, {}
 end

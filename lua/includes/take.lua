@@ -142,7 +142,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
 
   -- Write back: the groups and the rotation, the leases.
   storeGroups(prefix, order, touched)
-  for i = 1, #leases, 1000 do redis.call('ZADD', prefix .. 'active', unpack(leases, i, math.min(#leases, i + 999))) end
+  sendChunks('ZADD', prefix .. 'active', leases, #leases, 1000)
 
   -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
   if n > 0 and taken == n and not woken and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end
