@@ -132,14 +132,16 @@ export const TAKEN_WIDTH = 7;
 export function decodeTaken(flat: Array<Buffer | null>, worker: string): Job[] {
   const jobs: Job[] = [];
   for (let i = 0; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH) {
-    const [id, seq, description, retries, submitted, due, error] = flat.slice(i, i + TAKEN_WIDTH);
+    const retries = flat[i + 3];
+    const due = flat[i + 5];
+    const error = flat[i + 6];
     const job: Record<string, unknown> = {
-      id: id!.toString(), takeSeq: Number(seq), retries: retries ? Number(retries) : 0,
-      submitted: Number(submitted), state: 'scheduled', worker, subject: '', submitter: '',
+      id: flat[i]!.toString(), takeSeq: Number(flat[i + 1]), retries: retries ? Number(retries) : 0,
+      submitted: Number(flat[i + 4]), state: 'scheduled', worker, subject: '', submitter: '',
     };
     if (due) job.due = Number(due);
     if (error) job.error = error.toString();
-    jobs.push(assignDescription(job, description!) as unknown as Job);
+    jobs.push(assignDescription(job, flat[i + 2]!) as unknown as Job);
   }
   return jobs;
 }
