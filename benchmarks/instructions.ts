@@ -19,10 +19,8 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { Queue } from '../src/index.js';
 import { freePort } from '../src/dev/redis-server.js';
-import { runScript } from '../src/redis/scripts.js';
 import { queueKeys } from '../src/redis/keys.js';
-import { TAKEN_WIDTH } from '../src/queue/job.js';
-import { arg } from './lab.js';
+import { arg, finishAll, PROBE_ARGS, submitSpread, takeAll } from './lab.js';
 
 const jobs = arg('jobs', 5000);
 const groups = arg('groups', 1000);
@@ -69,29 +67,18 @@ function counted(phase: string): number {
 
 const keys = queueKeys('cg');
 const q = new Queue('cg', { connection: url });
-const args = 'x'.repeat(100);
 // The library loaded and the server warm before counting.
-await q.submit({ task: 'noop', group: 'warm', args });
+await q.submit({ task: 'noop', group: 'warm', args: PROBE_ARGS });
 await client.flushall();
 dump('setup');
 
-for (let i = 0; i < jobs; i += submitBatch) {
-  await q.submitBulk(Array.from({ length: Math.min(submitBatch, jobs - i) }, (_, k) => ({ task: 'noop', group: `g${(i + k) % groups}`, args })));
-}
+await submitSpread(q, jobs, groups, submitBatch);
 dump('submit');
-const taken: Array<[string, string]> = [];
-while (taken.length < jobs) {
-  const [list] = await runScript<[string[], number]>(client, 'take', [keys.ready], [keys.prefix, 10_000, 'w1', batch, 2, 1, 60_000]);
-  if (list.length === 0) throw new Error('take found nothing');
-  for (let i = 0; i < list.length; i += TAKEN_WIDTH) taken.push([list[i], list[i + 1]]);
-}
+const taken = await takeAll(client, keys, jobs, batch);
 dump('take');
-for (let i = 0; i < taken.length; i += batch) {
-  const runs = taken.slice(i, i + batch).flatMap(([id, seq]) => [id, seq, '+s', '']);
-  await runScript(client, 'finish', [keys.active], [keys.prefix, 10_000, 1000, 1000, 1000, 0, '', 2, 1, 60_000, ...runs]);
-}
+await finishAll(client, keys, taken, batch, '+s');
 dump('finish');
-for (let i = 0; i < single; i++) await q.submit({ task: 'noop', group: `s${i % 10}`, args });
+for (let i = 0; i < single; i++) await q.submit({ task: 'noop', group: `s${i % 10}`, args: PROBE_ARGS });
 dump('single');
 
 const per = (phase: string, n: number) => Math.round(counted(phase) / n);

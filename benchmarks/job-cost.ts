@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { Queue, Worker } from '../src/index.js';
-import { arg, labRedis } from './lab.js';
+import { arg, labRedis, submitSpread } from './lab.js';
 
 /** Parses INFO commandstats into calls per command, and used CPU (µs). */
 export async function redisStats(r: Redis): Promise<{ calls: Map<string, number>; usec: Map<string, number>; cpuUs: number }> {
@@ -29,13 +29,10 @@ const lab = await labRedis();
 const { url, admin } = lab;
 await admin.config('RESETSTAT');
 const q = new Queue('cost', { connection: url });
-const payload = 'x'.repeat(100);
 const before = await redisStats(admin);
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
-for (let i = 0; i < jobs; i += 1000) {
-  await q.submitBulk(Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({ task: 'noop', group: `g${(i + k) % groups}`, args: payload })));
-}
+await submitSpread(q, jobs, groups);
 let done = 0;
 await new Promise<void>((resolve) => {
   const w = new Worker('cost', { noop: () => undefined }, { connection: url, concurrency });

@@ -1,6 +1,10 @@
-/** Shared parts of the single-system cost probes (job-cost, script-cost, periodic-cost). */
+/** Shared parts of the single-system cost probes (job-cost, script-cost, periodic-cost, instructions). */
 import { Redis } from 'ioredis';
 import { RedisServer } from '../src/dev/redis-server.js';
+import type { Queue } from '../src/index.js';
+import { TAKEN_WIDTH } from '../src/queue/job.js';
+import type { QueueKeys } from '../src/redis/keys.js';
+import { runScript } from '../src/redis/scripts.js';
 
 /** A numeric `--name value` command-line option. */
 export function arg(name: string, def: number): number {
@@ -30,4 +34,33 @@ export async function scriptUsec(admin: Redis): Promise<number> {
   let us = 0;
   for (const m of stats.matchAll(/^cmdstat_(evalsha|eval|fcall):calls=\d+,usec=(\d+)/gm)) us += Number(m[2]);
   return us;
+}
+
+/** A job's args in the probes: the harness's 100-byte payload. */
+export const PROBE_ARGS = 'x'.repeat(100);
+
+/** Submits `jobs` no-op jobs spread round-robin over `groups` groups, `batch` per submitBulk. */
+export async function submitSpread(q: Queue, jobs: number, groups: number, batch = 1000): Promise<void> {
+  for (let i = 0; i < jobs; i += batch) {
+    await q.submitBulk(Array.from({ length: Math.min(batch, jobs - i) }, (_, k) => ({ task: 'noop', group: `g${(i + k) % groups}`, args: PROBE_ARGS })));
+  }
+}
+
+/** Takes `jobs` jobs for executor 'w1' through the take script, `batch` per call: [id, lease token] each. */
+export async function takeAll(client: Redis, keys: QueueKeys, jobs: number, batch: number): Promise<Array<[string, string]>> {
+  const taken: Array<[string, string]> = [];
+  while (taken.length < jobs) {
+    const [list] = await runScript<[string[], number]>(client, 'take', [keys.ready], [keys.prefix, 10_000, 'w1', batch, 2, 1, 60_000]);
+    if (list.length === 0) throw new Error('take found nothing');
+    for (let i = 0; i < list.length; i += TAKEN_WIDTH) taken.push([list[i], list[i + 1]]);
+  }
+  return taken;
+}
+
+/** Ends the taken runs through the finish script with `outcome` ('s', or '+s' with the start folded in), `batch` per call. */
+export async function finishAll(client: Redis, keys: QueueKeys, taken: Array<[string, string]>, batch: number, outcome: string): Promise<void> {
+  for (let i = 0; i < taken.length; i += batch) {
+    const runs = taken.slice(i, i + batch).flatMap(([id, seq]) => [id, seq, outcome, '']);
+    await runScript(client, 'finish', [keys.active], [keys.prefix, 10_000, 1000, 1000, 1000, 0, '', 2, 1, 60_000, ...runs]);
+  }
 }
