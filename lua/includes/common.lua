@@ -10,10 +10,12 @@
     delayed      ZSET  stuck job id -> due time (ms)
     active       ZSET  taken job id -> lease expiry (ms)
     counts       HASH  state -> number of jobs
-    groups       HASH  group -> its packed state (see GROUP_FIELDS): running, stuck, nr/nh/nl
-                       (lengths of its three lists), cnt (counting scheme position), turns (takes
-                       in the current turn), limit, weight, paused, ready (1 while in `ready`);
-                       only groups with jobs or settings of their own (see storeGroups)
+    groups       HASH  group -> its packed state (see GROUP_FIELDS): running (taken, not finished;
+                       counted only while the group has a limit, see countsRunning), stuck,
+                       nr/nh/nl (lengths of its three lists), cnt (counting scheme position), turns
+                       (takes in the current turn), limit, weight, paused, ready (1 while in
+                       `ready`); only groups with jobs or settings of their own (see storeGroups)
+    limited      SET   the groups with a concurrency limit (group.lua keeps it)
     events       STREAM one entry per script call that changed jobs: a field per state entered
                        without an error, named after the state, = JSON [job id, ...]; field
                        b = JSON list of [job id, state, error] for changes with an error (stuck,
@@ -176,11 +178,37 @@ local function eligible(g)
   return not g.paused and (g.limit == 0 or g.running < g.limit) and (g.nr + g.nh + g.nl) > 0
 end
 
--- Whether a group holds nothing worth storing: no jobs waiting, running or stuck, and the default
--- settings. Its state is then what unpackGroup gives for a group not in the hash: its counting
--- scheme starts a new cycle with its next jobs (the ratio matters only while jobs wait).
+-- Whether a group holds nothing worth storing: no jobs waiting or stuck, and the default settings
+-- (so no limit, and no running count: see countsRunning). Its state is then what unpackGroup gives
+-- for a group not in the hash: its counting scheme starts a new cycle with its next jobs (the
+-- ratio matters only while jobs wait).
 local function idle(g)
-  return g.running == 0 and g.stuck == 0 and g.nr + g.nh + g.nl == 0 and g.limit == 0 and g.weight == 1 and not g.paused
+  return g.stuck == 0 and g.nr + g.nh + g.nl == 0 and g.limit == 0 and g.weight == 1 and not g.paused
+end
+
+-- A group's running jobs are counted (g.running) only while it has a concurrency limit, the one
+-- thing the count decides: a take from a limited group adds one, and the end of a run of a group
+-- in `limited` takes one off, so that the end of a run of any other group touches no group state.
+-- Setting a limit counts the group's runs in `active` (runningByGroup), lifting it zeroes the
+-- count: both in the same atomic call that changes `limited`, so every run is counted once.
+-- Whether `limited` exists is read once per call (most queues have no limits).
+local anyLimited
+local function countsRunning(prefix, group)
+  if anyLimited == nil then anyLimited = redis.call('EXISTS', prefix .. 'limited') == 1 end
+  return anyLimited and redis.call('SISMEMBER', prefix .. 'limited', group) == 1
+end
+
+-- The runs in progress (jobs in `active`, scheduled or running) per group: { group = count }, of
+-- every group, or of group `only` alone.
+local function runningByGroup(prefix, only)
+  local counts = {}
+  for _, id in ipairs(redis.call('ZRANGE', prefix .. 'active', 0, -1)) do
+    local job = redis.call('HMGET', prefix .. 'j:' .. id, 'state', 'group')
+    if (job[1] == 'scheduled' or job[1] == 'running') and (not only or job[2] == only) then
+      counts[job[2]] = (counts[job[2]] or 0) + 1
+    end
+  end
+  return counts
 end
 
 -- The one way groups change: writes the state of the groups `order` names (from `map`) and keeps
@@ -318,5 +346,6 @@ local function beginCall()
   if next(laterKeys) then laterAdds, laterRems, laterKeys = {}, {}, {} end
   turn = nil
   woken = false
+  anyLimited = nil
   groupPoolNext = 1
 end

@@ -60,7 +60,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, sta
     laterZadd(prefix .. 'done:' .. state, str(now), id)
   end
   changed(id, state, (state == 'stuck' or state == 'failed') and payload or nil)
-  deferGroup(group, 'running', -1)
+  if countsRunning(prefix, group) then deferGroup(group, 'running', -1) end
   return state
 end
 

@@ -127,7 +127,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4], jobs[k + 5], jobs[k + 6], jobs[k + 7] =
           id, token, job[2], job[3], job[4], job[5], job[6]
         taken = taken + 1
-        g.running = g.running + 1
+        if g.limit > 0 then g.running = g.running + 1 end
         g.turns = g.turns + 1
         if not eligible(g) then break end
         if g.turns >= g.weight then

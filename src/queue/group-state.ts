@@ -6,7 +6,11 @@ import type { Redis } from 'ioredis';
 
 const FIELDS = ['running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready'] as const;
 
+/** `running` is kept only while the group has a limit (see countsRunning in common.lua). */
 export type GroupState = Record<(typeof FIELDS)[number], number>;
+
+/** The state of a group the hash does not hold: no jobs, default settings. */
+export const EMPTY_GROUP: GroupState = { ...(Object.fromEntries(FIELDS.map((f) => [f, 0])) as GroupState), weight: 1 };
 
 /** Decodes one packed group state. */
 export function decodeGroupState(packed: Buffer): GroupState {

@@ -7,7 +7,7 @@ import { runScript } from '../redis/scripts.js';
 import { decodeJob, decodeJobObject, JOB_STATES, packDescription, type Job, type JobState } from './job.js';
 import { checkSpec, type CheckedSpec, type SubmitSpec } from './validate.js';
 import { readEvents, type QueueEvent } from './events.js';
-import { readGroupStates } from './group-state.js';
+import { EMPTY_GROUP, readGroupStates } from './group-state.js';
 import { Batcher } from './batcher.js';
 
 /** Options shared by every part that opens a queue. */
@@ -355,17 +355,26 @@ export class Queue {
   /**
    * The groups that have jobs waiting, running or stuck, or settings of their own (paused, a
    * limit, a weight), with their depth, running and stuck jobs and settings, sorted by name.
+   * Running jobs are counted from the leases held (one read per job holding a lease).
    * A group with neither is not kept: groups can come and go by the million.
    */
   async groups(): Promise<GroupInfo[]> {
-    const states = await readGroupStates(this.client, this.keys.groups);
-    return [...states.keys()].sort().map((group) => {
-      const g = states.get(group)!;
+    const [states, flat] = await Promise.all([
+      readGroupStates(this.client, this.keys.groups),
+      runScript<Array<string | number>>(this.client, 'running', [this.keys.active], [this.keys.prefix]),
+    ]);
+    // Runs in progress are counted from the leases: a group keeps its own count only while it
+    // has a limit, and a group with runs but nothing waiting is not in the hash.
+    const running = new Map<string, number>();
+    for (let i = 0; i < flat.length; i += 2) running.set(String(flat[i]), Number(flat[i + 1]));
+    const names = new Set([...states.keys(), ...running.keys()]);
+    return [...names].sort().map((group) => {
+      const g = states.get(group) ?? EMPTY_GROUP;
       return {
         group,
         // The preferred list holds released jobs (waiting) and due stuck jobs.
         waiting: g.nh + g.nl + Math.max(0, g.nr - g.stuck),
-        running: g.running,
+        running: running.get(group) ?? 0,
         stuck: g.stuck,
         paused: g.paused === 1,
         limit: g.limit,
@@ -386,7 +395,10 @@ export class Queue {
 
   /**
    * Sets a group's concurrency limit (jobs running at once across all executors; 0 lifts it)
-   * and its weight (turns per round-robin round, default 1).
+   * and its weight (turns per round-robin round, default 1). A group keeps a count of its runs
+   * only while it has a limit, so that ending a run of any other group costs no group update:
+   * setting a limit where there was none counts the runs in progress (one read per job holding a
+   * lease, in the same atomic call).
    */
   async setGroupLimit(group: string, opts: { concurrency?: number; weight?: number }): Promise<void> {
     const fields: Array<string | number> = [];

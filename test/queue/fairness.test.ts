@@ -1,4 +1,5 @@
 /** Selection order: round-robin across groups, the counting scheme, weights, limits, pause. */
+import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Job, Queue, Worker } from '../../src/index.js';
 import { NodeProcess } from '../helpers/processes.js';
@@ -136,6 +137,47 @@ describe('fair selection', () => {
     expect(peak.get('free')).toBeGreaterThan(2);
     const info = (await q.groups()).find((g) => g.group === 'limited')!;
     expect(info).toMatchObject({ limit: 2, running: 0, waiting: 0 });
+  });
+
+  it('counts the runs in progress of a group whose limit is set while they run, and forgets them when it is lifted', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const started = new EventEmitter();
+    const release = new Map<string, () => void>();
+    const begun: string[] = [];
+    const done: string[] = [];
+    const w = worker(name, {
+      hold: ({ job }) => new Promise<void>((resolve) => {
+        release.set(job.id, resolve);
+        begun.push(job.id);
+        started.emit('start');
+      }),
+      noop: () => undefined,
+    }, { concurrency: 4 });
+    w.on('completed', (j: Job) => done.push(j.id));
+    const held = await q.submitBulk(Array.from({ length: 3 }, () => ({ task: 'hold', group: 'g' })));
+    await until(started, 'start', () => begun.length === 3);
+    // No limit: the group keeps no count of its own, and is in the hash only while jobs wait.
+    expect((await q.groups()).find((g) => g.group === 'g')).toMatchObject({ running: 3, waiting: 0, limit: 0 });
+
+    await q.setGroupLimit('g', { concurrency: 2 });
+    const extra = await q.submit({ task: 'hold', group: 'g' });
+    release.get(held[0].id)!();
+    await until(w, 'completed', () => done.includes(held[0].id));
+    // Two still run, at the limit: the extra job waits while the executor takes other work.
+    const other = await q.submit({ task: 'noop', group: 'o' });
+    await until(w, 'completed', () => done.includes(other.id));
+    expect((await q.getJob(extra.id))!.state).toBe('waiting');
+    expect((await q.groups()).find((g) => g.group === 'g')).toMatchObject({ running: 2, waiting: 1, limit: 2 });
+
+    release.get(held[1].id)!();
+    await until(started, 'start', () => begun.includes(extra.id));
+    for (const id of [held[2].id, extra.id]) release.get(id)!();
+    await until(w, 'completed', () => done.length === 5);
+    expect((await q.groups()).find((g) => g.group === 'g')).toMatchObject({ running: 0, waiting: 0, limit: 2 });
+    // Lifted, the group holds nothing of its own and leaves the hash.
+    await q.setGroupLimit('g', { concurrency: 0 });
+    expect(await q.groups()).toEqual([]);
   });
 
   it('takes nothing from a paused group until it is resumed', async () => {
