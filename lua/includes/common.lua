@@ -38,12 +38,20 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The decimal string of a number, for command arguments (Redis formats a Lua number with
--- printf on every use); the last one is kept, since a script passes the same time many times.
+-- The decimal string of integer n, for command arguments. Redis turns a Lua number argument into
+-- text with snprintf("%.17g"), some 2,000 instructions a number; a string goes as it is. So every
+-- number a script passes goes through here (constants are written as strings): small ones come
+-- from a table the library keeps (filled as they occur), the last other one is kept (a script
+-- passes the same time many times), and the rest are formatted as integers, which costs half of
+-- "%.17g".
+local smallInts = {}
 local lastNumber, lastString
 local function str(n)
+  local s = smallInts[n]
+  if s then return s end
   if n ~= lastNumber then
-    lastNumber, lastString = n, tostring(n)
+    lastNumber, lastString = n, string.format('%d', n)
+    if n >= -1000 and n <= 1000 then smallInts[n] = lastString end
   end
   return lastString
 end
@@ -101,7 +109,7 @@ local entry = { 'XADD', false, 'MAXLEN', '~', false, '*' }
 
 local function flushChanges(prefix, maxEvents)
   for state, d in pairs(countDelta) do
-    if d ~= 0 then redis.call('HINCRBY', prefix .. 'counts', state, d) end
+    if d ~= 0 then redis.call('HINCRBY', prefix .. 'counts', state, str(d)) end
   end
   if tonumber(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0) then return end
   local a, n = entry, 6
@@ -202,7 +210,7 @@ end
 -- every group, or of group `only` alone.
 local function runningByGroup(prefix, only)
   local counts = {}
-  for _, id in ipairs(redis.call('ZRANGE', prefix .. 'active', 0, -1)) do
+  for _, id in ipairs(redis.call('ZRANGE', prefix .. 'active', '0', '-1')) do
     local job = redis.call('HMGET', prefix .. 'j:' .. id, 'state', 'group')
     if (job[1] == 'scheduled' or job[1] == 'running') and (not only or job[2] == only) then
       counts[job[2]] = (counts[job[2]] or 0) + 1
@@ -233,9 +241,9 @@ local function storeGroups(prefix, order, map)
     if eligible(g) then
       any = true
       if g.requeue then
-        joining[nj + 1], joining[nj + 2], nj = g.requeue, group, nj + 2
+        joining[nj + 1], joining[nj + 2], nj = str(g.requeue), group, nj + 2
       elseif not g.ready then
-        joining[nj + 1], joining[nj + 2], nj = nextTurn(prefix), group, nj + 2
+        joining[nj + 1], joining[nj + 2], nj = str(nextTurn(prefix)), group, nj + 2
         g.ready, g.turns = true, 0
       end
     elseif g.ready then
@@ -252,7 +260,7 @@ local function storeGroups(prefix, order, map)
   sendChunks('HDEL', prefix .. 'groups', gone, ng, 1000)
   sendChunks('ZREM', prefix .. 'ready', leaving, nl, 1000)
   sendChunks('ZADD', prefix .. 'ready', joining, nj, 1000)
-  if turn then redis.call('SET', prefix .. 'rr', turn) end
+  if turn then redis.call('SET', prefix .. 'rr', str(turn)) end
   return any
 end
 
@@ -310,7 +318,7 @@ local woken = false
 local function wake(prefix)
   if woken then return end
   woken = true
-  redis.call('ZADD', prefix .. 'marker', 0, 'w')
+  redis.call('ZADD', prefix .. 'marker', '0', 'w')
 end
 
 -- Trims a finished-state set to `keep` jobs once it runs over by more than a twentieth of
@@ -323,14 +331,14 @@ local function trimFinished(prefix, state, keep)
   local excess = redis.call('ZCARD', key) - keep
   if excess <= math.floor(keep / 20) then return end
   if excess > 200 then excess = 200 end
-  local ids = redis.call('ZRANGE', key, 0, excess - 1)
+  local ids = redis.call('ZRANGE', key, '0', str(excess - 1))
   local doomed = {}
   for _, id in ipairs(ids) do
     doomed[#doomed + 1] = prefix .. 'j:' .. id
     doomed[#doomed + 1] = prefix .. 'j:' .. id .. ':logs'
   end
   if #doomed > 0 then redis.call('DEL', unpack(doomed)) end
-  redis.call('ZREMRANGEBYRANK', key, 0, excess - 1)
+  redis.call('ZREMRANGEBYRANK', key, '0', str(excess - 1))
   countDelta[state] = (countDelta[state] or 0) - #ids
 end
 

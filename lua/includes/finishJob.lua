@@ -43,8 +43,8 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, sta
     if outcome == 'f' and retries < (tonumber(more[2]) or 0) then
       state = 'stuck'
       local due = now + retryDelay * (2 ^ retries)
-      a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', retries + 1, 'error', payload, 'due', due, 8
-      redis.call('ZADD', prefix .. 'delayed', due, id)
+      a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', str(retries + 1), 'error', payload, 'due', str(due), 8
+      redis.call('ZADD', prefix .. 'delayed', str(due), id)
       deferGroup(group, 'stuck', 1)
     else
       state = 'failed'

@@ -17,16 +17,16 @@ local LIST_SUFFIX = { nr = ':r', nh = ':h', nl = ':l' }
 local TAKEN_WIDTH = 7
 
 local function takeJobs(prefix, worker, n, high, low, lease, now)
-  local leaseAt = tostring(now + lease)
+  local leaseAt = str(now + lease)
   local readyKey = prefix .. 'ready'
 
   -- Promote stuck jobs whose retry time has come into their group's preferred list (the head of
   -- `delayed` tells whether any is due, and is the next due time when none is).
   local delayedKey = prefix .. 'delayed'
-  local head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')
+  local head = redis.call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES')
   local due = {}
   if head[2] and tonumber(head[2]) <= now then
-    due = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, 1000)
+    due = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', str(now), 'LIMIT', '0', '1000')
   end
   if #due > 0 then
     for _, id in ipairs(due) do
@@ -55,7 +55,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
 
   local function nextGroup()
     if wi > #window and not exhausted then
-      window = redis.call('ZRANGE', readyKey, fetched, fetched + n - taken - 1)
+      window = redis.call('ZRANGE', readyKey, str(fetched), str(fetched + n - taken - 1))
       wi = 1
       fetched = fetched + #window
       if #window == 0 then exhausted = true end
@@ -117,8 +117,8 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         local old = job[1]
         left(old)
         if old == 'stuck' then g.stuck = g.stuck - 1 end
-        seq = (seq or redis.call('INCRBY', prefix .. 'seq', n) - n) + 1
-        local token = tostring(seq)
+        seq = (seq or redis.call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
+        local token = string.format('%d', seq)
         redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
         leases[#leases + 1] = leaseAt
         leases[#leases + 1] = id
@@ -146,6 +146,6 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
 
   -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
   if n > 0 and taken == n and not woken and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end
-  if #due > 0 then head = redis.call('ZRANGE', delayedKey, 0, 0, 'WITHSCORES') end
+  if #due > 0 then head = redis.call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES') end
   return jobs, head[2] and tonumber(head[2]) or -1
 end
