@@ -20,6 +20,7 @@ import { decodeTaken, type Job, type JobState } from './job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
 import { Recoverer, type Keep } from './recoverer.js';
 import { Run, type Outcome, type RunHooks } from './run.js';
+import { TakeSizer } from './take-size.js';
 import { packValue } from './validate.js';
 
 /** Executor options. */
@@ -93,11 +94,6 @@ interface Finished {
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Most jobs one take asks for: all slots up to 16, else a quarter of them (at least 16). */
-export function takeSize(concurrency: number): number {
-  return concurrency <= 16 ? concurrency : Math.max(16, Math.ceil(concurrency / 4));
-}
-
 /** The event a run's end is reported as, by the state it ended in. */
 const REPORTED: Record<string, 'completed' | 'stuck' | 'failed' | 'cancelled' | undefined> = {
   success: 'completed', stuck: 'stuck', failed: 'failed', cancelled: 'cancelled',
@@ -161,6 +157,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     progress: (j, n) => this.sideWrites.add((pipe) => pipe.hset(this.keys.job(j.id), 'progress', n)),
   };
   private reserved = 0;
+  private readonly takeSizer: TakeSizer;
   /** A take found less than it asked for: the queue ran dry (until `nextDue` for stuck jobs). */
   private drained = false;
   private nextDue = -1;
@@ -196,6 +193,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_ARGS_BYTES,
       maxEvents: options.maxEvents ?? DEFAULT_MAX_EVENTS,
     };
+    this.takeSizer = new TakeSizer(concurrency);
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.client = connect(options.connection, { blocking: true }).client;
     this.blocking = connect(options.connection, { blocking: true }).client;
@@ -293,15 +291,16 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   /**
-   * How many jobs to take now (0: none). At most a quarter of the slots per call (16 at least):
-   * batches stay large, and slots free up in staggered waves rather than all at once (a new
-   * group's job waits for a wave, not a batch). While work lasts, a second full take may be in
-   * flight, so that Redis works on one while the answer to the other travels and its jobs start.
-   * A finish call (`piggyback`) is sent anyway: it takes for every slot free, up to a full take.
+   * How many jobs to take now (0: none). At most a full take (take-size.ts: what frees up while
+   * a call travels, at most a quarter of the slots): slots free up in staggered waves rather than
+   * all at once (a new group's job waits for a wave, not a batch). While work lasts, a second
+   * full take may be in flight, so that Redis works on one while the answer to the other travels
+   * and its jobs start. A finish call (`piggyback`) is sent anyway: it takes for every slot free,
+   * up to a full take.
    */
   private takeWanted(piggyback = false): number {
     if (this.closing || this.drained || this.takeFailed) return 0;
-    const full = takeSize(this.opts.concurrency);
+    const full = this.takeSizer.size;
     const want = Math.min(this.opts.concurrency - this.runs.size - this.reserved, full);
     if (want <= 0) return 0;
     return piggyback || this.takes.size === 0 || (want === full && this.takes.size < MAX_TAKES_IN_FLIGHT) ? want : 0;
@@ -336,9 +335,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async take(n: number): Promise<[Job[], number]> {
+    const sent = performance.now();
     const [flatJobs, nextDue] = await runScript<[Array<Buffer | null>, Buffer | number]>(this.client, 'take', [this.keys.ready], [
       this.keys.prefix, this.opts.maxEvents, this.id, n, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
     ], true);
+    this.takeSizer.answeredIn(performance.now() - sent);
     return this.taken(flatJobs, nextDue);
   }
 
@@ -372,7 +373,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const run = new Run(job, this.handlers, this.runHooks, this.opts.graceMs, Boolean(job.tracker));
     this.runs.set(job.id, run);
     this.starts.add(run);
+    const began = performance.now();
     void run.done.then((outcome) => {
+      this.takeSizer.ranFor(performance.now() - began);
       if (this.runs.get(job.id) === run) this.runs.delete(job.id);
       else if (!this.lostRuns.delete(run)) return;
       // A lost run's outcome is sent too: the queue refuses it by its token (LeaseLostError).
@@ -436,7 +439,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       args.push(f.run.job.id, String(f.run.job.takeSeq), f.unstarted ? `+${f.outcome.code}` : f.outcome.code, payload);
     }
     // Binary-safe: the taken jobs hold their args (msgpack).
+    const sent = performance.now();
     const reply = runScript<[number, Buffer[], Array<Buffer | null>, Buffer | number]>(this.client, 'finish', [this.keys.active], args, true);
+    void reply.then(() => this.takeSizer.answeredIn(performance.now() - sent), () => {});
     if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => this.taken(jobs, due)), true);
     let states: Buffer[];
     let at: number;

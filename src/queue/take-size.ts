@@ -1,0 +1,48 @@
+/**
+ * How many jobs one take asks for. A batch pays a call's fixed cost (in Redis and in the
+ * executor) once for many jobs, but the slots of one batch start together, end together when
+ * their jobs take alike, and free up together: a freed slot waits for the rest of its batch, and
+ * a job of another group that arrives meanwhile waits for the next batch. So a batch is what
+ * frees up while one call travels (slots × round trip ÷ run time), no larger: a freed slot then
+ * waits for its batch no longer than for the call that refills it. Instant jobs get the largest
+ * batches; long ones small batches, which keep slots busy and new groups' waits short (10 ms
+ * jobs at 100 slots: batches of about 3 instead of 25, and half the wait for a light tenant
+ * beside a flood). When Redis is busy its answers slow down and batches grow again, each job then
+ * costing it less.
+ */
+
+/** Most jobs one take asks for: all slots up to 16, else a quarter of them (at least 16). */
+export function maxTakeSize(concurrency: number): number {
+  return concurrency <= 16 ? concurrency : Math.max(16, Math.ceil(concurrency / 4));
+}
+
+/** Weight of a new observation in the running means. */
+const WEIGHT = 0.05;
+
+/** Sizes takes by the executor's own run times and call round trips (running means). */
+export class TakeSizer {
+  private runMs = 0;
+  private callMs = 0;
+  private readonly max: number;
+
+  constructor(private readonly concurrency: number) {
+    this.max = maxTakeSize(concurrency);
+  }
+
+  /** A run took `ms` from its start to its end. */
+  ranFor(ms: number): void {
+    this.runMs = this.runMs === 0 ? ms : this.runMs + WEIGHT * (ms - this.runMs);
+  }
+
+  /** A take or finish call was answered `ms` after it was sent. */
+  answeredIn(ms: number): void {
+    this.callMs = this.callMs === 0 ? ms : this.callMs + WEIGHT * (ms - this.callMs);
+  }
+
+  /** Jobs the next take asks for at most: the largest until runs and calls were timed. */
+  get size(): number {
+    if (this.runMs === 0 || this.callMs === 0) return this.max;
+    const freedPerCall = (this.concurrency * this.callMs) / this.runMs;
+    return Math.max(1, Math.min(this.max, Math.round(freedPerCall)));
+  }
+}

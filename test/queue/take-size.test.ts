@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { maxTakeSize, TakeSizer } from '../../src/queue/take-size.js';
+
+describe('take size', () => {
+  it('takes every slot up to 16, else a quarter of them, at most', () => {
+    expect(maxTakeSize(1)).toBe(1);
+    expect(maxTakeSize(16)).toBe(16);
+    expect(maxTakeSize(40)).toBe(16);
+    expect(maxTakeSize(100)).toBe(25);
+  });
+
+  it('asks for the most until both runs and calls were timed', () => {
+    const s = new TakeSizer(100);
+    expect(s.size).toBe(25);
+    s.ranFor(10);
+    expect(s.size).toBe(25);
+    s.answeredIn(0.3);
+    expect(s.size).toBe(3); // 100 slots × 0.3 ms ÷ 10 ms
+  });
+
+  it('gives instant jobs the largest batches and long jobs batches of what frees up in a round trip', () => {
+    const instant = new TakeSizer(100);
+    instant.ranFor(0.02);
+    instant.answeredIn(1);
+    expect(instant.size).toBe(25);
+    const long = new TakeSizer(100);
+    long.ranFor(1000);
+    long.answeredIn(1);
+    expect(long.size).toBe(1);
+    const small = new TakeSizer(4);
+    small.ranFor(0.1);
+    small.answeredIn(2);
+    expect(small.size).toBe(4);
+  });
+
+  it('follows the running means: batches grow as Redis answers slower and shrink as runs lengthen', () => {
+    const s = new TakeSizer(100);
+    s.ranFor(10);
+    s.answeredIn(0.5);
+    const before = s.size;
+    for (let i = 0; i < 200; i++) s.answeredIn(2);
+    expect(s.size).toBeGreaterThan(before);
+    expect(s.size).toBe(20); // 100 × 2 ÷ 10, the mean having converged
+    for (let i = 0; i < 200; i++) s.ranFor(100);
+    expect(s.size).toBe(2);
+  });
+});
