@@ -253,6 +253,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return this.runs.size;
   }
 
+  /**
+   * Most jobs the next take asks for: what frees up while one call to Redis travels (slots ×
+   * round trip ÷ run time, from running means of this executor's own), at most a quarter of the
+   * slots (all of them up to 16).
+   */
+  get takeSize(): number {
+    return this.takeSizer.size;
+  }
+
   private emitError(err: unknown): void {
     if (this.closing && err instanceof Error && /Connection is closed/.test(err.message)) return;
     const e = err instanceof Error ? err : new Error(String(err));

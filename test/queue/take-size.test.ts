@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Worker } from '../../src/index.js';
 import { maxTakeSize, TakeSizer } from '../../src/queue/take-size.js';
+import { closeAll, openQueue, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
 describe('take size', () => {
   it('takes every slot up to 16, else a quarter of them, at most', () => {
@@ -43,5 +45,29 @@ describe('take size', () => {
     expect(s.size).toBe(20); // 100 × 2 ÷ 10, the mean having converged
     for (let i = 0; i < 200; i++) s.ranFor(100);
     expect(s.size).toBe(2);
+  });
+});
+
+describe('an executor\'s take size', () => {
+  afterEach(closeAll);
+
+  const runAll = async (jobs: number, handler: () => unknown) => {
+    const name = uniqueQueue();
+    await openQueue(name).submitBulk(Array.from({ length: jobs }, () => ({ task: 't', group: 'g' })));
+    const w = track(new Worker(name, { t: handler }, { connection: redisUrl(), concurrency: 16 }));
+    let done = 0;
+    w.on('completed', () => done++);
+    await until(w, 'completed', () => done === jobs);
+    return w;
+  };
+
+  it('stays at all 16 slots for instant jobs', async () => {
+    const w = await runAll(64, () => 'ok');
+    expect(w.takeSize).toBe(16);
+  });
+
+  it('shrinks once it has timed jobs that run far longer than a call to Redis', async () => {
+    const w = await runAll(48, () => new Promise((r) => setTimeout(r, 30)));
+    expect(w.takeSize).toBeLessThan(16);
   });
 });
