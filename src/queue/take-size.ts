@@ -39,6 +39,13 @@ export class TakeSizer {
     this.callMs = this.callMs === 0 ? ms : this.callMs + WEIGHT * (ms - this.callMs);
   }
 
+  /** Times the answer to a call just sent (a refused call is not timed); returns it unchanged. */
+  timed<T>(reply: Promise<T>): Promise<T> {
+    const sent = performance.now();
+    void reply.then(() => this.answeredIn(performance.now() - sent), () => {});
+    return reply;
+  }
+
   /** Jobs the next take asks for at most: the largest until runs and calls were timed. */
   get size(): number {
     if (this.runMs === 0 || this.callMs === 0) return this.max;

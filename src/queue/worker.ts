@@ -344,11 +344,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async take(n: number): Promise<[Job[], number]> {
-    const sent = performance.now();
-    const [flatJobs, nextDue] = await runScript<[Array<Buffer | null>, Buffer | number]>(this.client, 'take', [this.keys.ready], [
+    const [flatJobs, nextDue] = await this.takeSizer.timed(runScript<[Array<Buffer | null>, Buffer | number]>(this.client, 'take', [this.keys.ready], [
       this.keys.prefix, this.opts.maxEvents, this.id, n, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
-    ], true);
-    this.takeSizer.answeredIn(performance.now() - sent);
+    ], true));
     return this.taken(flatJobs, nextDue);
   }
 
@@ -448,9 +446,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       args.push(f.run.job.id, String(f.run.job.takeSeq), f.unstarted ? `+${f.outcome.code}` : f.outcome.code, payload);
     }
     // Binary-safe: the taken jobs hold their args (msgpack).
-    const sent = performance.now();
-    const reply = runScript<[number, Buffer[], Array<Buffer | null>, Buffer | number]>(this.client, 'finish', [this.keys.active], args, true);
-    void reply.then(() => this.takeSizer.answeredIn(performance.now() - sent), () => {});
+    const reply = this.takeSizer.timed(runScript<[number, Buffer[], Array<Buffer | null>, Buffer | number]>(this.client, 'finish', [this.keys.active], args, true));
     if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => this.taken(jobs, due)), true);
     let states: Buffer[];
     let at: number;
