@@ -30,6 +30,9 @@
 --- @include "includes/finishJob"
 --- @include "includes/take"
 
+-- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
+local UNSTARTED = { ['+s'] = 's', ['+f'] = 'f', ['+p'] = 'p', ['+c'] = 'c', ['+r'] = 'r' }
+
 local prefix = ARGV[1]
 local retryDelay = tonumber(ARGV[3])
 local now = nowMs()
@@ -38,10 +41,10 @@ local ended = {}
 for i = 11, #ARGV, 4 do
   local id = ARGV[i]
   local outcome = ARGV[i + 2]
-  local unstarted = string.sub(outcome, 1, 1) == '+'
-  if unstarted then outcome = string.sub(outcome, 2) end
+  local unstarted = UNSTARTED[outcome]
+  if unstarted then outcome = unstarted end
   local jobKey = prefix .. 'j:' .. id
-  local job = redis.call('HMGET', jobKey, unpack(JOB_RUN_FIELDS))
+  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'group', 'cancel')
   if job[1] == ARGV[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
     local started
     if unstarted and job[2] == 'scheduled' then
@@ -51,7 +54,7 @@ for i = 11, #ARGV, 4 do
       changed(id, 'running')
       job[2] = 'running'
     end
-    local state = finishJob(prefix, now, id, job, outcome, ARGV[i + 3], retryDelay, started)
+    local state = finishJob(prefix, jobKey, now, id, job, outcome, ARGV[i + 3], retryDelay, started)
     states[#states + 1] = state
     ended[state] = true
   elseif job[1] == ARGV[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and redis.call('HGET', jobKey, 'worker') == '')) then

@@ -4,22 +4,20 @@
     p permanent failure (no retry)        c cancelled
     r released back to the front of its group without counting a retry (graceful shutdown)
   A job whose cancel was requested ends cancelled whatever the outcome (but a release).
-  `job` is HMGET of JOB_RUN_FIELDS (what every outcome needs; a failure reads the rest itself);
-  the caller has checked the lease token. `started`, when
+  `job` is HMGET of the job's takeSeq, state, group and cancel (what every outcome needs; a
+  failure reads the rest itself); the caller has checked the lease token. `started`, when
   given, is written as the run's start time in the same write (a run whose start was not sent
   separately, see finish.lua). A failed run of a periodic task (a job with a tracker) also raises
   a periodic.failed event.
   Returns the state the job ended in. The set and group changes of a batch are applied together:
   callers run finishBatch(prefix) after their last finishJob and before reading those keys.
 ]]
-local JOB_RUN_FIELDS = { 'takeSeq', 'state', 'group', 'cancel' }
-
 -- The HSET arguments of the job being ended (reused: the library keeps it across calls).
 local endFields = {}
 
-local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, started)
-  local jobKey = prefix .. 'j:' .. id
+local function finishJob(prefix, jobKey, now, id, job, outcome, payload, retryDelay, started)
   local group = job[3]
+  local nowS = str(now)
   laterZrem(prefix .. 'active', id)
   left(job[2])
   if job[4] == '1' and outcome ~= 'r' then outcome = 'c' end
@@ -27,7 +25,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, sta
   local a, n = endFields, 4
   if outcome == 's' then
     state = 'success'
-    a[1], a[2], a[3], a[4] = 'state', state, 'finished', str(now)
+    a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
     if payload ~= '' then a[5], a[6], n = 'result', payload, 6 end
   elseif outcome == 'r' then
     state = 'waiting'
@@ -36,7 +34,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, sta
     deferGroup(group, 'nr', 1)
   elseif outcome == 'c' then
     state = 'cancelled'
-    a[1], a[2], a[3], a[4] = 'state', state, 'finished', str(now)
+    a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
   else
     local more = redis.call('HMGET', jobKey, 'retries', 'maxRetries', 'tracker', 'occurrence')
     local retries = tonumber(more[1]) or 0
@@ -48,7 +46,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, sta
       deferGroup(group, 'stuck', 1)
     else
       state = 'failed'
-      a[1], a[2], a[3], a[4], a[5], a[6], n = 'state', state, 'finished', str(now), 'error', payload, 6
+      a[1], a[2], a[3], a[4], a[5], a[6], n = 'state', state, 'finished', nowS, 'error', payload, 6
       if more[3] and more[3] ~= '' then periodicFailed(id, more[3], more[4], payload) end
     end
   end
@@ -57,7 +55,7 @@ local function finishJob(prefix, now, id, job, outcome, payload, retryDelay, sta
   end
   redis.call('HSET', jobKey, unpack(a, 1, n))
   if state == 'success' or state == 'failed' or state == 'cancelled' then
-    laterZadd(prefix .. 'done:' .. state, str(now), id)
+    laterZadd(prefix .. 'done:' .. state, nowS, id)
   end
   changed(id, state, (state == 'stuck' or state == 'failed') and payload or nil)
   if countsRunning(prefix, group) then deferGroup(group, 'running', -1) end

@@ -108,13 +108,12 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         g[list] = g[list] - 1
         local jobKey = prefix .. 'j:' .. id
         local job = redis.call('HMGET', jobKey, 'state', 'd', 'retries', 'submitted')
+        local old, retries, due, err = job[1], job[3], false, false
         -- a job that failed before carries its retry time and last error
-        if job[3] then
-          job[5], job[6] = unpack(redis.call('HMGET', jobKey, 'due', 'error'))
-        else
-          job[5], job[6] = false, false
+        if retries then
+          local more = redis.call('HMGET', jobKey, 'due', 'error')
+          due, err = more[1], more[2]
         end
-        local old = job[1]
         left(old)
         if old == 'stuck' then g.stuck = g.stuck - 1 end
         seq = (seq or redis.call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
@@ -125,7 +124,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         changed(id, 'scheduled')
         local k = taken * TAKEN_WIDTH
         jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4], jobs[k + 5], jobs[k + 6], jobs[k + 7] =
-          id, token, job[2], job[3], job[4], job[5], job[6]
+          id, token, job[2], retries, job[4], due, err
         taken = taken + 1
         if g.limit > 0 then g.running = g.running + 1 end
         g.turns = g.turns + 1
