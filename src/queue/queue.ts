@@ -93,13 +93,31 @@ export function newJobId(): string {
   return `${idTime}${idCounter.toString(36).padStart(4, '0')}${random}`;
 }
 
-/** Flattens checked specs into the submit script's per-job fields. */
-export function submitFields(specs: CheckedSpec[]): Array<string | Buffer | number> {
-  const out: Array<string | Buffer | number> = [];
+/**
+ * Packs checked specs into the submit script's job list: one MessagePack array of the per-job
+ * fields, SUBMIT_FIELDS per job, flat, so that a call carries one argument however many jobs it
+ * holds. Every field goes as a MessagePack string (the description's bytes too: the MessagePack
+ * reader of Redis's Lua has no binary type), which is why this writes the framing itself.
+ */
+export function packSubmits(specs: CheckedSpec[]): Buffer {
+  const fields: Array<string | Buffer> = [];
   for (const s of specs) {
-    out.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority, s.maxRetries, s.tracker ?? '', s.occurrence ?? '');
+    fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority, String(s.maxRetries), s.tracker ?? '',
+      s.occurrence === undefined ? '' : String(s.occurrence));
   }
-  return out;
+  const sizes = fields.map((v) => (typeof v === 'string' ? Buffer.byteLength(v) : v.length));
+  const buf = Buffer.allocUnsafe(5 + sizes.reduce((sum, n) => sum + 5 + n, 0));
+  let at = buf.writeUInt8(0xdd, 0); // array 32
+  at = buf.writeUInt32BE(fields.length, at);
+  fields.forEach((v, i) => {
+    const n = sizes[i];
+    if (n < 32) at = buf.writeUInt8(0xa0 | n, at);
+    else if (n < 0x100) at = buf.writeUInt16BE(0xd900 | n, at);
+    else if (n < 0x10000) at = buf.writeUInt16BE(n, buf.writeUInt8(0xda, at));
+    else at = buf.writeUInt32BE(n, buf.writeUInt8(0xdb, at));
+    at += typeof v === 'string' ? buf.write(v, at) : v.copy(buf, at);
+  });
+  return buf.subarray(0, at);
 }
 
 /**
@@ -220,7 +238,7 @@ export class Queue {
    */
   private async write<A>(checked: CheckedSpec[]): Promise<Job<A>[] | number> {
     const [submitted, flags, reserved] = await runScript<[number, number[], number?]>(this.client, 'submit', [this.keys.marker], [
-      this.keys.prefix, this.maxEvents, SUBMIT_FIELDS, ...submitFields(checked),
+      this.keys.prefix, this.maxEvents, SUBMIT_FIELDS, packSubmits(checked),
     ]);
     if (reserved) return reserved - 1;
     // Ids that existed already are read back together (one round trip on the pipelined connection).

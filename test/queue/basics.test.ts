@@ -56,3 +56,30 @@ describe('queue basics', () => {
     expect(jb.error).toContain('unknown task "nope"');
   });
 });
+
+describe('submitting', () => {
+  it('stores every field of a bulk exactly, whatever the lengths and characters of its strings', async () => {
+    const q = queue(uniqueQueue());
+    // lengths on each side of the limits where a MessagePack string's header grows (32, 256, 65,536 bytes)
+    const text = (bytes: number, fill = 'a') => fill.repeat(bytes);
+    const specs = [
+      { task: 't', group: text(31), id: text(31, 'i'), args: text(31) },
+      { task: 't', group: text(32), id: text(32, 'j'), args: text(254) },
+      { task: 't', group: 'Zürich/東京 {x}:y', id: 'ü'.repeat(100), args: { big: text(70_000) } },
+      { task: 't', group: text(200), subject: text(1000, 's'), submitter: 'ops', priority: 'high' as const, maxRetries: 0, maxRuntime: 5000, args: [1, null, 'ä'] },
+    ];
+    const jobs = await q.submitBulk(specs);
+    for (const [i, spec] of specs.entries()) {
+      const stored = (await q.getJob(jobs[i].id))!;
+      expect(stored.id).toBe(spec.id ?? jobs[i].id);
+      expect(stored.group).toBe(spec.group);
+      expect(stored.args).toEqual(spec.args);
+      expect(stored.priority).toBe(spec.priority ?? 'low');
+      expect(stored.maxRetries).toBe(spec.maxRetries ?? 3);
+      expect(stored.subject).toBe(spec.subject ?? '');
+      expect(stored.maxRuntime).toBe(spec.maxRuntime);
+      expect(stored.state).toBe('waiting');
+    }
+    expect((await q.groups()).map((g) => g.group).sort()).toEqual(specs.map((s) => s.group).sort());
+  });
+});
