@@ -16,7 +16,7 @@
 local prefix = ARGV[1]
 local id = ARGV[3]
 local jobKey = prefix .. 'j:' .. id
-local job = submittedJob(jobKey, 'group', 'priority')
+local job = submittedJob(jobKey, 'group', 'd')
 if not job then return false end
 local state = job[1]
 if state == 'scheduled' or state == 'running' then
@@ -31,7 +31,7 @@ local gk = prefix .. 'g:' .. group
 if redis.call('LREM', gk .. ':r', 1, id) == 1 then
   deferGroup(group, 'nr', -1)
 elseif state == 'waiting' then
-  local high = job[3] == 'high'
+  local high = describeJob(job[3]) == 'high'
   if redis.call('LREM', gk .. (high and ':h' or ':l'), 1, id) == 1 then
     deferGroup(group, high and 'nh' or 'nl', -1)
   end

@@ -61,7 +61,7 @@ for r = 1, #recs do
       for occ in string.gmatch(f[9], '[^,]+') do
         local jobId = id .. '@' .. occ
         local d = packDescription(f[14], f[15], f[19], f[20], f[17], f[18], f[21], id, occ, f[16])
-        if stageJob(prefix, { jobId, d, f[15], f[19], f[20], id, occ }) then
+        if stageJob(prefix, { jobId, d, f[15], f[19], id, occ }) then
           local member = code .. jobId .. route
           members[#members + 1] = member
           staged[#staged + 1] = occ

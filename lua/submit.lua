@@ -5,10 +5,10 @@
   KEYS[1] marker   (prefix .. 'marker'; every other key is built from ARGV[1])
   ARGV[1] key prefix '{rota:<queue>}:'
   ARGV[2] events stream max length (0: no events)
-  ARGV[3] number of fields per job (7)
+  ARGV[3] number of fields per job (6)
   ARGV[4] the jobs, as one MessagePack array of strings, flat: per job id, description, group,
-          priority, maxRetries, tracker, occurrence (see includes/addJob). One argument instead
-          of seven per job spares the client and the server an argument each.
+          priority, tracker, occurrence (see includes/addJob). One argument instead of six per
+          job spares the client and the server an argument each.
 
   Returns { submitted time (ms), added flag per job (1 added, 0 existed) }; or, writing nothing,
   { submitted time, {}, position (from 1) of the first job whose id is a planned periodic

@@ -1,11 +1,13 @@
 --[[
   Adding jobs: writeJob writes a job's hash unless a job with its id exists, from
-  f: id, description, group, priority ('high'|'low'), maxRetries, tracker, occurrence (the last two
-     may be ''). The description (field `d`) is what the job is, packed once: a MessagePack array
-     of task, group, priority, maxRetries, subject, submitter, maxRuntime, tracker, occurrence
-     (nil when absent), then the args when there are any (see src/queue/job.ts); the hash keeps
-     its own copies of the fields the scripts read (group, priority, maxRetries, tracker,
-     occurrence), so no script unpacks it;
+  f: id, description, group, priority ('high'|'low'), tracker, occurrence (the last two may be
+     ''). The description (field `d`) is what the job is, packed once: a MessagePack array of
+     task, group, priority, maxRetries, subject, submitter, maxRuntime, tracker, occurrence (nil
+     when absent), then the args when there are any (see src/queue/job.ts). The hash keeps its
+     own copies of the fields the hot paths read (group; tracker and occurrence of a periodic
+     run, whose start reads them), so that they unpack nothing; the paths that need the
+     priority or retry limit (cancel, retry, a failed run) read them from the description
+     (describeJob);
   enqueueLater puts it in its group's list in a batch (newJobBatch): list pushes are collected and
   applied by flushJobs with one LPUSH per list, and the group counters with one update per batch.
 
@@ -15,20 +17,20 @@
 ]]
 
 -- The HSET arguments of the job being written (reused: the library keeps it across calls).
-local jobFields = { 'd', false, 'group', false, 'priority', false, 'maxRetries', false, 'state', false }
+local jobFields = { 'd', false, 'group', false, 'state', false }
 
--- Writes job hash `jobKey` from the fields at f[i + 1 .. i + 7] (given state, and `submitted`
+-- Writes job hash `jobKey` from the fields at f[i + 1 .. i + 6] (given state, and `submitted`
 -- unless planned) unless the job exists (`unchecked`: the caller knows it does not). Returns 1
 -- when written, 0 when it existed.
 local function writeJob(jobKey, now, f, i, state, unchecked)
   if not unchecked and redis.call('EXISTS', jobKey) == 1 then return 0 end
   state = state or 'waiting'
   local a = jobFields
-  a[2], a[4], a[6], a[8], a[10] = f[i + 2], f[i + 3], f[i + 4], f[i + 5], state
-  local n = 10
-  if state ~= 'planned' then a[11], a[12], n = 'submitted', now, 12 end
-  if f[i + 6] ~= '' then
-    a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', f[i + 6], 'occurrence', f[i + 7]
+  a[2], a[4], a[6] = f[i + 2], f[i + 3], state
+  local n = 6
+  if state ~= 'planned' then a[7], a[8], n = 'submitted', now, 8 end
+  if f[i + 5] ~= '' then
+    a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', f[i + 5], 'occurrence', f[i + 6]
     n = n + 4
   end
   redis.call('HSET', jobKey, unpack(a, 1, n))

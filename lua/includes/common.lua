@@ -25,9 +25,10 @@
     g:<group>:l  LIST  waiting low-priority job ids
     g:<group>:r  LIST  runnable stuck or released job ids, preferred inside the group
     j:<id>       HASH  the job: d (its packed description, see includes/addJob), copies of the
-                       fields scripts read (group, priority, maxRetries, tracker, occurrence),
+                       fields hot paths read (group; tracker, occurrence of a periodic run),
                        state, submitted, retries, worker, takeSeq, started, finished, due,
-                       result, error, cancel, progress
+                       result, error, cancel, progress (jobs written by older versions also
+                       hold copies of priority and maxRetries, which nothing reads now)
     j:<id>:logs  LIST  log lines of the job's runs
     done:<state> ZSET  finished job id -> finished time, per final state
     workers      ZSET  executor id -> registry expiry; w:<id> HASH executor info
@@ -62,6 +63,14 @@ local function submittedJob(jobKey, ...)
   local job = redis.call('HMGET', jobKey, 'state', ...)
   if not job[1] or job[1] == 'planned' then return nil end
   return job
+end
+
+-- The priority ('high'|'low') and retry limit of a job, from its description `d` (see
+-- includes/addJob), a MessagePack array: only its first four elements are decoded (one byte in,
+-- past the array's header), never the args, which may hold types the Lua decoder does not know.
+local function describeJob(d)
+  local _, _, _, priority, maxRetries = cmsgpack.unpack_limit(d, 4, 1)
+  return priority, maxRetries
 end
 
 -- The table kept under `key` in `map`, created (and `key` appended to `order`) on first use: the

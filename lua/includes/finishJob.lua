@@ -36,9 +36,10 @@ local function finishJob(prefix, jobKey, now, id, job, outcome, payload, retryDe
     state = 'cancelled'
     a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
   else
-    local more = redis.call('HMGET', jobKey, 'retries', 'maxRetries', 'tracker', 'occurrence')
+    local more = redis.call('HMGET', jobKey, 'retries', 'd', 'tracker', 'occurrence')
     local retries = tonumber(more[1]) or 0
-    if outcome == 'f' and retries < (tonumber(more[2]) or 0) then
+    local _, maxRetries = describeJob(more[2])
+    if outcome == 'f' and retries < (tonumber(maxRetries) or 0) then
       state = 'stuck'
       local due = now + retryDelay * (2 ^ retries)
       a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', str(retries + 1), 'error', payload, 'due', str(due), 8

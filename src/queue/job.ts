@@ -53,8 +53,8 @@ export interface Job<A = unknown, R = unknown> {
 
 /**
  * What a job is, fixed at submit: one MessagePack array in the job hash's field `d`, the fields
- * below in this order (nil when absent), then the packed args when there are any. The scripts
- * that need the group, priority, retry limit or periodic origin read their own copies in the hash.
+ * below in this order (nil when absent), then the packed args when there are any. The hash keeps
+ * copies of the group and periodic origin for the scripts' hot paths (see lua/includes/addJob).
  */
 const DESCRIPTION = ['task', 'group', 'priority', 'maxRetries', 'subject', 'submitter', 'maxRuntime', 'tracker', 'occurrence'] as const;
 
@@ -88,7 +88,7 @@ function assignDescription(target: Record<string, unknown>, packed: Buffer): Rec
 }
 
 const NUMBER_FIELDS = new Set(['retries', 'maxRetries', 'submitted', 'started', 'finished', 'due', 'takeSeq', 'maxRuntime', 'occurrence', 'progress']);
-/** Hash fields that copy the description for the scripts. */
+/** Hash fields that copy the description for the scripts (priority and maxRetries: jobs written by older versions). */
 const COPIES = new Set<string>(['group', 'priority', 'maxRetries', 'tracker', 'occurrence']);
 
 /** Builds job `id` from an HGETALL reply given as a flat [field, value, ...] list of Buffers. */

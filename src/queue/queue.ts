@@ -57,7 +57,7 @@ export interface WorkerInfo {
 
 export const DEFAULT_MAX_ARGS_BYTES = 512 * 1024;
 export const DEFAULT_MAX_EVENTS = 10_000;
-const SUBMIT_FIELDS = 7;
+const SUBMIT_FIELDS = 6;
 /** Most jobs, and bytes of packed args, that coalesced submit() calls send in one script call. */
 const SUBMIT_CHUNK = { jobs: 1000, bytes: 1 << 20 };
 /**
@@ -102,7 +102,7 @@ export function newJobId(): string {
 export function packSubmits(specs: CheckedSpec[]): Buffer {
   const fields: Array<string | Buffer> = [];
   for (const s of specs) {
-    fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority, String(s.maxRetries), s.tracker ?? '',
+    fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority, s.tracker ?? '',
       s.occurrence === undefined ? '' : String(s.occurrence));
   }
   const sizes = fields.map((v) => (typeof v === 'string' ? Buffer.byteLength(v) : v.length));

@@ -119,6 +119,22 @@ describe('job lifecycle', () => {
     expect(counts).toMatchObject({ cancelled: 2, waiting: 0, running: 0, scheduled: 0 });
   });
 
+  it('cancels a waiting job out of its priority list and puts it back there on retry', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const low = await q.submit({ task: 'note', group: 'g' });
+    const high = await q.submit({ task: 'note', group: 'g', priority: 'high' });
+    expect(await q.cancel(high.id)).toBe('cancelled');
+    expect((await q.groups()).find((g) => g.group === 'g')!.waiting).toBe(1);
+    expect(await q.retry(high.id)).toBe('waiting');
+    expect((await q.groups()).find((g) => g.group === 'g')!.waiting).toBe(2);
+    // Back in the high list, it runs first though the low job came before it.
+    const ran: string[] = [];
+    const w = worker(name, { note: ({ job }) => void ran.push(job.id) }, { concurrency: 1 });
+    await until(w, 'completed', () => ran.length === 2);
+    expect(ran).toEqual([high.id, low.id]);
+  });
+
   it('returns the existing job for an id that was submitted before', async () => {
     const name = uniqueQueue();
     const q = queue(name);
