@@ -95,12 +95,7 @@ local function changed(id, state, err)
   if err then
     events[#events + 1] = { id, state, err }
   else
-    local ids = stateIds[state]
-    if not ids then
-      ids = {}
-      stateIds[state] = ids
-      stateOrder[#stateOrder + 1] = state
-    end
+    local ids = slot(stateIds, stateOrder, state)
     ids[#ids + 1] = id
   end
   countDelta[state] = (countDelta[state] or 0) + 1
