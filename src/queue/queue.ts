@@ -1,6 +1,6 @@
 /** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
 import type { Redis } from 'ioredis';
-import { ValidationError } from '../errors.js';
+import { PayloadTooLargeError, ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
@@ -58,6 +58,11 @@ export interface WorkerInfo {
 export const DEFAULT_MAX_ARGS_BYTES = 512 * 1024;
 export const DEFAULT_MAX_EVENTS = 10_000;
 const SUBMIT_FIELDS = 6;
+/**
+ * Most bytes one submit call carries: its jobs go as one argument, and Redis refuses an argument
+ * over `proto-max-bulk-len` (512 MiB unless configured otherwise) by closing the connection.
+ */
+export const MAX_SUBMIT_BYTES = 512 * 1024 * 1024;
 /** Most jobs, and bytes of packed args, that coalesced submit() calls send in one script call. */
 const SUBMIT_CHUNK = { jobs: 1000, bytes: 1 << 20 };
 /**
@@ -99,14 +104,17 @@ export function newJobId(): string {
  * holds. Every field goes as a MessagePack string (the description's bytes too: the MessagePack
  * reader of Redis's Lua has no binary type), which is why this writes the framing itself.
  */
-export function packSubmits(specs: CheckedSpec[]): Buffer {
+export function packSubmits(specs: CheckedSpec[], limit = MAX_SUBMIT_BYTES): Buffer {
   const fields: Array<string | Buffer> = [];
   for (const s of specs) {
     fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority, s.tracker ?? '',
       s.occurrence === undefined ? '' : String(s.occurrence));
   }
   const sizes = fields.map((v) => (typeof v === 'string' ? Buffer.byteLength(v) : v.length));
-  const buf = Buffer.allocUnsafe(5 + sizes.reduce((sum, n) => sum + 5 + n, 0));
+  const header = (n: number) => (n < 32 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : 5);
+  const size = sizes.reduce((sum, n) => sum + header(n) + n, 5);
+  if (size > limit) throw new PayloadTooLargeError('specs', size, limit);
+  const buf = Buffer.allocUnsafe(size);
   let at = buf.writeUInt8(0xdd, 0); // array 32
   at = buf.writeUInt32BE(fields.length, at);
   fields.forEach((v, i) => {
@@ -117,7 +125,7 @@ export function packSubmits(specs: CheckedSpec[]): Buffer {
     else at = buf.writeUInt32BE(n, buf.writeUInt8(0xdb, at));
     at += typeof v === 'string' ? buf.write(v, at) : v.copy(buf, at);
   });
-  return buf.subarray(0, at);
+  return buf;
 }
 
 /**
@@ -182,6 +190,8 @@ export class Queue {
    * Submits many jobs in one round trip, all or none; all are validated before any is written.
    * @throws {ValidationError} when a field is bad, or an id is that of a periodic occurrence
    * staged ahead of its time; nothing is written then.
+   * @throws {PayloadTooLargeError} (field `specs`) when the bulk packs to more than 512 MiB, what
+   * Redis takes in one argument; nothing is written then.
    */
   async submitBulk<A = unknown>(specs: SubmitSpec<A>[]): Promise<Job<A>[]> {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');

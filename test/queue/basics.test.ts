@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Worker, PermanentError, type Job } from '../../src/index.js';
+import { Worker, PermanentError, PayloadTooLargeError, type Job, type SubmitSpec } from '../../src/index.js';
+import { packSubmits } from '../../src/queue/queue.js';
 import { closeAll, openQueue, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
 afterEach(closeAll);
@@ -62,7 +63,7 @@ describe('submitting', () => {
     const q = queue(uniqueQueue());
     // lengths on each side of the limits where a MessagePack string's header grows (32, 256, 65,536 bytes)
     const text = (bytes: number, fill = 'a') => fill.repeat(bytes);
-    const specs = [
+    const specs: SubmitSpec[] = [
       { task: 't', group: text(31), id: text(31, 'i'), args: text(31) },
       { task: 't', group: text(32), id: text(32, 'j'), args: text(254) },
       { task: 't', group: 'Zürich/東京 {x}:y', id: 'ü'.repeat(100), args: { big: text(70_000) } },
@@ -81,5 +82,15 @@ describe('submitting', () => {
       expect(stored.state).toBe('waiting');
     }
     expect((await q.groups()).map((g) => g.group).sort()).toEqual(specs.map((s) => s.group).sort());
+  });
+
+  it('refuses a bulk that packs to more than one submit call carries, naming its size', () => {
+    const q = queue(uniqueQueue());
+    const specs = [0, 1].map(() => q.check({ task: 't', args: 'x'.repeat(100) }));
+    const size = packSubmits(specs).length;
+    expect(() => packSubmits(specs, size)).not.toThrow();
+    const err = (() => { try { packSubmits(specs, size - 1); } catch (e) { return e; } })();
+    expect(err).toBeInstanceOf(PayloadTooLargeError);
+    expect(err).toMatchObject({ field: 'specs', size, limit: size - 1 });
   });
 });
