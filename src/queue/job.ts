@@ -61,13 +61,17 @@ const DESCRIPTION = ['task', 'group', 'priority', 'maxRetries', 'subject', 'subm
 export type JobDescription = Pick<Job, 'task' | 'group' | 'priority' | 'maxRetries'> &
   Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence'>>;
 
-/** Packs a job's description; `packedArgs` is its args as MessagePack, empty when it has none. */
-export function packDescription(d: JobDescription, packedArgs: Buffer): Buffer {
+/**
+ * Packs a job's description; `packedArgs` is its args as MessagePack, empty when it has none.
+ * Gives the bytes as the parts to write one after the other (the fields, then the args when there
+ * are any), so that they are copied once, into the call that carries them.
+ */
+export function packDescription(d: JobDescription, packedArgs: Buffer): Buffer[] {
   const head = pack(DESCRIPTION.map((field) => d[field] ?? null));
-  if (!packedArgs.length) return head;
+  if (!packedArgs.length) return [head];
   // A fixarray's first byte holds its length: one more element, the args, packed already.
   head[0] += 1;
-  return Buffer.concat([head, packedArgs]);
+  return [head, packedArgs];
 }
 
 /** The fields (and args, when there are any) of a packed description. */

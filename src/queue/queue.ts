@@ -105,12 +105,12 @@ export function newJobId(): string {
  * reader of Redis's Lua has no binary type), which is why this writes the framing itself.
  */
 export function packSubmits(specs: CheckedSpec[], limit = MAX_SUBMIT_BYTES): Buffer {
-  const fields: Array<string | Buffer> = [];
+  const fields: Array<string | Buffer[]> = [];
   for (const s of specs) {
     fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority, s.tracker ?? '',
       s.occurrence === undefined ? '' : String(s.occurrence));
   }
-  const sizes = fields.map((v) => (typeof v === 'string' ? Buffer.byteLength(v) : v.length));
+  const sizes = fields.map((v) => (typeof v === 'string' ? utf8Length(v) : v.reduce((sum, part) => sum + part.length, 0)));
   const header = (n: number) => (n < 32 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : 5);
   const size = sizes.reduce((sum, n) => sum + header(n) + n, 5);
   if (size > limit) throw new PayloadTooLargeError('specs', size, limit);
@@ -123,9 +123,24 @@ export function packSubmits(specs: CheckedSpec[], limit = MAX_SUBMIT_BYTES): Buf
     else if (n < 0x100) at = buf.writeUInt16BE(0xd900 | n, at);
     else if (n < 0x10000) at = buf.writeUInt16BE(n, buf.writeUInt8(0xda, at));
     else at = buf.writeUInt32BE(n, buf.writeUInt8(0xdb, at));
-    at += typeof v === 'string' ? buf.write(v, at) : v.copy(buf, at);
+    if (typeof v === 'string') at = writeUtf8(buf, v, n, at);
+    else for (const part of v) { buf.set(part, at); at += part.length; }
   });
   return buf;
+}
+
+/** Bytes of `s` in UTF-8; a short ASCII string (ids, groups) is counted without a call into Buffer. */
+function utf8Length(s: string): number {
+  if (s.length > 64) return Buffer.byteLength(s);
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return Buffer.byteLength(s);
+  return s.length;
+}
+
+/** Writes `s` (`bytes` long in UTF-8) into `buf` at `at`; returns where it ends. */
+function writeUtf8(buf: Buffer, s: string, bytes: number, at: number): number {
+  if (bytes !== s.length || bytes > 64) return at + buf.write(s, at);
+  for (let i = 0; i < bytes; i++) buf[at + i] = s.charCodeAt(i);
+  return at + bytes;
 }
 
 /**

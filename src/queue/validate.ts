@@ -27,17 +27,19 @@ export interface SubmitSpec<A = unknown> {
   occurrence?: number;
 }
 
-const bytes = (max: number) =>
-  z.string().refine((s) => Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
+/** A string of at most `max` bytes in UTF-8 (one of at most max / 3 characters is, uncounted). */
+const bytes = (max: number, base = z.string()) =>
+  base.refine((s) => s.length * 3 <= max || Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
+const nonEmpty = (max: number) => bytes(max, z.string().min(1, 'must not be empty'));
 
 const specSchema = z.object({
-  task: bytes(200).pipe(z.string().min(1, 'must not be empty')),
-  group: bytes(200).pipe(z.string().min(1, 'must not be empty')).optional(),
+  task: nonEmpty(200),
+  group: nonEmpty(200).optional(),
   priority: z.enum(['high', 'low']).optional(),
   subject: bytes(1000).optional(),
   submitter: bytes(200).optional(),
   maxRetries: z.number().int().min(0).max(1000).optional(),
-  id: bytes(200).pipe(z.string().min(1, 'must not be empty')).optional(),
+  id: nonEmpty(200).optional(),
   maxRuntime: z.number().int().positive().optional(),
   tracker: bytes(200).optional(),
   occurrence: z.number().int().nonnegative().optional(),
