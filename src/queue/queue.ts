@@ -62,7 +62,7 @@ const SUBMIT_FIELDS = 6;
  * Most bytes one submit call carries: its jobs go as one argument, and Redis refuses an argument
  * over `proto-max-bulk-len` (512 MiB unless configured otherwise) by closing the connection.
  */
-export const MAX_SUBMIT_BYTES = 512 * 1024 * 1024;
+const MAX_SUBMIT_BYTES = 512 * 1024 * 1024;
 /** Most jobs, and bytes of packed args, that coalesced submit() calls send in one script call. */
 const SUBMIT_CHUNK = { jobs: 1000, bytes: 1 << 20 };
 /**
@@ -111,6 +111,7 @@ export function packSubmits(specs: CheckedSpec[], limit = MAX_SUBMIT_BYTES): Buf
       s.occurrence === undefined ? '' : String(s.occurrence));
   }
   const sizes = fields.map((v) => (typeof v === 'string' ? utf8Length(v) : v.reduce((sum, part) => sum + part.length, 0)));
+  // a MessagePack string's header: fixstr (1 byte), str8 (2), str16 (3) or str32 (5)
   const header = (n: number) => (n < 32 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : 5);
   const size = sizes.reduce((sum, n) => sum + header(n) + n, 5);
   if (size > limit) throw new PayloadTooLargeError('specs', size, limit);
@@ -119,10 +120,12 @@ export function packSubmits(specs: CheckedSpec[], limit = MAX_SUBMIT_BYTES): Buf
   at = buf.writeUInt32BE(fields.length, at);
   fields.forEach((v, i) => {
     const n = sizes[i];
-    if (n < 32) at = buf.writeUInt8(0xa0 | n, at);
-    else if (n < 0x100) at = buf.writeUInt16BE(0xd900 | n, at);
-    else if (n < 0x10000) at = buf.writeUInt16BE(n, buf.writeUInt8(0xda, at));
-    else at = buf.writeUInt32BE(n, buf.writeUInt8(0xdb, at));
+    switch (header(n)) {
+      case 1: at = buf.writeUInt8(0xa0 | n, at); break;
+      case 2: at = buf.writeUInt16BE(0xd900 | n, at); break;
+      case 3: at = buf.writeUInt16BE(n, buf.writeUInt8(0xda, at)); break;
+      default: at = buf.writeUInt32BE(n, buf.writeUInt8(0xdb, at));
+    }
     if (typeof v === 'string') at = writeUtf8(buf, v, n, at);
     else for (const part of v) { buf.set(part, at); at += part.length; }
   });
