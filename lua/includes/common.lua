@@ -85,8 +85,15 @@ local function slot(map, order, key)
   return t
 end
 
+-- Empties list `t` in place (its storage is kept for the next call).
+local function clearList(t)
+  for i = #t, 1, -1 do t[i] = nil end
+end
+
 -- Collected state changes of one script call; flushed as one stream entry: the ids per state
--- (in the order states first occur), and the changes that carry an error.
+-- (in the order states first occur), and the changes that carry an error. The lists per state
+-- and the count changes are kept across calls and emptied in place by beginCall (a state's
+-- list is in this call's order once it holds an id).
 local stateIds, stateOrder = {}, {}
 local events = {}
 local countDelta = {}
@@ -95,8 +102,14 @@ local function changed(id, state, err)
   if err then
     events[#events + 1] = { id, state, err }
   else
-    local ids = slot(stateIds, stateOrder, state)
-    ids[#ids + 1] = id
+    local ids = stateIds[state]
+    if not ids then
+      ids = {}
+      stateIds[state] = ids
+    end
+    local n = #ids
+    if n == 0 then stateOrder[#stateOrder + 1] = state end
+    ids[n + 1] = id
   end
   countDelta[state] = (countDelta[state] or 0) + 1
 end
@@ -297,29 +310,46 @@ local function flushGroups(prefix)
 end
 
 -- Sorted-set writes collected during one script call and sent as one command per key (in
--- chunks), by flushLater.
+-- chunks), by flushLater. The lists per key are kept across calls and emptied as they are sent;
+-- a key is listed in laterKeys when its list gets its first entry of the call.
 local laterAdds, laterRems, laterKeys = {}, {}, {}
 
+local function laterList(map, key)
+  local a = map[key]
+  if not a then
+    a = {}
+    map[key] = a
+  end
+  if a[1] == nil then laterKeys[#laterKeys + 1] = key end
+  return a
+end
+
 local function laterZadd(key, score, member)
-  local a = laterAdds[key]
-  if not a then a = {}; laterAdds[key] = a; laterKeys[#laterKeys + 1] = key end
-  a[#a + 1] = score
-  a[#a + 1] = member
+  local a = laterList(laterAdds, key)
+  local n = #a
+  a[n + 1], a[n + 2] = score, member
 end
 
 local function laterZrem(key, member)
-  local a = laterRems[key]
-  if not a then a = {}; laterRems[key] = a; laterKeys[#laterKeys + 1] = key end
+  local a = laterList(laterRems, key)
   a[#a + 1] = member
 end
 
-local function flushLater()
-  for _, key in ipairs(laterKeys) do
+-- Sends (unless `drop`) and empties the collected writes.
+local function flushLater(drop)
+  for i = 1, #laterKeys do
+    local key = laterKeys[i]
     local r, a = laterRems[key], laterAdds[key]
-    if r then sendChunks('ZREM', key, r, #r, 500) end
-    if a then sendChunks('ZADD', key, a, #a, 1000) end
+    if r and r[1] then
+      if not drop then sendChunks('ZREM', key, r, #r, 500) end
+      clearList(r)
+    end
+    if a and a[1] then
+      if not drop then sendChunks('ZADD', key, a, #a, 1000) end
+      clearList(a)
+    end
   end
-  laterAdds, laterRems, laterKeys = {}, {}, {}
+  clearList(laterKeys)
 end
 
 -- Wakes one idle executor (its BZPOPMIN on `marker` returns); once per script call is enough.
@@ -355,12 +385,17 @@ end
 -- what is defined above lives across calls: what one call collects (state changes, deferred
 -- group and set writes, the turn counter it read, whether it woke an executor) starts afresh.
 local function beginCall()
-  if next(stateIds) then stateIds, stateOrder = {}, {} end
+  for i = 1, #stateOrder do
+    local state = stateOrder[i]
+    -- a long list is let go (cjson walks the whole storage of a list it encodes)
+    if #stateIds[state] > 32 then stateIds[state] = nil else clearList(stateIds[state]) end
+  end
+  clearList(stateOrder)
   if next(events) then events = {} end
-  if next(countDelta) then countDelta = {} end
+  for state in pairs(countDelta) do countDelta[state] = 0 end
   if next(periodicFailures) then periodicFailures = {} end
   if next(pendingGroups) then pendingGroups, pendingOrder = {}, {} end
-  if next(laterKeys) then laterAdds, laterRems, laterKeys = {}, {}, {} end
+  flushLater(true)
   turn = nil
   woken = false
   anyLimited = nil

@@ -16,15 +16,26 @@ local LIST_SUFFIX = { nr = ':r', nh = ':h', nl = ':l' }
 -- Entries per job in a take's reply.
 local TAKEN_WIDTH = 7
 
+-- What a take collects as it goes (reused: the library keeps them across calls; each take
+-- empties them as it begins): the reply, the leases, the groups sent to the back of the walk,
+-- the groups' state (by name: every group read) and the groups visited, in first-seen order.
+local takenJobs, takenLeases, backOfWalk, visited, visitOrder = {}, {}, {}, {}, {}
+local NONE_DUE = {}
+
 local function takeJobs(prefix, worker, n, high, low, lease, now)
   local leaseAt = str(now + lease)
   local readyKey = prefix .. 'ready'
+  local jobs, leases, back, touched, order = takenJobs, takenLeases, backOfWalk, visited, visitOrder
+  clearList(jobs)
+  clearList(back)
+  clearList(order)
+  for group in pairs(touched) do touched[group] = nil end
 
   -- Promote stuck jobs whose retry time has come into their group's preferred list (the head of
   -- `delayed` tells whether any is due, and is the next due time when none is).
   local delayedKey = prefix .. 'delayed'
   local head = redis.call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES')
-  local due = {}
+  local due = NONE_DUE
   if head[2] and tonumber(head[2]) <= now then
     due = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', str(now), 'LIMIT', '0', '1000')
   end
@@ -44,16 +55,16 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   -- (with their state), a group whose turn ends goes to the back of the walk (it follows every
   -- group still in `ready`), and the rotation, the groups' state and the leases are written once
   -- at the end. The order is the same as taking one job per ZRANGE, at a fraction of the calls.
-  local jobs = {}
-  local taken = 0
+  local taken, nl = 0, 0
   local seq -- the last take sequence number handed out; n numbers are reserved at the first job
-  local window, wi, fetched = {}, 1, 0
+  local window, wi, fetched = NONE_DUE, 1, 0
   local exhausted = false
-  local back, bi = {}, 1
-  local touched, order = {}, {}
-  local leases = {}
+  local bi = 1
 
-  local function nextGroup()
+  while taken < n do
+    -- The next group of the walk: from the window (read the next one when it is used up), then
+    -- from the back of the walk.
+    local group
     if wi > #window and not exhausted then
       window = redis.call('ZRANGE', readyKey, str(fetched), str(fetched + n - taken - 1))
       wi = 1
@@ -62,19 +73,12 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
       loadGroups(prefix, window, touched)
     end
     if wi <= #window then
-      wi = wi + 1
-      return window[wi - 1]
+      group, wi = window[wi], wi + 1
+    elseif bi <= #back then
+      group, bi = back[bi], bi + 1
+    else
+      break
     end
-    if bi <= #back then
-      bi = bi + 1
-      return back[bi - 1]
-    end
-    return nil
-  end
-
-  while taken < n do
-    local group = nextGroup()
-    if not group then break end
     local g = touched[group]
     if not g.seen then
       g.seen, g.ready = true, true
@@ -119,8 +123,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         seq = (seq or redis.call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
         local token = string.format('%d', seq)
         redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
-        leases[#leases + 1] = leaseAt
-        leases[#leases + 1] = id
+        leases[nl + 1], leases[nl + 2], nl = leaseAt, id, nl + 2
         changed(id, 'scheduled')
         local k = taken * TAKEN_WIDTH
         jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4], jobs[k + 5], jobs[k + 6], jobs[k + 7] =
@@ -141,7 +144,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
 
   -- Write back: the groups and the rotation, the leases.
   storeGroups(prefix, order, touched)
-  sendChunks('ZADD', prefix .. 'active', leases, #leases, 1000)
+  sendChunks('ZADD', prefix .. 'active', leases, nl, 1000)
 
   -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
   if n > 0 and taken == n and not woken and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end
