@@ -41,19 +41,55 @@ function formatPart(p: unknown): string {
   }
 }
 
+/** What a handler gets: the job, its args, its signal, and its log and progress hooks. */
+class RunContext implements JobContext {
+  readonly args: unknown;
+  #run: Run;
+  #hooks: RunHooks;
+  #log: ((...parts: unknown[]) => void) | null = null;
+  #progress: ((n: number) => void) | null = null;
+
+  constructor(readonly job: Job, run: Run, hooks: RunHooks) {
+    this.args = job.args;
+    this.#run = run;
+    this.#hooks = hooks;
+  }
+
+  get signal(): AbortSignal {
+    return this.#run.signal;
+  }
+
+  // log and progress are made when a handler first reads them, bound (handlers destructure them)
+  get log(): (...parts: unknown[]) => void {
+    return (this.#log ??= (...parts) => this.#hooks.log(this.job, parts.map(formatPart).join(' ')));
+  }
+
+  get progress(): (n: number) => void {
+    return (this.#progress ??= (n) => this.#hooks.progress(this.job, n));
+  }
+}
+
+/** Told, once, how a run ended. */
+export type RunEnded = (run: Run, outcome: Outcome) => void;
+
 /**
- * A job being run; `done` settles with its outcome, even if the handler never returns.
- * Its abort signal is made the first time the handler reads it: most handlers never do.
+ * A job being run; `onEnd` is told its outcome once, even if the handler never returns (and
+ * {@link done} settles with it). The handler is called in a microtask after construction, so the
+ * caller can note the run first. Its abort signal is made the first time the handler reads it:
+ * most handlers never do. A run allocates little: its context, and no promise unless the handler
+ * returns one or someone reads `done`.
  */
 export class Run {
-  readonly done: Promise<Outcome>;
   private controller: AbortController | null = null;
   private abortedFor: AbortReason | null = null;
   private abortError: RunAborted | null = null;
-  private settled = false;
-  private resolve!: (o: Outcome) => void;
+  private outcome: Outcome | null = null;
+  private waiters: Array<(o: Outcome) => void> | null = null;
   private timers: NodeJS.Timeout[] | null = null;
   private gate: ((go: boolean) => void) | null = null;
+  private readonly handler: Handlers[string] | undefined;
+  /** When the handler was called (performance.now()), 0 until then. */
+  began = 0;
 
   /**
    * With `gated`, the handler waits for {@link open}: a periodic run is only called once the
@@ -62,42 +98,57 @@ export class Run {
   constructor(
     readonly job: Job,
     handlers: Handlers,
-    hooks: RunHooks,
+    private readonly hooks: RunHooks,
     private readonly graceMs: number,
     gated = false,
+    private readonly onEnd: RunEnded | null = null,
   ) {
-    this.done = new Promise<Outcome>((resolve) => (this.resolve = resolve));
-    const handler = handlers[job.task];
-    if (!handler) {
-      this.settle({ code: 'p', error: new UnknownTaskError(job.task) });
+    this.handler = handlers[job.task];
+    if (!this.handler) {
+      queueMicrotask(() => this.settle({ code: 'p', error: new UnknownTaskError(job.task) }));
       return;
     }
-    const run = this;
-    const ctx: JobContext = {
-      args: job.args,
-      job,
-      get signal() {
-        return run.signal;
-      },
-      log: (...parts) => hooks.log(job, parts.map(formatPart).join(' ')),
-      progress: (n) => hooks.progress(job, n),
-    };
-    const begin = () => {
-      if (job.maxRuntime) this.addTimer(() => this.abort('timeout'), job.maxRuntime);
-      Promise.resolve()
-        .then(() => handler(ctx))
-        .then(
-          (result) => this.settle(this.abortedFor ? this.abortedOutcome() : { code: 's', result }),
-          (err: unknown) => this.settle(this.failedOutcome(err)),
-        );
-    };
-    if (!gated) begin();
+    if (!gated) queueMicrotask(() => this.begin());
     else {
       this.gate = (go) => {
-        if (go && !this.abortedFor) begin();
+        if (go && !this.abortedFor) this.begin();
         else if (!go) this.settle({ code: 'c' });
       };
     }
+  }
+
+  /** Settles with the run's outcome. */
+  get done(): Promise<Outcome> {
+    const o = this.outcome;
+    if (o) return Promise.resolve(o);
+    return new Promise<Outcome>((resolve) => (this.waiters ??= []).push(resolve));
+  }
+
+  private begin(): void {
+    if (this.outcome) return;
+    this.began = performance.now();
+    if (this.job.maxRuntime) this.addTimer(() => this.abort('timeout'), this.job.maxRuntime);
+    let returned: unknown;
+    try {
+      returned = this.handler!(new RunContext(this.job, this, this.hooks));
+    } catch (err) {
+      this.failed(err);
+      return;
+    }
+    if (returned !== null && (typeof returned === 'object' || typeof returned === 'function') &&
+      typeof (returned as PromiseLike<unknown>).then === 'function') {
+      (returned as PromiseLike<unknown>).then((result) => this.succeeded(result), (err: unknown) => this.failed(err));
+    } else {
+      this.succeeded(returned);
+    }
+  }
+
+  private succeeded(result: unknown): void {
+    this.settle(this.abortedFor ? this.abortedOutcome() : { code: 's', result });
+  }
+
+  private failed(err: unknown): void {
+    this.settle(this.failedOutcome(err));
   }
 
   /** The run's abort signal (see {@link JobContext.signal}). */
@@ -146,14 +197,15 @@ export class Run {
 
   /** The first outcome wins; the run's timers stop with it. */
   private settle(outcome: Outcome): void {
-    if (this.settled) return;
-    this.settled = true;
+    if (this.outcome) return;
+    this.outcome = outcome;
     if (this.timers) for (const t of this.timers) clearTimeout(t);
-    this.resolve(outcome);
+    this.onEnd?.(this, outcome);
+    if (this.waiters) for (const w of this.waiters) w(outcome);
   }
 
   private addTimer(fn: () => void, ms: number): void {
-    if (this.settled) return;
+    if (this.outcome) return;
     (this.timers ??= []).push(setTimeout(fn, ms));
   }
 

@@ -377,19 +377,20 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private start(job: Job): void {
-    const run = new Run(job, this.handlers, this.runHooks, this.opts.graceMs, Boolean(job.tracker));
+    const run = new Run(job, this.handlers, this.runHooks, this.opts.graceMs, Boolean(job.tracker), this.runEnded);
     this.runs.set(job.id, run);
     this.starts.add(run);
-    const began = performance.now();
-    void run.done.then((outcome) => {
-      this.takeSizer.ranFor(performance.now() - began);
-      if (this.runs.get(job.id) === run) this.runs.delete(job.id);
-      else if (!this.lostRuns.delete(run)) return;
-      // A lost run's outcome is sent too: the queue refuses it by its token (LeaseLostError).
-      // A run that ended before its start was sent (a quick one) has both sent in one call.
-      this.finishes.add({ run, outcome, unstarted: this.starts.withdraw(run) });
-    });
   }
+
+  private readonly runEnded = (run: Run, outcome: Outcome): void => {
+    if (run.began > 0) this.takeSizer.ranFor(performance.now() - run.began);
+    const id = run.job.id;
+    if (this.runs.get(id) === run) this.runs.delete(id);
+    else if (!this.lostRuns.delete(run)) return;
+    // A lost run's outcome is sent too: the queue refuses it by its token (LeaseLostError).
+    // A run that ended before its start was sent (a quick one) has both sent in one call.
+    this.finishes.add({ run, outcome, unstarted: this.starts.withdraw(run) });
+  };
 
   /** Hands jobs taken but never started back to the queue, without counting a retry. */
   private releaseTaken(jobs: Job[]): void {
