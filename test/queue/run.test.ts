@@ -40,4 +40,31 @@ describe('a run', () => {
       vi.useRealTimers();
     }
   });
+
+  it('hands a handler that destructures its context working log and progress hooks, and ends with what it returned', async () => {
+    const lines: string[] = [];
+    const steps: number[] = [];
+    const seen: RunHooks = { log: (j, line) => lines.push(`${j.id} ${line}`), progress: (j, n) => steps.push(n) };
+    const run = new Run(job('work'), {
+      work: ({ args, job: j, log, progress }) => {
+        log('working on', j.task, { args });
+        progress(50);
+        return 7;
+      },
+    }, seen, 1000);
+    expect(await run.done).toEqual({ code: 's', result: 7 });
+    expect(lines).toEqual(['j1 working on work {"args":null}']);
+    expect(steps).toEqual([50]);
+  });
+
+  it('tells its owner once how it ended: a handler that throws fails, an unknown task fails for good', async () => {
+    const ended: Array<[string, string, string | undefined]> = [];
+    const onEnd = (r: Run, o: { code: string; error?: Error }) => ended.push([r.job.task, o.code, o.error?.message]);
+    const throwing = new Run(job('boom'), { boom: () => { throw new Error('bang'); } }, hooks, 1000, false, onEnd);
+    const unknown = new Run(job('nope'), {}, hooks, 1000, false, onEnd);
+    expect(ended).toEqual([]); // not before the caller could note the runs
+    await Promise.all([throwing.done, unknown.done]);
+    throwing.settleNow({ code: 'r' });
+    expect(ended).toEqual([['boom', 'f', 'bang'], ['nope', 'p', expect.stringContaining('nope')]]);
+  });
 });
