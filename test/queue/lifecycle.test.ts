@@ -25,11 +25,11 @@ describe('job lifecycle', () => {
   it('retries a failing job with exponential backoff, then succeeds', async () => {
     const name = uniqueQueue();
     const q = queue(name);
-    const attempts: Array<{ at: number; due?: number; retries: number }> = [];
+    const attempts: Array<{ at: number; due?: number; retries: number; error?: string }> = [];
     const failedAt: number[] = [];
     const w = worker(name, {
       flaky: async ({ job }) => {
-        attempts.push({ at: Date.now(), due: job.due, retries: job.retries });
+        attempts.push({ at: Date.now(), due: job.due, retries: job.retries, error: job.error });
         if (attempts.length <= 2) {
           failedAt.push(Date.now());
           throw new Error(`attempt ${attempts.length} failed`);
@@ -49,12 +49,29 @@ describe('job lifecycle', () => {
     expect(final.result).toBe('ok');
     expect(stuck.map((j) => j.error)).toEqual([expect.stringContaining('attempt 1 failed'), expect.stringContaining('attempt 2 failed')]);
     expect(attempts.map((a) => a.retries)).toEqual([0, 1, 2]);
+    // a retried run is handed its last error
+    expect(attempts.map((a) => a.error)).toEqual([undefined, expect.stringContaining('attempt 1 failed'), expect.stringContaining('attempt 2 failed')]);
     for (let k = 1; k <= 2; k++) {
       const backoff = 100 * 2 ** (k - 1);
       // The due time is the failure time plus the backoff (server clock), and the retry starts no earlier.
       expect(attempts[k].due! - failedAt[k - 1]).toBeGreaterThanOrEqual(backoff - 2);
       expect(attempts[k].at).toBeGreaterThanOrEqual(attempts[k].due! - 1);
     }
+  });
+
+  it('hands the handler the job as submitted: every field of its spec, its args of any type, and its take', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const seen: Job[] = [];
+    const w = worker(name, { look: ({ job }) => void seen.push(job) });
+    const args = { text: 'zß€😀', bytes: Buffer.from([0, 255, 7]), n: 2 ** 40, nested: [null, true, { a: 1.5 }] };
+    const job = await q.submit({ task: 'look', group: 'g:{1}', args, subject: 'a subject', submitter: 'me', priority: 'high', maxRetries: 5, maxRuntime: 60_000 });
+    await eventually(async () => seen.length === 1);
+    expect(seen[0]).toMatchObject({
+      id: job.id, task: 'look', group: 'g:{1}', args, subject: 'a subject', submitter: 'me', priority: 'high',
+      maxRetries: 5, maxRuntime: 60_000, retries: 0, submitted: job.submitted, state: 'scheduled', worker: w.id,
+    });
+    expect(seen[0].takeSeq).toBeGreaterThan(0);
   });
 
   it('a quick run has its start sent with its end: running, then success, in one call', async () => {
