@@ -5,6 +5,7 @@ import type { Queue } from '../src/index.js';
 import { TAKEN_WIDTH } from '../src/queue/job.js';
 import type { QueueKeys } from '../src/redis/keys.js';
 import { runScript } from '../src/redis/scripts.js';
+import { packStrings } from '../src/redis/string-array.js';
 
 /** A numeric `--name value` command-line option. */
 export function arg(name: string, def: number): number {
@@ -61,6 +62,6 @@ export async function takeAll(client: Redis, keys: QueueKeys, jobs: number, batc
 export async function finishAll(client: Redis, keys: QueueKeys, taken: Array<[string, string]>, batch: number, outcome: string): Promise<void> {
   for (let i = 0; i < taken.length; i += batch) {
     const runs = taken.slice(i, i + batch).flatMap(([id, seq]) => [id, seq, outcome, '']);
-    await runScript(client, 'finish', [keys.active], [keys.prefix, 10_000, 1000, 1000, 1000, 0, '', 2, 1, 60_000, ...runs]);
+    await runScript(client, 'finish', [keys.active], [keys.prefix, 10_000, 1000, 1000, 1000, 0, '', 2, 1, 60_000, packStrings(runs, Infinity, 'runs')]);
   }
 }

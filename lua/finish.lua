@@ -18,10 +18,11 @@
   ARGV[8] counting scheme: high count
   ARGV[9] counting scheme: low count
   ARGV[10] lease (ms)
-  ARGV[11..] quadruples: job id, lease token, outcome (s|f|p|c|r), payload (result or error); an
-            outcome prefixed with '+' (e.g. '+s') is of a run whose start was not sent: the run
-            is marked started (`running`, its events and count) before it ends, as start.lua would
-            (never a periodic run's: those wait for their start's answer)
+  ARGV[11] the runs, as one MessagePack array of strings, flat, four per run: job id, lease
+           token, outcome (s|f|p|c|r), payload (result or error); an outcome prefixed with '+'
+           (e.g. '+s') is of a run whose start was not sent: the run is marked started
+           (`running`, its events and count) before it ends, as start.lua would (never a
+           periodic run's: those wait for their start's answer)
 
   Returns { finished time (ms), end state per run ('' when refused), jobs taken (see includes/take),
             next stuck job's due time (ms) or -1 }.
@@ -38,14 +39,15 @@ local retryDelay = tonumber(ARGV[3])
 local now = nowMs()
 local states = {}
 local ended = {}
-for i = 11, #ARGV, 4 do
-  local id = ARGV[i]
-  local outcome = ARGV[i + 2]
+local runs = cmsgpack.unpack(ARGV[11])
+for i = 1, #runs, 4 do
+  local id = runs[i]
+  local outcome = runs[i + 2]
   local unstarted = UNSTARTED[outcome]
   if unstarted then outcome = unstarted end
   local jobKey = prefix .. 'j:' .. id
   local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'group', 'cancel')
-  if job[1] == ARGV[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
+  if job[1] == runs[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
     local started
     if unstarted and job[2] == 'scheduled' then
       -- its start, as start.lua applies it (the end state written next replaces `running`)
@@ -54,10 +56,10 @@ for i = 11, #ARGV, 4 do
       changed(id, 'running')
       job[2] = 'running'
     end
-    local state = finishJob(prefix, jobKey, now, id, job, outcome, ARGV[i + 3], retryDelay, started)
+    local state = finishJob(prefix, jobKey, now, id, job, outcome, runs[i + 3], retryDelay, started)
     states[#states + 1] = state
     ended[state] = true
-  elseif job[1] == ARGV[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and redis.call('HGET', jobKey, 'worker') == '')) then
+  elseif job[1] == runs[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and redis.call('HGET', jobKey, 'worker') == '')) then
     -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
     -- only this script ends a run with this token as success, or released (worker cleared).
     states[#states + 1] = job[2]

@@ -4,6 +4,7 @@ import { PayloadTooLargeError, ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
+import { packStrings, type StringValue } from '../redis/string-array.js';
 import { decodeJob, decodeJobObject, JOB_STATES, packDescription, type Job, type JobState } from './job.js';
 import { checkSpec, type CheckedSpec, type SubmitSpec } from './validate.js';
 import { readEvents, type QueueEvent } from './events.js';
@@ -101,49 +102,15 @@ export function newJobId(): string {
 /**
  * Packs checked specs into the submit script's job list: one MessagePack array of the per-job
  * fields, SUBMIT_FIELDS per job, flat, so that a call carries one argument however many jobs it
- * holds. Every field goes as a MessagePack string (the description's bytes too: the MessagePack
- * reader of Redis's Lua has no binary type), which is why this writes the framing itself.
+ * holds (see redis/string-array).
  */
 export function packSubmits(specs: CheckedSpec[], limit = MAX_SUBMIT_BYTES): Buffer {
-  const fields: Array<string | Buffer[]> = [];
+  const fields: StringValue[] = [];
   for (const s of specs) {
     fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority, s.tracker ?? '',
       s.occurrence === undefined ? '' : String(s.occurrence));
   }
-  const sizes = fields.map((v) => (typeof v === 'string' ? utf8Length(v) : v.reduce((sum, part) => sum + part.length, 0)));
-  // a MessagePack string's header: fixstr (1 byte), str8 (2), str16 (3) or str32 (5)
-  const header = (n: number) => (n < 32 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : 5);
-  const size = sizes.reduce((sum, n) => sum + header(n) + n, 5);
-  if (size > limit) throw new PayloadTooLargeError('specs', size, limit);
-  const buf = Buffer.allocUnsafe(size);
-  let at = buf.writeUInt8(0xdd, 0); // array 32
-  at = buf.writeUInt32BE(fields.length, at);
-  fields.forEach((v, i) => {
-    const n = sizes[i];
-    switch (header(n)) {
-      case 1: at = buf.writeUInt8(0xa0 | n, at); break;
-      case 2: at = buf.writeUInt16BE(0xd900 | n, at); break;
-      case 3: at = buf.writeUInt16BE(n, buf.writeUInt8(0xda, at)); break;
-      default: at = buf.writeUInt32BE(n, buf.writeUInt8(0xdb, at));
-    }
-    if (typeof v === 'string') at = writeUtf8(buf, v, n, at);
-    else for (const part of v) { buf.set(part, at); at += part.length; }
-  });
-  return buf;
-}
-
-/** Bytes of `s` in UTF-8; a short ASCII string (ids, groups) is counted without a call into Buffer. */
-function utf8Length(s: string): number {
-  if (s.length > 64) return Buffer.byteLength(s);
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return Buffer.byteLength(s);
-  return s.length;
-}
-
-/** Writes `s` (`bytes` long in UTF-8) into `buf` at `at`; returns where it ends. */
-function writeUtf8(buf: Buffer, s: string, bytes: number, at: number): number {
-  if (bytes !== s.length || bytes > 64) return at + buf.write(s, at);
-  for (let i = 0; i < bytes; i++) buf[at + i] = s.charCodeAt(i);
-  return at + bytes;
+  return packStrings(fields, limit, 'specs');
 }
 
 /**

@@ -13,6 +13,7 @@ import { ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { preload, runScript } from '../redis/scripts.js';
+import { packStrings, type StringValue } from '../redis/string-array.js';
 import { Batcher } from './batcher.js';
 import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
@@ -430,10 +431,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /** Acknowledges finished runs, and takes jobs for the slots they freed in the same call. */
   private async sendFinishes(batch: Finished[], keepSucceeded: number, keepFailed: number): Promise<void> {
     const want = this.takeWanted(true);
-    const args: Array<string | number | Buffer> = [
-      this.keys.prefix, this.opts.maxEvents, this.opts.retryDelay, keepSucceeded, keepFailed,
-      want, this.id, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
-    ];
+    const runs: StringValue[] = [];
     for (const f of batch) {
       let payload: string | Buffer = '';
       if (f.outcome.code === 's') {
@@ -444,8 +442,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
         }
       }
       if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
-      args.push(f.run.job.id, String(f.run.job.takeSeq), f.unstarted ? `+${f.outcome.code}` : f.outcome.code, payload);
+      runs.push(f.run.job.id, String(f.run.job.takeSeq), f.unstarted ? `+${f.outcome.code}` : f.outcome.code, payload);
     }
+    // The runs go as one argument. Results are capped at maxResultBytes each, so a batch stays
+    // far below what Redis takes in one argument.
+    const args = [
+      this.keys.prefix, this.opts.maxEvents, this.opts.retryDelay, keepSucceeded, keepFailed,
+      want, this.id, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
+      packStrings(runs, Infinity, 'runs'),
+    ];
     // Binary-safe: the taken jobs hold their args (msgpack).
     const reply = this.takeSizer.timed(runScript<[number, Buffer[], Array<Buffer | null>, Buffer | number]>(this.client, 'finish', [this.keys.active], args, true));
     if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => this.taken(jobs, due)), true);
