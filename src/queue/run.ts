@@ -137,7 +137,9 @@ export class Run {
     }
     if (returned !== null && (typeof returned === 'object' || typeof returned === 'function') &&
       typeof (returned as PromiseLike<unknown>).then === 'function') {
-      (returned as PromiseLike<unknown>).then((result) => this.succeeded(result), (err: unknown) => this.failed(err));
+      // adopted through Promise.resolve (the same promise when it is a native one): a thenable
+      // whose then throws fails the run instead of escaping
+      Promise.resolve(returned).then((result) => this.succeeded(result), (err: unknown) => this.failed(err));
     } else {
       this.succeeded(returned);
     }

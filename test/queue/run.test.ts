@@ -67,4 +67,11 @@ describe('a run', () => {
     throwing.settleNow({ code: 'r' });
     expect(ended).toEqual([['boom', 'f', 'bang'], ['nope', 'p', expect.stringContaining('nope')]]);
   });
+
+  it('fails a run whose handler returns a thenable that throws, rather than letting the error escape', async () => {
+    const bad = { then() { throw new Error('broken thenable'); } };
+    const run = new Run(job('odd'), { odd: () => bad as unknown as Promise<void> }, hooks, 1000);
+    const outcome = await run.done;
+    expect([outcome.code, outcome.error?.message]).toEqual(['f', 'broken thenable']);
+  });
 });
