@@ -20,7 +20,8 @@ local TAKEN_WIDTH = 7
 -- empties them as it begins): the reply, the leases, the groups sent to the back of the walk,
 -- the groups' state (by name: every group read) and the groups visited, in first-seen order.
 local takenJobs, takenLeases, backOfWalk, visited, visitOrder = {}, {}, {}, {}, {}
-local NONE_DUE = {}
+-- An empty list (never written to).
+local EMPTY = {}
 
 local function takeJobs(prefix, worker, n, high, low, lease, now)
   local leaseAt = str(now + lease)
@@ -35,7 +36,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   -- `delayed` tells whether any is due, and is the next due time when none is).
   local delayedKey = prefix .. 'delayed'
   local head = redis.call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES')
-  local due = NONE_DUE
+  local due = EMPTY
   if head[2] and tonumber(head[2]) <= now then
     due = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', str(now), 'LIMIT', '0', '1000')
   end
@@ -57,7 +58,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   -- at the end. The order is the same as taking one job per ZRANGE, at a fraction of the calls.
   local taken, nl = 0, 0
   local seq -- the last take sequence number handed out; n numbers are reserved at the first job
-  local window, wi, fetched = NONE_DUE, 1, 0
+  local window, wi, fetched = EMPTY, 1, 0
   local exhausted = false
   local bi = 1
 
