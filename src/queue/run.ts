@@ -41,34 +41,6 @@ function formatPart(p: unknown): string {
   }
 }
 
-/** What a handler gets: the job, its args, its signal, and its log and progress hooks. */
-class RunContext implements JobContext {
-  readonly args: unknown;
-  #run: Run;
-  #hooks: RunHooks;
-  #log: ((...parts: unknown[]) => void) | null = null;
-  #progress: ((n: number) => void) | null = null;
-
-  constructor(readonly job: Job, run: Run, hooks: RunHooks) {
-    this.args = job.args;
-    this.#run = run;
-    this.#hooks = hooks;
-  }
-
-  get signal(): AbortSignal {
-    return this.#run.signal;
-  }
-
-  // log and progress are made when a handler first reads them, bound (handlers destructure them)
-  get log(): (...parts: unknown[]) => void {
-    return (this.#log ??= (...parts) => this.#hooks.log(this.job, parts.map(formatPart).join(' ')));
-  }
-
-  get progress(): (n: number) => void {
-    return (this.#progress ??= (n) => this.#hooks.progress(this.job, n));
-  }
-}
-
 /** Told, once, how a run ended. */
 export type RunEnded = (run: Run, outcome: Outcome) => void;
 
@@ -130,7 +102,7 @@ export class Run {
     if (this.job.maxRuntime) this.addTimer(() => this.abort('timeout'), this.job.maxRuntime);
     let returned: unknown;
     try {
-      returned = this.handler!(new RunContext(this.job, this, this.hooks));
+      returned = this.handler!(this.context());
     } catch (err) {
       this.failed(err);
       return;
@@ -143,6 +115,24 @@ export class Run {
     } else {
       this.succeeded(returned);
     }
+  }
+
+  /**
+   * What the handler gets: a plain object (handlers destructure it, or spread it into their own),
+   * whose signal is made on first read.
+   */
+  private context(): JobContext {
+    const run = this;
+    const { job, hooks } = this;
+    return {
+      args: job.args,
+      job,
+      get signal() {
+        return run.signal;
+      },
+      log: (...parts) => hooks.log(job, parts.map(formatPart).join(' ')),
+      progress: (n) => hooks.progress(job, n),
+    };
   }
 
   private succeeded(result: unknown): void {

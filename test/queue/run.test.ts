@@ -41,15 +41,17 @@ describe('a run', () => {
     }
   });
 
-  it('hands a handler that destructures its context working log and progress hooks, and ends with what it returned', async () => {
+  it('hands a handler that destructures or spreads its context working log and progress hooks and a signal, and ends with what it returned', async () => {
     const lines: string[] = [];
     const steps: number[] = [];
     const seen: RunHooks = { log: (j, line) => lines.push(`${j.id} ${line}`), progress: (j, n) => steps.push(n) };
     const run = new Run(job('work'), {
-      work: ({ args, job: j, log, progress }) => {
+      work: (ctx) => {
+        // a handler may destructure its context, or spread it into one of its own
+        const { args, job: j, log, progress, signal } = { ...ctx };
         log('working on', j.task, { args });
         progress(50);
-        return 7;
+        return signal.aborted ? 0 : 7;
       },
     }, seen, 1000);
     expect(await run.done).toEqual({ code: 's', result: 7 });
