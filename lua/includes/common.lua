@@ -90,6 +90,19 @@ local function clearList(t)
   for i = #t, 1, -1 do t[i] = nil end
 end
 
+-- The list kept under `key` in `map` across calls (created on first use), with `key` appended to
+-- `order` when the list gets its first entry of this call: the collections a script fills as it
+-- goes, writes out in first-use order, and empties in place (clearList) for the next call.
+local function callList(map, order, key)
+  local t = map[key]
+  if not t then
+    t = {}
+    map[key] = t
+  end
+  if t[1] == nil then order[#order + 1] = key end
+  return t
+end
+
 -- Collected state changes of one script call; flushed as one stream entry: the ids per state
 -- (in the order states first occur), and the changes that carry an error. The lists per state
 -- and the count changes are kept across calls and emptied in place by beginCall (a state's
@@ -102,14 +115,8 @@ local function changed(id, state, err)
   if err then
     events[#events + 1] = { id, state, err }
   else
-    local ids = stateIds[state]
-    if not ids then
-      ids = {}
-      stateIds[state] = ids
-    end
-    local n = #ids
-    if n == 0 then stateOrder[#stateOrder + 1] = state end
-    ids[n + 1] = id
+    local ids = callList(stateIds, stateOrder, state)
+    ids[#ids + 1] = id
   end
   countDelta[state] = (countDelta[state] or 0) + 1
 end
@@ -314,24 +321,14 @@ end
 -- a key is listed in laterKeys when its list gets its first entry of the call.
 local laterAdds, laterRems, laterKeys = {}, {}, {}
 
-local function laterList(map, key)
-  local a = map[key]
-  if not a then
-    a = {}
-    map[key] = a
-  end
-  if a[1] == nil then laterKeys[#laterKeys + 1] = key end
-  return a
-end
-
 local function laterZadd(key, score, member)
-  local a = laterList(laterAdds, key)
+  local a = callList(laterAdds, laterKeys, key)
   local n = #a
   a[n + 1], a[n + 2] = score, member
 end
 
 local function laterZrem(key, member)
-  local a = laterList(laterRems, key)
+  local a = callList(laterRems, laterKeys, key)
   a[#a + 1] = member
 end
 
