@@ -256,8 +256,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   /**
    * Most jobs the next take asks for: what frees up while one call to Redis travels (slots ×
-   * round trip ÷ run time, from running means of this executor's own), at most a quarter of the
-   * slots (all of them up to 16).
+   * round trip ÷ run time, from running means of this executor's own), at most half the slots
+   * (all of them up to 16).
    */
   get takeSize(): number {
     return this.takeSizer.size;
@@ -302,7 +302,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   /**
    * How many jobs to take now (0: none). At most a full take (take-size.ts: what frees up while
-   * a call travels, at most a quarter of the slots): slots free up in staggered waves rather than
+   * a call travels, at most half the slots): slots free up in staggered waves rather than
    * all at once (a new group's job waits for a wave, not a batch). While work lasts, a second
    * full take may be in flight, so that Redis works on one while the answer to the other travels
    * and its jobs start. A finish call (`piggyback`) is sent anyway: it takes for every slot free,

@@ -4,18 +4,19 @@ import { maxTakeSize, TakeSizer } from '../../src/queue/take-size.js';
 import { closeAll, openQueue, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
 describe('take size', () => {
-  it('takes every slot up to 16, else a quarter of them, at most', () => {
+  it('takes every slot up to 16, else half of them, at most', () => {
     expect(maxTakeSize(1)).toBe(1);
     expect(maxTakeSize(16)).toBe(16);
-    expect(maxTakeSize(40)).toBe(16);
-    expect(maxTakeSize(100)).toBe(25);
+    expect(maxTakeSize(30)).toBe(16);
+    expect(maxTakeSize(40)).toBe(20);
+    expect(maxTakeSize(100)).toBe(50);
   });
 
   it('asks for the most until both runs and calls were timed', () => {
     const s = new TakeSizer(100);
-    expect(s.size).toBe(25);
+    expect(s.size).toBe(50);
     s.ranFor(10);
-    expect(s.size).toBe(25);
+    expect(s.size).toBe(50);
     s.answeredIn(0.3);
     expect(s.size).toBe(3); // 100 slots × 0.3 ms ÷ 10 ms
   });
@@ -24,7 +25,7 @@ describe('take size', () => {
     const instant = new TakeSizer(100);
     instant.ranFor(0.02);
     instant.answeredIn(1);
-    expect(instant.size).toBe(25);
+    expect(instant.size).toBe(50);
     const long = new TakeSizer(100);
     long.ranFor(1000);
     long.answeredIn(1);
