@@ -225,16 +225,17 @@ export interface RunInfo {
 }
 
 /**
- * Writes results/<date>.json; a complete run (not --only) also writes results/latest.json,
- * REPORT.md and the charts.
+ * Writes results/<date>.json; a complete run at full sizes (not --only, --rate or --quick) also
+ * writes results/latest.json, REPORT.md and the charts, which the README quotes. `kind` names
+ * any other run in its file name.
  */
-export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], caseOrder: string[], partial = false): { json: string; md: string | null } {
+export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], caseOrder: string[], kind?: 'partial' | 'quick'): { json: string; md: string | null } {
   mkdirSync(dir, { recursive: true });
   const stamp = info.date.replace(/[:]/g, '-').replace(/\..*$/, '');
   const body = JSON.stringify({ info, records: recs }, null, 1);
-  const json = join(dir, `${stamp}${partial ? '-partial' : ''}.json`);
+  const json = join(dir, `${stamp}${kind ? `-${kind}` : ''}.json`);
   writeFileSync(json, body);
-  if (partial) return { json, md: null };
+  if (kind) return { json, md: null };
   writeFileSync(join(dir, 'latest.json'), body);
 
   const sorted = caseOrder.flatMap((c) => recs.filter((r) => r.case === c));

@@ -153,8 +153,8 @@ async function main(): Promise<void> {
       date: new Date().toISOString(), command, quick: opts.quick, aof: opts.aof, runs,
       node: process.version, redis: `Redis ${redisVersion}`, cpus: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,
       loadavg: loadavg(), seconds: (performance.now() - t0) / 1000,
-    }, records, order, opts.only.length > 0 || opts.rate > 0);
-    console.log(md ? `\nwrote ${json}, results/latest.json and ${md}` : `\nwrote ${json} (a partial run: latest.json and REPORT.md are left as they are)`);
+    }, records, order, opts.only.length > 0 || opts.rate > 0 ? 'partial' : opts.quick ? 'quick' : undefined);
+    console.log(md ? `\nwrote ${json}, results/latest.json and ${md}` : `\nwrote ${json} (not a full run: latest.json and REPORT.md are left as they are)`);
   }
   console.log(`done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   if (failed || bad.length) process.exitCode = 1;
