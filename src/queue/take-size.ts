@@ -6,8 +6,8 @@
  * frees up while one call travels (slots × round trip ÷ run time), no larger: a freed slot then
  * waits for its batch no longer than for the call that refills it. Instant jobs get the largest
  * batches; long ones small batches, which keep slots busy and new groups' waits short (10 ms
- * jobs at 100 slots: batches of about 3 instead of 50, and half the wait for a light tenant
- * beside a flood). When Redis is busy its answers slow down and batches grow again, each job then
+ * jobs at 100 slots: batches of about 3, which halved a light tenant's wait beside a flood
+ * against batches of 25). When Redis is busy its answers slow down and batches grow again, each job then
  * costing it less. The cap is half the slots: two takes in flight (the executor's most) then
  * cover every slot, so Redis works on one while the other's answer travels; a cap of a quarter
  * cost instant jobs a tenth more Redis CPU each (more, smaller calls).
