@@ -144,11 +144,12 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   end
 
   -- Write back: the groups and the rotation, the leases.
-  storeGroups(prefix, order, touched)
+  local anyLeft = storeGroups(prefix, order, touched)
   sendChunks('ZADD', prefix .. 'active', leases, nl, 1000)
 
   -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
-  if n > 0 and taken == n and not woken and redis.call('ZCARD', readyKey) > 0 then wake(prefix) end
+  -- A group this take visited that is still in the rotation says so without reading `ready`.
+  if n > 0 and taken == n and not woken and (anyLeft or redis.call('ZCARD', readyKey) > 0) then wake(prefix) end
   if #due > 0 then head = redis.call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES') end
   return jobs, head[2] and tonumber(head[2]) or -1
 end
