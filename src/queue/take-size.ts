@@ -7,15 +7,19 @@
  * waits for its batch no longer than for the call that refills it. Instant jobs get the largest
  * batches; long ones small batches, which keep slots busy and new groups' waits short (10 ms
  * jobs at 100 slots: batches of about 3, which halved a light tenant's wait beside a flood
- * against batches of 25). When Redis is busy its answers slow down and batches grow again, each job then
- * costing it less. The cap is half the slots: two takes in flight (the executor's most) then
- * cover every slot, so Redis works on one while the other's answer travels; a cap of a quarter
- * cost instant jobs a tenth more Redis CPU each (more, smaller calls).
+ * against batches of 25). When Redis is busy its answers slow down and batches grow again, each
+ * job then costing it less. The cap is the slots shared among the takes an executor keeps in
+ * flight (two: half the slots each), so those takes cover every slot and Redis works on one
+ * while the other's answer travels; a cap of a quarter cost instant jobs a tenth more Redis CPU
+ * each (more, smaller calls).
  */
 
-/** Most jobs one take asks for: all slots up to 16, else half of them (at least 16). */
+/** Takes one executor keeps in flight at most while work lasts. */
+export const MAX_TAKES_IN_FLIGHT = 2;
+
+/** Most jobs one take asks for: all slots up to 16, else their share per take in flight (at least 16). */
 export function maxTakeSize(concurrency: number): number {
-  return concurrency <= 16 ? concurrency : Math.max(16, Math.ceil(concurrency / 2));
+  return concurrency <= 16 ? concurrency : Math.max(16, Math.ceil(concurrency / MAX_TAKES_IN_FLIGHT));
 }
 
 /** Weight of a new observation in the running means. */

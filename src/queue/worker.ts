@@ -21,7 +21,7 @@ import { decodeTaken, type Job, type JobState } from './job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
 import { Recoverer, type Keep } from './recoverer.js';
 import { Run, type Outcome, type RunHooks } from './run.js';
-import { TakeSizer } from './take-size.js';
+import { MAX_TAKES_IN_FLIGHT, TakeSizer } from './take-size.js';
 import { packValue } from './validate.js';
 
 /** Executor options. */
@@ -99,9 +99,6 @@ const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const REPORTED: Record<string, 'completed' | 'stuck' | 'failed' | 'cancelled' | undefined> = {
   success: 'completed', stuck: 'stuck', failed: 'failed', cancelled: 'cancelled',
 };
-
-/** Takes one executor keeps in flight at most while work lasts. */
-const MAX_TAKES_IN_FLIGHT = 2;
 
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
 const CLOSE_FLUSH_MS = 5000;
