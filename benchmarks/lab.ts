@@ -51,7 +51,7 @@ export async function submitSpread(q: Queue, jobs: number, groups: number, batch
 export async function takeAll(client: Redis, keys: QueueKeys, jobs: number, batch: number): Promise<Array<[string, string]>> {
   const taken: Array<[string, string]> = [];
   while (taken.length < jobs) {
-    const [list] = await runScript<[string[], number]>(client, 'take', [keys.ready], [keys.prefix, 10_000, 'w1', batch, 2, 1, 60_000]);
+    const [list] = await runScript<[string[], number]>(client, 'take', [keys.rotation], [keys.prefix, 10_000, 'w1', batch, 2, 1, 60_000]);
     if (list.length === 0) throw new Error('take found nothing');
     for (let i = 0; i < list.length; i += TAKEN_WIDTH) taken.push([list[i], list[i + 1]]);
   }

@@ -4,7 +4,7 @@
   limit on a group that had none counts its runs in progress, and lifting it drops the count
   (see countsRunning in includes/common).
 
-  KEYS[1] ready    (every key is built from ARGV[1])
+  KEYS[1] rotation (every key is built from ARGV[1])
   ARGV[1] key prefix
   ARGV[2] group
   ARGV[3..] field/value pairs among: paused ('1'|'0'), limit (0: none), weight (>= 1)

@@ -5,7 +5,11 @@
   - with ARGV[5] set, jobs still marked with that executor id are treated the same way (an
     executor starting again under its old id clears its stale marks);
   - executors whose registry entry has expired are dropped from the registry;
-  - finished jobs older than their keep age are removed, at most ARGV[8] per state.
+  - finished jobs older than their keep age are removed, at most ARGV[8] per state;
+  - groups listed in the rotation of older builds (`ready`, a ZSET of turn numbers, with its
+    counter `rr`) join `rotation` in their turn order, so that an upgrade strands no group
+    (executors of an older build still running may list more there: the next pass moves those
+    too).
 
   KEYS[1] active   (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -64,6 +68,16 @@ for id, reason in pairs(victims) do
   end
 end
 finishBatch(prefix)
+
+local legacy = prefix .. 'ready'
+if redis.call('EXISTS', legacy) == 1 then
+  local names = redis.call('ZRANGE', legacy, '0', '-1')
+  redis.call('DEL', legacy, prefix .. 'rr')
+  local map = loadGroups(prefix, names, {})
+  -- their flag said listed in `ready`: listed nowhere now, so storeGroups lists the runnable ones
+  for _, name in ipairs(names) do map[name].ready = false end
+  if storeGroups(prefix, names, map) then wake(prefix) end
+end
 
 -- Recovered jobs are stuck (or failed), not runnable yet: wake one executor, whose take answers
 -- the next due time, so it sleeps until the retry instead of until its fallback timer.

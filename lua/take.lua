@@ -6,7 +6,7 @@
   Each taken job is marked `scheduled` with the executor id, gets a lease in `active`, and its
   take sequence number (takeSeq), which is also the lease token.
 
-  KEYS[1] ready    (every key is built from ARGV[1])
+  KEYS[1] rotation (every key is built from ARGV[1])
   ARGV[1] key prefix
   ARGV[2] events stream max length
   ARGV[3] executor id

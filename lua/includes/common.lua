@@ -3,8 +3,14 @@
   `{rota:<queue>}:` (ARGV[1] in every script), so a queue lives in one Redis Cluster slot.
 
   Key layout below the prefix:
-    ready        ZSET  group -> turn number; groups that may be picked now (round-robin order)
-    rr           STRING turn counter for `ready`
+    rotation     LIST  the round-robin rotation: group names, the next to be served first (a take
+                       pops groups from the front and pushes back those still runnable: to the
+                       back when their turn ended, to the front when it did not). A group that
+                       stops being runnable outside a take stays listed until a take pops it
+                       and drops it (so no call searches the list); its `ready` flag says it is
+                       listed, so it is never listed twice. (Older builds kept the rotation
+                       in `ready`, a ZSET of turn numbers with a counter `rr`: recover.lua
+                       moves what they list into `rotation`.)
     seq          STRING take sequence (takeSeq; also the lease token)
     marker       ZSET  wake-up marker that idle executors block on (BZPOPMIN)
     delayed      ZSET  stuck job id -> due time (ms)
@@ -13,8 +19,9 @@
     groups       HASH  group -> its packed state (see GROUP_FIELDS): running (taken, not finished;
                        counted only while the group has a limit, see countsRunning), stuck,
                        nr/nh/nl (lengths of its three lists), cnt (counting scheme position), turns
-                       (takes in the current turn), limit, weight, paused, ready (1 while in
-                       `ready`); only groups with jobs or settings of their own (see storeGroups)
+                       (takes in the current turn), limit, weight, paused, ready (1 while listed
+                       in `rotation`); only groups with jobs, settings of their own or a place
+                       in `rotation` (see storeGroups)
     limited      SET   the groups with a concurrency limit (group.lua keeps it)
     events       STREAM one entry per script call that changed jobs: a field per state entered
                        without an error, named after the state, = JSON [job id, ...]; field
@@ -175,7 +182,7 @@ local function unpackGroup(v)
   end
   groupPoolNext = groupPoolNext + 1
   -- what a take marks on a group while it walks the rotation
-  g.seen, g.requeue = nil, nil
+  g.popped, g.seen, g.requeue = nil, nil, nil
   if not v then
     g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused, g.ready =
       0, 0, 0, 0, 0, 0, 0, 0, 1, false, false
@@ -192,22 +199,18 @@ local function packGroup(g)
     g.paused and 1 or 0, g.ready and 1 or 0)
 end
 
--- The state of each group in `names` (one HMGET per thousand), added to `map` by name.
+-- The state of each group in `names` (one HMGET per thousand), added to `map` by name (a group
+-- `map` holds already keeps what it holds).
 local function loadGroups(prefix, names, map)
   for i = 1, #names, 1000 do
     local last = math.min(#names, i + 999)
     local v = redis.call('HMGET', prefix .. 'groups', unpack(names, i, last))
-    for k = i, last do map[names[k]] = unpackGroup(v[k - i + 1]) end
+    for k = i, last do
+      local name = names[k]
+      if not map[name] then map[name] = unpackGroup(v[k - i + 1]) end
+    end
   end
   return map
-end
-
--- The rotation's turn counter (`rr`): read once per script, advanced here, written back by
--- storeGroups.
-local turn
-local function nextTurn(prefix)
-  turn = (turn or tonumber(redis.call('GET', prefix .. 'rr') or '0')) + 1
-  return turn
 end
 
 -- Whether a group may be picked now: not paused, under its limit, with runnable jobs.
@@ -215,12 +218,12 @@ local function eligible(g)
   return not g.paused and (g.limit == 0 or g.running < g.limit) and (g.nr + g.nh + g.nl) > 0
 end
 
--- Whether a group holds nothing worth storing: no jobs waiting or stuck, and the default settings
--- (so no limit, and no running count: see countsRunning). Its state is then what unpackGroup gives
--- for a group not in the hash: its counting scheme starts a new cycle with its next jobs (the
--- ratio matters only while jobs wait).
+-- Whether a group holds nothing worth storing: no jobs waiting or stuck, the default settings
+-- (so no limit, and no running count: see countsRunning), and no place in `ready`. Its state is
+-- then what unpackGroup gives for a group not in the hash: its counting scheme starts a new cycle
+-- with its next jobs (the ratio matters only while jobs wait).
 local function idle(g)
-  return g.stuck == 0 and g.nr + g.nh + g.nl == 0 and g.limit == 0 and g.weight == 1 and not g.paused
+  return g.stuck == 0 and g.nr + g.nh + g.nl == 0 and g.limit == 0 and g.weight == 1 and not g.paused and not g.ready
 end
 
 -- A group's running jobs are counted (g.running) only while it has a concurrency limit, the one
@@ -248,36 +251,36 @@ local function runningByGroup(prefix, only)
   return counts
 end
 
--- The one way groups change: writes the state of the groups `order` names (from `map`) and keeps
--- the round-robin rotation in step: a group that may be picked goes to the back of the rotation
--- when it is not there yet, or at `g.requeue` when set (the turn number the take gave it); a
--- group that may not be picked leaves the rotation. An idle group is removed from the hash, so
--- that it holds only groups with jobs or settings of their own, however many groups come and go.
--- Returns true when any of them is in the rotation afterwards.
 -- The argument lists storeGroups builds (reused: the library keeps them across calls).
-local packed, joining, leaving, gone = {}, {}, {}, {}
+local packed, front, back, gone = {}, {}, {}, {}
 
 -- Sends `command key` with the first n entries of list `a`, `per` entries per command.
 local function sendChunks(command, key, a, n, per)
   for i = 1, n, per do redis.call(command, key, unpack(a, i, math.min(n, i + per - 1))) end
 end
 
-local function storeGroups(prefix, order, map)
-  local np, nj, nl, ng = 0, 0, 0, 0
+-- The one way groups change: writes the state of the groups `order` names (from `map`) and keeps
+-- the round-robin rotation in step. A group a take popped from `rotation` (g.popped) goes back to
+-- the back of it when its turn ended (g.requeue: its place among those, in the order turns
+-- ended), to the front when it keeps the turn (in the order popped), and is dropped when it may
+-- not be picked now. Any other group that may be picked and is not listed joins at the back.
+-- An idle group is removed from the hash, so that it holds only groups with jobs, settings or a
+-- place of their own, however many groups come and go. `requeued` lists the groups whose turn
+-- ended, in that order (a group may be in it more than once: its last entry, g.requeue, counts).
+-- Returns true when any of them may be picked afterwards.
+local function storeGroups(prefix, order, map, requeued)
+  local np, nf, nb, ng = 0, 0, 0, 0
   local any = false
   for _, group in ipairs(order) do
     local g = map[group]
-    if eligible(g) then
-      any = true
-      if g.requeue then
-        joining[nj + 1], joining[nj + 2], nj = str(g.requeue), group, nj + 2
-      elseif not g.ready then
-        joining[nj + 1], joining[nj + 2], nj = str(nextTurn(prefix)), group, nj + 2
-        g.ready, g.turns = true, 0
-      end
-    elseif g.ready then
-      leaving[nl + 1], nl = group, nl + 1
-      g.ready = false
+    local ok = eligible(g)
+    if ok then any = true end
+    if g.popped then
+      g.ready = ok
+      if ok and not g.requeue then front[nf + 1], nf = group, nf + 1 end
+    elseif ok and not g.ready then
+      back[nb + 1], nb = group, nb + 1
+      g.ready, g.turns = true, 0
     end
     if idle(g) then
       gone[ng + 1], ng = group, ng + 1
@@ -285,11 +288,18 @@ local function storeGroups(prefix, order, map)
       packed[np + 1], packed[np + 2], np = group, packGroup(g), np + 2
     end
   end
+  if requeued then
+    for i, group in ipairs(requeued) do
+      local g = map[group]
+      if g.requeue == i and g.ready then back[nb + 1], nb = group, nb + 1 end
+    end
+  end
   sendChunks('HSET', prefix .. 'groups', packed, np, 1000)
   sendChunks('HDEL', prefix .. 'groups', gone, ng, 1000)
-  sendChunks('ZREM', prefix .. 'ready', leaving, nl, 1000)
-  sendChunks('ZADD', prefix .. 'ready', joining, nj, 1000)
-  if turn then redis.call('SET', prefix .. 'rr', str(turn)) end
+  -- LPUSH puts each at the head in turn: the front groups go in reverse, to keep their order
+  for i = 1, math.floor(nf / 2) do front[i], front[nf + 1 - i] = front[nf + 1 - i], front[i] end
+  sendChunks('LPUSH', prefix .. 'rotation', front, nf, 1000)
+  sendChunks('RPUSH', prefix .. 'rotation', back, nb, 1000)
   return any
 end
 
@@ -393,7 +403,6 @@ local function beginCall()
   if next(periodicFailures) then periodicFailures = {} end
   if next(pendingGroups) then pendingGroups, pendingOrder = {}, {} end
   flushLater(true)
-  turn = nil
   woken = false
   anyLimited = nil
   groupPoolNext = 1

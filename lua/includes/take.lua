@@ -25,7 +25,7 @@ local EMPTY = {}
 
 local function takeJobs(prefix, worker, n, high, low, lease, now)
   local leaseAt = str(now + lease)
-  local readyKey = prefix .. 'ready'
+  local rotationKey = prefix .. 'rotation'
   local jobs, leases, back, touched, order = takenJobs, takenLeases, backOfWalk, visited, visitOrder
   clearList(jobs)
   clearList(back)
@@ -52,42 +52,48 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
     flushGroups(prefix)
   end
 
-  -- The rotation is walked in memory: the next groups are read from `ready` a window at a time
-  -- (with their state), a group whose turn ends goes to the back of the walk (it follows every
-  -- group still in `ready`), and the rotation, the groups' state and the leases are written once
-  -- at the end. The order is the same as taking one job per ZRANGE, at a fraction of the calls.
+  -- The rotation is walked in memory: groups are popped from the front of `rotation` a window at a
+  -- time (with their state), a group whose turn ends goes to the back of the walk (it follows
+  -- every group still in `rotation`), and the groups' state, their places in it and the
+  -- leases are written once at the end (storeGroups). The order is the same as taking one job
+  -- per call, at a fraction of the calls.
   local taken, nl = 0, 0
   local seq -- the last take sequence number handed out; n numbers are reserved at the first job
-  local window, wi, fetched = EMPTY, 1, 0
+  local window, wi = EMPTY, 1
   local exhausted = false
   local bi = 1
 
   while taken < n do
-    -- The next group of the walk: from the window (read the next one when it is used up), then
+    -- The next group of the walk: from the window (pop the next one when it is used up), then
     -- from the back of the walk.
-    local group
+    local group, g
     if wi > #window and not exhausted then
-      window = redis.call('ZRANGE', readyKey, str(fetched), str(fetched + n - taken - 1))
+      window = redis.call('LPOP', rotationKey, str(n - taken)) or EMPTY
       wi = 1
-      fetched = fetched + #window
       if #window == 0 then exhausted = true end
       loadGroups(prefix, window, touched)
     end
     if wi <= #window then
       group, wi = window[wi], wi + 1
+      g = touched[group]
+      if g.popped then
+        -- listed twice (never through these scripts): the later entry is dropped
+        g = nil
+      else
+        g.popped = true
+        order[#order + 1] = group
+        -- a group that stopped being runnable since it was listed is dropped (storeGroups)
+        if not eligible(g) then g = nil end
+      end
     elseif bi <= #back then
       group, bi = back[bi], bi + 1
+      g = touched[group]
     else
       break
     end
-    local g = touched[group]
-    if not g.seen then
-      g.seen, g.ready = true, true
-      order[#order + 1] = group
-    end
     local resynced = false
     -- The group keeps the turn for `weight` takes.
-    while taken < n do
+    while g and taken < n do
       -- The list to take from: runnable stuck/released first, then the counting scheme's choice.
       local list
       local cnt = g.cnt
@@ -134,22 +140,31 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         g.turns = g.turns + 1
         if not eligible(g) then break end
         if g.turns >= g.weight then
-          g.requeue = nextTurn(prefix)
           g.turns = 0
           back[#back + 1] = group
+          g.requeue = #back
           break
         end
       end
     end
   end
 
+  -- Groups popped and not reached keep their places at the front.
+  for k = wi, #window do
+    local g = visited[window[k]]
+    if not g.popped then
+      g.popped = true
+      order[#order + 1] = window[k]
+    end
+  end
+
   -- Write back: the groups and the rotation, the leases.
-  local anyLeft = storeGroups(prefix, order, touched)
+  local anyLeft = storeGroups(prefix, order, touched, back)
   sendChunks('ZADD', prefix .. 'active', leases, nl, 1000)
 
   -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
-  -- A group this take visited that is still in the rotation says so without reading `ready`.
-  if n > 0 and taken == n and not woken and (anyLeft or redis.call('ZCARD', readyKey) > 0) then wake(prefix) end
+  -- A group this take visited that is still in the rotation says so without reading `rotation`.
+  if n > 0 and taken == n and not woken and (anyLeft or redis.call('LLEN', rotationKey) > 0) then wake(prefix) end
   if #due > 0 then head = redis.call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES') end
   return jobs, head[2] and tonumber(head[2]) or -1
 end

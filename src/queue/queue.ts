@@ -432,7 +432,7 @@ export class Queue {
 
   private async setGroup(group: string, fields: Array<string | number>): Promise<void> {
     this.check({ task: 'x', group });
-    await runScript(this.client, 'group', [this.keys.ready], [this.keys.prefix, group, ...fields]);
+    await runScript(this.client, 'group', [this.keys.rotation], [this.keys.prefix, group, ...fields]);
   }
 
   /** Live executors (whose heartbeat has not expired). */

@@ -342,7 +342,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async take(n: number): Promise<[Job[], number]> {
-    const [flatJobs, nextDue] = await this.takeSizer.timed(runScript<[Array<Buffer | null>, Buffer | number]>(this.client, 'take', [this.keys.ready], [
+    const [flatJobs, nextDue] = await this.takeSizer.timed(runScript<[Array<Buffer | null>, Buffer | number]>(this.client, 'take', [this.keys.rotation], [
       this.keys.prefix, this.opts.maxEvents, this.id, n, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
     ], true));
     return this.taken(flatJobs, nextDue);

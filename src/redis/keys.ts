@@ -16,7 +16,7 @@ export function checkQueueName(name: string): void {
 
 export interface QueueKeys {
   prefix: string;
-  ready: string;
+  rotation: string;
   marker: string;
   delayed: string;
   active: string;
@@ -39,7 +39,7 @@ export function queueKeys(name: string): QueueKeys {
   const prefix = `{rota:${name}}:`;
   return {
     prefix,
-    ready: `${prefix}ready`,
+    rotation: `${prefix}rotation`,
     marker: `${prefix}marker`,
     delayed: `${prefix}delayed`,
     active: `${prefix}active`,

@@ -3,7 +3,8 @@ import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Job, Queue, Worker } from '../../src/index.js';
 import { NodeProcess } from '../helpers/processes.js';
-import { closeAll, openQueue, openWorker, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+import { queueKeys } from '../../src/redis/keys.js';
+import { closeAll, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
 const CHILD = new URL('../../dist/test/fixtures/fair-worker.js', import.meta.url).pathname;
 const children: NodeProcess[] = [];
@@ -200,5 +201,52 @@ describe('fair selection', () => {
     await until(w, 'completed', () => done.length === 5 + 1 + 5);
     expect(other.length).toBe(5);
     for (const j of paused) expect((await q.getJob(j.id))!.state).toBe('success');
+  });
+
+  it('lists a group once however often it is paused and resumed while listed, and skips it while paused', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const raw = rawClient();
+    const rotation = queueKeys(name).rotation;
+    await q.submitBulk(Array.from({ length: 3 }, () => ({ task: 'noop', group: 'p' })));
+    await q.submitBulk(Array.from({ length: 3 }, () => ({ task: 'noop', group: 'o' })));
+    for (let i = 0; i < 3; i++) {
+      await q.pauseGroup('p');
+      await q.resumeGroup('p');
+    }
+    await q.pauseGroup('p');
+    // Paused while listed: it keeps its place until a take pops it and drops it.
+    expect(await raw.lrange(rotation, 0, -1)).toEqual(['p', 'o']);
+    const done: Job[] = [];
+    const w = worker(name, { noop: () => undefined }, { concurrency: 1 });
+    w.on('completed', (j) => done.push(j));
+    await until(w, 'completed', () => done.length === 3);
+    expect(done.map((j) => j.group)).toEqual(['o', 'o', 'o']);
+    expect(await raw.lrange(rotation, 0, -1)).toEqual([]);
+    await q.resumeGroup('p');
+    await until(w, 'completed', () => done.length === 6);
+    expect(done.slice(3).map((j) => j.group)).toEqual(['p', 'p', 'p']);
+    raw.disconnect();
+  });
+
+  it('serves the groups an older build listed in its rotation (a ZSET), in their turn order', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const raw = rawClient();
+    const k = queueKeys(name);
+    const groups = ['c', 'a', 'd', 'b'];
+    for (const g of groups) await q.submitBulk(Array.from({ length: 2 }, () => ({ task: 'noop', group: g })));
+    // The older builds' layout: the same group records (flagged as listed), the rotation in `ready`
+    // with turn numbers and their counter in `rr`.
+    await raw.del(k.rotation);
+    await raw.zadd(`${k.prefix}ready`, 7, 'b', 4, 'd', 3, 'a', 9, 'c');
+    await raw.set(`${k.prefix}rr`, 9);
+    const done: Job[] = [];
+    const w = worker(name, { noop: () => undefined }, { concurrency: 1 });
+    w.on('completed', (j) => done.push(j));
+    await until(w, 'completed', () => done.length === 8);
+    expect(done.map((j) => j.group)).toEqual(['a', 'd', 'b', 'c', 'a', 'd', 'b', 'c']);
+    expect(await raw.exists(`${k.prefix}ready`, `${k.prefix}rr`)).toBe(0);
+    raw.disconnect();
   });
 });

@@ -331,7 +331,7 @@ describe('repeats after a reconnect', () => {
     try {
       const job = await q.submit({ task: 'x' });
       const k = q.keys;
-      const [jobs] = await runScript<[unknown[], number]>(raw, 'take', [k.ready], [k.prefix, 10_000, 'exec-r', 1, 2, 1, 30_000]);
+      const [jobs] = await runScript<[unknown[], number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-r', 1, 2, 1, 30_000]);
       expect(jobs).toHaveLength(7); // one job (see TAKEN_WIDTH)
       const token = await raw.hget(k.job(job.id), 'takeSeq');
       for (let i = 0; i < 2; i++) {

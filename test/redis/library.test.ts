@@ -56,7 +56,7 @@ describe('the function library', () => {
       for (const l of [now, next]) await r.call('FUNCTION', 'LOAD', 'REPLACE', l.code);
       for (const l of [now, next]) {
         const prefix = `{rota:${uniqueQueue()}}:`;
-        const [jobs] = (await r.call('FCALL', l.functions.get('take')!, 1, `${prefix}ready`, prefix, 100, 'w', 1, 2, 1, 1000)) as [unknown[]];
+        const [jobs] = (await r.call('FCALL', l.functions.get('take')!, 1, `${prefix}rotation`, prefix, 100, 'w', 1, 2, 1, 1000)) as [unknown[]];
         expect(jobs).toEqual([]);
       }
     } finally {
