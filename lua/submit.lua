@@ -5,10 +5,10 @@
   KEYS[1] marker   (prefix .. 'marker'; every other key is built from ARGV[1])
   ARGV[1] key prefix '{rota:<queue>}:'
   ARGV[2] events stream max length (0: no events)
-  ARGV[3] number of fields per job (6)
+  ARGV[3] number of fields per job: 4, or 6 when some job is a periodic task's run
   ARGV[4] the jobs, as one MessagePack array of strings, flat: per job id, description, group,
-          priority, tracker, occurrence (see includes/addJob). One argument instead of six per
-          job spares the client and the server an argument each.
+          priority, and with 6 fields tracker and occurrence (see includes/addJob). One
+          argument instead of one per field spares the client and the server an argument each.
 
   Returns { submitted time (ms), added flag per job (1 added, 0 existed) }; or, writing nothing,
   { submitted time, {}, position (from 1) of the first job whose id is a planned periodic
@@ -44,12 +44,12 @@ for k, key in ipairs(jobKeys) do
   local id = f[i + 1]
   local a
   if not fresh then
-    a = writeJob(key, submitted, f, i)
+    a = writeJob(key, submitted, f, i, width)
   elseif seen[id] then
     a = 0
   else
     seen[id] = true
-    a = writeJob(key, submitted, f, i, nil, true)
+    a = writeJob(key, submitted, f, i, width, nil, true)
   end
   if a == 1 then enqueueLater(prefix, batch, id, f[i + 3], f[i + 4] == 'high') end
   flags[k] = a

@@ -1,7 +1,7 @@
 --[[
   Adding jobs: writeJob writes a job's hash unless a job with its id exists, from
-  f: id, description, group, priority ('high'|'low'), tracker, occurrence (the last two may be
-     ''). The description (field `d`) is what the job is, packed once: a MessagePack array of
+  f: id, description, group, priority ('high'|'low'), and when f holds six fields per job,
+     tracker and occurrence (either may be ''). The description (field `d`) is what the job is, packed once: a MessagePack array of
      task, group, priority, maxRetries, subject, submitter, maxRuntime, tracker, occurrence (nil
      when absent), then the args when there are any (see src/queue/job.ts). The hash keeps its
      own copies of the fields the hot paths read (group; tracker and occurrence of a periodic
@@ -19,17 +19,17 @@
 -- The HSET arguments of the job being written (reused: the library keeps it across calls).
 local jobFields = { 'd', false, 'group', false, 'state', false }
 
--- Writes job hash `jobKey` from the fields at f[i + 1 .. i + 6] (given state, and `submitted`
--- unless planned) unless the job exists (`unchecked`: the caller knows it does not). Returns 1
--- when written, 0 when it existed.
-local function writeJob(jobKey, now, f, i, state, unchecked)
+-- Writes job hash `jobKey` from the fields at f[i + 1 .. i + width] (width 4, or 6 with tracker
+-- and occurrence) in `state` (default waiting), with `submitted` unless planned, unless the job
+-- exists (`unchecked`: the caller knows it does not). Returns 1 when written, 0 when it existed.
+local function writeJob(jobKey, now, f, i, width, state, unchecked)
   if not unchecked and redis.call('EXISTS', jobKey) == 1 then return 0 end
   state = state or 'waiting'
   local a = jobFields
   a[2], a[4], a[6] = f[i + 2], f[i + 3], state
   local n = 6
   if state ~= 'planned' then a[7], a[8], n = 'submitted', now, 8 end
-  if f[i + 5] ~= '' then
+  if width > 4 and f[i + 5] ~= '' then
     a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', f[i + 5], 'occurrence', f[i + 6]
     n = n + 4
   end
@@ -72,7 +72,7 @@ end
 -- Writes job f (see writeJob) in state `planned`, unless it exists. Returns true when the job is
 -- planned afterwards (written now, or already planned), false when it was submitted already.
 local function stageJob(prefix, f)
-  if writeJob(prefix .. 'j:' .. f[1], '', f, 0, 'planned') == 1 then return true end
+  if writeJob(prefix .. 'j:' .. f[1], '', f, 0, 6, 'planned') == 1 then return true end
   return redis.call('HGET', prefix .. 'j:' .. f[1], 'state') == 'planned'
 end
 

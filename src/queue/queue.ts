@@ -58,7 +58,6 @@ export interface WorkerInfo {
 
 export const DEFAULT_MAX_ARGS_BYTES = 512 * 1024;
 export const DEFAULT_MAX_EVENTS = 10_000;
-const SUBMIT_FIELDS = 6;
 /**
  * Most bytes one submit call carries: its jobs go as one argument, and Redis refuses an argument
  * over `proto-max-bulk-len` (512 MiB unless configured otherwise) by closing the connection.
@@ -101,16 +100,18 @@ export function newJobId(): string {
 
 /**
  * Packs checked specs into the submit script's job list: one MessagePack array of the per-job
- * fields, SUBMIT_FIELDS per job, flat, so that a call carries one argument however many jobs it
- * holds (see redis/string-array).
+ * fields, flat, so that a call carries one argument however many jobs it holds (see
+ * redis/string-array). A job has four fields (id, description, group, priority), six when some
+ * job of the call is a periodic task's run (tracker and occurrence, '' for the others).
  */
-export function packSubmits(specs: CheckedSpec[], limit = MAX_SUBMIT_BYTES): Buffer {
+export function packSubmits(specs: CheckedSpec[], limit = MAX_SUBMIT_BYTES): { packed: Buffer; width: number } {
+  const periodic = specs.some((s) => s.tracker !== undefined || s.occurrence !== undefined);
   const fields: StringValue[] = [];
   for (const s of specs) {
-    fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority, s.tracker ?? '',
-      s.occurrence === undefined ? '' : String(s.occurrence));
+    fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority);
+    if (periodic) fields.push(s.tracker ?? '', s.occurrence === undefined ? '' : String(s.occurrence));
   }
-  return packStrings(fields, limit, 'specs');
+  return { packed: packStrings(fields, limit, 'specs'), width: periodic ? 6 : 4 };
 }
 
 /**
@@ -232,8 +233,9 @@ export class Queue {
    * written.
    */
   private async write<A>(checked: CheckedSpec[]): Promise<Job<A>[] | number> {
+    const { packed, width } = packSubmits(checked);
     const [submitted, flags, reserved] = await runScript<[number, number[], number?]>(this.client, 'submit', [this.keys.marker], [
-      this.keys.prefix, this.maxEvents, SUBMIT_FIELDS, packSubmits(checked),
+      this.keys.prefix, this.maxEvents, width, packed,
     ]);
     if (reserved) return reserved - 1;
     // Ids that existed already are read back together (one round trip on the pipelined connection).

@@ -87,10 +87,25 @@ describe('submitting', () => {
   it('refuses a bulk that packs to more than one submit call carries, naming its size', () => {
     const q = queue(uniqueQueue());
     const specs = [0, 1].map(() => q.check({ task: 't', args: 'x'.repeat(100) }));
-    const size = packSubmits(specs).length;
+    const size = packSubmits(specs).packed.length;
     expect(() => packSubmits(specs, size)).not.toThrow();
     const err = (() => { try { packSubmits(specs, size - 1); } catch (e) { return e; } })();
     expect(err).toBeInstanceOf(PayloadTooLargeError);
     expect(err).toMatchObject({ field: 'specs', size, limit: size - 1 });
+  });
+
+  it('stores the tracker and occurrence of the runs of periodic tasks in a bulk, and none for the other jobs', async () => {
+    const q = queue(uniqueQueue());
+    const [plain, run, other] = await q.submitBulk([
+      { task: 't', args: 1 },
+      { task: 't', args: 2, tracker: 'nightly', occurrence: 1_795_000_000_000 },
+      { task: 't', args: 3, group: 'g2' },
+    ]);
+    const stored = await Promise.all([plain, run, other].map((j) => q.getJob(j.id)));
+    expect(stored.map((j) => [j!.args, j!.tracker, j!.occurrence, j!.state])).toEqual([
+      [1, undefined, undefined, 'waiting'],
+      [2, 'nightly', 1_795_000_000_000, 'waiting'],
+      [3, undefined, undefined, 'waiting'],
+    ]);
   });
 });
