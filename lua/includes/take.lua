@@ -27,7 +27,8 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   local leaseAt = str(now + lease)
   local rotationKey = prefix .. 'rotation'
   local jobs, leases, back, touched, order = takenJobs, takenLeases, backOfWalk, visited, visitOrder
-  clearList(jobs)
+  -- (the reply is overwritten from its start; what an earlier, larger take left past its end is
+  -- cleared at the end)
   clearList(back)
   clearList(order)
   for group in pairs(touched) do touched[group] = nil end
@@ -148,6 +149,8 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
       end
     end
   end
+
+  for i = #jobs, taken * TAKEN_WIDTH + 1, -1 do jobs[i] = nil end
 
   -- Groups popped and not reached keep their places at the front.
   for k = wi, #window do
