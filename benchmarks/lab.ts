@@ -2,7 +2,7 @@
 import { Redis } from 'ioredis';
 import { RedisServer } from '../src/dev/redis-server.js';
 import type { Queue } from '../src/index.js';
-import { TAKEN_WIDTH } from '../src/queue/job.js';
+import { takenTokens } from '../src/queue/job.js';
 import type { QueueKeys } from '../src/redis/keys.js';
 import { runScript } from '../src/redis/scripts.js';
 import { packStrings } from '../src/redis/string-array.js';
@@ -53,7 +53,7 @@ export async function takeAll(client: Redis, keys: QueueKeys, jobs: number, batc
   while (taken.length < jobs) {
     const [list] = await runScript<[string[], number]>(client, 'take', [keys.rotation], [keys.prefix, 10_000, 'w1', batch, 2, 1, 60_000]);
     if (list.length === 0) throw new Error('take found nothing');
-    for (let i = 0; i < list.length; i += TAKEN_WIDTH) taken.push([list[i], list[i + 1]]);
+    taken.push(...takenTokens(list));
   }
   return taken;
 }

@@ -6,15 +6,16 @@
   Each taken job is marked `scheduled` with the executor id, gets a lease in `active` (now +
   lease ms), and its take sequence number (takeSeq), which is also the lease token. Sequence
   numbers increase with every take; one reserved by a take that found fewer jobs is skipped.
-  Returns the jobs as one flat list, seven entries per job (TAKEN_WIDTH): id, take sequence,
-  description (field d), retries, submitted, due, error (the last two of a retried job), and the
-  next stuck job's due time (ms) or -1. The caller flushes the changes (flushChanges).
+  Returns the jobs as one flat list: the take sequence number of the first job (the others have
+  the next ones, in order), then six entries per job (TAKEN_WIDTH): id, description (field d),
+  retries, submitted, due, error (the last two of a retried job); empty when it took none. And
+  the next stuck job's due time (ms) or -1. The caller flushes the changes (flushChanges).
 ]]
 -- The key suffix of a group's list, by the field counting its jobs.
 local LIST_SUFFIX = { nr = ':r', nh = ':h', nl = ':l' }
 
 -- Entries per job in a take's reply.
-local TAKEN_WIDTH = 7
+local TAKEN_WIDTH = 6
 
 -- What a take collects as it goes (reused: the library keeps them across calls; each take
 -- empties them as it begins): the reply, the leases, the groups sent to the back of the walk,
@@ -133,9 +134,10 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
         leases[nl + 1], leases[nl + 2], nl = leaseAt, id, nl + 2
         changed(id, 'scheduled')
-        local k = taken * TAKEN_WIDTH
-        jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4], jobs[k + 5], jobs[k + 6], jobs[k + 7] =
-          id, token, job[2], retries, job[4], due, err
+        if taken == 0 then jobs[1] = seq end
+        local k = 1 + taken * TAKEN_WIDTH
+        jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4], jobs[k + 5], jobs[k + 6] =
+          id, job[2], retries, job[4], due, err
         taken = taken + 1
         if g.limit > 0 then g.running = g.running + 1 end
         g.turns = g.turns + 1
@@ -150,7 +152,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
     end
   end
 
-  for i = #jobs, taken * TAKEN_WIDTH + 1, -1 do jobs[i] = nil end
+  for i = #jobs, taken > 0 and 2 + taken * TAKEN_WIDTH or 1, -1 do jobs[i] = nil end
 
   -- Groups popped and not reached keep their places at the front.
   for k = wi, #window do

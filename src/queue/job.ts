@@ -126,26 +126,37 @@ export function decodeJobObject(id: string, obj: Record<string, Buffer>): Job | 
   return flat.length ? decodeJob(id, flat) : null;
 }
 
-/** Entries per job in a take reply (see lua/includes/take). */
-export const TAKEN_WIDTH = 7;
+/** Entries per job in a take reply (see lua/includes/take), after the first job's take sequence. */
+export const TAKEN_WIDTH = 6;
+
+/** The jobs of a take reply, each as [id, take sequence]: for probes and tests that drive the scripts. */
+export function takenTokens(flat: Array<Buffer | string | number | null>): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (let i = 1, k = 0; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, k++) {
+    out.push([String(flat[i]), String(Number(flat[0]) + k)]);
+  }
+  return out;
+}
 
 /**
  * Builds the jobs taken by executor `worker` from a take reply (see lua/includes/take): a flat
- * list, per job id, take sequence, description, retries, submitted, due, error (nil when absent).
+ * list, the first job's take sequence (the next jobs have the next numbers), then per job id,
+ * description, retries, submitted, due, error (nil when absent).
  */
-export function decodeTaken(flat: Array<Buffer | null>, worker: string): Job[] {
+export function decodeTaken(flat: Array<Buffer | number | null>, worker: string): Job[] {
   const jobs: Job[] = [];
-  for (let i = 0; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH) {
-    const retries = flat[i + 3];
-    const due = flat[i + 5];
-    const error = flat[i + 6];
+  const first = Number(flat[0]);
+  for (let i = 1, seq = first; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, seq++) {
+    const retries = flat[i + 2];
+    const due = flat[i + 4];
+    const error = flat[i + 5];
     const job: Record<string, unknown> = {
-      id: flat[i]!.toString(), takeSeq: Number(flat[i + 1]), retries: retries ? Number(retries) : 0,
-      submitted: Number(flat[i + 4]), state: 'scheduled', worker, subject: '', submitter: '',
+      id: flat[i]!.toString(), takeSeq: seq, retries: retries ? Number(retries) : 0,
+      submitted: Number(flat[i + 3]), state: 'scheduled', worker, subject: '', submitter: '',
     };
     if (due) job.due = Number(due);
     if (error) job.error = error.toString();
-    jobs.push(assignDescription(job, flat[i + 2]!) as unknown as Job);
+    jobs.push(assignDescription(job, flat[i + 1] as Buffer) as unknown as Job);
   }
   return jobs;
 }

@@ -342,14 +342,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async take(n: number): Promise<[Job[], number]> {
-    const [flatJobs, nextDue] = await this.takeSizer.timed(runScript<[Array<Buffer | null>, Buffer | number]>(this.client, 'take', [this.keys.rotation], [
+    const [flatJobs, nextDue] = await this.takeSizer.timed(runScript<[Array<Buffer | number | null>, Buffer | number]>(this.client, 'take', [this.keys.rotation], [
       this.keys.prefix, this.opts.maxEvents, this.id, n, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
     ], true));
     return this.taken(flatJobs, nextDue);
   }
 
   /** The jobs and next stuck due time of a take reply (from take or finish). */
-  private taken(flat: Array<Buffer | null>, due: Buffer | number): [Job[], number] {
+  private taken(flat: Array<Buffer | number | null>, due: Buffer | number): [Job[], number] {
     return [decodeTaken(flat, this.id), Number(due)];
   }
 
@@ -449,7 +449,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       packStrings(runs, Infinity, 'runs'),
     ];
     // Binary-safe: the taken jobs hold their args (msgpack).
-    const reply = this.takeSizer.timed(runScript<[number, Buffer[], Array<Buffer | null>, Buffer | number]>(this.client, 'finish', [this.keys.active], args, true));
+    const reply = this.takeSizer.timed(runScript<[number, Buffer[], Array<Buffer | number | null>, Buffer | number]>(this.client, 'finish', [this.keys.active], args, true));
     if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => this.taken(jobs, due)), true);
     let states: Buffer[];
     let at: number;
