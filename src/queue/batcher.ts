@@ -39,6 +39,11 @@ export class Batcher<T> {
     }
   }
 
+  /** Whether items wait to be sent, or calls to be answered. */
+  get busy(): boolean {
+    return this.items.size > 0 || this.inflight.size > 0;
+  }
+
   /** Takes back an item not sent yet; false when it was sent already (or never added). */
   withdraw(item: T): boolean {
     return this.items.delete(item);

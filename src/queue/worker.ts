@@ -284,6 +284,13 @@ export class Worker extends EventEmitter<WorkerEvents> {
         continue;
       }
       if (this.drained) {
+        // A finish call waiting or in flight takes for the slots its runs free: its answer comes
+        // before a wake-up would. Under steady arrivals it brings the next jobs, one call a
+        // cycle instead of a finish, a wait for the wake-up and a take.
+        if (this.finishes.busy) {
+          await this.finishes.drain();
+          continue;
+        }
         this.drained = false;
         const untilDue = this.nextDue > 0 ? this.nextDue - Date.now() : Infinity;
         await this.waitForWork(Math.max(5, Math.min(this.opts.fallbackWakeMs, untilDue)));
@@ -306,7 +313,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
    * up to a full take.
    */
   private takeWanted(piggyback = false): number {
-    if (this.closing || this.drained || this.takeFailed) return 0;
+    if (this.closing || this.takeFailed || (this.drained && !piggyback)) return 0;
     const full = this.takeSizer.size;
     const want = Math.min(this.opts.concurrency - this.runs.size - this.reserved, full);
     if (want <= 0) return 0;
