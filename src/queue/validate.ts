@@ -54,13 +54,20 @@ export function zodError(base: string, error: z.ZodError): ValidationError {
   return new ValidationError(field || base, issue.message);
 }
 
+/** A value msgpack cannot carry: where it is below the value checked (innermost first), and why. */
 interface Problem {
-  path: string;
+  at: Array<string | number>;
   reason: string;
 }
 
-/** Finds the first value in `v` that msgpack cannot carry faithfully, or null when all is well. */
-function unserializable(v: unknown, path: string, seen: Set<object>): Problem | null {
+/** The objects and arrays being walked by {@link unserializable}, outermost first (a cycle check). */
+const ancestors: object[] = [];
+
+/**
+ * Finds the first value in `v` that msgpack cannot carry faithfully, or null when all is well.
+ * Allocates nothing for a value that packs (its path is built only for a problem).
+ */
+function unserializable(v: unknown): Problem | null {
   switch (typeof v) {
     case 'string':
     case 'boolean':
@@ -68,43 +75,46 @@ function unserializable(v: unknown, path: string, seen: Set<object>): Problem | 
     case 'undefined':
       return null;
     case 'number':
-      return Number.isFinite(v) ? null : { path, reason: `is ${v}, which does not serialize` };
+      return Number.isFinite(v) ? null : { at: [], reason: `is ${v}, which does not serialize` };
     case 'function':
-      return { path, reason: 'is a function, which does not serialize' };
+      return { at: [], reason: 'is a function, which does not serialize' };
     case 'symbol':
-      return { path, reason: 'is a symbol, which does not serialize' };
+      return { at: [], reason: 'is a symbol, which does not serialize' };
   }
   if (v === null || v instanceof Date || v instanceof Uint8Array) return null;
-  const obj = v as object;
-  if (seen.has(obj)) return { path, reason: 'refers back to itself (a cycle), which does not serialize' };
-  seen.add(obj);
+  const obj = v as Record<string, unknown>;
+  if (ancestors.includes(obj)) return { at: [], reason: 'refers back to itself (a cycle), which does not serialize' };
+  ancestors.push(obj);
   try {
     if (Array.isArray(obj)) {
       for (let i = 0; i < obj.length; i++) {
-        const r = unserializable(obj[i], `${path}[${i}]`, seen);
-        if (r) return r;
+        const r = unserializable(obj[i]);
+        if (r) return (r.at.push(i), r);
       }
       return null;
     }
     const proto = Object.getPrototypeOf(obj);
     if (proto !== Object.prototype && proto !== null) {
       const kind = (proto as { constructor?: { name?: string } }).constructor?.name ?? 'class';
-      return { path, reason: `is a ${kind} instance; only plain objects, arrays and plain values serialize` };
+      return { at: [], reason: `is a ${kind} instance; only plain objects, arrays and plain values serialize` };
     }
-    for (const [k, val] of Object.entries(obj)) {
-      const r = unserializable(val, `${path}.${k}`, seen);
-      if (r) return r;
+    for (const k of Object.keys(obj)) {
+      const r = unserializable(obj[k]);
+      if (r) return (r.at.push(k), r);
     }
     return null;
   } finally {
-    seen.delete(obj);
+    ancestors.pop();
   }
 }
 
 /** Packs a value with msgpack, refusing values that do not serialize or exceed `limit` bytes. */
 export function packValue(value: unknown, limit: number, field: string): Buffer {
-  const problem = unserializable(value, field, new Set());
-  if (problem) throw new ValidationError(problem.path, problem.reason);
+  const problem = unserializable(value);
+  if (problem) {
+    const path = problem.at.reverse().map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('');
+    throw new ValidationError(`${field}${path}`, problem.reason);
+  }
   const packed = value === undefined ? Buffer.alloc(0) : pack(value);
   if (packed.length > limit) throw new PayloadTooLargeError(field, packed.length, limit);
   return packed;
