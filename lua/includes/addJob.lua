@@ -1,13 +1,13 @@
 --[[
   Adding jobs: writeJob writes a job's hash unless a job with its id exists, from
   f: id, description, group, priority ('high'|'low'), and when f holds six fields per job,
-     tracker and occurrence (either may be ''). The description (field `d`) is what the job is, packed once: a MessagePack array of
-     task, group, priority, maxRetries, subject, submitter, maxRuntime, tracker, occurrence (nil
-     when absent), then the args when there are any (see src/queue/job.ts). The hash keeps its
-     own copies of the fields the hot paths read (group; tracker and occurrence of a periodic
-     run, whose start reads them), so that they unpack nothing; the paths that need the
-     priority or retry limit (cancel, retry, a failed run) read them from the description
-     (describeJob);
+     tracker and occurrence (either may be ''). The description (field `d`) is what the job is,
+     packed once: a MessagePack array of task, group, priority, maxRetries, subject, submitter,
+     maxRuntime, tracker, occurrence (nil when absent), then the args when there are any (see
+     src/queue/job.ts). The hash keeps its own copies of the fields the hot paths read (group;
+     tracker and occurrence of a periodic run, whose start reads them), so that they unpack
+     nothing; the paths that need the priority or retry limit (cancel, retry, a failed run) read
+     them from the description (describeJob);
   enqueueLater puts it in its group's list in a batch (newJobBatch): list pushes are collected and
   applied by flushJobs with one LPUSH per list, and the group counters with one update per batch.
 

@@ -182,7 +182,7 @@ local function unpackGroup(v)
   end
   groupPoolNext = groupPoolNext + 1
   -- what a take marks on a group while it walks the rotation
-  g.popped, g.seen, g.requeue = nil, nil, nil
+  g.popped, g.requeue = nil, nil
   if not v then
     g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused, g.ready =
       0, 0, 0, 0, 0, 0, 0, 0, 1, false, false
@@ -219,7 +219,7 @@ local function eligible(g)
 end
 
 -- Whether a group holds nothing worth storing: no jobs waiting or stuck, the default settings
--- (so no limit, and no running count: see countsRunning), and no place in `ready`. Its state is
+-- (so no limit, and no running count: see countsRunning), and no place in `rotation`. Its state is
 -- then what unpackGroup gives for a group not in the hash: its counting scheme starts a new cycle
 -- with its next jobs (the ratio matters only while jobs wait).
 local function idle(g)

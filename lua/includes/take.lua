@@ -79,7 +79,8 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
       group, wi = window[wi], wi + 1
       g = touched[group]
       if g.popped then
-        -- listed twice (never through these scripts): the later entry is dropped
+        -- listed twice (only while an older build's executors run beside this one, see
+        -- recover.lua): the later entry is dropped
         g = nil
       else
         g.popped = true
@@ -156,7 +157,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
 
   -- Groups popped and not reached keep their places at the front.
   for k = wi, #window do
-    local g = visited[window[k]]
+    local g = touched[window[k]]
     if not g.popped then
       g.popped = true
       order[#order + 1] = window[k]
