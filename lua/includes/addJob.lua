@@ -48,23 +48,29 @@ local function packDescription(task, group, priority, maxRetries, subject, submi
 end
 
 local function newJobBatch()
-  return { lists = {}, listOrder = {}, listKeys = {} }
+  return { lists = {}, listOrder = {}, keysHigh = {}, keysLow = {} }
 end
 
 -- Queues job `id` for its group's list in a batch.
 local function enqueueLater(prefix, batch, id, group, high)
-  local keys = batch.listKeys[group]
-  if not keys then
-    keys = {}
-    batch.listKeys[group] = keys
-  end
-  local key = keys[high]
+  local keys = high and batch.keysHigh or batch.keysLow
+  local key = keys[group]
   if not key then
     key = prefix .. 'g:' .. group .. (high and ':h' or ':l')
-    keys[high] = key
+    keys[group] = key
   end
-  local ids = slot(batch.lists, batch.listOrder, key)
-  ids[#ids + 1] = id
+  -- a list's ids in order: a list given one id (the usual case in a bulk over many groups) keeps
+  -- it as it is, without a table of its own
+  local lists = batch.lists
+  local ids = lists[key]
+  if ids == nil then
+    lists[key] = id
+    batch.listOrder[#batch.listOrder + 1] = key
+  elseif type(ids) == 'string' then
+    lists[key] = { ids, id }
+  else
+    ids[#ids + 1] = id
+  end
   deferGroup(group, high and 'nh' or 'nl', 1)
   changed(id, 'waiting')
 end
@@ -81,7 +87,7 @@ end
 local function flushJobs(prefix, batch)
   for _, list in ipairs(batch.listOrder) do
     local ids = batch.lists[list]
-    sendChunks('LPUSH', list, ids, #ids, 1000)
+    if type(ids) == 'string' then redis.call('LPUSH', list, ids) else sendChunks('LPUSH', list, ids, #ids, 1000) end
   end
   return flushGroups(prefix)
 end

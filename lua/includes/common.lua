@@ -303,26 +303,47 @@ local function storeGroups(prefix, order, map, requeued)
   return any
 end
 
--- Group counter changes collected during one script call (field -> increment per group) and
--- applied together by flushGroups: a hundred finished jobs of one group cost one update, and a
--- thousand groups one read and one write.
-local pendingGroups, pendingOrder = {}, {}
+-- Group counter changes collected during one script call and applied together by flushGroups: a
+-- hundred finished jobs of one group cost one update, and a thousand groups one read and one
+-- write. One map of increments per counter (group -> n), so that a group costs no table of its
+-- own; the maps and the groups' list are kept across calls and emptied as they are applied.
+local DEFERRED = { 'nr', 'nh', 'nl', 'stuck', 'running' }
+local pendingDelta = { nr = {}, nh = {}, nl = {}, stuck = {}, running = {} }
+local pendingOrder, pending = {}, {}
 
 local function deferGroup(group, field, n)
-  local d = slot(pendingGroups, pendingOrder, group)
-  d[field] = (d[field] or 0) + n
+  if not pending[group] then
+    pending[group] = true
+    pendingOrder[#pendingOrder + 1] = group
+  end
+  local byGroup = pendingDelta[field]
+  byGroup[group] = (byGroup[group] or 0) + n
+end
+
+-- Empties the collected changes, adding them to the groups of `map` when given.
+local function takePending(map)
+  for _, group in ipairs(pendingOrder) do
+    local g = map and map[group]
+    for i = 1, #DEFERRED do
+      local field = DEFERRED[i]
+      local byGroup = pendingDelta[field]
+      local d = byGroup[group]
+      if d then
+        if g then g[field] = g[field] + d end
+        byGroup[group] = nil
+      end
+    end
+    pending[group] = nil
+  end
 end
 
 -- Returns true when any of the updated groups is in the rotation afterwards.
 local function flushGroups(prefix)
   if #pendingOrder == 0 then return false end
   local map = loadGroups(prefix, pendingOrder, {})
-  for _, group in ipairs(pendingOrder) do
-    local g = map[group]
-    for field, d in pairs(pendingGroups[group]) do g[field] = g[field] + d end
-  end
+  takePending(map)
   local any = storeGroups(prefix, pendingOrder, map)
-  pendingGroups, pendingOrder = {}, {}
+  clearList(pendingOrder)
   return any
 end
 
@@ -401,7 +422,10 @@ local function beginCall()
   if next(events) then events = {} end
   for state in pairs(countDelta) do countDelta[state] = 0 end
   if next(periodicFailures) then periodicFailures = {} end
-  if next(pendingGroups) then pendingGroups, pendingOrder = {}, {} end
+  if pendingOrder[1] then
+    takePending()
+    clearList(pendingOrder)
+  end
   flushLater(true)
   woken = false
   anyLimited = nil
