@@ -80,18 +80,6 @@ local function describeJob(d)
   return priority, maxRetries
 end
 
--- The table kept under `key` in `map`, created (and `key` appended to `order`) on first use: the
--- collections a script fills as it goes and writes out once, in first-seen order.
-local function slot(map, order, key)
-  local t = map[key]
-  if not t then
-    t = {}
-    map[key] = t
-    order[#order + 1] = key
-  end
-  return t
-end
-
 -- Empties list `t` in place (its storage is kept for the next call).
 local function clearList(t)
   for i = #t, 1, -1 do t[i] = nil end
