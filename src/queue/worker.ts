@@ -335,6 +335,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       if (jobs.length < want && waits === this.waits) {
         this.drained = true;
         this.nextDue = due;
+      } else if (jobs.length === want) {
+        // a full take (a finish call's, made while the queue was dry): work is back
+        this.drained = false;
       }
     }, (err: unknown) => {
       if (this.closing) return;
