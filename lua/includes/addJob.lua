@@ -87,7 +87,11 @@ end
 local function flushJobs(prefix, batch)
   for _, list in ipairs(batch.listOrder) do
     local ids = batch.lists[list]
-    if type(ids) == 'string' then redis.call('LPUSH', list, ids) else sendChunks('LPUSH', list, ids, #ids, 1000) end
+    if type(ids) == 'string' then
+      redis.call('LPUSH', list, ids)
+    else
+      sendChunks('LPUSH', list, ids, #ids, 1000)
+    end
   end
   return flushGroups(prefix)
 end

@@ -17,9 +17,10 @@ local LIST_SUFFIX = { nr = ':r', nh = ':h', nl = ':l' }
 -- Entries per job in a take's reply.
 local TAKEN_WIDTH = 6
 
--- What a take collects as it goes (reused: the library keeps them across calls; each take
--- empties them as it begins): the reply, the leases, the groups sent to the back of the walk,
--- the groups' state (by name: every group read) and the groups visited, in first-seen order.
+-- What a take collects as it goes (reused: the library keeps them across calls): the reply
+-- (written over from its start, its stale tail cleared at the end), the leases (counted, never
+-- cleared), and, emptied as a take begins, the groups sent to the back of the walk, the groups'
+-- state (by name: every group read) and the groups visited, in first-seen order.
 local takenJobs, takenLeases, backOfWalk, visited, visitOrder = {}, {}, {}, {}, {}
 -- An empty list (never written to).
 local EMPTY = {}

@@ -310,7 +310,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
    * all at once (a new group's job waits for a wave, not a batch). While work lasts, a second
    * full take may be in flight, so that Redis works on one while the answer to the other travels
    * and its jobs start. A finish call (`piggyback`) is sent anyway: it takes for every slot free,
-   * up to a full take.
+   * up to a full take, even while the queue is dry (its answer then comes before a wake-up would).
    */
   private takeWanted(piggyback = false): number {
     if (this.closing || this.takeFailed || (this.drained && !piggyback)) return 0;
