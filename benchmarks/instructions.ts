@@ -33,7 +33,8 @@ const keep = process.argv.includes('--keep');
 
 const dir = mkdtempSync(join(tmpdir(), 'rota-callgrind-'));
 const port = await freePort();
-const proc = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${join(dir, 'cg.out')}`,
+// Names uncompressed: each dump (one per phase) then names its functions on its own.
+const proc = spawn('valgrind', ['--tool=callgrind', '--compress-strings=no', `--callgrind-out-file=${join(dir, 'cg.out')}`,
   server, '--port', String(port), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
 // The server goes with this process, whatever ends it.
 process.once('exit', () => proc.kill('SIGKILL'));

@@ -40,6 +40,7 @@ local now = nowMs()
 local states = {}
 local ended = {}
 local runs = cmsgpack.unpack(ARGV[11])
+local at = beginFinishes(prefix, now)
 for i = 1, #runs, 4 do
   local id = runs[i]
   local outcome = runs[i + 2]
@@ -51,12 +52,12 @@ for i = 1, #runs, 4 do
     local started
     if unstarted and job[2] == 'scheduled' then
       -- its start, as start.lua applies it (the end state written next replaces `running`)
-      started = str(now)
+      started = at.nowS
       left('scheduled')
       changed(id, 'running')
       job[2] = 'running'
     end
-    local state = finishJob(prefix, jobKey, now, id, job, outcome, runs[i + 3], retryDelay, started)
+    local state = finishJob(at, jobKey, id, job, outcome, runs[i + 3], retryDelay, started)
     states[#states + 1] = state
     ended[state] = true
   elseif job[1] == runs[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and redis.call('HGET', jobKey, 'worker') == '')) then

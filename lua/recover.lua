@@ -56,12 +56,13 @@ if mine ~= '' then
 end
 
 local recovered = {}
+local at = beginFinishes(prefix, now)
 for id, reason in pairs(victims) do
   local jobKey = prefix .. 'j:' .. id
   local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'group', 'cancel')
   if job[2] == 'running' or job[2] == 'scheduled' then
     local worker = redis.call('HGET', jobKey, 'worker')
-    finishJob(prefix, jobKey, now, id, job, 'f', reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
+    finishJob(at, jobKey, id, job, 'f', reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
     recovered[#recovered + 1] = id
   else
     redis.call('ZREM', activeKey, id)

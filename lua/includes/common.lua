@@ -101,7 +101,8 @@ end
 -- Collected state changes of one script call; flushed as one stream entry: the ids per state
 -- (in the order states first occur), and the changes that carry an error. The lists per state
 -- and the count changes are kept across calls and emptied in place by beginCall (a state's
--- list is in this call's order once it holds an id).
+-- list is in this call's order once it holds an id). A state's count grows by the ids its list
+-- holds when the changes are flushed, and by the changes with an error as they come.
 local stateIds, stateOrder = {}, {}
 local events = {}
 local countDelta = {}
@@ -109,11 +110,17 @@ local countDelta = {}
 local function changed(id, state, err)
   if err then
     events[#events + 1] = { id, state, err }
-  else
-    local ids = callList(stateIds, stateOrder, state)
-    ids[#ids + 1] = id
+    countDelta[state] = (countDelta[state] or 0) + 1
+    return
   end
-  countDelta[state] = (countDelta[state] or 0) + 1
+  local ids = stateIds[state]
+  if not ids then
+    ids = {}
+    stateIds[state] = ids
+  end
+  local n = #ids
+  if n == 0 then stateOrder[#stateOrder + 1] = state end
+  ids[n + 1] = id
 end
 
 local function left(state)
@@ -132,6 +139,10 @@ end
 local entry = { 'XADD', false, 'MAXLEN', '~', false, '*' }
 
 local function flushChanges(prefix, maxEvents)
+  for i = 1, #stateOrder do
+    local state = stateOrder[i]
+    countDelta[state] = (countDelta[state] or 0) + #stateIds[state]
+  end
   for state, d in pairs(countDelta) do
     if d ~= 0 then redis.call('HINCRBY', prefix .. 'counts', state, str(d)) end
   end
@@ -308,21 +319,22 @@ local function deferGroup(group, field, n)
   byGroup[group] = (byGroup[group] or 0) + n
 end
 
--- Empties the collected changes, adding them to the groups of `map` when given.
+-- Empties the collected changes, adding them to the groups of `map` when given. Each map is
+-- walked over the increments it holds (a bulk of jobs over many groups has one each), not over
+-- every counter of every group.
 local function takePending(map)
-  for _, group in ipairs(pendingOrder) do
-    local g = map and map[group]
-    for i = 1, #DEFERRED do
-      local field = DEFERRED[i]
-      local byGroup = pendingDelta[field]
-      local d = byGroup[group]
-      if d then
-        if g then g[field] = g[field] + d end
-        byGroup[group] = nil
+  for i = 1, #DEFERRED do
+    local field = DEFERRED[i]
+    local byGroup = pendingDelta[field]
+    for group, d in next, byGroup do
+      if map then
+        local g = map[group]
+        g[field] = g[field] + d
       end
+      byGroup[group] = nil
     end
-    pending[group] = nil
   end
+  for i = 1, #pendingOrder do pending[pendingOrder[i]] = nil end
 end
 
 -- Returns true when any of the updated groups is in the rotation afterwards.
@@ -340,15 +352,10 @@ end
 -- a key is listed in laterKeys when its list gets its first entry of the call.
 local laterAdds, laterRems, laterKeys = {}, {}, {}
 
-local function laterZadd(key, score, member)
-  local a = callList(laterAdds, laterKeys, key)
-  local n = #a
-  a[n + 1], a[n + 2] = score, member
-end
-
-local function laterZrem(key, member)
-  local a = callList(laterRems, laterKeys, key)
-  a[#a + 1] = member
+-- The list of writes to `key` in `map`, to append to: in laterAdds score, member pairs (ZADD), in
+-- laterRems members (ZREM).
+local function laterList(map, key)
+  return callList(map, laterKeys, key)
 end
 
 -- Sends (unless `drop`) and empties the collected writes.

@@ -9,16 +9,24 @@
   given, is written as the run's start time in the same write (a run whose start was not sent
   separately, see finish.lua). A failed run of a periodic task (a job with a tracker) also raises
   a periodic.failed event.
+  `at` is what the finishJob calls of one script call share (beginFinishes, once per call).
   Returns the state the job ended in. The set and group changes of a batch are applied together:
   callers run finishBatch(prefix) after their last finishJob and before reading those keys.
 ]]
 -- The HSET arguments of the job being ended (reused: the library keeps it across calls).
 local endFields = {}
 
-local function finishJob(prefix, jobKey, now, id, job, outcome, payload, retryDelay, started)
+-- What the finishJob calls of one script call share: its queue, its time (and as text), and the
+-- lists of set writes they add to (the lease removals, the finished-state additions by state).
+local function beginFinishes(prefix, now)
+  return { prefix = prefix, now = now, nowS = str(now), rems = laterList(laterRems, prefix .. 'active'), adds = {} }
+end
+
+local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, started)
+  local prefix, now, nowS = at.prefix, at.now, at.nowS
   local group = job[3]
-  local nowS = str(now)
-  laterZrem(prefix .. 'active', id)
+  local rems = at.rems
+  rems[#rems + 1] = id
   left(job[2])
   if job[4] == '1' and outcome ~= 'r' then outcome = 'c' end
   local state
@@ -56,10 +64,16 @@ local function finishJob(prefix, jobKey, now, id, job, outcome, payload, retryDe
   end
   redis.call('HSET', jobKey, unpack(a, 1, n))
   if state == 'success' or state == 'failed' or state == 'cancelled' then
-    laterZadd(prefix .. 'done:' .. state, nowS, id)
+    local adds = at.adds[state]
+    if not adds then
+      adds = laterList(laterAdds, prefix .. 'done:' .. state)
+      at.adds[state] = adds
+    end
+    local k = #adds
+    adds[k + 1], adds[k + 2] = nowS, id
   end
   changed(id, state, (state == 'stuck' or state == 'failed') and payload or nil)
-  if countsRunning(prefix, group) then deferGroup(group, 'running', -1) end
+  if anyLimited ~= false and countsRunning(prefix, group) then deferGroup(group, 'running', -1) end
   return state
 end
 
