@@ -51,7 +51,7 @@ local function newJobBatch()
   return { lists = {}, listOrder = {}, keysHigh = {}, keysLow = {} }
 end
 
--- Queues job `id` for its group's list in a batch.
+-- Queues job `id` for its group's list in a batch (and lists it as entered `waiting`).
 local function enqueueLater(prefix, batch, id, group, high)
   local keys = high and batch.keysHigh or batch.keysLow
   local key = keys[group]
@@ -72,7 +72,12 @@ local function enqueueLater(prefix, batch, id, group, high)
     ids[#ids + 1] = id
   end
   deferGroup(group, high and 'nh' or 'nl', 1)
-  changed(id, 'waiting')
+  local waiting = batch.waiting
+  if not waiting then
+    waiting = changedList('waiting')
+    batch.waiting = waiting
+  end
+  waiting[#waiting + 1] = id
 end
 
 -- Writes job f (see writeJob) in state `planned`, unless it exists. Returns true when the job is

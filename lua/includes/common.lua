@@ -107,6 +107,12 @@ local stateIds, stateOrder = {}, {}
 local events = {}
 local countDelta = {}
 
+-- The list of ids that entered `state` in this call, for a caller about to add one or more
+-- (a state listed with no id would be an empty field of the stream entry).
+local function changedList(state)
+  return callList(stateIds, stateOrder, state)
+end
+
 local function changed(id, state, err)
   if err then
     events[#events + 1] = { id, state, err }

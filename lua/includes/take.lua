@@ -7,15 +7,16 @@
   lease ms), and its take sequence number (takeSeq), which is also the lease token. Sequence
   numbers increase with every take; one reserved by a take that found fewer jobs is skipped.
   Returns the jobs as one flat list: the take sequence number of the first job (the others have
-  the next ones, in order), then six entries per job (TAKEN_WIDTH): id, description (field d),
-  retries, submitted, due, error (the last two of a retried job); empty when it took none. And
-  the next stuck job's due time (ms) or -1. The caller flushes the changes (flushChanges).
+  the next ones, in order), then four entries per job (TAKEN_WIDTH): id, description (field d),
+  submitted, and false, or for a job that failed before { retries, due, error }; empty when it
+  took none. And the next stuck job's due time (ms) or -1. The caller flushes the changes
+  (flushChanges).
 ]]
 -- The key suffix of a group's list, by the field counting its jobs.
 local LIST_SUFFIX = { nr = ':r', nh = ':h', nl = ':l' }
 
 -- Entries per job in a take's reply.
-local TAKEN_WIDTH = 6
+local TAKEN_WIDTH = 4
 
 -- What a take collects as it goes (reused: the library keeps them across calls): the reply
 -- (written over from its start, its stale tail cleared at the end), the leases (counted, never
@@ -61,6 +62,8 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   -- leases are written once at the end (storeGroups). The order is the same as taking one job
   -- per call, at a fraction of the calls.
   local taken, nl = 0, 0
+  -- jobs taken from the high and low lists (all waiting), and the ids listed as scheduled
+  local fromWaiting, scheduled = 0, nil
   local seq -- the last take sequence number handed out; n numbers are reserved at the first job
   local window, wi = EMPTY, 1
   local exhausted = false
@@ -122,24 +125,31 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         g.cnt = cnt
         g[list] = g[list] - 1
         local jobKey = prefix .. 'j:' .. id
-        local job = redis.call('HMGET', jobKey, 'state', 'd', 'retries', 'submitted')
-        local old, retries, due, err = job[1], job[3], false, false
+        local job = redis.call('HMGET', jobKey, 'd', 'submitted', 'retries')
+        local retried = false
         -- a job that failed before carries its retry time and last error
-        if retries then
+        if job[3] then
           local more = redis.call('HMGET', jobKey, 'due', 'error')
-          due, err = more[1], more[2]
+          retried = { job[3], more[1], more[2] }
         end
-        left(old)
-        if old == 'stuck' then g.stuck = g.stuck - 1 end
+        -- the high and low lists hold waiting jobs only; the preferred one stuck or released ones
+        if list == 'nr' then
+          local old = redis.call('HGET', jobKey, 'state')
+          left(old)
+          if old == 'stuck' then g.stuck = g.stuck - 1 end
+        else
+          fromWaiting = fromWaiting + 1
+        end
         seq = (seq or redis.call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
-        local token = string.format('%d', seq)
-        redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
+        redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', string.format('%d', seq))
         leases[nl + 1], leases[nl + 2], nl = leaseAt, id, nl + 2
-        changed(id, 'scheduled')
-        if taken == 0 then jobs[1] = seq end
+        if taken == 0 then
+          jobs[1] = seq
+          scheduled = changedList('scheduled')
+        end
+        scheduled[#scheduled + 1] = id
         local k = 1 + taken * TAKEN_WIDTH
-        jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4], jobs[k + 5], jobs[k + 6] =
-          id, job[2], retries, job[4], due, err
+        jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4] = id, job[1], job[2], retried
         taken = taken + 1
         if g.limit > 0 then g.running = g.running + 1 end
         g.turns = g.turns + 1
@@ -155,6 +165,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   end
 
   for i = #jobs, taken > 0 and 2 + taken * TAKEN_WIDTH or 1, -1 do jobs[i] = nil end
+  if fromWaiting > 0 then countDelta.waiting = (countDelta.waiting or 0) - fromWaiting end
 
   -- Groups popped and not reached keep their places at the front.
   for k = wi, #window do

@@ -127,10 +127,10 @@ export function decodeJobObject(id: string, obj: Record<string, Buffer>): Job | 
 }
 
 /** Entries per job in a take reply (see lua/includes/take), after the first job's take sequence. */
-export const TAKEN_WIDTH = 6;
+export const TAKEN_WIDTH = 4;
 
 /** The jobs of a take reply, each as [id, take sequence]: for probes and tests that drive the scripts. */
-export function takenTokens(flat: Array<Buffer | string | number | null>): Array<[string, string]> {
+export function takenTokens(flat: Array<unknown>): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   for (let i = 1, k = 0; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, k++) {
     out.push([String(flat[i]), String(Number(flat[0]) + k)]);
@@ -141,21 +141,23 @@ export function takenTokens(flat: Array<Buffer | string | number | null>): Array
 /**
  * Builds the jobs taken by executor `worker` from a take reply (see lua/includes/take): a flat
  * list, the first job's take sequence (the next jobs have the next numbers), then per job id,
- * description, retries, submitted, due, error (nil when absent).
+ * description, submitted, and nil, or for a job that failed before [retries, due, error].
  */
-export function decodeTaken(flat: Array<Buffer | number | null>, worker: string): Job[] {
+export function decodeTaken(flat: Array<unknown>, worker: string): Job[] {
   const jobs: Job[] = [];
   const first = Number(flat[0]);
   for (let i = 1, seq = first; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, seq++) {
-    const retries = flat[i + 2];
-    const due = flat[i + 4];
-    const error = flat[i + 5];
     const job: Record<string, unknown> = {
-      id: flat[i]!.toString(), takeSeq: seq, retries: retries ? Number(retries) : 0,
-      submitted: Number(flat[i + 3]), state: 'scheduled', worker, subject: '', submitter: '',
+      id: String(flat[i]), takeSeq: seq, retries: 0,
+      submitted: Number(flat[i + 2]), state: 'scheduled', worker, subject: '', submitter: '',
     };
-    if (due) job.due = Number(due);
-    if (error) job.error = error.toString();
+    const retried = flat[i + 3] as Array<Buffer | null> | null;
+    if (retried) {
+      const [retries, due, error] = retried;
+      job.retries = Number(retries);
+      if (due) job.due = Number(due);
+      if (error) job.error = error.toString();
+    }
     jobs.push(assignDescription(job, flat[i + 1] as Buffer) as unknown as Job);
   }
   return jobs;
