@@ -41,13 +41,19 @@ local states = {}
 local ended = {}
 local runs = cmsgpack.unpack(ARGV[11])
 local at = beginFinishes(prefix, now)
+local limited = hasLimits(prefix)
 for i = 1, #runs, 4 do
   local id = runs[i]
   local outcome = runs[i + 2]
   local unstarted = UNSTARTED[outcome]
   if unstarted then outcome = unstarted end
   local jobKey = prefix .. 'j:' .. id
-  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'group', 'cancel')
+  local job
+  if GROUP_READ[outcome] or limited then
+    job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
+  else
+    job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'cancel')
+  end
   if job[1] == runs[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
     local started
     if unstarted and job[2] == 'scheduled' then

@@ -59,7 +59,7 @@ local recovered = {}
 local at = beginFinishes(prefix, now)
 for id, reason in pairs(victims) do
   local jobKey = prefix .. 'j:' .. id
-  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'group', 'cancel')
+  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
   if job[2] == 'running' or job[2] == 'scheduled' then
     local worker = redis.call('HGET', jobKey, 'worker')
     finishJob(at, jobKey, id, job, 'f', reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)

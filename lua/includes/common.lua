@@ -238,9 +238,13 @@ end
 -- count: both in the same atomic call that changes `limited`, so every run is counted once.
 -- Whether `limited` exists is read once per call (most queues have no limits).
 local anyLimited
-local function countsRunning(prefix, group)
+local function hasLimits(prefix)
   if anyLimited == nil then anyLimited = redis.call('EXISTS', prefix .. 'limited') == 1 end
-  return anyLimited and redis.call('SISMEMBER', prefix .. 'limited', group) == 1
+  return anyLimited
+end
+
+local function countsRunning(prefix, group)
+  return hasLimits(prefix) and redis.call('SISMEMBER', prefix .. 'limited', group) == 1
 end
 
 -- The runs in progress (jobs in `active`, scheduled or running) per group: { group = count }, of

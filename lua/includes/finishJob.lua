@@ -4,8 +4,10 @@
     p permanent failure (no retry)        c cancelled
     r released back to the front of its group without counting a retry (graceful shutdown)
   A job whose cancel was requested ends cancelled whatever the outcome (but a release).
-  `job` is HMGET of the job's takeSeq, state, group and cancel (what every outcome needs; a
-  failure reads the rest itself); the caller has checked the lease token. `started`, when
+  `job` is HMGET of the job's takeSeq, state, cancel and group (what every outcome needs; a
+  failure reads the rest itself; the group may be left out when the outcome is neither f nor r
+  and the queue has no concurrency limits, see GROUP_READ); the caller has checked the lease
+  token. `started`, when
   given, is written as the run's start time in the same write (a run whose start was not sent
   separately, see finish.lua). A failed run of a periodic task (a job with a tracker) also raises
   a periodic.failed event.
@@ -13,6 +15,10 @@
   Returns the state the job ended in. The set and group changes of a batch are applied together:
   callers run finishBatch(prefix) after their last finishJob and before reading those keys.
 ]]
+-- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
+-- may be retried); the end of any other run reads the group only in a queue with limits.
+local GROUP_READ = { r = true, f = true }
+
 -- The HSET arguments of the job being ended (reused: the library keeps it across calls).
 local endFields = {}
 
@@ -24,11 +30,11 @@ end
 
 local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, started)
   local prefix, now, nowS = at.prefix, at.now, at.nowS
-  local group = job[3]
+  local group = job[4]
   local rems = at.rems
   rems[#rems + 1] = id
   left(job[2])
-  if job[4] == '1' and outcome ~= 'r' then outcome = 'c' end
+  if job[3] == '1' and outcome ~= 'r' then outcome = 'c' end
   local state
   local a, n = endFields, 4
   if outcome == 's' then
