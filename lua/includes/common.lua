@@ -21,7 +21,8 @@
                        nr/nh/nl (lengths of its three lists), cnt (counting scheme position), turns
                        (takes in the current turn), limit, weight, paused, ready (1 while listed
                        in `rotation`); only groups with jobs, settings of their own or a place
-                       in `rotation` (see storeGroups)
+                       in `rotation` (see storeGroups); and a pad field (the empty name, see
+                       GROUPS_PAD) that keeps the hash a table
     limited      SET   the groups with a concurrency limit (group.lua keeps it)
     events       STREAM one entry per script call that changed jobs: a field per state entered
                        without an error, named after the state, = JSON [job id, ...]; field
@@ -260,8 +261,18 @@ local function runningByGroup(prefix, only)
   return counts
 end
 
--- The argument lists storeGroups builds (reused: the library keeps them across calls).
-local packed, front, back, gone = {}, {}, {}, {}
+-- Redis keeps a small hash as one flat list (a listpack: up to 512 fields of up to 64 bytes by
+-- default), where finding a field means reading every field before it: at a few hundred groups
+-- each group a call reads or writes would cost more than the rest of its job. So every write of
+-- `groups` also writes one field that no group can be (the empty name) with a value longer than
+-- that, which makes Redis keep the hash as a table from its first write (it never turns a table
+-- back into a list). Readers of the hash skip that field.
+local GROUPS_PAD_FIELD = ''
+local GROUPS_PAD = '-----------------------------------------------------------------'
+
+-- The argument lists storeGroups builds (reused: the library keeps them across calls); packed
+-- begins with the pad field.
+local packed, front, back, gone = { GROUPS_PAD_FIELD, GROUPS_PAD }, {}, {}, {}
 
 -- Sends `command key` with the first n entries of list `a`, `per` entries per command.
 local function sendChunks(command, key, a, n, per)
@@ -278,7 +289,7 @@ end
 -- ended, in that order (a group may be in it more than once: its last entry, g.requeue, counts).
 -- Returns true when any of them may be picked afterwards.
 local function storeGroups(prefix, order, map, requeued)
-  local np, nf, nb, ng = 0, 0, 0, 0
+  local np, nf, nb, ng = 2, 0, 0, 0
   local any = false
   for _, group in ipairs(order) do
     local g = map[group]
@@ -303,7 +314,7 @@ local function storeGroups(prefix, order, map, requeued)
       if g.requeue == i and g.ready then back[nb + 1], nb = group, nb + 1 end
     end
   end
-  sendChunks('HSET', prefix .. 'groups', packed, np, 1000)
+  if np > 2 then sendChunks('HSET', prefix .. 'groups', packed, np, 1000) end
   sendChunks('HDEL', prefix .. 'groups', gone, ng, 1000)
   -- LPUSH puts each at the head in turn: the front groups go in reverse, to keep their order
   for i = 1, math.floor(nf / 2) do front[i], front[nf + 1 - i] = front[nf + 1 - i], front[i] end

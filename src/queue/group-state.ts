@@ -21,14 +21,20 @@ export function decodeGroupState(packed: Buffer): GroupState {
   return state;
 }
 
-/** Every group of the hash at `key` with its state (HSCAN, a thousand at a time). */
+/**
+ * Every group of the hash at `key` with its state (HSCAN, a thousand at a time). The field with
+ * the empty name is not a group: the scripts write it so that Redis keeps the hash a table
+ * (GROUPS_PAD in lua/includes/common.lua).
+ */
 export async function readGroupStates(client: Redis, key: string): Promise<Map<string, GroupState>> {
   const out = new Map<string, GroupState>();
   let cursor = '0';
   do {
     const [next, flat] = await client.hscanBuffer(key, cursor, 'COUNT', 1000);
     cursor = next.toString();
-    for (let i = 0; i < flat.length; i += 2) out.set(flat[i].toString(), decodeGroupState(flat[i + 1]));
+    for (let i = 0; i < flat.length; i += 2) {
+      if (flat[i].length > 0) out.set(flat[i].toString(), decodeGroupState(flat[i + 1]));
+    }
   } while (cursor !== '0');
   return out;
 }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Worker, PermanentError, PayloadTooLargeError, type Job, type SubmitSpec } from '../../src/index.js';
 import { packSubmits } from '../../src/queue/queue.js';
-import { closeAll, openQueue, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
+import { closeAll, openQueue, rawClient, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
 afterEach(closeAll);
 const queue = (name: string) => openQueue(name);
@@ -107,5 +107,18 @@ describe('submitting', () => {
       [2, 'nightly', 1_795_000_000_000, 'waiting'],
       [3, undefined, undefined, 'waiting'],
     ]);
+  });
+
+  it('keeps the groups hash a table from its first group (no field scan per group), and lists only groups', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    await q.submitBulk([{ task: 'x', group: 'a' }, { task: 'x', group: 'b' }]);
+    const raw = rawClient();
+    try {
+      expect(await raw.object('ENCODING', q.keys.groups)).toBe('hashtable');
+    } finally {
+      raw.disconnect();
+    }
+    expect((await q.groups()).map((g) => g.group).sort()).toEqual(['a', 'b']);
   });
 });
