@@ -120,6 +120,7 @@ local function changed(id, state, err)
     countDelta[state] = (countDelta[state] or 0) + 1
     return
   end
+  -- (changedList's lookup, written out: two calls a change cost a finished job 2% more)
   local ids = stateIds[state]
   if not ids then
     ids = {}
