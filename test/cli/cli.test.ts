@@ -115,7 +115,9 @@ describe('rota CLI', () => {
   });
 
   it('runs the demo end to end in its short non-interactive mode', async () => {
-    const demo = await rota(['demo', '--duration', '6', '--flood', '600', '--json'], { REDIS_URL: '' });
+    // 10 s: the demo's most widely spaced timer (`cleanup`, `*/7 * * * * *`) leaves up to 7 s
+    // between occurrences, and the window begins only once its Redis and scheduler are up.
+    const demo = await rota(['demo', '--duration', '10', '--flood', '600', '--json'], { REDIS_URL: '' });
     expect(demo.code, demo.stderr).toBe(0);
     const lines = demo.stdout.trim().split('\n');
     const summary = JSON.parse(lines[lines.length - 1]);
