@@ -329,7 +329,8 @@ end
 -- write. One map of increments per counter (group -> n), so that a group costs no table of its
 -- own; the maps and the groups' list are kept across calls and emptied as they are applied.
 local DEFERRED = { 'nr', 'nh', 'nl', 'stuck', 'running' }
-local pendingDelta = { nr = {}, nh = {}, nl = {}, stuck = {}, running = {} }
+local pendingDelta = {}
+for i = 1, #DEFERRED do pendingDelta[DEFERRED[i]] = {} end
 local pendingOrder, pending = {}, {}
 
 local function deferGroup(group, field, n)
