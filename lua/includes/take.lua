@@ -8,8 +8,8 @@
   numbers increase with every take; one reserved by a take that found fewer jobs is skipped.
   Returns the jobs as one flat list: the take sequence number of the first job (the others have
   the next ones, in order), then four entries per job (TAKEN_WIDTH): id, description (field d),
-  submitted, and false, or for a job that failed before { retries, due, error }; empty when it
-  took none. And the next stuck job's due time (ms) or -1. The caller flushes the changes
+  submitted, and false, or for a job that failed before (one of its group's preferred list)
+  { retries, due, error }; empty when it took none. And the next stuck job's due time (ms) or -1. The caller flushes the changes
   (flushChanges).
 ]]
 -- The key suffix of a group's list, by the field counting its jobs.
@@ -125,19 +125,19 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         g.cnt = cnt
         g[list] = g[list] - 1
         local jobKey = prefix .. 'j:' .. id
-        local job = redis.call('HMGET', jobKey, 'd', 'submitted', 'retries')
-        local retried = false
-        -- a job that failed before carries its retry time and last error
-        if job[3] then
-          local more = redis.call('HMGET', jobKey, 'due', 'error')
-          retried = { job[3], more[1], more[2] }
-        end
-        -- the high and low lists hold waiting jobs only; the preferred one stuck or released ones
+        local job, retried
         if list == 'nr' then
-          local old = redis.call('HGET', jobKey, 'state')
-          left(old)
-          if old == 'stuck' then g.stuck = g.stuck - 1 end
+          -- a stuck or released job: its state, and, when it failed before, its retry count,
+          -- retry time and last error
+          job = redis.call('HMGET', jobKey, 'd', 'submitted', 'state', 'retries', 'due', 'error')
+          left(job[3])
+          if job[3] == 'stuck' then g.stuck = g.stuck - 1 end
+          retried = job[4] and { job[4], job[5], job[6] } or false
         else
+          -- a waiting job of the high or low list, which has not failed since it was submitted
+          -- (a retry by hand puts a job back with its count reset, see retry.lua)
+          job = redis.call('HMGET', jobKey, 'd', 'submitted')
+          retried = false
           fromWaiting = fromWaiting + 1
         end
         seq = (seq or redis.call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
