@@ -62,6 +62,6 @@ export async function takeAll(client: Redis, keys: QueueKeys, jobs: number, batc
 export async function finishAll(client: Redis, keys: QueueKeys, taken: Array<[string, string]>, batch: number, outcome: string): Promise<void> {
   for (let i = 0; i < taken.length; i += batch) {
     const runs = taken.slice(i, i + batch).flatMap(([id, seq]) => [id, seq, outcome, '']);
-    await runScript(client, 'finish', [keys.active], [keys.prefix, 10_000, 1000, 1000, 1000, 0, '', 2, 1, 60_000, packStrings(runs, Infinity, 'runs')]);
+    await runScript(client, 'finish', [keys.leases], [keys.prefix, 10_000, 1000, 1000, 1000, 0, '', 2, 1, 60_000, packStrings(runs, Infinity, 'runs')]);
   }
 }

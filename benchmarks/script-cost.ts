@@ -34,7 +34,7 @@ await phase('take', async () => {
 });
 await phase('start', async () => {
   for (let i = 0; i < taken.length; i += batch) {
-    await runScript(client, 'start', [keys.active], [keys.prefix, 10_000, ...taken.slice(i, i + batch).flat()]);
+    await runScript(client, 'start', [keys.leases], [keys.prefix, 10_000, 60_000, ...taken.slice(i, i + batch).flat()]);
   }
 });
 await phase('finish', () => finishAll(client, keys, taken, batch, 's'));

@@ -1,7 +1,7 @@
 --[[
   Cancels a job. A waiting or stuck job ends `cancelled` at once; a scheduled or running job is
-  flagged and its executor told on the cancel channel (it aborts the run's signal, and the run
-  ends `cancelled`). A finished job is left as it is.
+  flagged (in its hash and its lease member) and its executor told on the cancel channel (it
+  aborts the run's signal, and the run ends `cancelled`). A finished job is left as it is.
 
   KEYS[1] counts   (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -16,10 +16,19 @@
 local prefix = ARGV[1]
 local id = ARGV[3]
 local jobKey = prefix .. 'j:' .. id
-local job = submittedJob(jobKey, 'group', 'd')
+local job = submittedJob(jobKey, 'group', 'd', 'takeSeq', 'cancel')
 if not job then return false end
 local state = job[1]
 if state == 'scheduled' or state == 'running' then
+  if job[5] ~= '1' then
+    -- its lease member is marked so (see `leases` in includes/common), keeping its expiry
+    local held = leaseMember(job[4], state, nil, id)
+    local expiry = redis.call('ZSCORE', prefix .. 'leases', held)
+    if expiry then
+      redis.call('ZREM', prefix .. 'leases', held)
+      redis.call('ZADD', prefix .. 'leases', expiry, leaseMember(job[4], state, '1', id))
+    end
+  end
   redis.call('HSET', jobKey, 'cancel', '1')
   redis.call('PUBLISH', prefix .. 'cancel', id)
   return 'cancelling'

@@ -3,11 +3,17 @@
   (its lease expired and the job was recovered or taken over) is refused and left unchanged.
   A repeat of a finish already applied with the same token (resent by the client after a
   reconnect) changes nothing and answers the state the job ended in.
+  The runs' leases are removed first, by the members their runs claim (see `leases` in
+  includes/common: token, mark of the state the outcome code says, id). When every member was
+  there, each run holds its lease in that state with no cancel requested, and no job hash is
+  read to check it; otherwise each run is checked against its job hash (a lease taken by an
+  older build, a cancel request, a start that was sent but not applied, a repeat) and the lease
+  entries of those accepted are removed in whatever form they have.
   Finished-state sets are trimmed to their keep counts in bounded steps.
   Then, when ARGV[6] > 0, it takes up to that many jobs for the executor (see includes/take), so
   that the slots the runs freed are filled in the same call.
 
-  KEYS[1] active   (every key is built from ARGV[1])
+  KEYS[1] leases   (every key is built from ARGV[1])
   ARGV[1] key prefix
   ARGV[2] events stream max length
   ARGV[3] retry delay base (ms): a failed run waits retryDelay * 2^retries
@@ -34,6 +40,36 @@
 -- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
 local UNSTARTED = { ['+s'] = 's', ['+f'] = 'f', ['+p'] = 'p', ['+c'] = 'c', ['+r'] = 'r' }
 
+-- The lease members the runs claim (reused: the library keeps it across calls).
+local claimed = {}
+
+-- Removes the lease members `runs` claim (a run whose start was not sent claims the job is
+-- scheduled, any other that it runs); true when every one was there.
+local function claimLeases(prefix, runs)
+  local n = 0
+  for i = 1, #runs, 4 do
+    n = n + 1
+    claimed[n] = runs[i + 1] .. (UNSTARTED[runs[i + 2]] and SCHEDULED_MARK or RUNNING_MARK) .. runs[i]
+  end
+  for i = #claimed, n + 1, -1 do claimed[i] = nil end
+  local removed, key = 0, prefix .. 'leases'
+  for i = 1, n, 500 do removed = removed + redis.call('ZREM', key, unpack(claimed, i, math.min(n, i + 499))) end
+  return removed == n
+end
+
+-- Removes (with the batch's other set writes) every lease entry the run of job `id` with lease
+-- `token` may have: its member of `leases` under each mark, and an older build's in `active`.
+local function dropLeases(prefix, id, token)
+  local rems = laterList(laterRems, prefix .. 'leases')
+  local n = #rems
+  rems[n + 1], rems[n + 2], rems[n + 3] = token .. SCHEDULED_MARK .. id, token .. RUNNING_MARK .. id, token .. CANCEL_MARK .. id
+  rems = laterList(laterRems, prefix .. 'active')
+  rems[#rems + 1] = id
+end
+
+-- The job of a run whose lease was verified: what the job hash would answer (reused).
+local verifiedJob = {}
+
 local prefix = ARGV[1]
 local retryDelay = tonumber(ARGV[3])
 local now = nowMs()
@@ -42,19 +78,25 @@ local ended = {}
 local runs = cmsgpack.unpack(ARGV[11])
 local at = beginFinishes(prefix, now)
 local limited = hasLimits(prefix)
+local verified = claimLeases(prefix, runs)
 for i = 1, #runs, 4 do
-  local id = runs[i]
+  local id, token = runs[i], runs[i + 1]
   local outcome = runs[i + 2]
   local unstarted = UNSTARTED[outcome]
   if unstarted then outcome = unstarted end
   local jobKey = prefix .. 'j:' .. id
   local job
-  if GROUP_READ[outcome] or limited then
+  if verified then
+    job = verifiedJob
+    job[1], job[2], job[3], job[4] = token, unstarted and 'scheduled' or 'running', false, nil
+    if GROUP_READ[outcome] or limited then job[4] = redis.call('HGET', jobKey, 'group') end
+  elseif GROUP_READ[outcome] or limited then
     job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
   else
     job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'cancel')
   end
-  if job[1] == runs[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
+  if job[1] == token and (job[2] == 'running' or job[2] == 'scheduled') then
+    if not verified then dropLeases(prefix, id, token) end
     local started
     if unstarted and job[2] == 'scheduled' then
       -- its start, as start.lua applies it (the end state written next replaces `running`)
@@ -66,7 +108,7 @@ for i = 1, #runs, 4 do
     local state = finishJob(at, jobKey, id, job, outcome, runs[i + 3], retryDelay, started)
     states[#states + 1] = state
     ended[state] = true
-  elseif job[1] == runs[i + 1] and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and redis.call('HGET', jobKey, 'worker') == '')) then
+  elseif job[1] == token and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and redis.call('HGET', jobKey, 'worker') == '')) then
     -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
     -- only this script ends a run with this token as success, or released (worker cleared).
     states[#states + 1] = job[2]

@@ -27,7 +27,7 @@ for i = 6, #ARGV, 2 do
   local id = ARGV[i]
   local job = redis.call('HMGET', prefix .. 'j:' .. id, 'takeSeq', 'state', 'cancel')
   if job[1] == ARGV[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
-    redis.call('ZADD', prefix .. 'active', 'XX', now + lease, id)
+    redis.call('ZADD', prefix .. 'leases', 'XX', str(now + lease), leaseMember(job[1], job[2], job[3], id))
     if job[3] == '1' then cancel[#cancel + 1] = id end
   else
     lost[#lost + 1] = id

@@ -11,7 +11,7 @@
     (executors of an older build still running may list more there: the next pass moves those
     too).
 
-  KEYS[1] active   (every key is built from ARGV[1])
+  KEYS[1] leases   (every key is built from ARGV[1])
   ARGV[1] key prefix
   ARGV[2] events stream max length
   ARGV[3] retry delay base (ms)
@@ -33,9 +33,8 @@ local prefix = ARGV[1]
 local retryDelay = tonumber(ARGV[3])
 local mine = ARGV[5]
 local now = nowMs()
-local activeKey = prefix .. 'active'
-
-local victims = {}
+-- job id -> why its run ends, and -> the lease entry it was found by ({ key, member })
+local victims, entries = {}, {}
 local settled = true
 if ARGV[9] and ARGV[9] ~= '' then
   -- pcall: an ACL user without INFO (it is in @dangerous) just gets no grace.
@@ -44,15 +43,16 @@ if ARGV[9] and ARGV[9] ~= '' then
   settled = uptime == nil or uptime * 1000 >= tonumber(ARGV[9])
 end
 if settled then
-  local expired = redis.call('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
-  for _, id in ipairs(expired) do victims[id] = 'lease expired' end
+  leasedJobs(prefix, function(id, key, member)
+    victims[id], entries[id] = 'lease expired', { key, member }
+  end, now, tonumber(ARGV[4]))
 end
 if mine ~= '' then
-  for _, id in ipairs(redis.call('ZRANGE', activeKey, 0, -1)) do
+  leasedJobs(prefix, function(id, key, member)
     if redis.call('HGET', prefix .. 'j:' .. id, 'worker') == mine then
-      victims[id] = 'executor ' .. mine .. ' restarted while running it'
+      victims[id], entries[id] = 'executor ' .. mine .. ' restarted while running it', { key, member }
     end
-  end
+  end)
 end
 
 local recovered = {}
@@ -64,9 +64,11 @@ for id, reason in pairs(victims) do
     local worker = redis.call('HGET', jobKey, 'worker')
     finishJob(at, jobKey, id, job, 'f', reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
     recovered[#recovered + 1] = id
-  else
-    redis.call('ZREM', activeKey, id)
   end
+  -- its lease ends with the run, or was stale
+  local entry = entries[id]
+  local rems = laterList(laterRems, entry[1])
+  rems[#rems + 1] = entry[2]
 end
 finishBatch(prefix)
 

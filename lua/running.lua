@@ -1,8 +1,8 @@
 --[[
-  Counts the runs in progress per group: jobs taken and not finished (in `active`, scheduled or
+  Counts the runs in progress per group: jobs taken and not finished (in `leases`, scheduled or
   running). Read only; for inspection (a group's own count is kept only while it has a limit).
 
-  KEYS[1] active   (every key is built from ARGV[1])
+  KEYS[1] leases   (every key is built from ARGV[1])
   ARGV[1] key prefix
 
   Returns a flat list: group, count, group, count, ...

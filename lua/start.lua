@@ -3,10 +3,14 @@
   matches (taken over by another executor) is left alone and reported. A start that was already
   applied (the client resent it after a reconnect) is accepted again without change.
 
-  KEYS[1] active   (every key is built from ARGV[1])
+  A started job's lease member is marked running (see `leases` in includes/common) and its lease
+  extended to now + ARGV[3] (a start is a heartbeat too).
+
+  KEYS[1] leases   (every key is built from ARGV[1])
   ARGV[1] key prefix
   ARGV[2] events stream max length
-  ARGV[3..] pairs: job id, lease token (takeSeq)
+  ARGV[3] lease (ms)
+  ARGV[4..] pairs: job id, lease token (takeSeq)
 
   A run of a periodic task may be dropped by its tolerance (see includes/periodicStart); the
   executor then ends it cancelled without calling its handler.
@@ -20,21 +24,30 @@ local prefix = ARGV[1]
 local now = nowMs()
 local lost = {}
 local dropped = {}
-for i = 3, #ARGV, 2 do
-  local id = ARGV[i]
+local leasesKey = prefix .. 'leases'
+local leaseAt = str(now + tonumber(ARGV[3]))
+for i = 4, #ARGV, 2 do
+  local id, token = ARGV[i], ARGV[i + 1]
   local jobKey = prefix .. 'j:' .. id
-  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'tracker', 'worker', 'dropped')
-  if job[1] == ARGV[i + 1] and job[2] == 'scheduled' then
+  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'tracker', 'worker', 'dropped', 'cancel')
+  if job[1] == token and job[2] == 'scheduled' then
     if job[3] and job[3] ~= '' and periodicStart(prefix, now, id, job[3], job[4]) then dropped[#dropped + 1] = id end
     redis.call('HSET', jobKey, 'state', 'running', 'started', str(now))
     left('scheduled')
     changed(id, 'running')
-  elseif job[1] == ARGV[i + 1] and job[2] == 'running' then
+    -- (a job whose cancel was requested keeps its member: the mark says so whatever the state)
+    if job[6] ~= '1' then
+      local rems, adds = laterList(laterRems, leasesKey), laterList(laterAdds, leasesKey)
+      rems[#rems + 1] = leaseMember(token, 'scheduled', nil, id)
+      adds[#adds + 1], adds[#adds + 2] = leaseAt, leaseMember(token, 'running', nil, id)
+    end
+  elseif job[1] == token and job[2] == 'running' then
     -- A repeat of a start already applied (resent after a reconnect): nothing to do.
     if job[5] then dropped[#dropped + 1] = id end
   else
     lost[#lost + 1] = id
   end
 end
+flushLater()
 flushChanges(prefix, ARGV[2])
 return { now, lost, dropped }

@@ -3,7 +3,7 @@
   rotation (a weight-w group keeps the turn for w takes); inside a group a runnable stuck job
   comes first, then the counting scheme (h, l) picks high or low priority, falling back to the
   other when one is empty; FIFO inside a priority. Due stuck jobs are promoted first.
-  Each taken job is marked `scheduled` with the executor id, gets a lease in `active`, and its
+  Each taken job is marked `scheduled` with the executor id, gets a lease in `leases`, and its
   take sequence number (takeSeq), which is also the lease token.
 
   KEYS[1] rotation (every key is built from ARGV[1])

@@ -14,7 +14,15 @@
     seq          STRING take sequence (takeSeq; also the lease token)
     marker       ZSET  wake-up marker that idle executors block on (BZPOPMIN)
     delayed      ZSET  stuck job id -> due time (ms)
-    active       ZSET  taken job id -> lease expiry (ms)
+    leases       ZSET  the runs in progress (jobs taken and not finished), one member each: its
+                       lease token, a mark of its condition and its job id (leaseMember: ':' while
+                       the job is scheduled, '!' once it runs, '?' once its cancel was requested)
+                       -> lease expiry (ms). The scripts that change a taken job's state or cancel
+                       flag change its member with it, so a member names a run exactly as the job
+                       hash does: a finish removes the members its runs claim and, when all were
+                       there, needs no read of the job hashes (see finish.lua).
+    active       ZSET  older builds' leases: taken job id -> lease expiry (ms); read beside
+                       `leases` (leasedJobs) until the runs of those builds end
     counts       HASH  state -> number of jobs
     groups       HASH  group -> its packed state (see GROUP_FIELDS): running (taken, not finished;
                        counted only while the group has a limit, see countsRunning), stuck,
@@ -236,7 +244,7 @@ end
 -- A group's running jobs are counted (g.running) only while it has a concurrency limit, the one
 -- thing the count decides: a take from a limited group adds one, and the end of a run of a group
 -- in `limited` takes one off, so that the end of a run of any other group touches no group state.
--- Setting a limit counts the group's runs in `active` (runningByGroup), lifting it zeroes the
+-- Setting a limit counts the group's runs in `leases` (runningByGroup), lifting it zeroes the
 -- count: both in the same atomic call that changes `limited`, so every run is counted once.
 -- Whether `limited` exists is read once per call (most queues have no limits).
 local anyLimited
@@ -249,16 +257,50 @@ local function countsRunning(prefix, group)
   return hasLimits(prefix) and redis.call('SISMEMBER', prefix .. 'limited', group) == 1
 end
 
--- The runs in progress (jobs in `active`, scheduled or running) per group: { group = count }, of
+-- The marks of a run's lease member (see `leases` in the key layout).
+local SCHEDULED_MARK, RUNNING_MARK, CANCEL_MARK = ':', '!', '?'
+
+-- The member of `leases` of the run of job `id` holding lease `token`, the job in `state`
+-- (scheduled or running) with cancel flag `cancel`.
+local function leaseMember(token, state, cancel, id)
+  local mark = SCHEDULED_MARK
+  if cancel == '1' then mark = CANCEL_MARK elseif state == 'running' then mark = RUNNING_MARK end
+  return token .. mark .. id
+end
+
+-- The job id of a member of `leases` (the token is digits, then comes the one-character mark).
+local function leaseJobId(member)
+  return string.match(member, '^%d+[:!?](.*)$')
+end
+
+-- Every lease entry of the runs in progress, read from `leases` and the older builds' `active`,
+-- with `score` (ms) at most `maxScore` when given (at most `limit` of each key): calls
+-- visit(job id, key, member) for each.
+local function leasedJobs(prefix, visit, maxScore, limit)
+  for _, key in ipairs({ prefix .. 'leases', prefix .. 'active' }) do
+    local members
+    if maxScore then
+      members = redis.call('ZRANGEBYSCORE', key, '-inf', str(maxScore), 'LIMIT', '0', str(limit))
+    else
+      members = redis.call('ZRANGE', key, '0', '-1')
+    end
+    local legacy = key ~= prefix .. 'leases'
+    for _, member in ipairs(members) do
+      visit(legacy and member or leaseJobId(member), key, member)
+    end
+  end
+end
+
+-- The runs in progress (jobs in `leases`, scheduled or running) per group: { group = count }, of
 -- every group, or of group `only` alone.
 local function runningByGroup(prefix, only)
   local counts = {}
-  for _, id in ipairs(redis.call('ZRANGE', prefix .. 'active', '0', '-1')) do
+  leasedJobs(prefix, function(id)
     local job = redis.call('HMGET', prefix .. 'j:' .. id, 'state', 'group')
     if (job[1] == 'scheduled' or job[1] == 'running') and (not only or job[2] == only) then
       counts[job[2]] = (counts[job[2]] or 0) + 1
     end
-  end
+  end)
   return counts
 end
 

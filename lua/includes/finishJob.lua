@@ -7,7 +7,7 @@
   `job` is HMGET of the job's takeSeq, state, cancel and group (what every outcome needs; a
   failure reads the rest itself; the group may be left out when the outcome is neither f nor r
   and the queue has no concurrency limits, see GROUP_READ); the caller has checked the lease
-  token. `started`, when given, is written as the run's start time in the same write (a run
+  token and removes the run's lease. `started`, when given, is written as the run's start time in the same write (a run
   whose start was not sent separately, see finish.lua). A failed run of a periodic task (a job
   with a tracker) also raises a periodic.failed event.
   `at` is what the finishJob calls of one script call share (beginFinishes, once per call).
@@ -22,16 +22,14 @@ local GROUP_READ = { r = true, f = true }
 local endFields = {}
 
 -- What the finishJob calls of one script call share: its queue, its time (and as text), and the
--- lists of set writes they add to (the lease removals, the finished-state additions by state).
+-- lists of set writes they add to (the finished-state additions by state).
 local function beginFinishes(prefix, now)
-  return { prefix = prefix, now = now, nowS = str(now), rems = laterList(laterRems, prefix .. 'active'), adds = {} }
+  return { prefix = prefix, now = now, nowS = str(now), adds = {} }
 end
 
 local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, started)
   local prefix, now, nowS = at.prefix, at.now, at.nowS
   local group = job[4]
-  local rems = at.rems
-  rems[#rems + 1] = id
   left(job[2])
   if job[3] == '1' and outcome ~= 'r' then outcome = 'c' end
   local state

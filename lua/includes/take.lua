@@ -3,14 +3,14 @@
   rotation (a weight-w group keeps the turn for w takes); inside a group a runnable stuck job
   comes first, then the counting scheme (high, low) picks high or low priority, falling back to
   the other when one is empty; FIFO inside a priority. Due stuck jobs are promoted first.
-  Each taken job is marked `scheduled` with the executor id, gets a lease in `active` (now +
+  Each taken job is marked `scheduled` with the executor id, gets a lease in `leases` (now +
   lease ms), and its take sequence number (takeSeq), which is also the lease token. Sequence
   numbers increase with every take; one reserved by a take that found fewer jobs is skipped.
   Returns the jobs as one flat list: the take sequence number of the first job (the others have
   the next ones, in order), then four entries per job (TAKEN_WIDTH): id, description (field d),
   submitted, and false, or for a job that failed before (one of its group's preferred list)
-  { retries, due, error }; empty when it took none. And the next stuck job's due time (ms) or -1. The caller flushes the changes
-  (flushChanges).
+  { retries, due, error }; empty when it took none. And the next stuck job's due time (ms) or
+  -1. The caller flushes the changes (flushChanges).
 ]]
 -- The key suffix of a group's list, by the field counting its jobs.
 local LIST_SUFFIX = { nr = ':r', nh = ':h', nl = ':l' }
@@ -141,8 +141,9 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
           fromWaiting = fromWaiting + 1
         end
         seq = (seq or redis.call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
-        redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', string.format('%d', seq))
-        leases[nl + 1], leases[nl + 2], nl = leaseAt, id, nl + 2
+        local token = string.format('%d', seq)
+        redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
+        leases[nl + 1], leases[nl + 2], nl = leaseAt, token .. SCHEDULED_MARK .. id, nl + 2
         if taken == 0 then
           jobs[1] = seq
           scheduled = changedList('scheduled')
@@ -178,7 +179,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
 
   -- Write back: the groups and the rotation, the leases.
   local anyLeft = storeGroups(prefix, order, touched, back)
-  sendChunks('ZADD', prefix .. 'active', leases, nl, 1000)
+  sendChunks('ZADD', prefix .. 'leases', leases, nl, 1000)
 
   -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
   -- A group this take visited that is still in the rotation says so without reading `rotation`.

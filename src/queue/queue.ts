@@ -2,7 +2,7 @@
 import type { Redis } from 'ioredis';
 import { ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
-import { queueKeys, type QueueKeys } from '../redis/keys.js';
+import { leaseJobId, queueKeys, type QueueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
 import { packStrings, type StringValue } from '../redis/string-array.js';
 import { decodeJob, decodeJobObject, JOB_STATES, packDescription, type Job, type JobState } from './job.js';
@@ -297,9 +297,12 @@ export class Queue {
         ids = await this.client.zrevrange(this.keys.done(opts.state), 0, opts.group ? -1 : limit - 1);
         break;
       case 'scheduled':
-      case 'running':
-        ids = await this.client.zrange(this.keys.active, 0, -1);
+      case 'running': {
+        // (older builds' leases are in `active`, by job id)
+        const [leased, legacy] = await Promise.all([this.client.zrange(this.keys.leases, 0, -1), this.client.zrange(this.keys.active, 0, -1)]);
+        ids = [...leased.map(leaseJobId), ...legacy];
         break;
+      }
       case 'stuck':
         ids = await this.client.zrange(this.keys.delayed, 0, -1);
         break;
@@ -376,7 +379,7 @@ export class Queue {
   async groups(): Promise<GroupInfo[]> {
     const [states, flat] = await Promise.all([
       readGroupStates(this.client, this.keys.groups),
-      runScript<Array<string | number>>(this.client, 'running', [this.keys.active], [this.keys.prefix]),
+      runScript<Array<string | number>>(this.client, 'running', [this.keys.leases], [this.keys.prefix]),
     ]);
     // Runs in progress are counted from the leases: a group keeps its own count only while it
     // has a limit, and a group with runs but nothing waiting is not in the hash.

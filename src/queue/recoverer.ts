@@ -53,7 +53,7 @@ export class Recoverer {
     // While Redis is unreachable, skip passes rather than queue them for the reconnect.
     if (!own && this.d.client.status !== 'ready') return [];
     try {
-      const [recovered] = await runScript<[string[], number]>(this.d.client, 'recover', [this.d.keys.active], [
+      const [recovered] = await runScript<[string[], number]>(this.d.client, 'recover', [this.d.keys.leases], [
         this.d.keys.prefix, this.d.maxEvents, this.d.retryDelay, 1000, own ? this.d.workerId : '',
         this.d.keepSucceeded.age, this.d.keepFailed.age, 500, this.d.leaseMs ?? '',
       ]);

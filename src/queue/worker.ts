@@ -420,10 +420,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async sendStarts(batch: Run[]): Promise<void> {
-    const args: Array<string | number> = [this.keys.prefix, this.opts.maxEvents];
+    const args: Array<string | number> = [this.keys.prefix, this.opts.maxEvents, this.opts.leaseMs];
     for (const r of batch) args.push(r.job.id, String(r.job.takeSeq));
     try {
-      const [started, lost, dropped] = await runScript<[number, string[], string[]]>(this.client, 'start', [this.keys.active], args);
+      const [started, lost, dropped] = await runScript<[number, string[], string[]]>(this.client, 'start', [this.keys.leases], args);
       for (const r of batch) r.job.started = Number(started);
       if (lost.length) this.abortRuns(lost, 'lost');
       // Periodic runs wait for this answer: a run dropped by its task's tolerance ends cancelled unrun.
@@ -459,7 +459,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       packStrings(runs, Infinity, 'runs'),
     ];
     // Binary-safe: the taken jobs hold their args (msgpack).
-    const reply = this.takeSizer.timed(runScript<[number, Buffer[], Array<Buffer | number | null>, Buffer | number]>(this.client, 'finish', [this.keys.active], args, true));
+    const reply = this.takeSizer.timed(runScript<[number, Buffer[], Array<Buffer | number | null>, Buffer | number]>(this.client, 'finish', [this.keys.leases], args, true));
     if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => this.taken(jobs, due)), true);
     let states: Buffer[];
     let at: number;

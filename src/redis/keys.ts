@@ -19,6 +19,9 @@ export interface QueueKeys {
   rotation: string;
   marker: string;
   delayed: string;
+  /** The runs in progress: ZSET of lease token + mark + job id -> lease expiry (see leaseJobId). */
+  leases: string;
+  /** Older builds' leases: ZSET of job id -> lease expiry, read beside `leases`. */
   active: string;
   counts: string;
   groups: string;
@@ -33,6 +36,14 @@ export interface QueueKeys {
   worker(id: string): string;
 }
 
+/**
+ * The job id of a member of `leases`: the lease token (digits), a one-character mark of the run's
+ * condition (`:` scheduled, `!` running, `?` cancel requested), then the id.
+ */
+export function leaseJobId(member: string): string {
+  return member.replace(/^\d+[:!?]/, '');
+}
+
 /** The keys of queue `name`. */
 export function queueKeys(name: string): QueueKeys {
   checkQueueName(name);
@@ -42,6 +53,7 @@ export function queueKeys(name: string): QueueKeys {
     rotation: `${prefix}rotation`,
     marker: `${prefix}marker`,
     delayed: `${prefix}delayed`,
+    leases: `${prefix}leases`,
     active: `${prefix}active`,
     counts: `${prefix}counts`,
     groups: `${prefix}groups`,

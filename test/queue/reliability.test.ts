@@ -338,17 +338,17 @@ describe('repeats after a reconnect', () => {
       // one job, with the token the take wrote
       expect(taken).toEqual([[job.id, token]]);
       for (let i = 0; i < 2; i++) {
-        const [, lost] = await runScript<[number, string[]]>(raw, 'start', [k.active], [k.prefix, 10_000, job.id, token!]);
+        const [, lost] = await runScript<[number, string[]]>(raw, 'start', [k.leases], [k.prefix, 10_000, 30_000, job.id, token!]);
         expect(lost).toEqual([]);
       }
-      const finish = () => runScript<[number, string[]]>(raw, 'finish', [k.active], [k.prefix, 10_000, 1000, -1, -1, 0, '', 1, 1, 1000, packStrings([job.id, token!, 's', ''], Infinity, 'runs')]);
+      const finish = () => runScript<[number, string[]]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 1, 1, 1000, packStrings([job.id, token!, 's', ''], Infinity, 'runs')]);
       expect((await finish())[1]).toEqual(['success']);
       const before = await raw.hgetall(k.job(job.id));
       expect((await finish())[1]).toEqual(['success']);
       expect(await raw.hgetall(k.job(job.id))).toEqual(before);
       expect((await q.counts()).success).toBe(1);
       // A wrong token is refused.
-      const [, refused] = await runScript<[number, string[]]>(raw, 'finish', [k.active], [k.prefix, 10_000, 1000, -1, -1, 0, '', 1, 1, 1000, packStrings([job.id, String(Number(token) + 1), 's', ''], Infinity, 'runs')]);
+      const [, refused] = await runScript<[number, string[]]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 1, 1, 1000, packStrings([job.id, String(Number(token) + 1), 's', ''], Infinity, 'runs')]);
       expect(refused).toEqual(['']);
     } finally {
       raw.disconnect();

@@ -1,0 +1,121 @@
+/**
+ * Leases, driven through the scripts: a finish whose runs all hold their leases as they claim
+ * needs no check against the job hashes; every other case (a cancel request, a start applied
+ * that the run did not claim, a lease held by an older build in `active`) is checked against
+ * them, and no lease entry outlives its run.
+ */
+import type { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Queue } from '../../src/index.js';
+import { takenTokens } from '../../src/queue/job.js';
+import { leaseJobId } from '../../src/redis/keys.js';
+import { runScript } from '../../src/redis/scripts.js';
+import { packStrings } from '../../src/redis/string-array.js';
+import { closeAll, openQueue, rawClient, uniqueQueue } from '../helpers/setup.js';
+
+const raws: Redis[] = [];
+afterEach(async () => {
+  await closeAll();
+  for (const r of raws.splice(0)) r.disconnect();
+});
+
+/** A queue with `n` jobs submitted and taken by executor `exec-l`: its jobs as [id, token]. */
+async function taken(n: number): Promise<{ q: Queue; raw: Redis; runs: Array<[string, string]> }> {
+  const q = openQueue(uniqueQueue('lease'));
+  const raw = rawClient();
+  raws.push(raw);
+  await q.submitBulk(Array.from({ length: n }, (_, i) => ({ task: 'x', group: `g${i}` })));
+  const k = q.keys;
+  const [jobs] = await runScript<[unknown[], number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-l', n, 2, 1, 30_000]);
+  return { q, raw, runs: takenTokens(jobs) };
+}
+
+function start(q: Queue, raw: Redis, runs: Array<[string, string]>): Promise<[number, string[], string[]]> {
+  return runScript(raw, 'start', [q.keys.leases], [q.keys.prefix, 10_000, 30_000, ...runs.flat()]);
+}
+
+/** Finishes `runs`, each as [id, token, outcome code]; answers the state each ended in. */
+async function finish(q: Queue, raw: Redis, runs: Array<[string, string, string]>): Promise<string[]> {
+  const k = q.keys;
+  const flat = runs.flatMap(([id, token, code]) => [id, token, code, '']);
+  const [, states] = await runScript<[number, string[]]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 2, 1, 30_000, packStrings(flat, Infinity, 'runs')]);
+  return states;
+}
+
+const leases = (q: Queue, raw: Redis) => raw.zrange(q.keys.leases, 0, -1);
+
+describe('leases', () => {
+  it('name each run by token, condition and job id, and a finish claiming them as they are ends every run', async () => {
+    const { q, raw, runs } = await taken(3);
+    expect((await leases(q, raw)).sort()).toEqual(runs.map(([id, token]) => `${token}:${id}`).sort());
+    await start(q, raw, [runs[2]]);
+    expect(await leases(q, raw)).toContain(`${runs[2][1]}!${runs[2][0]}`);
+    expect((await leases(q, raw)).map(leaseJobId).sort()).toEqual(runs.map(([id]) => id).sort());
+    // two runs whose start was never sent, one started
+    expect(await finish(q, raw, [[...runs[0], '+s'], [...runs[1], '+s'], [...runs[2], 's']])).toEqual(['success', 'success', 'success']);
+    expect(await leases(q, raw)).toEqual([]);
+    expect(await q.counts()).toMatchObject({ success: 3, scheduled: 0, running: 0 });
+  });
+
+  it('mark a cancel request, so that the run ends cancelled whatever its outcome', async () => {
+    const { q, raw, runs } = await taken(1);
+    const [id, token] = runs[0];
+    await start(q, raw, runs);
+    expect(await q.cancel(id)).toBe('cancelling');
+    expect(await leases(q, raw)).toEqual([`${token}?${id}`]);
+    // the heartbeat keeps the marked lease and reports the cancel
+    const [lost, cancel] = await runScript<[string[], string[]]>(raw, 'heartbeat', [q.keys.workers], [q.keys.prefix, 'exec-l', 30_000, 60_000, '{}', id, token]);
+    expect([lost, cancel]).toEqual([[], [id]]);
+    expect(await finish(q, raw, [[id, token, 's']])).toEqual(['cancelled']);
+    expect(await leases(q, raw)).toEqual([]);
+    expect(await q.counts()).toMatchObject({ cancelled: 1, running: 0 });
+  });
+
+  it('are checked against the job when a run claims less than was applied: a start sent and applied, a wrong token', async () => {
+    const { q, raw, runs } = await taken(2);
+    await start(q, raw, runs);
+    // the first claims its start was not sent, the second holds a stale token
+    const [a, b] = runs;
+    expect(await finish(q, raw, [[...a, '+s'], [b[0], String(Number(b[1]) + 1), 's']])).toEqual(['success', '']);
+    expect(await leases(q, raw)).toEqual([`${b[1]}!${b[0]}`]);
+    expect(await q.counts()).toMatchObject({ success: 1, running: 1, scheduled: 0 });
+    expect(await finish(q, raw, [[...b, 's']])).toEqual(['success']);
+    expect(await q.counts()).toMatchObject({ success: 2, running: 0 });
+  });
+
+  it("held by an older build in `active` are listed, finished and recovered like the others", async () => {
+    const { q, raw, runs } = await taken(2);
+    const k = q.keys;
+    // as an older build leaves them: job id -> expiry, in `active`
+    for (const [id, token] of runs) {
+      await raw.zrem(k.leases, `${token}:${id}`);
+      await raw.zadd(k.active, Date.now() + 30_000, id);
+    }
+    expect((await q.jobs({ state: 'scheduled' })).map((j) => j.id).sort()).toEqual(runs.map(([id]) => id).sort());
+    const [[doneId, doneToken], [lostId]] = runs;
+    expect(await finish(q, raw, [[doneId, doneToken, '+s']])).toEqual(['success']);
+    expect(await raw.zrange(k.active, 0, -1)).toEqual([lostId]);
+    // the other's lease expires: recovery ends its run as a failed attempt
+    await raw.zadd(k.active, 1, lostId);
+    const [recovered] = await runScript<[string[], number]>(raw, 'recover', [k.leases], [k.prefix, 10_000, 1000, 1000, '', -1, -1, 500, '']);
+    expect(recovered).toEqual([lostId]);
+    expect((await q.getJob(lostId))!.state).toBe('stuck');
+    expect(await raw.zcard(k.active)).toBe(0);
+    expect(await q.counts()).toMatchObject({ success: 1, stuck: 1, scheduled: 0 });
+  });
+
+  it('expired in `leases` are recovered, and a stale entry is dropped', async () => {
+    const { q, raw, runs } = await taken(2);
+    const k = q.keys;
+    const [[a, aToken], [b, bToken]] = runs;
+    await raw.zadd(k.leases, 1, `${aToken}:${a}`);
+    // b's run ended, but an entry was left behind (nothing leaves one: the pass must still cope)
+    expect(await finish(q, raw, [[b, bToken, '+s']])).toEqual(['success']);
+    await raw.zadd(k.leases, 1, `${bToken}:${b}`);
+    const [recovered] = await runScript<[string[], number]>(raw, 'recover', [k.leases], [k.prefix, 10_000, 1000, 1000, '', -1, -1, 500, '']);
+    expect(recovered).toEqual([a]);
+    expect(await leases(q, raw)).toEqual([]);
+    expect((await q.getJob(a))!.state).toBe('stuck');
+    expect((await q.getJob(b))!.state).toBe('success');
+  });
+});
