@@ -23,35 +23,35 @@ if state == 'scheduled' or state == 'running' then
   if job[5] ~= '1' then
     -- its lease member is marked so (see `leases` in includes/common), keeping its expiry
     local held = leaseMember(job[4], state, nil, id)
-    local expiry = redis.call('ZSCORE', prefix .. 'leases', held)
+    local expiry = call('ZSCORE', prefix .. 'leases', held)
     if expiry then
-      redis.call('ZREM', prefix .. 'leases', held)
-      redis.call('ZADD', prefix .. 'leases', expiry, leaseMember(job[4], state, '1', id))
+      call('ZREM', prefix .. 'leases', held)
+      call('ZADD', prefix .. 'leases', expiry, leaseMember(job[4], state, '1', id))
     end
   end
-  redis.call('HSET', jobKey, 'cancel', '1')
-  redis.call('PUBLISH', prefix .. 'cancel', id)
+  call('HSET', jobKey, 'cancel', '1')
+  call('PUBLISH', prefix .. 'cancel', id)
   return 'cancelling'
 end
 if state ~= 'waiting' and state ~= 'stuck' then return state end
 
 local group = job[2]
 local gk = prefix .. 'g:' .. group
-if redis.call('LREM', gk .. ':r', 1, id) == 1 then
+if call('LREM', gk .. ':r', 1, id) == 1 then
   deferGroup(group, 'nr', -1)
 elseif state == 'waiting' then
   local high = describeJob(job[3]) == 'high'
-  if redis.call('LREM', gk .. (high and ':h' or ':l'), 1, id) == 1 then
+  if call('LREM', gk .. (high and ':h' or ':l'), 1, id) == 1 then
     deferGroup(group, high and 'nh' or 'nl', -1)
   end
 end
 if state == 'stuck' then
-  redis.call('ZREM', prefix .. 'delayed', id)
+  call('ZREM', prefix .. 'delayed', id)
   deferGroup(group, 'stuck', -1)
 end
 local now = nowMs()
-redis.call('HSET', jobKey, 'state', 'cancelled', 'finished', now)
-redis.call('ZADD', prefix .. 'done:cancelled', now, id)
+call('HSET', jobKey, 'state', 'cancelled', 'finished', now)
+call('ZADD', prefix .. 'done:cancelled', now, id)
 left(state)
 changed(id, 'cancelled')
 flushGroups(prefix)

@@ -53,7 +53,7 @@ local function claimLeases(prefix, runs)
   end
   for i = #claimed, n + 1, -1 do claimed[i] = nil end
   local removed, key = 0, prefix .. 'leases'
-  for i = 1, n, 500 do removed = removed + redis.call('ZREM', key, unpack(claimed, i, math.min(n, i + 499))) end
+  for i = 1, n, 500 do removed = removed + call('ZREM', key, unpack(claimed, i, math.min(n, i + 499))) end
   return removed == n
 end
 
@@ -89,11 +89,11 @@ for i = 1, #runs, 4 do
   if verified then
     job = verifiedJob
     job[1], job[2], job[3], job[4] = token, unstarted and 'scheduled' or 'running', false, nil
-    if GROUP_READ[outcome] or limited then job[4] = redis.call('HGET', jobKey, 'group') end
+    if GROUP_READ[outcome] or limited then job[4] = call('HGET', jobKey, 'group') end
   elseif GROUP_READ[outcome] or limited then
-    job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
+    job = call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
   else
-    job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'cancel')
+    job = call('HMGET', jobKey, 'takeSeq', 'state', 'cancel')
   end
   if job[1] == token and (job[2] == 'running' or job[2] == 'scheduled') then
     if not verified then dropLeases(prefix, id, token) end
@@ -108,7 +108,7 @@ for i = 1, #runs, 4 do
     local state = finishJob(at, jobKey, id, job, outcome, runs[i + 3], retryDelay, started)
     states[#states + 1] = state
     ended[state] = true
-  elseif job[1] == token and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and redis.call('HGET', jobKey, 'worker') == '')) then
+  elseif job[1] == token and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and call('HGET', jobKey, 'worker') == '')) then
     -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
     -- only this script ends a run with this token as success, or released (worker cleared).
     states[#states + 1] = job[2]

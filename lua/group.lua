@@ -23,10 +23,10 @@ for i = 3, #ARGV - 1, 2 do
 end
 if g.limit > 0 and not wasLimited then
   g.running = runningByGroup(prefix, group)[group] or 0
-  redis.call('SADD', prefix .. 'limited', group)
+  call('SADD', prefix .. 'limited', group)
 elseif g.limit == 0 and wasLimited then
   g.running = 0
-  redis.call('SREM', prefix .. 'limited', group)
+  call('SREM', prefix .. 'limited', group)
 end
 if storeGroups(prefix, { group }, { [group] = g }) then
   wake(prefix)

@@ -20,14 +20,14 @@ local worker = ARGV[2]
 local lease = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[4])
 local now = nowMs()
-redis.call('ZADD', prefix .. 'workers', now + ttl, worker)
-redis.call('SET', prefix .. 'w:' .. worker, ARGV[5], 'PX', ttl)
+call('ZADD', prefix .. 'workers', now + ttl, worker)
+call('SET', prefix .. 'w:' .. worker, ARGV[5], 'PX', ttl)
 local lost, cancel = {}, {}
 for i = 6, #ARGV, 2 do
   local id = ARGV[i]
-  local job = redis.call('HMGET', prefix .. 'j:' .. id, 'takeSeq', 'state', 'cancel')
+  local job = call('HMGET', prefix .. 'j:' .. id, 'takeSeq', 'state', 'cancel')
   if job[1] == ARGV[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
-    redis.call('ZADD', prefix .. 'leases', 'XX', str(now + lease), leaseMember(job[1], job[2], job[3], id))
+    call('ZADD', prefix .. 'leases', 'XX', str(now + lease), leaseMember(job[1], job[2], job[3], id))
     if job[3] == '1' then cancel[#cancel + 1] = id end
   else
     lost[#lost + 1] = id

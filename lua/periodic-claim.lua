@@ -34,17 +34,17 @@ local now
 if ARGV[5] ~= '' then
   now = tonumber(ARGV[5])
 else
-  local t = redis.call('TIME')
+  local t = call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local token = now + tonumber(ARGV[4])
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
+local due = call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
 local claims = {}
 for _, id in ipairs(due) do
-  local t = redis.call('HMGET', prefix .. 'p:t:' .. id, unpack(CLAIM_FIELDS))
+  local t = call('HMGET', prefix .. 'p:t:' .. id, unpack(CLAIM_FIELDS))
   if not t[2] then
-    redis.call('ZREM', KEYS[1], id)
+    call('ZREM', KEYS[1], id)
   else
     claims[#claims + 1] = token
     claims[#claims + 1] = id
@@ -54,7 +54,7 @@ for _, id in ipairs(due) do
     pTrimHistory(prefix, id, ARGV[6], ARGV[7], now)
   end
 end
-for i = 1, #claims, 1000 do redis.call('ZADD', KEYS[1], unpack(claims, i, math.min(#claims, i + 999))) end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local staged = redis.call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
+for i = 1, #claims, 1000 do call('ZADD', KEYS[1], unpack(claims, i, math.min(#claims, i + 999))) end
+local first = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local staged = call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
 return { now, first[2] or '', staged[2] or '', out }

@@ -17,18 +17,18 @@
 local prefix = ARGV[1]
 local id = ARGV[2]
 local tk = prefix .. 'p:t:' .. id
-local enabled = redis.call('HGET', tk, 'enabled')
+local enabled = call('HGET', tk, 'enabled')
 if not enabled then return 0 end
 if ARGV[3] == '0' then
   pUnstage(prefix, id)
-  redis.call('HSET', tk, 'enabled', '0', 'updated', ARGV[5])
-  redis.call('ZREM', KEYS[1], id)
+  call('HSET', tk, 'enabled', '0', 'updated', ARGV[5])
+  call('ZREM', KEYS[1], id)
   return 1
 end
 if enabled == '1' then return 1 end
-redis.call('HSET', tk, 'enabled', '1', 'nextrun', ARGV[4], 'updated', ARGV[5])
+call('HSET', tk, 'enabled', '1', 'nextrun', ARGV[4], 'updated', ARGV[5])
 if ARGV[4] ~= '' then
-  redis.call('ZADD', KEYS[1], tonumber(ARGV[4]), id)
+  call('ZADD', KEYS[1], tonumber(ARGV[4]), id)
   pWake(prefix)
 end
 return 1

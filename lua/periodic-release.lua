@@ -41,9 +41,9 @@ local grace = tonumber(ARGV[6])
 local FINAL = { success = true, failed = true, cancelled = true }
 local lastKey, bufKey = prefix .. 'p:last', prefix .. 'p:buf'
 
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+local due = call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
 if #due == 0 then
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local first = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   return { first[2] or '', 0, 0, {} }
 end
 
@@ -73,12 +73,12 @@ end
 -- Per watched task: its last job, whether that job has not ended, and the job buffer-one holds.
 local last, active, held = {}, {}, {}
 if #watchedOrder > 0 then
-  local lasts = redis.call('HMGET', lastKey, unpack(watchedOrder))
-  local helds = redis.call('HMGET', bufKey, unpack(watchedOrder))
+  local lasts = call('HMGET', lastKey, unpack(watchedOrder))
+  local helds = call('HMGET', bufKey, unpack(watchedOrder))
   for k, task in ipairs(watchedOrder) do
     local id, st = lasts[k], nil
     if id then
-      st = redis.call('HGET', prefix .. 'j:' .. id, 'state')
+      st = call('HGET', prefix .. 'j:' .. id, 'state')
     else
       -- not recorded (the task's policy was `allow` until now): the newest submitted run in its history
       id, st = pLastFromHistory(prefix, task)
@@ -102,8 +102,8 @@ local catchup = {}
 local function submit(e)
   local jobKey = prefix .. 'j:' .. e[3]
   -- a planned job has no `submitted` yet: 1 new field; 2 means there was no such job
-  if redis.call('HSET', jobKey, 'state', 'waiting', 'submitted', submittedAt) == 2 then
-    redis.call('DEL', jobKey)
+  if call('HSET', jobKey, 'state', 'waiting', 'submitted', submittedAt) == 2 then
+    call('DEL', jobKey)
     return
   end
   enqueueLater(prefix, batch, e[3], e[8], e[7])
@@ -114,10 +114,10 @@ end
 
 -- An occurrence not submitted: its planned job goes, the history says why.
 local function drop(jobId, task, occ, why)
-  redis.call('DEL', prefix .. 'j:' .. jobId)
+  call('DEL', prefix .. 'j:' .. jobId)
   local hk = prefix .. 'p:h:' .. task
-  redis.call('ZREM', hk, jobId)
-  redis.call('ZADD', hk, occ, why)
+  call('ZREM', hk, jobId)
+  call('ZADD', hk, occ, why)
 end
 
 local function skip(jobId, task, occ)
@@ -128,7 +128,7 @@ end
 local function hold(e)
   held[e[4]] = e[1]
   heldOut[e[4]] = e[1]
-  redis.call('ZADD', KEYS[1], now + poll, e[1])
+  call('ZADD', KEYS[1], now + poll, e[1])
   done[e[1]] = 'held'
 end
 
@@ -148,7 +148,7 @@ for i, e in ipairs(entries) do
       -- no replica ran at the occurrence: the task's catch-up policy decides
       local c = catchup[task]
       if not c then
-        c = redis.call('HMGET', prefix .. 'p:t:' .. task, 'catchup', 'catchupWindow', 'nextrun')
+        c = call('HMGET', prefix .. 'p:t:' .. task, 'catchup', 'catchupWindow', 'nextrun')
         catchup[task] = c
       end
       if c[1] == 'none' then
@@ -178,7 +178,7 @@ for i, e in ipairs(entries) do
       if h and h ~= member and not active[task] then
         -- the held run goes first, now that the last one has ended
         done[h] = true
-        redis.call('ZREM', KEYS[1], h)
+        call('ZREM', KEYS[1], h)
         submitHeld(entryOf(h))
         h = nil
       end
@@ -201,18 +201,18 @@ local gone = {}
 for _, e in ipairs(entries) do
   if done[e[1]] == true then gone[#gone + 1] = e[1] end
 end
-for k = 1, #gone, 500 do redis.call('ZREM', KEYS[1], unpack(gone, k, math.min(#gone, k + 499))) end
+for k = 1, #gone, 500 do call('ZREM', KEYS[1], unpack(gone, k, math.min(#gone, k + 499))) end
 flushJobs(prefix, batch)
 local lastPairs = {}
 for task, jobId in pairs(lastOut) do
   lastPairs[#lastPairs + 1] = task
   lastPairs[#lastPairs + 1] = jobId
 end
-if #lastPairs > 0 then redis.call('HSET', lastKey, unpack(lastPairs)) end
+if #lastPairs > 0 then call('HSET', lastKey, unpack(lastPairs)) end
 for task, member in pairs(heldOut) do
-  if member then redis.call('HSET', bufKey, task, member) else redis.call('HDEL', bufKey, task) end
+  if member then call('HSET', bufKey, task, member) else call('HDEL', bufKey, task) end
 end
 if submitted > 0 then wake(prefix) end
 flushChanges(prefix, ARGV[2])
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local first = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return { first[2] or '', submitted, skipped, cancels }

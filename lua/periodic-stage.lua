@@ -78,24 +78,24 @@ for r = 1, #recs do
     if gone then
       pRemove(prefix, id, true)
     else
-      if #history > 0 then redis.call('ZADD', prefix .. 'p:h:' .. id, unpack(history)) end
+      if #history > 0 then call('ZADD', prefix .. 'p:h:' .. id, unpack(history)) end
       local fields = { 'nextrun', newNext }
       if period ~= '' and period ~= storedPeriod then fields[#fields + 1] = 'period'; fields[#fields + 1] = period end
       if triggered ~= '' then fields[#fields + 1] = 'triggered'; fields[#fields + 1] = '' end
       local tk = prefix .. 'p:t:' .. id
       -- `staged` lists the task's unreleased occurrences (for pUnstage): this stage's and those
       -- of earlier stages still waiting
-      local before = redis.call('HGET', tk, 'staged')
+      local before = call('HGET', tk, 'staged')
       if before and before ~= '' then
         local olds = {}
         for m in string.gmatch(before, '[^,]+') do olds[#olds + 1] = m end
-        local present = redis.call('ZMSCORE', prefix .. 'p:staged', unpack(olds))
+        local present = call('ZMSCORE', prefix .. 'p:staged', unpack(olds))
         for i = #olds, 1, -1 do
           if present[i] then table.insert(members, 1, olds[i]) end
         end
       end
       if #members > 0 or before then fields[#fields + 1] = 'staged'; fields[#fields + 1] = table.concat(members, ',') end
-      redis.call('HSET', tk, unpack(fields))
+      call('HSET', tk, unpack(fields))
       if newNext ~= '' and enabled == '1' then
         nextAdds[#nextAdds + 1] = newNext
         nextAdds[#nextAdds + 1] = id
@@ -105,9 +105,9 @@ for r = 1, #recs do
     end
   end
 end
-for k = 1, #staged, 1000 do redis.call('ZADD', prefix .. 'p:staged', unpack(staged, k, math.min(#staged, k + 999))) end
-for k = 1, #nextAdds, 1000 do redis.call('ZADD', KEYS[1], unpack(nextAdds, k, math.min(#nextAdds, k + 999))) end
-for k = 1, #nextRems, 1000 do redis.call('ZREM', KEYS[1], unpack(nextRems, k, math.min(#nextRems, k + 999))) end
-local firstNext = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local firstStaged = redis.call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
+for k = 1, #staged, 1000 do call('ZADD', prefix .. 'p:staged', unpack(staged, k, math.min(#staged, k + 999))) end
+for k = 1, #nextAdds, 1000 do call('ZADD', KEYS[1], unpack(nextAdds, k, math.min(#nextAdds, k + 999))) end
+for k = 1, #nextRems, 1000 do call('ZREM', KEYS[1], unpack(nextRems, k, math.min(#nextRems, k + 999))) end
+local firstNext = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local firstStaged = call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
 return { firstNext[2] or '', firstStaged[2] or '', results }

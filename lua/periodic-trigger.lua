@@ -17,12 +17,12 @@
 local prefix = ARGV[1]
 local id = ARGV[2]
 local tk = prefix .. 'p:t:' .. id
-if redis.call('EXISTS', tk) == 0 then return false end
+if call('EXISTS', tk) == 0 then return false end
 local now = nowMs()
 if ARGV[3] ~= '' then now = tonumber(ARGV[3]) end
-local old = redis.call('HGET', tk, 'triggered')
+local old = call('HGET', tk, 'triggered')
 if old and old ~= '' then return tonumber(old) end
-redis.call('HSET', tk, 'triggered', now)
-redis.call('ZADD', KEYS[1], now, id)
+call('HSET', tk, 'triggered', now)
+call('ZADD', KEYS[1], now, id)
 pWake(prefix)
 return now

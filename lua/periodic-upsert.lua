@@ -28,7 +28,7 @@ for i = 8, #ARGV, 2 do
   fields[#fields + 1] = ARGV[i + 1]
   new[ARGV[i]] = ARGV[i + 1]
 end
-local old = redis.call('HMGET', tk, 'timer', 'timezone', 'nextrun', 'owner')
+local old = call('HMGET', tk, 'timer', 'timezone', 'nextrun', 'owner')
 local created = old[1] == false
 if ARGV[7] == '1' and not created and old[3] and old[3] ~= '' and tonumber(old[3]) > tonumber(ARGV[4]) then
   return { 0, old[3] }
@@ -39,7 +39,7 @@ if sameTimer and old[3] and old[3] ~= '' then nextrun = old[3] end
 -- occurrences staged under another timer, or for a task now disabled, do not run
 if not created and (not sameTimer or ARGV[5] ~= '1') then pUnstage(prefix, id) end
 if old[4] and old[4] ~= '' and old[4] ~= new['owner'] then
-  redis.call('SREM', prefix .. 'p:owner:' .. old[4], id)
+  call('SREM', prefix .. 'p:owner:' .. old[4], id)
 end
 if created then
   fields[#fields + 1] = 'created'
@@ -49,13 +49,13 @@ fields[#fields + 1] = 'nextrun'
 fields[#fields + 1] = nextrun
 fields[#fields + 1] = 'enabled'
 fields[#fields + 1] = ARGV[5]
-redis.call('HSET', tk, unpack(fields))
-if new['owner'] and new['owner'] ~= '' then redis.call('SADD', prefix .. 'p:owner:' .. new['owner'], id) end
-if ARGV[3] == '1' then redis.call('SADD', prefix .. 'p:all', id) end
+call('HSET', tk, unpack(fields))
+if new['owner'] and new['owner'] ~= '' then call('SADD', prefix .. 'p:owner:' .. new['owner'], id) end
+if ARGV[3] == '1' then call('SADD', prefix .. 'p:all', id) end
 if ARGV[5] == '1' and nextrun ~= '' then
-  redis.call('ZADD', KEYS[1], tonumber(nextrun), id)
+  call('ZADD', KEYS[1], tonumber(nextrun), id)
   pWake(prefix)
 else
-  redis.call('ZREM', KEYS[1], id)
+  call('ZREM', KEYS[1], id)
 end
 return { created and 1 or 0, nextrun }

@@ -49,7 +49,7 @@ if settled then
 end
 if mine ~= '' then
   leasedJobs(prefix, function(id, key, member)
-    if redis.call('HGET', prefix .. 'j:' .. id, 'worker') == mine then
+    if call('HGET', prefix .. 'j:' .. id, 'worker') == mine then
       victims[id], entries[id] = 'executor ' .. mine .. ' restarted while running it', { key, member }
     end
   end)
@@ -59,9 +59,9 @@ local recovered = {}
 local at = beginFinishes(prefix, now)
 for id, reason in pairs(victims) do
   local jobKey = prefix .. 'j:' .. id
-  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
+  local job = call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
   if job[2] == 'running' or job[2] == 'scheduled' then
-    local worker = redis.call('HGET', jobKey, 'worker')
+    local worker = call('HGET', jobKey, 'worker')
     finishJob(at, jobKey, id, job, 'f', reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
     recovered[#recovered + 1] = id
   end
@@ -73,9 +73,9 @@ end
 finishBatch(prefix)
 
 local legacy = prefix .. 'ready'
-if redis.call('EXISTS', legacy) == 1 then
-  local names = redis.call('ZRANGE', legacy, '0', '-1')
-  redis.call('DEL', legacy, prefix .. 'rr')
+if call('EXISTS', legacy) == 1 then
+  local names = call('ZRANGE', legacy, '0', '-1')
+  call('DEL', legacy, prefix .. 'rr')
   local map = loadGroups(prefix, names, {})
   -- their flag said listed in `ready`: listed nowhere now, so storeGroups lists the runnable ones
   for _, name in ipairs(names) do map[name].ready = false end
@@ -86,8 +86,8 @@ end
 -- the next due time, so it sleeps until the retry instead of until its fallback timer.
 if #recovered > 0 then wake(prefix) end
 
-local gone = redis.call('ZRANGEBYSCORE', prefix .. 'workers', '-inf', now)
-if #gone > 0 then redis.call('ZREM', prefix .. 'workers', unpack(gone)) end
+local gone = call('ZRANGEBYSCORE', prefix .. 'workers', '-inf', now)
+if #gone > 0 then call('ZREM', prefix .. 'workers', unpack(gone)) end
 
 local removed = 0
 local batch = tonumber(ARGV[8])
@@ -95,12 +95,12 @@ local function trimByAge(state, age)
   age = tonumber(age)
   if age < 0 then return end
   local key = prefix .. 'done:' .. state
-  local ids = redis.call('ZRANGEBYSCORE', key, '-inf', now - age, 'LIMIT', 0, batch)
+  local ids = call('ZRANGEBYSCORE', key, '-inf', now - age, 'LIMIT', 0, batch)
   if #ids == 0 then return end
   for _, id in ipairs(ids) do
-    redis.call('DEL', prefix .. 'j:' .. id, prefix .. 'j:' .. id .. ':logs')
+    call('DEL', prefix .. 'j:' .. id, prefix .. 'j:' .. id .. ':logs')
   end
-  redis.call('ZREM', key, unpack(ids))
+  call('ZREM', key, unpack(ids))
   countDelta[state] = (countDelta[state] or 0) - #ids
   removed = removed + #ids
 end

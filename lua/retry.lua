@@ -18,11 +18,11 @@ local job = submittedJob(jobKey, 'group', 'd')
 if not job then return false end
 local state = job[1]
 if state ~= 'failed' and state ~= 'cancelled' then return state end
-redis.call('ZREM', prefix .. 'done:' .. state, id)
-redis.call('HDEL', jobKey, 'finished', 'cancel', 'due')
-redis.call('HSET', jobKey, 'state', 'waiting', 'retries', 0)
+call('ZREM', prefix .. 'done:' .. state, id)
+call('HDEL', jobKey, 'finished', 'cancel', 'due')
+call('HSET', jobKey, 'state', 'waiting', 'retries', 0)
 local high = describeJob(job[3]) == 'high'
-redis.call('LPUSH', prefix .. 'g:' .. job[2] .. (high and ':h' or ':l'), id)
+call('LPUSH', prefix .. 'g:' .. job[2] .. (high and ':h' or ':l'), id)
 left(state)
 changed(id, 'waiting')
 deferGroup(job[2], high and 'nh' or 'nl', 1)

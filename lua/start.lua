@@ -29,10 +29,10 @@ local leaseAt = str(now + tonumber(ARGV[3]))
 for i = 4, #ARGV, 2 do
   local id, token = ARGV[i], ARGV[i + 1]
   local jobKey = prefix .. 'j:' .. id
-  local job = redis.call('HMGET', jobKey, 'takeSeq', 'state', 'tracker', 'worker', 'dropped', 'cancel')
+  local job = call('HMGET', jobKey, 'takeSeq', 'state', 'tracker', 'worker', 'dropped', 'cancel')
   if job[1] == token and job[2] == 'scheduled' then
     if job[3] and job[3] ~= '' and periodicStart(prefix, now, id, job[3], job[4]) then dropped[#dropped + 1] = id end
-    redis.call('HSET', jobKey, 'state', 'running', 'started', str(now))
+    call('HSET', jobKey, 'state', 'running', 'started', str(now))
     left('scheduled')
     changed(id, 'running')
     -- (a job whose cancel was requested keeps its member: the mark says so whatever the state)

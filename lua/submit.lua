@@ -31,11 +31,11 @@ local jobKeys = {}
 for i = 1, #f, width do jobKeys[#jobKeys + 1] = prefix .. 'j:' .. f[i] end
 local fresh = true
 for i = 1, #jobKeys, 1000 do
-  if redis.call('EXISTS', unpack(jobKeys, i, math.min(#jobKeys, i + 999))) > 0 then fresh = false break end
+  if call('EXISTS', unpack(jobKeys, i, math.min(#jobKeys, i + 999))) > 0 then fresh = false break end
 end
 if not fresh then
   for k, key in ipairs(jobKeys) do
-    if redis.call('HGET', key, 'state') == 'planned' then return { now, {}, k } end
+    if call('HGET', key, 'state') == 'planned' then return { now, {}, k } end
   end
 end
 local seen = {}

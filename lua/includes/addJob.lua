@@ -23,7 +23,7 @@ local jobFields = { 'd', false, 'group', false, 'state', false }
 -- and occurrence) in `state` (default waiting), with `submitted` unless planned, unless the job
 -- exists (`unchecked`: the caller knows it does not). Returns 1 when written, 0 when it existed.
 local function writeJob(jobKey, now, f, i, width, state, unchecked)
-  if not unchecked and redis.call('EXISTS', jobKey) == 1 then return 0 end
+  if not unchecked and call('EXISTS', jobKey) == 1 then return 0 end
   state = state or 'waiting'
   local a = jobFields
   a[2], a[4], a[6] = f[i + 2], f[i + 3], state
@@ -33,7 +33,7 @@ local function writeJob(jobKey, now, f, i, width, state, unchecked)
     a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', f[i + 5], 'occurrence', f[i + 6]
     n = n + 4
   end
-  redis.call('HSET', jobKey, unpack(a, 1, n))
+  call('HSET', jobKey, unpack(a, 1, n))
   return 1
 end
 
@@ -84,7 +84,7 @@ end
 -- planned afterwards (written now, or already planned), false when it was submitted already.
 local function stageJob(prefix, f)
   if writeJob(prefix .. 'j:' .. f[1], '', f, 0, 6, 'planned') == 1 then return true end
-  return redis.call('HGET', prefix .. 'j:' .. f[1], 'state') == 'planned'
+  return call('HGET', prefix .. 'j:' .. f[1], 'state') == 'planned'
 end
 
 -- Applies a batch's pushes (in the order the jobs were added) and group changes. Returns true
@@ -93,7 +93,7 @@ local function flushJobs(prefix, batch)
   for _, list in ipairs(batch.listOrder) do
     local ids = batch.lists[list]
     if type(ids) == 'string' then
-      redis.call('LPUSH', list, ids)
+      call('LPUSH', list, ids)
     else
       sendChunks('LPUSH', list, ids, #ids, 1000)
     end

@@ -50,8 +50,13 @@
     workers      ZSET  executor id -> registry expiry; w:<id> HASH executor info
 ]]
 
+-- Redis's functions the scripts use most, in locals (an upvalue is reached for less than a
+-- field of a global table); set as each call begins, since a library cannot reach them while
+-- it loads.
+local call, structPack, structUnpack
+
 local function nowMs()
-  local t = redis.call('TIME')
+  local t = call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
@@ -76,7 +81,7 @@ end
 -- HMGET of a job's state and `...`, or nil when there is no submitted job under `jobKey` (a
 -- planned job, a periodic occurrence staged ahead, is not submitted yet).
 local function submittedJob(jobKey, ...)
-  local job = redis.call('HMGET', jobKey, 'state', ...)
+  local job = call('HMGET', jobKey, 'state', ...)
   if not job[1] or job[1] == 'planned' then return nil end
   return job
 end
@@ -160,7 +165,7 @@ local function flushChanges(prefix, maxEvents)
     countDelta[state] = (countDelta[state] or 0) + #stateIds[state]
   end
   for state, d in pairs(countDelta) do
-    if d ~= 0 then redis.call('HINCRBY', prefix .. 'counts', state, str(d)) end
+    if d ~= 0 then call('HINCRBY', prefix .. 'counts', state, str(d)) end
   end
   if tonumber(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0) then return end
   local a, n = entry, 6
@@ -174,7 +179,7 @@ local function flushChanges(prefix, maxEvents)
   if #periodicFailures > 0 then
     a[n + 1], a[n + 2], n = 'p', cjson.encode(periodicFailures), n + 2
   end
-  redis.call(unpack(a, 1, n))
+  call(unpack(a, 1, n))
 end
 
 -- A group's state is one packed value in the `groups` hash: the counters and settings below, in
@@ -203,14 +208,14 @@ local function unpackGroup(v)
       0, 0, 0, 0, 0, 0, 0, 0, 1, false, false
     return g
   end
-  local running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready = struct.unpack(GROUP_FORMAT, v)
+  local running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready = structUnpack(GROUP_FORMAT, v)
   g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused, g.ready =
     running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused == 1, ready == 1
   return g
 end
 
 local function packGroup(g)
-  return struct.pack(GROUP_FORMAT, g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight,
+  return structPack(GROUP_FORMAT, g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight,
     g.paused and 1 or 0, g.ready and 1 or 0)
 end
 
@@ -219,7 +224,7 @@ end
 local function loadGroups(prefix, names, map)
   for i = 1, #names, 1000 do
     local last = math.min(#names, i + 999)
-    local v = redis.call('HMGET', prefix .. 'groups', unpack(names, i, last))
+    local v = call('HMGET', prefix .. 'groups', unpack(names, i, last))
     for k = i, last do
       local name = names[k]
       if not map[name] then map[name] = unpackGroup(v[k - i + 1]) end
@@ -249,12 +254,12 @@ end
 -- Whether `limited` exists is read once per call (most queues have no limits).
 local anyLimited
 local function hasLimits(prefix)
-  if anyLimited == nil then anyLimited = redis.call('EXISTS', prefix .. 'limited') == 1 end
+  if anyLimited == nil then anyLimited = call('EXISTS', prefix .. 'limited') == 1 end
   return anyLimited
 end
 
 local function countsRunning(prefix, group)
-  return hasLimits(prefix) and redis.call('SISMEMBER', prefix .. 'limited', group) == 1
+  return hasLimits(prefix) and call('SISMEMBER', prefix .. 'limited', group) == 1
 end
 
 -- The marks of a run's lease member (see `leases` in the key layout).
@@ -280,9 +285,9 @@ local function leasedJobs(prefix, visit, maxScore, limit)
   for _, key in ipairs({ prefix .. 'leases', prefix .. 'active' }) do
     local members
     if maxScore then
-      members = redis.call('ZRANGEBYSCORE', key, '-inf', str(maxScore), 'LIMIT', '0', str(limit))
+      members = call('ZRANGEBYSCORE', key, '-inf', str(maxScore), 'LIMIT', '0', str(limit))
     else
-      members = redis.call('ZRANGE', key, '0', '-1')
+      members = call('ZRANGE', key, '0', '-1')
     end
     local legacy = key ~= prefix .. 'leases'
     for _, member in ipairs(members) do
@@ -296,7 +301,7 @@ end
 local function runningByGroup(prefix, only)
   local counts = {}
   leasedJobs(prefix, function(id)
-    local job = redis.call('HMGET', prefix .. 'j:' .. id, 'state', 'group')
+    local job = call('HMGET', prefix .. 'j:' .. id, 'state', 'group')
     if (job[1] == 'scheduled' or job[1] == 'running') and (not only or job[2] == only) then
       counts[job[2]] = (counts[job[2]] or 0) + 1
     end
@@ -319,7 +324,7 @@ local packed, front, back, gone = { GROUPS_PAD_FIELD, GROUPS_PAD }, {}, {}, {}
 
 -- Sends `command key` with the first n entries of list `a`, `per` entries per command.
 local function sendChunks(command, key, a, n, per)
-  for i = 1, n, per do redis.call(command, key, unpack(a, i, math.min(n, i + per - 1))) end
+  for i = 1, n, per do call(command, key, unpack(a, i, math.min(n, i + per - 1))) end
 end
 
 -- The one way groups change: writes the state of the groups `order` names (from `map`) and keeps
@@ -445,7 +450,7 @@ local woken = false
 local function wake(prefix)
   if woken then return end
   woken = true
-  redis.call('ZADD', prefix .. 'marker', '0', 'w')
+  call('ZADD', prefix .. 'marker', '0', 'w')
 end
 
 -- Trims a finished-state set to `keep` jobs once it runs over by more than a twentieth of
@@ -455,17 +460,17 @@ local function trimFinished(prefix, state, keep)
   keep = tonumber(keep)
   if keep < 0 then return end
   local key = prefix .. 'done:' .. state
-  local excess = redis.call('ZCARD', key) - keep
+  local excess = call('ZCARD', key) - keep
   if excess <= math.floor(keep / 20) then return end
   if excess > 200 then excess = 200 end
-  local ids = redis.call('ZRANGE', key, '0', str(excess - 1))
+  local ids = call('ZRANGE', key, '0', str(excess - 1))
   local doomed = {}
   for _, id in ipairs(ids) do
     doomed[#doomed + 1] = prefix .. 'j:' .. id
     doomed[#doomed + 1] = prefix .. 'j:' .. id .. ':logs'
   end
-  if #doomed > 0 then redis.call('DEL', unpack(doomed)) end
-  redis.call('ZREMRANGEBYRANK', key, '0', str(excess - 1))
+  if #doomed > 0 then call('DEL', unpack(doomed)) end
+  call('ZREMRANGEBYRANK', key, '0', str(excess - 1))
   countDelta[state] = (countDelta[state] or 0) - #ids
 end
 
@@ -473,6 +478,7 @@ end
 -- what is defined above lives across calls: what one call collects (state changes, deferred
 -- group and set writes, the turn counter it read, whether it woke an executor) starts afresh.
 local function beginCall()
+  call, structPack, structUnpack = redis.call, struct.pack, struct.unpack
   for i = 1, #stateOrder do
     local state = stateOrder[i]
     -- a long list is let go (cjson walks the whole storage of a list it encodes)

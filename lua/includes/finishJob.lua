@@ -41,20 +41,20 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
   elseif outcome == 'r' then
     state = 'waiting'
     a[1], a[2], a[3], a[4] = 'state', state, 'worker', ''
-    redis.call('RPUSH', prefix .. 'g:' .. group .. ':r', id)
+    call('RPUSH', prefix .. 'g:' .. group .. ':r', id)
     deferGroup(group, 'nr', 1)
   elseif outcome == 'c' then
     state = 'cancelled'
     a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
   else
-    local more = redis.call('HMGET', jobKey, 'retries', 'd', 'tracker', 'occurrence')
+    local more = call('HMGET', jobKey, 'retries', 'd', 'tracker', 'occurrence')
     local retries = tonumber(more[1]) or 0
     local _, maxRetries = describeJob(more[2])
     if outcome == 'f' and retries < (tonumber(maxRetries) or 0) then
       state = 'stuck'
       local due = now + retryDelay * (2 ^ retries)
       a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', str(retries + 1), 'error', payload, 'due', str(due), 8
-      redis.call('ZADD', prefix .. 'delayed', str(due), id)
+      call('ZADD', prefix .. 'delayed', str(due), id)
       deferGroup(group, 'stuck', 1)
     else
       state = 'failed'
@@ -65,7 +65,7 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
   if started then
     a[n + 1], a[n + 2], n = 'started', started, n + 2
   end
-  redis.call('HSET', jobKey, unpack(a, 1, n))
+  call('HSET', jobKey, unpack(a, 1, n))
   if state == 'success' or state == 'failed' or state == 'cancelled' then
     local adds = at.adds[state]
     if not adds then

@@ -22,7 +22,7 @@ local function pTokens(nextrunKey, recs)
   for k = 1, #recs, 1000 do
     local ids = {}
     for j = k, math.min(#recs, k + 999) do ids[#ids + 1] = recs[j][1] end
-    local got = redis.call('ZMSCORE', nextrunKey, unpack(ids))
+    local got = call('ZMSCORE', nextrunKey, unpack(ids))
     for j = 1, #got do scores[k + j - 1] = got[j] end
   end
   return scores
@@ -30,7 +30,7 @@ end
 
 -- Adds a record to a task's run history (trimmed when the task is claimed, see pTrimHistory).
 local function pHistory(prefix, id, occurrence, member)
-  redis.call('ZADD', prefix .. 'p:h:' .. id, occurrence, member)
+  call('ZADD', prefix .. 'p:h:' .. id, occurrence, member)
 end
 
 -- Trims a task's run history to `keep` past entries (-1: all) and `age` ms (-1: forever).
@@ -39,20 +39,20 @@ local function pTrimHistory(prefix, id, keep, age, now)
   keep = tonumber(keep)
   if keep and keep >= 0 then
     -- entries are ordered by occurrence; those still ahead (staged) are not history yet
-    local past = redis.call('ZCOUNT', hk, '-inf', now)
-    if past > keep then redis.call('ZREMRANGEBYRANK', hk, 0, past - keep - 1) end
+    local past = call('ZCOUNT', hk, '-inf', now)
+    if past > keep then call('ZREMRANGEBYRANK', hk, 0, past - keep - 1) end
   end
   age = tonumber(age)
-  if age and age >= 0 then redis.call('ZREMRANGEBYSCORE', hk, '-inf', '(' .. (now - age)) end
+  if age and age >= 0 then call('ZREMRANGEBYSCORE', hk, '-inf', '(' .. (now - age)) end
 end
 
 -- The newest submitted run of a task in its run history (skipping entries that are not jobs and
 -- jobs still planned): its job id and state, or nil.
 local function pLastFromHistory(prefix, id)
-  local members = redis.call('ZREVRANGE', prefix .. 'p:h:' .. id, 0, 19)
+  local members = call('ZREVRANGE', prefix .. 'p:h:' .. id, 0, 19)
   for _, m in ipairs(members) do
     if string.sub(m, 1, 1) ~= '~' then
-      local st = redis.call('HGET', prefix .. 'j:' .. m, 'state')
+      local st = call('HGET', prefix .. 'j:' .. m, 'state')
       if st and st ~= 'planned' then return m, st end
     end
   end
@@ -66,41 +66,41 @@ local OVERLAP_CODE = { allow = 'a', skip = 's', ['buffer-one'] = 'b', ['cancel-p
 -- one buffer-one holds): their planned jobs and history entries go.
 local function pUnstage(prefix, id)
   local tk = prefix .. 'p:t:' .. id
-  local staged = redis.call('HGET', tk, 'staged')
+  local staged = call('HGET', tk, 'staged')
   local members = {}
   if staged and staged ~= '' then
     for m in string.gmatch(staged, '[^,]+') do members[#members + 1] = m end
   end
-  local held = redis.call('HGET', prefix .. 'p:buf', id)
+  local held = call('HGET', prefix .. 'p:buf', id)
   if held then
     members[#members + 1] = held
-    redis.call('HDEL', prefix .. 'p:buf', id)
+    call('HDEL', prefix .. 'p:buf', id)
   end
   for _, m in ipairs(members) do
-    if redis.call('ZREM', prefix .. 'p:staged', m) == 1 then
+    if call('ZREM', prefix .. 'p:staged', m) == 1 then
       local jobId = string.match(m, '^.([^|]*)')
-      redis.call('DEL', prefix .. 'j:' .. jobId)
-      redis.call('ZREM', prefix .. 'p:h:' .. id, jobId)
+      call('DEL', prefix .. 'j:' .. jobId)
+      call('ZREM', prefix .. 'p:h:' .. id, jobId)
     end
   end
-  if staged then redis.call('HDEL', tk, 'staged') end
+  if staged then call('HDEL', tk, 'staged') end
 end
 
 -- Removes a task and its indexes (not its jobs), and its staged occurrences unless keepStaged.
 -- Returns 1 when it existed.
 local function pRemove(prefix, id, keepStaged)
   local tk = prefix .. 'p:t:' .. id
-  local owner = redis.call('HGET', tk, 'owner')
+  local owner = call('HGET', tk, 'owner')
   if not owner then return 0 end
   if not keepStaged then pUnstage(prefix, id) end
-  redis.call('HDEL', prefix .. 'p:last', id)
-  if owner ~= '' then redis.call('SREM', prefix .. 'p:owner:' .. owner, id) end
-  redis.call('DEL', tk, prefix .. 'p:h:' .. id)
-  redis.call('ZREM', prefix .. 'p:nextrun', id)
-  redis.call('SREM', prefix .. 'p:all', id)
+  call('HDEL', prefix .. 'p:last', id)
+  if owner ~= '' then call('SREM', prefix .. 'p:owner:' .. owner, id) end
+  call('DEL', tk, prefix .. 'p:h:' .. id)
+  call('ZREM', prefix .. 'p:nextrun', id)
+  call('SREM', prefix .. 'p:all', id)
   return 1
 end
 
 local function pWake(prefix)
-  redis.call('PUBLISH', prefix .. 'p:wake', '1')
+  call('PUBLISH', prefix .. 'p:wake', '1')
 end

@@ -10,26 +10,26 @@
 local function periodicStart(prefix, now, id, tracker, worker)
   local jobKey = prefix .. 'j:' .. id
   if worker then
-    local reg = redis.call('GET', prefix .. 'w:' .. worker)
+    local reg = call('GET', prefix .. 'w:' .. worker)
     if reg then
       local ok, info = pcall(cjson.decode, reg)
       if ok and type(info) == 'table' and info.host then
-        redis.call('HSET', jobKey, 'host', tostring(info.host), 'pid', tostring(info.pid or ''))
+        call('HSET', jobKey, 'host', tostring(info.host), 'pid', tostring(info.pid or ''))
       end
     end
   end
   local tk = prefix .. 'p:t:' .. tracker
-  local t = redis.call('HMGET', tk, 'tolerance', 'lastrun', 'interval', 'period')
+  local t = call('HMGET', tk, 'tolerance', 'lastrun', 'interval', 'period')
   if not t[1] then return false end
   if t[1] ~= '' and t[2] and t[2] ~= '' then
     local interval = tonumber((t[3] and t[3] ~= '') and t[3] or t[4])
     local since = now - tonumber(t[2])
     if interval and interval > 0 and since < interval - tonumber(t[1]) then
-      redis.call('HSET', jobKey, 'cancel', '1', 'dropped', 'dropped: started ' .. since ..
+      call('HSET', jobKey, 'cancel', '1', 'dropped', 'dropped: started ' .. since ..
         ' ms after the previous run, less than interval - tolerance = ' .. (interval - tonumber(t[1])) .. ' ms')
       return true
     end
   end
-  redis.call('HSET', tk, 'lastrun', now)
+  call('HSET', tk, 'lastrun', now)
   return false
 end

@@ -39,20 +39,20 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   -- Promote stuck jobs whose retry time has come into their group's preferred list (the head of
   -- `delayed` tells whether any is due, and is the next due time when none is).
   local delayedKey = prefix .. 'delayed'
-  local head = redis.call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES')
+  local head = call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES')
   local due = EMPTY
   if head[2] and tonumber(head[2]) <= now then
-    due = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', str(now), 'LIMIT', '0', '1000')
+    due = call('ZRANGEBYSCORE', delayedKey, '-inf', str(now), 'LIMIT', '0', '1000')
   end
   if #due > 0 then
     for _, id in ipairs(due) do
-      local group = redis.call('HGET', prefix .. 'j:' .. id, 'group')
+      local group = call('HGET', prefix .. 'j:' .. id, 'group')
       if group then
-        redis.call('LPUSH', prefix .. 'g:' .. group .. ':r', id)
+        call('LPUSH', prefix .. 'g:' .. group .. ':r', id)
         deferGroup(group, 'nr', 1)
       end
     end
-    redis.call('ZREM', prefix .. 'delayed', unpack(due))
+    call('ZREM', prefix .. 'delayed', unpack(due))
     flushGroups(prefix)
   end
 
@@ -74,7 +74,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
     -- from the back of the walk.
     local group, g
     if wi > #window and not exhausted then
-      window = redis.call('LPOP', rotationKey, str(n - taken)) or EMPTY
+      window = call('LPOP', rotationKey, str(n - taken)) or EMPTY
       wi = 1
       if #window == 0 then exhausted = true end
       loadGroups(prefix, window, touched)
@@ -111,15 +111,15 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         if (preferHigh and g.nh > 0) or g.nl == 0 then list = 'nh' else list = 'nl' end
         cnt = (cnt + 1) % (high + low)
       end
-      local id = g[list] > 0 and redis.call('RPOP', prefix .. 'g:' .. group .. LIST_SUFFIX[list]) or false
+      local id = g[list] > 0 and call('RPOP', prefix .. 'g:' .. group .. LIST_SUFFIX[list]) or false
       if not id then
         -- Counters and lists disagree (cannot happen through these scripts): resync once.
         if resynced then g.nr, g.nh, g.nl = 0, 0, 0 break end
         resynced = true
         local gk = prefix .. 'g:' .. group
-        g.nr = redis.call('LLEN', gk .. ':r')
-        g.nh = redis.call('LLEN', gk .. ':h')
-        g.nl = redis.call('LLEN', gk .. ':l')
+        g.nr = call('LLEN', gk .. ':r')
+        g.nh = call('LLEN', gk .. ':h')
+        g.nl = call('LLEN', gk .. ':l')
         if g.nr + g.nh + g.nl == 0 then break end
       else
         g.cnt = cnt
@@ -129,20 +129,20 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
         if list == 'nr' then
           -- a stuck or released job: its state, and, when it failed before, its retry count,
           -- retry time and last error
-          job = redis.call('HMGET', jobKey, 'd', 'submitted', 'state', 'retries', 'due', 'error')
+          job = call('HMGET', jobKey, 'd', 'submitted', 'state', 'retries', 'due', 'error')
           left(job[3])
           if job[3] == 'stuck' then g.stuck = g.stuck - 1 end
           retried = job[4] and { job[4], job[5], job[6] } or false
         else
           -- a waiting job of the high or low list, which has not failed since it was submitted
           -- (a retry by hand puts a job back with its count reset, see retry.lua)
-          job = redis.call('HMGET', jobKey, 'd', 'submitted')
+          job = call('HMGET', jobKey, 'd', 'submitted')
           retried = false
           fromWaiting = fromWaiting + 1
         end
-        seq = (seq or redis.call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
+        seq = (seq or call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
         local token = string.format('%d', seq)
-        redis.call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
+        call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
         leases[nl + 1], leases[nl + 2], nl = leaseAt, token .. SCHEDULED_MARK .. id, nl + 2
         if taken == 0 then
           jobs[1] = seq
@@ -183,7 +183,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
 
   -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
   -- A group this take visited that is still in the rotation says so without reading `rotation`.
-  if n > 0 and taken == n and not woken and (anyLeft or redis.call('LLEN', rotationKey) > 0) then wake(prefix) end
-  if #due > 0 then head = redis.call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES') end
+  if n > 0 and taken == n and not woken and (anyLeft or call('LLEN', rotationKey) > 0) then wake(prefix) end
+  if #due > 0 then head = call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES') end
   return jobs, head[2] and tonumber(head[2]) or -1
 end
