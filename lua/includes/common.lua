@@ -20,7 +20,8 @@
                        -> lease expiry (ms). The scripts that change a taken job's state or cancel
                        flag change its member with it, so a member names a run exactly as the job
                        hash does: a finish removes the members its runs claim and, when all were
-                       there, needs no read of the job hashes (see finish.lua).
+                       there, needs no read of the job hashes (see finish.lua). And a pad member
+                       (LEASES_PAD) that keeps the set a skiplist
     active       ZSET  older builds' leases: taken job id -> lease expiry (ms); read beside
                        `leases` (leasedJobs) until the runs of those builds end
     counts       HASH  state -> number of jobs
@@ -262,8 +263,20 @@ local function countsRunning(prefix, group)
   return hasLimits(prefix) and call('SISMEMBER', prefix .. 'limited', group) == 1
 end
 
+-- Redis keeps small hashes and sorted sets as listpacks, flat lists (by default up to 512 hash
+-- fields or 128 set members, of up to 64 bytes each) in which finding or placing an entry reads
+-- every entry before it. A key holding one value longer than that is made a table (a hash) or a
+-- skiplist (a sorted set) on its first write, and Redis never turns it back into a list: the
+-- busy keys of a queue hold such a pad, which their readers skip.
+local PAD = '-----------------------------------------------------------------'
+
 -- The marks of a run's lease member (see `leases` in the key layout).
 local SCHEDULED_MARK, RUNNING_MARK, CANCEL_MARK = ':', '!', '?'
+
+-- The pad member of `leases` (see PAD), with an expiry never reached: as a listpack, the set of
+-- a hundred runs in progress cost a take some 30,000 instructions a lease (every member read to
+-- find the new one, then to place it). It is no run's (it does not begin with a token).
+local LEASES_PAD, LEASES_PAD_EXPIRY = PAD, '+inf'
 
 -- The member of `leases` of the run of job `id` holding lease `token`, the job in `state`
 -- (scheduled or running) with cancel flag `cancel`.
@@ -273,7 +286,8 @@ local function leaseMember(token, state, cancel, id)
   return token .. mark .. id
 end
 
--- The job id of a member of `leases` (the token is digits, then comes the one-character mark).
+-- The job id of a member of `leases` (the token is digits, then comes the one-character mark);
+-- nil for the pad.
 local function leaseJobId(member)
   return string.match(member, '^%d+[:!?](.*)$')
 end
@@ -291,7 +305,8 @@ local function leasedJobs(prefix, visit, maxScore, limit)
     end
     local legacy = key ~= prefix .. 'leases'
     for _, member in ipairs(members) do
-      visit(legacy and member or leaseJobId(member), key, member)
+      local id = legacy and member or leaseJobId(member)
+      if id then visit(id, key, member) end
     end
   end
 end
@@ -309,14 +324,10 @@ local function runningByGroup(prefix, only)
   return counts
 end
 
--- Redis keeps a small hash as one flat list (a listpack: up to 512 fields of up to 64 bytes by
--- default), where finding a field means reading every field before it: at a few hundred groups
--- each group a call reads or writes would cost more than the rest of its job. So every write of
--- `groups` also writes one field that no group can be (the empty name) with a value longer than
--- that, which makes Redis keep the hash as a table from its first write (it never turns a table
--- back into a list). Readers of the hash skip that field.
-local GROUPS_PAD_FIELD = ''
-local GROUPS_PAD = '-----------------------------------------------------------------'
+-- The pad of `groups` (see PAD): as a listpack, at a few hundred groups each group a call reads
+-- or writes would cost more than the rest of its job. Every write of `groups` also writes it,
+-- as a field that no group can be (the empty name).
+local GROUPS_PAD_FIELD, GROUPS_PAD = '', PAD
 
 -- The argument lists storeGroups builds (reused: the library keeps them across calls); packed
 -- begins with the pad field.

@@ -61,7 +61,9 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   -- every group still in `rotation`), and the groups' state, their places in it and the
   -- leases are written once at the end (storeGroups). The order is the same as taking one job
   -- per call, at a fraction of the calls.
-  local taken, nl = 0, 0
+  -- (the leases begin with the pad, written with every take's leases: see LEASES_PAD)
+  leases[1], leases[2] = LEASES_PAD_EXPIRY, LEASES_PAD
+  local taken, nl = 0, 2
   -- jobs taken from the high and low lists (all waiting), and the ids listed as scheduled
   local fromWaiting, scheduled = 0, nil
   local seq -- the last take sequence number handed out; n numbers are reserved at the first job
@@ -179,7 +181,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
 
   -- Write back: the groups and the rotation, the leases.
   local anyLeft = storeGroups(prefix, order, touched, back)
-  sendChunks('ZADD', prefix .. 'leases', leases, nl, 1000)
+  if nl > 2 then sendChunks('ZADD', prefix .. 'leases', leases, nl, 1000) end
 
   -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
   -- A group this take visited that is still in the rotation says so without reading `rotation`.

@@ -300,7 +300,7 @@ export class Queue {
       case 'running': {
         // (older builds' leases are in `active`, by job id)
         const [leased, legacy] = await Promise.all([this.client.zrange(this.keys.leases, 0, -1), this.client.zrange(this.keys.active, 0, -1)]);
-        ids = [...leased.map(leaseJobId), ...legacy];
+        ids = [...leased.map(leaseJobId).filter((id) => id !== null), ...legacy];
         break;
       }
       case 'stuck':

@@ -36,12 +36,15 @@ export interface QueueKeys {
   worker(id: string): string;
 }
 
+const LEASE_MEMBER = /^\d+[:!?]([\s\S]*)$/;
+
 /**
  * The job id of a member of `leases`: the lease token (digits), a one-character mark of the run's
- * condition (`:` scheduled, `!` running, `?` cancel requested), then the id.
+ * condition (`:` scheduled, `!` running, `?` cancel requested), then the id. Null for the set's
+ * pad member, which is no run's.
  */
-export function leaseJobId(member: string): string {
-  return member.replace(/^\d+[:!?]/, '');
+export function leaseJobId(member: string): string | null {
+  return LEASE_MEMBER.exec(member)?.[1] ?? null;
 }
 
 /** The keys of queue `name`. */

@@ -42,7 +42,8 @@ async function finish(q: Queue, raw: Redis, runs: Array<[string, string, string]
   return states;
 }
 
-const leases = (q: Queue, raw: Redis) => raw.zrange(q.keys.leases, 0, -1);
+/** The members of `leases` that are runs' (not the pad). */
+const leases = async (q: Queue, raw: Redis) => (await raw.zrange(q.keys.leases, 0, -1)).filter((m) => leaseJobId(m) !== null);
 
 describe('leases', () => {
   it('name each run by token, condition and job id, and a finish claiming them as they are ends every run', async () => {
@@ -51,6 +52,9 @@ describe('leases', () => {
     await start(q, raw, [runs[2]]);
     expect(await leases(q, raw)).toContain(`${runs[2][1]}!${runs[2][0]}`);
     expect((await leases(q, raw)).map(leaseJobId).sort()).toEqual(runs.map(([id]) => id).sort());
+    // the pad keeps the set a skiplist, with an expiry never reached
+    expect(await raw.object('ENCODING', q.keys.leases)).toBe('skiplist');
+    expect(await raw.zrangebyscore(q.keys.leases, 2 ** 52, '+inf')).toHaveLength(1);
     // two runs whose start was never sent, one started
     expect(await finish(q, raw, [[...runs[0], '+s'], [...runs[1], '+s'], [...runs[2], 's']])).toEqual(['success', 'success', 'success']);
     expect(await leases(q, raw)).toEqual([]);
