@@ -39,6 +39,11 @@ export class Batcher<T> {
     }
   }
 
+  /** Whether items wait to be sent. */
+  get waiting(): boolean {
+    return this.items.size > 0;
+  }
+
   /** Whether items wait to be sent, or calls to be answered. */
   get busy(): boolean {
     return this.items.size > 0 || this.inflight.size > 0;

@@ -314,6 +314,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
    */
   private takeWanted(piggyback = false): number {
     if (this.closing || this.takeFailed || (this.drained && !piggyback)) return 0;
+    // Runs that ended wait to be sent: their finish call takes for the slots they free.
+    if (!piggyback && this.finishes.waiting) return 0;
     const full = this.takeSizer.size;
     const want = Math.min(this.opts.concurrency - this.runs.size - this.reserved, full);
     if (want <= 0) return 0;
