@@ -7,19 +7,18 @@
  * call), finish (--batch runs per call, each with its start folded in, as executors send quick
  * runs), then --single one-job submits one after another (the cost of a call, not of a job).
  *
+ * With --drain N, then N jobs filled in bulk and drained by one real executor of --concurrency
+ * slots (default 100): instructions per drained job, and jobs per script call.
+ *
  * Usage: node dist/benchmarks/instructions.js [--jobs 5000] [--groups 1000] [--batch 25]
- *          [--submit-batch 1000] [--single 500] [--redis-server PATH] [--keep]
+ *          [--submit-batch 1000] [--single 500] [--drain 0] [--concurrency 100]
+ *          [--redis-server PATH] [--keep]
  * Needs valgrind (callgrind_control). A redis-server built with symbols (see README) lets
  * `callgrind_annotate <dir>/cg.out.N` name the functions; --keep keeps that directory.
  */
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { Queue } from '../src/index.js';
-import { freePort } from '../src/dev/redis-server.js';
+import { Queue, Worker } from '../src/index.js';
 import { queueKeys } from '../src/redis/keys.js';
+import { startCallgrindServer } from './callgrind.js';
 import { arg, finishAll, PROBE_ARGS, submitSpread, takeAll } from './lab.js';
 
 const jobs = arg('jobs', 5000);
@@ -27,44 +26,13 @@ const groups = arg('groups', 1000);
 const batch = arg('batch', 25);
 const submitBatch = arg('submit-batch', 1000);
 const single = arg('single', 500);
+const drain = arg('drain', 0);
 const serverAt = process.argv.indexOf('--redis-server');
 const server = serverAt > 0 ? process.argv[serverAt + 1] : 'redis-server';
 const keep = process.argv.includes('--keep');
 
-const dir = mkdtempSync(join(tmpdir(), 'rota-callgrind-'));
-const port = await freePort();
-// Names uncompressed: each dump (one per phase) then names its functions on its own.
-const proc = spawn('valgrind', ['--tool=callgrind', '--compress-strings=no', `--callgrind-out-file=${join(dir, 'cg.out')}`,
-  server, '--port', String(port), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-// The server goes with this process, whatever ends it.
-process.once('exit', () => proc.kill('SIGKILL'));
-const url = `redis://127.0.0.1:${port}`;
-const client = new Redis(url, { lazyConnect: true, retryStrategy: () => 100 });
-client.on('error', () => {}); // refused while valgrind starts the server
-for (let i = 0; ; i++) {
-  try {
-    await client.connect();
-    await client.ping();
-    break;
-  } catch {
-    if (i > 300) throw new Error(`redis-server under valgrind did not start on port ${port}`);
-    client.disconnect();
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Dumps (and zeroes) the counters under `phase`. */
-const dump = (phase: string) => execFileSync('callgrind_control', ['-d', phase, String(proc.pid)], { stdio: 'ignore' });
-/** Instructions of the dump named `phase`. */
-function counted(phase: string): number {
-  for (const f of readdirSync(dir)) {
-    const text = readFileSync(join(dir, f), 'utf8');
-    if (!text.includes(`\ndesc: Trigger: dump ${phase}\n`)) continue;
-    const m = /^(?:summary|totals): (\d+)/m.exec(text);
-    if (m) return Number(m[1]);
-  }
-  throw new Error(`no callgrind dump for ${phase} in ${dir}`);
-}
+const cg = await startCallgrindServer(server);
+const { url, client, dump, counted } = cg;
 
 const keys = queueKeys('cg');
 const q = new Queue('cg', { connection: url });
@@ -82,14 +50,38 @@ dump('finish');
 for (let i = 0; i < single; i++) await q.submit({ task: 'noop', group: `s${i % 10}`, args: PROBE_ARGS });
 dump('single');
 
+// A drain through a real executor (--drain jobs, filled in bulks of 1,000 over --groups groups,
+// one executor of --concurrency slots with a no-op handler): the take and finish calls as the
+// executor sizes and combines them.
+const concurrency = arg('concurrency', 100);
+let drainCalls = 0;
+if (drain > 0) {
+  const dq = new Queue('cgd', { connection: url });
+  await submitSpread(dq, drain, groups);
+  const scriptCalls = async () => Number(/^cmdstat_fcall:calls=(\d+)/m.exec(await client.info('commandstats'))?.[1] ?? 0);
+  const calls0 = await scriptCalls();
+  dump('drain-fill');
+  let done = 0;
+  await new Promise<void>((resolve) => {
+    const w = new Worker('cgd', { noop: () => undefined }, { connection: url, concurrency });
+    w.on('completed', () => {
+      if (++done === drain) void w.close().then(resolve);
+    });
+  });
+  dump('drain');
+  drainCalls = (await scriptCalls()) - calls0;
+  await dq.close();
+}
+
 const per = (phase: string, n: number) => Math.round(counted(phase) / n);
 console.log(`${jobs} jobs over ${groups} groups; submit batches of ${submitBatch}, take and finish batches of ${batch}`);
 console.log(`instructions per job: submit ${per('submit', jobs)}, take ${per('take', jobs)}, finish ${per('finish', jobs)}; ` +
   `lifecycle ${per('submit', jobs) + per('take', jobs) + per('finish', jobs)}`);
 if (single > 0) console.log(`instructions per one-job submit call: ${per('single', single)}`);
+if (drain > 0) {
+  console.log(`drain of ${drain} jobs at concurrency ${concurrency}: ${per('drain', drain)} instructions per job ` +
+    `(take, start and finish calls, worker registry and heartbeat), ${(drain / drainCalls).toFixed(1)} jobs per script call`);
+}
 await q.close();
-await client.quit();
-proc.kill('SIGTERM');
-await new Promise((r) => proc.once('exit', r));
-if (keep) console.log(`callgrind dumps: ${dir}`);
-else rmSync(dir, { recursive: true, force: true });
+const dir = await cg.stop(keep);
+if (dir) console.log(`callgrind dumps: ${dir}`);

@@ -1,0 +1,70 @@
+/**
+ * A private redis-server run under valgrind's callgrind, for probes that count the instructions
+ * Redis executes: the same count on every run and machine load, where CPU time on a shared
+ * 2-core machine moves by a factor of two from one minute to the next.
+ */
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from '../src/dev/redis-server.js';
+
+export interface CallgrindServer {
+  url: string;
+  /** A client of the server (closed by stop). */
+  client: Redis;
+  /** Dumps (and zeroes) the counters under `phase`. */
+  dump(phase: string): void;
+  /** Instructions of the dump named `phase`. */
+  counted(phase: string): number;
+  /** Stops the server; keeps its dumps (and answers where) when `keep`. */
+  stop(keep: boolean): Promise<string | undefined>;
+}
+
+/** Starts `server` (a redis-server binary; one built with symbols lets callgrind_annotate name functions). */
+export async function startCallgrindServer(server: string): Promise<CallgrindServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'rota-callgrind-'));
+  const port = await freePort();
+  // Names uncompressed: each dump (one per phase) then names its functions on its own.
+  const proc = spawn('valgrind', ['--tool=callgrind', '--compress-strings=no', `--callgrind-out-file=${join(dir, 'cg.out')}`,
+    server, '--port', String(port), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  // The server goes with this process, whatever ends it.
+  process.once('exit', () => proc.kill('SIGKILL'));
+  const url = `redis://127.0.0.1:${port}`;
+  const client = new Redis(url, { lazyConnect: true, retryStrategy: () => 100 });
+  client.on('error', () => {}); // refused while valgrind starts the server
+  for (let i = 0; ; i++) {
+    try {
+      await client.connect();
+      await client.ping();
+      break;
+    } catch {
+      if (i > 300) throw new Error(`redis-server under valgrind did not start on port ${port}`);
+      client.disconnect();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return {
+    url,
+    client,
+    dump: (phase) => execFileSync('callgrind_control', ['-d', phase, String(proc.pid)], { stdio: 'ignore' }),
+    counted(phase) {
+      for (const f of readdirSync(dir)) {
+        const text = readFileSync(join(dir, f), 'utf8');
+        if (!text.includes(`\ndesc: Trigger: dump ${phase}\n`)) continue;
+        const m = /^(?:summary|totals): (\d+)/m.exec(text);
+        if (m) return Number(m[1]);
+      }
+      throw new Error(`no callgrind dump for ${phase} in ${dir}`);
+    },
+    async stop(keep) {
+      await client.quit();
+      proc.kill('SIGTERM');
+      await new Promise((r) => proc.once('exit', r));
+      if (keep) return dir;
+      rmSync(dir, { recursive: true, force: true });
+      return undefined;
+    },
+  };
+}
