@@ -30,8 +30,9 @@
            (`running`, its events and count) before it ends, as start.lua would (never a
            periodic run's: those wait for their start's answer)
 
-  Returns { finished time (ms), end state per run ('' when refused), jobs taken (see includes/take),
-            next stuck job's due time (ms) or -1 }.
+  Returns { finished time (ms), the end state of each run as one string of a character a run
+            (END_CODES: s success, w waiting, c cancelled, k stuck, f failed, - refused), jobs
+            taken (see includes/take), next stuck job's due time (ms) or -1 }.
 ]]
 --- @include "includes/common"
 --- @include "includes/finishJob"
@@ -42,6 +43,10 @@ local UNSTARTED = { ['+s'] = 's', ['+f'] = 'f', ['+p'] = 'p', ['+c'] = 'c', ['+r
 
 -- The lease members the runs claim (reused: the library keeps it across calls).
 local claimed = {}
+
+-- The character a run's end state is answered as (src/queue/job.ts reads them back).
+local END_CODES = { success = 's', waiting = 'w', cancelled = 'c', stuck = 'k', failed = 'f' }
+local REFUSED = '-'
 
 -- Removes the lease members `runs` claim (a run whose start was not sent claims the job is
 -- scheduled, any other that it runs); true when every one was there.
@@ -106,14 +111,14 @@ for i = 1, #runs, 4 do
       job[2] = 'running'
     end
     local state = finishJob(at, jobKey, id, job, outcome, runs[i + 3], retryDelay, started)
-    states[#states + 1] = state
+    states[#states + 1] = END_CODES[state]
     ended[state] = true
   elseif job[1] == token and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and call('HGET', jobKey, 'worker') == '')) then
     -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
     -- only this script ends a run with this token as success, or released (worker cleared).
-    states[#states + 1] = job[2]
+    states[#states + 1] = END_CODES[job[2]]
   else
-    states[#states + 1] = ''
+    states[#states + 1] = REFUSED
   end
 end
 finishBatch(prefix)
@@ -124,10 +129,10 @@ if ended['stuck'] then wake(prefix) end
 if ended['success'] then trimFinished(prefix, 'success', ARGV[4]) end
 if ended['failed'] then trimFinished(prefix, 'failed', ARGV[5]) end
 if ended['cancelled'] then trimFinished(prefix, 'cancelled', ARGV[5]) end
-local jobs, nextDue = {}, -1
+local jobs, nextDue = EMPTY, -1
 local n = tonumber(ARGV[6])
 if n > 0 then
   jobs, nextDue = takeJobs(prefix, ARGV[7], n, tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), now)
 end
 flushChanges(prefix, ARGV[2])
-return { now, states, jobs, nextDue }
+return { now, table.concat(states), jobs, nextDue }

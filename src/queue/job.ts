@@ -129,6 +129,16 @@ export function decodeJobObject(id: string, obj: Record<string, Buffer>): Job | 
 /** Entries per job in a take reply (see lua/includes/take), after the first job's take sequence. */
 export const TAKEN_WIDTH = 4;
 
+/** The end states a finish call answers, by the character it answers each as (lua/finish.lua). */
+const END_STATES: Record<string, JobState | ''> = { s: 'success', w: 'waiting', c: 'cancelled', k: 'stuck', f: 'failed', '-': '' };
+
+/** The end state of each run of a finish call, from its answer's one character a run ('' when refused). */
+export function decodeEndStates(codes: string): Array<JobState | ''> {
+  const out: Array<JobState | ''> = [];
+  for (const c of codes) out.push(END_STATES[c] ?? '');
+  return out;
+}
+
 /** The jobs of a take reply, each as [id, take sequence]: for probes and tests that drive the scripts. */
 export function takenTokens(flat: Array<unknown>): Array<[string, string]> {
   const out: Array<[string, string]> = [];

@@ -17,7 +17,7 @@ import { packStrings, type StringValue } from '../redis/string-array.js';
 import { Batcher } from './batcher.js';
 import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
-import { decodeTaken, type Job, type JobState } from './job.js';
+import { decodeEndStates, decodeTaken, type Job, type JobState } from './job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
 import { Recoverer, type Keep } from './recoverer.js';
 import { Run, type Outcome, type RunHooks } from './run.js';
@@ -92,6 +92,9 @@ interface Finished {
   /** The run's start was not sent yet: the finish call applies it first. */
   unstarted?: boolean;
 }
+
+/** A take's answer (from take, or the end of a finish call's): see lua/includes/take. */
+type TakeReply = [Array<Buffer | number | null>, Buffer | number];
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -354,14 +357,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async take(n: number): Promise<[Job[], number]> {
-    const [flatJobs, nextDue] = await this.takeSizer.timed(runScript<[Array<Buffer | number | null>, Buffer | number]>(this.client, 'take', [this.keys.rotation], [
+    const [flatJobs, nextDue] = await this.takeSizer.timed(runScript<TakeReply>(this.client, 'take', [this.keys.rotation], [
       this.keys.prefix, this.opts.maxEvents, this.id, n, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
     ], true));
     return this.taken(flatJobs, nextDue);
   }
 
   /** The jobs and next stuck due time of a take reply (from take or finish). */
-  private taken(flat: Array<Buffer | number | null>, due: Buffer | number): [Job[], number] {
+  private taken(flat: TakeReply[0], due: TakeReply[1]): [Job[], number] {
     return [decodeTaken(flat, this.id), Number(due)];
   }
 
@@ -461,14 +464,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
       packStrings(runs, Infinity, 'runs'),
     ];
     // Binary-safe: the taken jobs hold their args (msgpack).
-    const reply = this.takeSizer.timed(runScript<[number, Buffer[], Array<Buffer | number | null>, Buffer | number]>(this.client, 'finish', [this.keys.leases], args, true));
+    const reply = this.takeSizer.timed(runScript<[number, Buffer, ...TakeReply]>(this.client, 'finish', [this.keys.leases], args, true));
     if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => this.taken(jobs, due)), true);
-    let states: Buffer[];
+    let states: Array<JobState | ''>;
     let at: number;
     try {
       const r = await reply;
       at = Number(r[0]);
-      states = r[1];
+      states = decodeEndStates(r[1].toString());
     } catch (err) {
       this.emitError(err);
       return;
@@ -476,7 +479,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     batch.forEach((f, i) => {
       // a start applied by this call is stamped with its time, as the script did
       if (f.unstarted) f.run.job.started = at;
-      this.report(f, states[i].toString());
+      this.report(f, states[i] ?? '');
     });
   }
 

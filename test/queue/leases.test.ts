@@ -7,7 +7,7 @@
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Queue } from '../../src/index.js';
-import { takenTokens } from '../../src/queue/job.js';
+import { decodeEndStates, takenTokens } from '../../src/queue/job.js';
 import { leaseJobId } from '../../src/redis/keys.js';
 import { runScript } from '../../src/redis/scripts.js';
 import { packStrings } from '../../src/redis/string-array.js';
@@ -38,8 +38,8 @@ function start(q: Queue, raw: Redis, runs: Array<[string, string]>): Promise<[nu
 async function finish(q: Queue, raw: Redis, runs: Array<[string, string, string]>): Promise<string[]> {
   const k = q.keys;
   const flat = runs.flatMap(([id, token, code]) => [id, token, code, '']);
-  const [, states] = await runScript<[number, string[]]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 2, 1, 30_000, packStrings(flat, Infinity, 'runs')]);
-  return states;
+  const [, states] = await runScript<[number, string]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 2, 1, 30_000, packStrings(flat, Infinity, 'runs')]);
+  return decodeEndStates(states);
 }
 
 /** The members of `leases` that are runs' (not the pad). */

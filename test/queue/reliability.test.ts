@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Queue, Worker, PermanentError, TimeoutError, type Job, type QueueEvent } from '../../src/index.js';
-import { takenTokens } from '../../src/queue/job.js';
+import { decodeEndStates, takenTokens } from '../../src/queue/job.js';
 import { runScript } from '../../src/redis/scripts.js';
 import { packStrings } from '../../src/redis/string-array.js';
 import { NodeProcess } from '../helpers/processes.js';
@@ -341,15 +341,15 @@ describe('repeats after a reconnect', () => {
         const [, lost] = await runScript<[number, string[]]>(raw, 'start', [k.leases], [k.prefix, 10_000, 30_000, job.id, token!]);
         expect(lost).toEqual([]);
       }
-      const finish = () => runScript<[number, string[]]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 1, 1, 1000, packStrings([job.id, token!, 's', ''], Infinity, 'runs')]);
-      expect((await finish())[1]).toEqual(['success']);
+      const finish = async () => decodeEndStates((await runScript<[number, string]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 1, 1, 1000, packStrings([job.id, token!, 's', ''], Infinity, 'runs')]))[1]);
+      expect(await finish()).toEqual(['success']);
       const before = await raw.hgetall(k.job(job.id));
-      expect((await finish())[1]).toEqual(['success']);
+      expect(await finish()).toEqual(['success']);
       expect(await raw.hgetall(k.job(job.id))).toEqual(before);
       expect((await q.counts()).success).toBe(1);
       // A wrong token is refused.
-      const [, refused] = await runScript<[number, string[]]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 1, 1, 1000, packStrings([job.id, String(Number(token) + 1), 's', ''], Infinity, 'runs')]);
-      expect(refused).toEqual(['']);
+      const [, refused] = await runScript<[number, string]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 1, 1, 1000, packStrings([job.id, String(Number(token) + 1), 's', ''], Infinity, 'runs')]);
+      expect(decodeEndStates(refused)).toEqual(['']);
     } finally {
       raw.disconnect();
     }
