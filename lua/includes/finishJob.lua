@@ -7,9 +7,9 @@
   `job` is HMGET of the job's takeSeq, state, cancel and group (what every outcome needs; a
   failure reads the rest itself; the group may be left out when the outcome is neither f nor r
   and the queue has no concurrency limits, see GROUP_READ); the caller has checked the lease
-  token and removes the run's lease. `started`, when given, is written as the run's start time in the same write (a run
-  whose start was not sent separately, see finish.lua). A failed run of a periodic task (a job
-  with a tracker) also raises a periodic.failed event.
+  token and removes the run's lease. `started`, when given, is written as the run's start time
+  in the same write (a run whose start was not sent separately, see finish.lua). A failed run of
+  a periodic task (a job with a tracker) also raises a periodic.failed event.
   `at` is what the finishJob calls of one script call share (beginFinishes, once per call).
   Returns the state the job ended in. The set and group changes of a batch are applied together:
   callers run finishBatch(prefix) after their last finishJob and before reading those keys.
