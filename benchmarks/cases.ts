@@ -20,7 +20,10 @@ export const CASE_NAMES = [
 
 export function cases(quick: boolean): CaseSpec[] {
   const q = <T>(full: T, small: T) => (quick ? small : full);
+  // Ingest size; drains take the 100,000 jobs, enough that most finished jobs are trimmed
+  // by the retention every system keeps (10,000), as in a queue that runs for a while.
   const N = q(20_000, 5_000);
+  const DRAIN = q(100_000, 5_000);
   const cap = q(15_000, 5_000);
   const drain = (name: string, jobs: number, concurrency: number, groups: number, processes = 0): CaseSpec => ({
     name, kind: 'drain', params: { jobs, concurrency, groups, processes, capMs: cap },
@@ -36,15 +39,15 @@ export function cases(quick: boolean): CaseSpec[] {
     { name: 'ingest-bulk50', kind: 'ingest', params: { mode: 'bulk', jobs: N, width: 50, groups: 1000 } },
     { name: 'ingest-bulk1000', kind: 'ingest', params: { mode: 'bulk', jobs: N, width: 1000, groups: 1000 } },
     drain('drain-c1', q(5_000, 2_000), 1, 1000),
-    drain('drain-c10', N, 10, 1000),
-    drain('drain-c100', N, 100, 1000),
-    drain('drain-c100-2proc', N, 100, 1000, 2),
+    drain('drain-c10', DRAIN, 10, 1000),
+    drain('drain-c100', DRAIN, 100, 1000),
+    drain('drain-c100-2proc', DRAIN, 100, 1000, 2),
     latency(10), latency(50), latency(80),
     { name: 'fairness-light', kind: 'fairness', params: { mode: 'flood', ...fairness } },
     { name: 'fairness-noflood', kind: 'fairness', params: { mode: 'noflood', ...fairness } },
     // The same number of jobs in each (as many as 100,000 groups of one job need): only the groups change.
-    drain('groups-1', q(100_000, 5_000), 100, 1),
-    drain('groups-1000', q(100_000, 5_000), 100, 1000),
-    drain('groups-100000', q(100_000, 5_000), 100, 100_000),
+    drain('groups-1', DRAIN, 100, 1),
+    drain('groups-1000', DRAIN, 100, 1000),
+    drain('groups-100000', DRAIN, 100, 100_000),
   ];
 }
