@@ -257,7 +257,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /**
    * Most jobs the next take asks for: what frees up while one call to Redis travels (slots ×
    * round trip ÷ run time, from running means of this executor's own), at most half the slots
-   * (all of them up to 16).
+   * (rounded up).
    */
   get takeSize(): number {
     return this.takeSizer.size;

@@ -4,10 +4,10 @@ import { maxTakeSize, TakeSizer } from '../../src/queue/take-size.js';
 import { closeAll, openQueue, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
 describe('take size', () => {
-  it('takes every slot up to 16, else half of them, at most', () => {
+  it('takes half the slots (rounded up) at most, so that two takes in flight cover them', () => {
     expect(maxTakeSize(1)).toBe(1);
-    expect(maxTakeSize(16)).toBe(16);
-    expect(maxTakeSize(30)).toBe(16);
+    expect(maxTakeSize(3)).toBe(2);
+    expect(maxTakeSize(16)).toBe(8);
     expect(maxTakeSize(40)).toBe(20);
     expect(maxTakeSize(100)).toBe(50);
   });
@@ -33,7 +33,7 @@ describe('take size', () => {
     const small = new TakeSizer(4);
     small.ranFor(0.1);
     small.answeredIn(2);
-    expect(small.size).toBe(4);
+    expect(small.size).toBe(2);
   });
 
   it('follows the running means: batches grow as Redis answers slower and shrink as runs lengthen', () => {
@@ -62,13 +62,13 @@ describe('an executor\'s take size', () => {
     return w;
   };
 
-  it('stays at all 16 slots for instant jobs', async () => {
+  it('stays at half its 16 slots for instant jobs', async () => {
     const w = await runAll(64, () => 'ok');
-    expect(w.takeSize).toBe(16);
+    expect(w.takeSize).toBe(8);
   });
 
   it('shrinks once it has timed jobs that run far longer than a call to Redis', async () => {
     const w = await runAll(48, () => new Promise((r) => setTimeout(r, 30)));
-    expect(w.takeSize).toBeLessThan(16);
+    expect(w.takeSize).toBeLessThan(8);
   });
 });
