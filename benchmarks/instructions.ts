@@ -19,7 +19,7 @@
 import { Queue, Worker } from '../src/index.js';
 import { queueKeys } from '../src/redis/keys.js';
 import { startCallgrindServer } from './callgrind.js';
-import { arg, finishAll, PROBE_ARGS, submitSpread, takeAll } from './lab.js';
+import { arg, finishAll, PROBE_ARGS, scriptStats, submitSpread, takeAll } from './lab.js';
 
 const jobs = arg('jobs', 5000);
 const groups = arg('groups', 1000);
@@ -27,6 +27,7 @@ const batch = arg('batch', 25);
 const submitBatch = arg('submit-batch', 1000);
 const single = arg('single', 500);
 const drain = arg('drain', 0);
+const concurrency = arg('concurrency', 100);
 const serverAt = process.argv.indexOf('--redis-server');
 const server = serverAt > 0 ? process.argv[serverAt + 1] : 'redis-server';
 const keep = process.argv.includes('--keep');
@@ -53,13 +54,11 @@ dump('single');
 // A drain through a real executor (--drain jobs, filled in bulks of 1,000 over --groups groups,
 // one executor of --concurrency slots with a no-op handler): the take and finish calls as the
 // executor sizes and combines them.
-const concurrency = arg('concurrency', 100);
 let drainCalls = 0;
 if (drain > 0) {
   const dq = new Queue('cgd', { connection: url });
   await submitSpread(dq, drain, groups);
-  const scriptCalls = async () => Number(/^cmdstat_fcall:calls=(\d+)/m.exec(await client.info('commandstats'))?.[1] ?? 0);
-  const calls0 = await scriptCalls();
+  const calls0 = (await scriptStats(client)).calls;
   dump('drain-fill');
   let done = 0;
   await new Promise<void>((resolve) => {
@@ -69,7 +68,7 @@ if (drain > 0) {
     });
   });
   dump('drain');
-  drainCalls = (await scriptCalls()) - calls0;
+  drainCalls = (await scriptStats(client)).calls - calls0;
   await dq.close();
 }
 

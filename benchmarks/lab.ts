@@ -29,12 +29,21 @@ export async function labRedis(): Promise<{ url: string; admin: Redis; close(): 
   };
 }
 
+/** Script calls (EVALSHA, EVAL, FCALL) so far, and the microseconds Redis has spent in them (INFO commandstats). */
+export async function scriptStats(admin: Redis): Promise<{ calls: number; usec: number }> {
+  const stats = await admin.info('commandstats');
+  let calls = 0;
+  let usec = 0;
+  for (const m of stats.matchAll(/^cmdstat_(evalsha|eval|fcall):calls=(\d+),usec=(\d+)/gm)) {
+    calls += Number(m[2]);
+    usec += Number(m[3]);
+  }
+  return { calls, usec };
+}
+
 /** Microseconds Redis has spent in scripts so far (INFO commandstats). */
 export async function scriptUsec(admin: Redis): Promise<number> {
-  const stats = await admin.info('commandstats');
-  let us = 0;
-  for (const m of stats.matchAll(/^cmdstat_(evalsha|eval|fcall):calls=\d+,usec=(\d+)/gm)) us += Number(m[2]);
-  return us;
+  return (await scriptStats(admin)).usec;
 }
 
 /** A job's args in the probes: the harness's 100-byte payload. */
