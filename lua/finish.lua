@@ -37,49 +37,13 @@
 --- @include "includes/common"
 --- @include "includes/finishJob"
 --- @include "includes/take"
-
--- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
-local UNSTARTED = { ['+s'] = 's', ['+f'] = 'f', ['+p'] = 'p', ['+c'] = 'c', ['+r'] = 'r' }
-
--- The lease members the runs claim (reused: the library keeps it across calls).
-local claimed = {}
-
--- The character a run's end state is answered as (src/queue/job.ts reads them back).
-local END_CODES = { success = 's', waiting = 'w', cancelled = 'c', stuck = 'k', failed = 'f' }
-local REFUSED = '-'
-
--- Removes the lease members `runs` claim (a run whose start was not sent claims the job is
--- scheduled, any other that it runs); true when every one was there.
-local function claimLeases(prefix, runs)
-  local n = 0
-  for i = 1, #runs, 4 do
-    n = n + 1
-    claimed[n] = runs[i + 1] .. (UNSTARTED[runs[i + 2]] and SCHEDULED_MARK or RUNNING_MARK) .. runs[i]
-  end
-  for i = #claimed, n + 1, -1 do claimed[i] = nil end
-  local removed, key = 0, prefix .. 'leases'
-  for i = 1, n, 500 do removed = removed + call('ZREM', key, unpack(claimed, i, math.min(n, i + 499))) end
-  return removed == n
-end
-
--- Removes (with the batch's other set writes) every lease entry the run of job `id` with lease
--- `token` may have: its member of `leases` under each mark, and an older build's in `active`.
-local function dropLeases(prefix, id, token)
-  local rems = laterList(laterRems, prefix .. 'leases')
-  local n = #rems
-  rems[n + 1], rems[n + 2], rems[n + 3] = token .. SCHEDULED_MARK .. id, token .. RUNNING_MARK .. id, token .. CANCEL_MARK .. id
-  rems = laterList(laterRems, prefix .. 'active')
-  rems[#rems + 1] = id
-end
-
--- The job of a run whose lease was verified: what the job hash would answer (reused).
-local verifiedJob = {}
+--- @include "includes/finishRuns"
 
 local prefix = ARGV[1]
-local retryDelay = tonumber(ARGV[3])
+local retryDelay = num(ARGV[3])
 local now = nowMs()
-local states = {}
-local ended = {}
+clearList(states)
+for state in pairs(ended) do ended[state] = nil end
 local runs = cmsgpack.unpack(ARGV[11])
 local at = beginFinishes(prefix, now)
 local limited = hasLimits(prefix)
@@ -130,9 +94,9 @@ if ended['success'] then trimFinished(prefix, 'success', ARGV[4]) end
 if ended['failed'] then trimFinished(prefix, 'failed', ARGV[5]) end
 if ended['cancelled'] then trimFinished(prefix, 'cancelled', ARGV[5]) end
 local jobs, nextDue = EMPTY, -1
-local n = tonumber(ARGV[6])
+local n = num(ARGV[6])
 if n > 0 then
-  jobs, nextDue = takeJobs(prefix, ARGV[7], n, tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), now)
+  jobs, nextDue = takeJobs(prefix, ARGV[7], n, num(ARGV[8]), num(ARGV[9]), num(ARGV[10]), now)
 end
 flushChanges(prefix, ARGV[2])
 return { now, table.concat(states), jobs, nextDue }

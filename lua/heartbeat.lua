@@ -17,8 +17,8 @@
 
 local prefix = ARGV[1]
 local worker = ARGV[2]
-local lease = tonumber(ARGV[3])
-local ttl = tonumber(ARGV[4])
+local lease = num(ARGV[3])
+local ttl = num(ARGV[4])
 local now = nowMs()
 call('ZADD', prefix .. 'workers', now + ttl, worker)
 call('SET', prefix .. 'w:' .. worker, ARGV[5], 'PX', ttl)

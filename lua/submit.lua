@@ -18,7 +18,7 @@
 --- @include "includes/addJob"
 
 local prefix = ARGV[1]
-local width = tonumber(ARGV[3])
+local width = num(ARGV[3])
 local f = cmsgpack.unpack(ARGV[4])
 local now = nowMs()
 local submitted = str(now)

@@ -20,6 +20,6 @@
 --- @include "includes/common"
 --- @include "includes/take"
 
-local jobs, nextDue = takeJobs(ARGV[1], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), nowMs())
+local jobs, nextDue = takeJobs(ARGV[1], ARGV[3], num(ARGV[4]), num(ARGV[5]), num(ARGV[6]), num(ARGV[7]), nowMs())
 flushChanges(ARGV[1], ARGV[2])
 return { jobs, nextDue }

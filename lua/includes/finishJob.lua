@@ -22,9 +22,15 @@ local GROUP_READ = { r = true, f = true }
 local endFields = {}
 
 -- What the finishJob calls of one script call share: its queue, its time (and as text), and the
--- lists of set writes they add to (the finished-state additions by state).
+-- lists of set writes they add to (the finished-state additions by state, of the states that
+-- finishJob adds to a set).
+-- (reused: the library keeps it across calls)
+local finishing = { adds = {} }
 local function beginFinishes(prefix, now)
-  return { prefix = prefix, now = now, nowS = str(now), adds = {} }
+  local at, adds = finishing, finishing.adds
+  at.prefix, at.now, at.nowS = prefix, now, str(now)
+  adds.success, adds.failed, adds.cancelled = nil, nil, nil
+  return at
 end
 
 local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, started)

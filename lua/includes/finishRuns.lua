@@ -1,0 +1,45 @@
+--[[
+  What finish.lua keeps at the library's level, defined once when the library loads rather than
+  on every call: the outcome and end-state codes, the lease members a call's runs claim and how
+  they are removed, and the tables a call fills and empties (reused across calls).
+]]
+
+-- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
+local UNSTARTED = { ['+s'] = 's', ['+f'] = 'f', ['+p'] = 'p', ['+c'] = 'c', ['+r'] = 'r' }
+
+-- The lease members the runs claim (reused: the library keeps it across calls).
+local claimed = {}
+
+-- The character a run's end state is answered as (src/queue/job.ts reads them back).
+local END_CODES = { success = 's', waiting = 'w', cancelled = 'c', stuck = 'k', failed = 'f' }
+local REFUSED = '-'
+
+-- Removes the lease members `runs` claim (a run whose start was not sent claims the job is
+-- scheduled, any other that it runs); true when every one was there.
+local function claimLeases(prefix, runs)
+  local n = 0
+  for i = 1, #runs, 4 do
+    n = n + 1
+    claimed[n] = runs[i + 1] .. (UNSTARTED[runs[i + 2]] and SCHEDULED_MARK or RUNNING_MARK) .. runs[i]
+  end
+  for i = #claimed, n + 1, -1 do claimed[i] = nil end
+  local removed, key = 0, prefix .. 'leases'
+  for i = 1, n, 500 do removed = removed + call('ZREM', key, unpack(claimed, i, math.min(n, i + 499))) end
+  return removed == n
+end
+
+-- Removes (with the batch's other set writes) every lease entry the run of job `id` with lease
+-- `token` may have: its member of `leases` under each mark, and an older build's in `active`.
+local function dropLeases(prefix, id, token)
+  local rems = laterList(laterRems, prefix .. 'leases')
+  local n = #rems
+  rems[n + 1], rems[n + 2], rems[n + 3] = token .. SCHEDULED_MARK .. id, token .. RUNNING_MARK .. id, token .. CANCEL_MARK .. id
+  rems = laterList(laterRems, prefix .. 'active')
+  rems[#rems + 1] = id
+end
+
+-- The job of a run whose lease was verified: what the job hash would answer (reused).
+local verifiedJob = {}
+
+-- The end codes of the runs, and the states some run ended in (reused: the library keeps them).
+local states, ended = {}, {}
