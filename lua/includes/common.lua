@@ -435,13 +435,57 @@ local function takePending(map)
   for i = 1, #pendingOrder do pending[pendingOrder[i]] = nil end
 end
 
--- Returns true when any of the updated groups is in the rotation afterwards.
+-- A record's bytes (GROUP_FORMAT, 4 a field) from its limit on, checked by flushGroups: no limit
+-- (bytes 29-32), not paused and listed in the rotation (bytes 37-44; the weight lies between).
+local NO_LIMIT, UNPAUSED_LISTED = '\0\0\0\0', '\0\0\0\0\1\0\0\0'
+-- The lengths of a group's lists, bytes 9-20 of its record.
+local LIST_LENGTHS = '<i4i4i4'
+
+-- What flushGroups builds (reused: the library keeps them across calls): the groups it updates
+-- field by field, and the records it rewrites in place (beginning with the pad, see storeGroups).
+local fullGroups, lengthsOnly = {}, { GROUPS_PAD_FIELD, GROUPS_PAD }
+
+-- Applies the collected changes. A group listed in the rotation, with no limit, not paused, that
+-- is only given jobs (the usual case of a submit, and of a group visited by a bulk) stays as it
+-- is but for the lengths of its lists: its record is rewritten with those alone, without
+-- unpacking and packing it whole. Every other group goes through storeGroups. Returns true when
+-- any of the updated groups is in the rotation afterwards.
 local function flushGroups(prefix)
-  if #pendingOrder == 0 then return false end
-  local map = loadGroups(prefix, pendingOrder, {})
+  local n = #pendingOrder
+  if n == 0 then return false end
+  local key = prefix .. 'groups'
+  local dnr, dnh, dnl = pendingDelta.nr, pendingDelta.nh, pendingDelta.nl
+  local dstuck, drunning = pendingDelta.stuck, pendingDelta.running
+  local map, any = {}, false
+  local nf, nl = 0, 2
+  local sub = string.sub
+  for i = 1, n, 1000 do
+    local last = math.min(n, i + 999)
+    local v = call('HMGET', key, unpack(pendingOrder, i, last))
+    for k = i, last do
+      local group, r = pendingOrder[k], v[k - i + 1]
+      local a, b, c = dnr[group] or 0, dnh[group] or 0, dnl[group] or 0
+      if r and a >= 0 and b >= 0 and c >= 0 and a + b + c > 0 and not dstuck[group] and not drunning[group]
+        and sub(r, 29, 32) == NO_LIMIT and sub(r, 37, 44) == UNPAUSED_LISTED then
+        local nr, nh, nl_ = structUnpack(LIST_LENGTHS, r, 9)
+        lengthsOnly[nl + 1], lengthsOnly[nl + 2], nl = group,
+          sub(r, 1, 8) .. structPack(LIST_LENGTHS, nr + a, nh + b, nl_ + c) .. sub(r, 21), nl + 2
+        dnr[group], dnh[group], dnl[group] = nil, nil, nil
+        any = true
+      else
+        fullGroups[nf + 1], nf = group, nf + 1
+        map[group] = unpackGroup(r)
+      end
+    end
+  end
+  for i = #lengthsOnly, nl + 1, -1 do lengthsOnly[i] = nil end
+  if nl > 2 then sendChunks('HSET', key, lengthsOnly, nl, 1000) end
+  -- (the full updates: every increment left is of one of those groups)
   takePending(map)
-  local any = storeGroups(prefix, pendingOrder, map)
   clearList(pendingOrder)
+  for i = #fullGroups, nf + 1, -1 do fullGroups[i] = nil end
+  if nf > 0 and storeGroups(prefix, fullGroups, map) then any = true end
+  clearList(fullGroups)
   return any
 end
 

@@ -3,7 +3,9 @@ import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Job, Queue, Worker } from '../../src/index.js';
 import { NodeProcess } from '../helpers/processes.js';
+import { readGroupStates } from '../../src/queue/group-state.js';
 import { queueKeys } from '../../src/redis/keys.js';
+import { runScript } from '../../src/redis/scripts.js';
 import { closeAll, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
 const CHILD = new URL('../../dist/test/fixtures/fair-worker.js', import.meta.url).pathname;
@@ -226,6 +228,35 @@ describe('fair selection', () => {
     await q.resumeGroup('p');
     await until(w, 'completed', () => done.length === 6);
     expect(done.slice(3).map((j) => j.group)).toEqual(['p', 'p', 'p']);
+    raw.disconnect();
+  });
+
+  it('counts jobs submitted to a listed group in its record and leaves the rest of the record as it was', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const raw = rawClient();
+    const k = queueKeys(name);
+    const job = (group: string, priority: 'high' | 'low') => ({ task: 'noop', group, priority });
+    await q.setGroupLimit('w', { weight: 3 });
+    await q.submitBulk([...Array.from({ length: 4 }, () => job('w', 'high')), ...Array.from({ length: 4 }, () => job('w', 'low')), job('p', 'low')]);
+    // Two takes of w's three a turn, by the counting scheme (2, 1): its turn and scheme moved on.
+    await runScript(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-f', 2, 2, 1, 30_000]);
+    await q.pauseGroup('p');
+    const before = await readGroupStates(raw, k.groups);
+    expect(before.get('w')).toEqual({ running: 0, stuck: 0, nr: 0, nh: 2, nl: 4, cnt: 2, turns: 2, limit: 0, weight: 3, paused: 0, ready: 1 });
+    // Listed and runnable: only the lengths of its lists change. Paused: counted the same.
+    await q.submitBulk([job('w', 'high'), job('w', 'low'), job('w', 'low'), job('p', 'high')]);
+    await q.submit(job('w', 'high'));
+    const after = await readGroupStates(raw, k.groups);
+    expect(after.get('w')).toEqual({ ...before.get('w'), nh: 4, nl: 6 });
+    expect(after.get('p')).toEqual({ ...before.get('p'), nh: 1 });
+    expect(after.get('p')).toMatchObject({ nl: 1, paused: 1, ready: 1 });
+    expect(await raw.lrange(k.rotation, 0, -1)).toEqual(['w', 'p']);
+    // And the next takes go on from where the turn and the scheme were: w's third take, a low job (H, H, L).
+    const [flat] = await runScript<[Array<Buffer | number | null>, number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-f', 1, 2, 1, 30_000]);
+    const [takenId] = flat.slice(1, 2).map(String);
+    expect((await q.getJob(takenId))?.priority).toBe('low');
+    expect((await readGroupStates(raw, k.groups)).get('w')).toMatchObject({ nh: 4, nl: 5, turns: 0 });
     raw.disconnect();
   });
 
