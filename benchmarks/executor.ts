@@ -12,7 +12,7 @@ interface Init {
   concurrency: number;
 }
 
-const send = (m: unknown) => process.send!(m);
+const send = (m: unknown, sent: () => void = () => {}) => process.send!(m, sent);
 
 process.once('message', async (init: Init) => {
   const adapter = await openSystem(init.system, init.url, init.queue);
@@ -34,8 +34,10 @@ process.once('message', async (init: Init) => {
       clearInterval(progress);
       const cpuUs = cpuSince(cpu);
       await adapter.close();
-      send({ type: 'done', ids, cpuUs, peakRssBytes: rss?.stop() ?? process.memoryUsage.rss() });
-      setTimeout(() => process.exit(0), 50);
+      // Exit once the report is written to the channel: a report of tens of thousands of ids
+      // takes a while to go, and one cut off by an early exit never arrives (the run then
+      // counts only the other processes' jobs).
+      send({ type: 'done', ids, cpuUs, peakRssBytes: rss?.stop() ?? process.memoryUsage.rss() }, () => process.exit(0));
     }
   });
   send({ type: 'ready' });
