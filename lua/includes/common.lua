@@ -239,10 +239,15 @@ end
 
 -- The state of each group in `names` (one HMGET per thousand), added to `map` by name (a group
 -- `map` holds already keeps what it holds).
+-- The packed states of names[i] on, a thousand at most (one HMGET), and the index of the last read.
+local function readGroups(prefix, names, i)
+  local last = math.min(#names, i + 999)
+  return call('HMGET', prefix .. 'groups', unpack(names, i, last)), last
+end
+
 local function loadGroups(prefix, names, map)
   for i = 1, #names, 1000 do
-    local last = math.min(#names, i + 999)
-    local v = call('HMGET', prefix .. 'groups', unpack(names, i, last))
+    local v, last = readGroups(prefix, names, i)
     for k = i, last do
       local name = names[k]
       if not map[name] then map[name] = unpackGroup(v[k - i + 1]) end
@@ -460,8 +465,7 @@ local function flushGroups(prefix)
   local nf, nl = 0, 2
   local sub = string.sub
   for i = 1, n, 1000 do
-    local last = math.min(n, i + 999)
-    local v = call('HMGET', key, unpack(pendingOrder, i, last))
+    local v, last = readGroups(prefix, pendingOrder, i)
     for k = i, last do
       local group, r = pendingOrder[k], v[k - i + 1]
       local a, b, c = dnr[group] or 0, dnh[group] or 0, dnl[group] or 0
