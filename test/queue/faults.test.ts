@@ -85,7 +85,12 @@ describe('faults', () => {
     const b = executor({ REDIS_URL: server.url, QUEUE: name, ID: 'exec-b', CONCURRENCY: '3', REPORT: '1' });
     // B's recovery pass finds the expired leases and B takes the jobs over.
     for (const id of ids) await b.waitFor((m) => m?.type === 'started' && m.id === id, 30_000);
-    const during = await Promise.all(ids.map((id) => q.getJob(id)));
+    // A handler begins before its run's start reaches Redis (starts go in one call at the end of
+    // the turn): read the jobs once that call is applied, well before their 2.5 s runs end.
+    const during = await eventually("B's starts applied", async () => {
+      const js = await Promise.all(ids.map((id) => q.getJob(id)));
+      return js.every((j) => j?.state !== 'scheduled') && js;
+    }, 2000);
     expect(during.map((j) => [j!.state, j!.worker])).toEqual(ids.map(() => ['running', 'exec-b']));
     expect(during.every((j) => j!.retries === 1 && /lease expired/.test(j!.error ?? ''))).toBe(true);
 
