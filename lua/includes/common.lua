@@ -219,8 +219,6 @@ local function unpackGroup(v)
     if groupPoolNext <= POOLED_GROUPS then groupPool[groupPoolNext] = g end
   end
   groupPoolNext = groupPoolNext + 1
-  -- what a take marks on a group while it walks the rotation
-  g.popped, g.requeue = nil, nil
   if not v then
     g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused, g.ready =
       0, 0, 0, 0, 0, 0, 0, 0, 1, false, false
@@ -237,14 +235,14 @@ local function packGroup(g)
     g.paused and 1 or 0, g.ready and 1 or 0)
 end
 
--- The state of each group in `names` (one HMGET per thousand), added to `map` by name (a group
--- `map` holds already keeps what it holds).
 -- The packed states of names[i] on, a thousand at most (one HMGET), and the index of the last read.
 local function readGroups(prefix, names, i)
   local last = math.min(#names, i + 999)
   return call('HMGET', prefix .. 'groups', unpack(names, i, last)), last
 end
 
+-- The state of each group in `names` (one HMGET per thousand), added to `map` by name (a group
+-- `map` holds already keeps what it holds).
 local function loadGroups(prefix, names, map)
   for i = 1, #names, 1000 do
     local v, last = readGroups(prefix, names, i)
@@ -256,17 +254,26 @@ local function loadGroups(prefix, names, map)
   return map
 end
 
--- Whether a group may be picked now: not paused, under its limit, with runnable jobs.
-local function eligible(g)
-  return not g.paused and (g.limit == 0 or g.running < g.limit) and (g.nr + g.nh + g.nl) > 0
+-- Whether a group may be picked now: not paused, under its limit (0: none), with runnable jobs
+-- (`jobs`: the lengths of its lists together). Fields as its record holds them (paused 0|1).
+local function eligibleState(paused, limit, running, jobs)
+  return paused == 0 and (limit == 0 or running < limit) and jobs > 0
 end
 
 -- Whether a group holds nothing worth storing: no jobs waiting or stuck, the default settings
--- (so no limit, and no running count: see countsRunning), and no place in `rotation`. Its state is
--- then what unpackGroup gives for a group not in the hash: its counting scheme starts a new cycle
--- with its next jobs (the ratio matters only while jobs wait).
+-- (so no limit, and no running count: see countsRunning), and no place in `rotation` (listed
+-- false). Its state is then what unpackGroup gives for a group not in the hash: its counting
+-- scheme starts a new cycle with its next jobs (the ratio matters only while jobs wait).
+local function idleState(stuck, jobs, limit, weight, paused, listed)
+  return stuck == 0 and jobs == 0 and limit == 0 and weight == 1 and paused == 0 and not listed
+end
+
+local function eligible(g)
+  return eligibleState(g.paused and 1 or 0, g.limit, g.running, g.nr + g.nh + g.nl)
+end
+
 local function idle(g)
-  return g.stuck == 0 and g.nr + g.nh + g.nl == 0 and g.limit == 0 and g.weight == 1 and not g.paused and not g.ready
+  return idleState(g.stuck, g.nr + g.nh + g.nl, g.limit, g.weight, g.paused and 1 or 0, g.ready)
 end
 
 -- A group's running jobs are counted (g.running) only while it has a concurrency limit, the one
@@ -351,37 +358,34 @@ end
 -- as a field that no group can be (the empty name).
 local GROUPS_PAD_FIELD, GROUPS_PAD = '', PAD
 
--- The argument lists storeGroups builds (reused: the library keeps them across calls); packed
--- begins with the pad field.
-local packed, front, back, gone = { GROUPS_PAD_FIELD, GROUPS_PAD }, {}, {}, {}
+-- The argument lists group writes build (reused: the library keeps them across calls): records
+-- (HSET, beginning with the pad field), groups joining the rotation, groups removed (HDEL).
+local packed, joining, gone = { GROUPS_PAD_FIELD, GROUPS_PAD }, {}, {}
 
--- Sends `command key` with the first n entries of list `a`, `per` entries per command.
-local function sendChunks(command, key, a, n, per)
-  for i = 1, n, per do call(command, key, unpack(a, i, math.min(n, i + per - 1))) end
+-- Sends `command key` with entries first..n of list `a` (first: 1 unless given), `per` entries
+-- per command.
+local function sendChunks(command, key, a, n, per, first)
+  for i = first or 1, n, per do call(command, key, unpack(a, i, math.min(n, i + per - 1))) end
 end
 
--- The one way groups change: writes the state of the groups `order` names (from `map`) and keeps
--- the round-robin rotation in step. A group a take popped from `rotation` (g.popped) goes back to
--- the back of it when its turn ended (g.requeue: its place among those, in the order turns
--- ended), to the front when it keeps the turn (in the order popped), and is dropped when it may
--- not be picked now. Any other group that may be picked and is not listed joins at the back.
--- An idle group is removed from the hash, so that it holds only groups with jobs, settings or a
--- place of their own, however many groups come and go. `requeued` lists the groups whose turn
--- ended, in that order (a group may be in it more than once: its last entry, g.requeue, counts).
--- Returns true when any of them may be picked afterwards.
-local function storeGroups(prefix, order, map, requeued)
-  local np, nf, nb, ng = 2, 0, 0, 0
+-- Writes the state of the groups `order` names (from `map`) and lists at the back of the
+-- round-robin rotation each that may be picked and is not listed. A group that may not be
+-- picked stays listed until a take pops it (see `rotation`). An idle group is removed from the
+-- hash, so that it holds only groups with jobs, settings or a place of their own, however many
+-- groups come and go. (A take writes the groups it visits itself, see includes/take.) Returns
+-- true when any of them may be picked afterwards.
+local function storeGroups(prefix, order, map)
+  local np, nj, ng = 2, 0, 0
   local any = false
   for _, group in ipairs(order) do
     local g = map[group]
     local ok = eligible(g)
-    if ok then any = true end
-    if g.popped then
-      g.ready = ok
-      if ok and not g.requeue then front[nf + 1], nf = group, nf + 1 end
-    elseif ok and not g.ready then
-      back[nb + 1], nb = group, nb + 1
-      g.ready, g.turns = true, 0
+    if ok then
+      any = true
+      if not g.ready then
+        joining[nj + 1], nj = group, nj + 1
+        g.ready, g.turns = true, 0
+      end
     end
     if idle(g) then
       gone[ng + 1], ng = group, ng + 1
@@ -389,18 +393,9 @@ local function storeGroups(prefix, order, map, requeued)
       packed[np + 1], packed[np + 2], np = group, packGroup(g), np + 2
     end
   end
-  if requeued then
-    for i, group in ipairs(requeued) do
-      local g = map[group]
-      if g.requeue == i and g.ready then back[nb + 1], nb = group, nb + 1 end
-    end
-  end
   if np > 2 then sendChunks('HSET', prefix .. 'groups', packed, np, 1000) end
   sendChunks('HDEL', prefix .. 'groups', gone, ng, 1000)
-  -- LPUSH puts each at the head in turn: the front groups go in reverse, to keep their order
-  for i = 1, math.floor(nf / 2) do front[i], front[nf + 1 - i] = front[nf + 1 - i], front[i] end
-  sendChunks('LPUSH', prefix .. 'rotation', front, nf, 1000)
-  sendChunks('RPUSH', prefix .. 'rotation', back, nb, 1000)
+  sendChunks('RPUSH', prefix .. 'rotation', joining, nj, 1000)
   return any
 end
 

@@ -12,29 +12,50 @@
   { retries, due, error }; empty when it took none. And the next stuck job's due time (ms) or
   -1. The caller flushes the changes (flushChanges).
 ]]
--- The key suffix of a group's list, by the field counting its jobs.
-local LIST_SUFFIX = { nr = ':r', nh = ':h', nl = ':l' }
-
 -- Entries per job in a take's reply.
 local TAKEN_WIDTH = 4
 
 -- What a take collects as it goes (reused: the library keeps them across calls): the reply
 -- (written over from its start, its stale tail cleared at the end), the leases (counted, never
--- cleared), and, emptied as a take begins, the groups sent to the back of the walk, the groups'
--- state (by name: every group read) and the groups visited, in first-seen order.
-local takenJobs, takenLeases, backOfWalk, visited, visitOrder = {}, {}, {}, {}, {}
+-- cleared), and, emptied as a take begins: the groups whose turn ended (the back of the walk, in
+-- that order); the groups visited, by name, each with its record as the take leaves it ('' to
+-- remove it, true while its fields are kept, false for a group listed twice and not reached);
+-- the kept fields of the groups the walk will come back to, by name; the groups kept at the
+-- front of the rotation.
+local takenJobs, takenLeases, backOfWalk, visited, keptFields, frontOfRotation = {}, {}, {}, {}, {}, {}
+-- The tables kept fields are held in, handed out in turn (walkState) from the first each take.
+local walkStates, walkStatesUsed = {}, 0
+local function walkState()
+  walkStatesUsed = walkStatesUsed + 1
+  local t = walkStates[walkStatesUsed]
+  if not t then
+    t = {}
+    walkStates[walkStatesUsed] = t
+  end
+  return t
+end
+
+-- A group's record (GROUP_FORMAT) from its fields, listed in the rotation or not; '' for a group
+-- with nothing of its own (idleState), to remove.
+local function groupRecord(running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed)
+  if idleState(stuck, nr + nh + nl, limit, weight, paused, listed) then return '' end
+  return structPack(GROUP_FORMAT, running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed and 1 or 0)
+end
+
 -- An empty list (never written to).
 local EMPTY = {}
 
 local function takeJobs(prefix, worker, n, high, low, lease, now)
   local leaseAt = str(now + lease)
   local rotationKey = prefix .. 'rotation'
-  local jobs, leases, back, touched, order = takenJobs, takenLeases, backOfWalk, visited, visitOrder
+  local jobs, leases, back, records, kept, front = takenJobs, takenLeases, backOfWalk, visited, keptFields, frontOfRotation
   -- (the reply is overwritten from its start; what an earlier, larger take left past its end is
   -- cleared at the end)
   clearList(back)
-  clearList(order)
-  for group in pairs(touched) do touched[group] = nil end
+  clearList(front)
+  for group in pairs(records) do records[group] = nil end
+  for group in pairs(kept) do kept[group] = nil end
+  walkStatesUsed = 0
 
   -- Promote stuck jobs whose retry time has come into their group's preferred list (the head of
   -- `delayed` tells whether any is due, and is the next due time when none is).
@@ -57,112 +78,137 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   end
 
   -- The rotation is walked in memory: groups are popped from the front of `rotation` a window at a
-  -- time (with their state), a group whose turn ends goes to the back of the walk (it follows
-  -- every group still in `rotation`), and the groups' state, their places in it and the
-  -- leases are written once at the end (storeGroups). The order is the same as taking one job
-  -- per call, at a fraction of the calls.
+  -- time (with their records), a group whose turn ends goes to the back of the walk (it follows
+  -- every group still in `rotation`), and the groups' records, their places in the rotation and
+  -- the leases are written once at the end. The order is the same as taking one job per call, at
+  -- a fraction of the calls. A visit works on the group's fields in locals (no table a group) and
+  -- leaves its record packed in `records`, except once the rotation is used up: the walk then comes
+  -- back to every group whose turn ends, so those keep their fields (`kept`) until the end.
   -- (the leases begin with the pad, written with every take's leases: see LEASES_PAD)
   leases[1], leases[2] = LEASES_PAD_EXPIRY, LEASES_PAD
   local taken, nl = 0, 2
   -- jobs taken from the high and low lists (all waiting), and the ids listed as scheduled
   local fromWaiting, scheduled = 0, nil
   local seq -- the last take sequence number handed out; n numbers are reserved at the first job
-  local window, wi = EMPTY, 1
+  local window, windowRecords, wi = EMPTY, EMPTY, 1
   local exhausted = false
   local bi = 1
+  -- the group of the last visit when it keeps the turn (it stays at the front)
+  local keeping = nil
 
   while taken < n do
     -- The next group of the walk: from the window (pop the next one when it is used up), then
     -- from the back of the walk.
-    local group, g
+    local group, r
     if wi > #window and not exhausted then
-      window = call('LPOP', rotationKey, str(n - taken)) or EMPTY
+      local want = math.min(n - taken, 1000)
+      window = call('LPOP', rotationKey, str(want)) or EMPTY
       wi = 1
-      if #window == 0 then exhausted = true end
-      loadGroups(prefix, window, touched)
+      -- (fewer than asked for: the rotation is used up)
+      exhausted = #window < want
+      if #window > 0 then windowRecords = readGroups(prefix, window, 1) end
     end
     if wi <= #window then
-      group, wi = window[wi], wi + 1
-      g = touched[group]
-      if g.popped then
-        -- listed twice (only while an older build's executors run beside this one, see
-        -- recover.lua): the later entry is dropped
-        g = nil
-      else
-        g.popped = true
-        order[#order + 1] = group
-        -- a group that stopped being runnable since it was listed is dropped (storeGroups)
-        if not eligible(g) then g = nil end
-      end
+      group, r, wi = window[wi], windowRecords[wi], wi + 1
+      -- listed twice (only while an older build's executors run beside this one, see
+      -- recover.lua): the later entry is dropped
+      if records[group] ~= nil then group = nil end
     elseif bi <= #back then
       group, bi = back[bi], bi + 1
-      g = touched[group]
+      r = records[group]
+      if r == true then r = nil end
     else
       break
     end
-    local resynced = false
-    -- The group keeps the turn for `weight` takes.
-    while g and taken < n do
-      -- The list to take from: runnable stuck/released first, then the counting scheme's choice.
-      local list
-      local cnt = g.cnt
-      if g.nr > 0 then
-        list = 'nr'
-      else
-        local preferHigh = cnt < high
-        if (preferHigh and g.nh > 0) or g.nl == 0 then list = 'nh' else list = 'nl' end
-        cnt = (cnt + 1) % (high + low)
+    if group then
+      local running, stuck, nr, nh, nl_, cnt, turns, limit, weight, paused = 0, 0, 0, 0, 0, 0, 0, 0, 1, 0
+      local t = kept[group]
+      if t then
+        running, stuck, nr, nh, nl_, cnt, turns, limit, weight, paused = unpack(t, 1, 10)
+      elseif r then
+        running, stuck, nr, nh, nl_, cnt, turns, limit, weight, paused = structUnpack(GROUP_FORMAT, r)
       end
-      local id = g[list] > 0 and call('RPOP', prefix .. 'g:' .. group .. LIST_SUFFIX[list]) or false
-      if not id then
-        -- Counters and lists disagree (cannot happen through these scripts): resync once.
-        if resynced then g.nr, g.nh, g.nl = 0, 0, 0 break end
-        resynced = true
-        local gk = prefix .. 'g:' .. group
-        g.nr = call('LLEN', gk .. ':r')
-        g.nh = call('LLEN', gk .. ':h')
-        g.nl = call('LLEN', gk .. ':l')
-        if g.nr + g.nh + g.nl == 0 then break end
-      else
-        g.cnt = cnt
-        g[list] = g[list] - 1
-        local jobKey = prefix .. 'j:' .. id
-        local job, retried
-        if list == 'nr' then
-          -- a stuck or released job: its state, and, when it failed before, its retry count,
-          -- retry time and last error
-          job = call('HMGET', jobKey, 'd', 'submitted', 'state', 'retries', 'due', 'error')
-          left(job[3])
-          if job[3] == 'stuck' then g.stuck = g.stuck - 1 end
-          retried = job[4] and { job[4], job[5], job[6] } or false
+      local resynced, ended = false, false
+      -- (a group that stopped being runnable since it was listed takes nothing and is dropped; one
+      -- the walk comes back to ended its turn runnable)
+      local runnable = t ~= nil or eligibleState(paused, limit, running, nr + nh + nl_)
+      -- The group keeps the turn for `weight` takes.
+      while runnable and taken < n do
+        -- The list to take from: runnable stuck/released first, then the counting scheme's choice.
+        local list
+        local c = cnt
+        if nr > 0 then
+          list = ':r'
         else
-          -- a waiting job of the high or low list, which has not failed since it was submitted
-          -- (a retry by hand puts a job back with its count reset, see retry.lua)
-          job = call('HMGET', jobKey, 'd', 'submitted')
-          retried = false
-          fromWaiting = fromWaiting + 1
+          if (c < high and nh > 0) or nl_ == 0 then list = ':h' else list = ':l' end
+          c = (c + 1) % (high + low)
         end
-        seq = (seq or call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
-        local token = string.format('%d', seq)
-        call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
-        leases[nl + 1], leases[nl + 2], nl = leaseAt, token .. SCHEDULED_MARK .. id, nl + 2
-        if taken == 0 then
-          jobs[1] = seq
-          scheduled = changedList('scheduled')
+        local id = call('RPOP', prefix .. 'g:' .. group .. list)
+        if not id then
+          -- Counters and lists disagree (cannot happen through these scripts): resync once.
+          if resynced then nr, nh, nl_, runnable = 0, 0, 0, false break end
+          resynced = true
+          local gk = prefix .. 'g:' .. group
+          nr, nh, nl_ = call('LLEN', gk .. ':r'), call('LLEN', gk .. ':h'), call('LLEN', gk .. ':l')
+          runnable = nr + nh + nl_ > 0
+        else
+          cnt = c
+          local jobKey = prefix .. 'j:' .. id
+          local job, retried
+          if list == ':r' then
+            nr = nr - 1
+            -- a stuck or released job: its state, and, when it failed before, its retry count,
+            -- retry time and last error
+            job = call('HMGET', jobKey, 'd', 'submitted', 'state', 'retries', 'due', 'error')
+            left(job[3])
+            if job[3] == 'stuck' then stuck = stuck - 1 end
+            retried = job[4] and { job[4], job[5], job[6] } or false
+          else
+            if list == ':h' then nh = nh - 1 else nl_ = nl_ - 1 end
+            -- a waiting job of the high or low list, which has not failed since it was submitted
+            -- (a retry by hand puts a job back with its count reset, see retry.lua)
+            job = call('HMGET', jobKey, 'd', 'submitted')
+            retried = false
+            fromWaiting = fromWaiting + 1
+          end
+          seq = (seq or call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
+          local token = string.format('%d', seq)
+          call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
+          leases[nl + 1], leases[nl + 2], nl = leaseAt, token .. SCHEDULED_MARK .. id, nl + 2
+          if taken == 0 then
+            jobs[1] = seq
+            scheduled = changedList('scheduled')
+          end
+          scheduled[#scheduled + 1] = id
+          local k = 1 + taken * TAKEN_WIDTH
+          jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4] = id, job[1], job[2], retried
+          taken = taken + 1
+          if limit > 0 then running = running + 1 end
+          turns = turns + 1
+          -- (eligibleState, written out for a group not paused: a call a job cost a drained job 1%)
+          runnable = (limit == 0 or running < limit) and nr + nh + nl_ > 0
+          if runnable and turns >= weight then
+            turns = 0
+            ended = true
+            break
+          end
         end
-        scheduled[#scheduled + 1] = id
-        local k = 1 + taken * TAKEN_WIDTH
-        jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4] = id, job[1], job[2], retried
-        taken = taken + 1
-        if g.limit > 0 then g.running = g.running + 1 end
-        g.turns = g.turns + 1
-        if not eligible(g) then break end
-        if g.turns >= g.weight then
-          g.turns = 0
-          back[#back + 1] = group
-          g.requeue = #back
-          break
+      end
+      -- Listed afterwards while runnable: at the back when its turn ended, else (taken reached
+      -- n within its turn) at the front. A group with nothing of its own is removed.
+      if ended then back[#back + 1] = group elseif runnable then keeping = group end
+      if ended and exhausted then
+        -- visited again in this take (the walk comes back to every group whose turn ended once
+        -- the rotation is used up): its fields are kept as they are, packed at the end
+        if not t then
+          t = walkState()
+          kept[group], records[group] = t, true
         end
+        t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10] =
+          running, stuck, nr, nh, nl_, cnt, turns, limit, weight, paused
+      else
+        if t then kept[group] = nil end
+        records[group] = groupRecord(running, stuck, nr, nh, nl_, cnt, turns, limit, weight, paused, runnable)
       end
     end
   end
@@ -170,22 +216,43 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   for i = #jobs, taken > 0 and 2 + taken * TAKEN_WIDTH or 1, -1 do jobs[i] = nil end
   if fromWaiting > 0 then countDelta.waiting = (countDelta.waiting or 0) - fromWaiting end
 
-  -- Groups popped and not reached keep their places at the front.
+  -- Write back. The rotation: the group keeping the turn, then the groups popped and not reached
+  -- (in their order, records unchanged) at the front; at the back the groups whose turn ended and
+  -- that the walk did not reach again (a group's entry the walk reached was followed by a visit).
+  if keeping then front[1] = keeping end
   for k = wi, #window do
-    local g = touched[window[k]]
-    if not g.popped then
-      g.popped = true
-      order[#order + 1] = window[k]
+    local group = window[k]
+    if records[group] == nil then
+      records[group] = false
+      front[#front + 1] = group
     end
   end
-
-  -- Write back: the groups and the rotation, the leases.
-  local anyLeft = storeGroups(prefix, order, touched, back)
+  local ng, np = 0, 2
+  for group, r in next, records do
+    -- (a group the walk came back to is listed: its turn ended with jobs left)
+    if r == true then
+      local t = kept[group]
+      r = groupRecord(t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], true)
+    end
+    if r == '' then
+      gone[ng + 1], ng = group, ng + 1
+    elseif r then
+      packed[np + 1], packed[np + 2], np = group, r, np + 2
+    end
+  end
+  if np > 2 then sendChunks('HSET', prefix .. 'groups', packed, np, 1000) end
+  sendChunks('HDEL', prefix .. 'groups', gone, ng, 1000)
+  -- (LPUSH puts each at the head in turn: the front groups go in reverse, to keep their order)
+  local nf = #front
+  for i = 1, math.floor(nf / 2) do front[i], front[nf + 1 - i] = front[nf + 1 - i], front[i] end
+  sendChunks('LPUSH', rotationKey, front, nf, 1000)
+  local nb = #back - bi + 1
+  sendChunks('RPUSH', rotationKey, back, #back, 1000, bi)
   if nl > 2 then sendChunks('ZADD', prefix .. 'leases', leases, nl, 1000) end
 
   -- Someone else may take what is left: pass the wake-up on (unless this call woke one already).
-  -- A group this take visited that is still in the rotation says so without reading `rotation`.
-  if n > 0 and taken == n and not woken and (anyLeft or call('LLEN', rotationKey) > 0) then wake(prefix) end
+  -- A group this take left in the rotation says so without reading `rotation`.
+  if n > 0 and taken == n and not woken and (#front + nb > 0 or call('LLEN', rotationKey) > 0) then wake(prefix) end
   if #due > 0 then head = call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES') end
   return jobs, head[2] and tonumber(head[2]) or -1
 end

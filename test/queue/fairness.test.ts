@@ -6,6 +6,8 @@ import { NodeProcess } from '../helpers/processes.js';
 import { readGroupStates } from '../../src/queue/group-state.js';
 import { queueKeys } from '../../src/redis/keys.js';
 import { runScript } from '../../src/redis/scripts.js';
+import { packStrings } from '../../src/redis/string-array.js';
+import { takenTokens } from '../../src/queue/job.js';
 import { closeAll, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
 const CHILD = new URL('../../dist/test/fixtures/fair-worker.js', import.meta.url).pathname;
@@ -257,6 +259,51 @@ describe('fair selection', () => {
     const [takenId] = flat.slice(1, 2).map(String);
     expect((await q.getJob(takenId))?.priority).toBe('low');
     expect((await readGroupStates(raw, k.groups)).get('w')).toMatchObject({ nh: 4, nl: 5, turns: 0 });
+    raw.disconnect();
+  });
+
+  it('takes in one call of many the jobs, in the order, that one-job takes would, and leaves the groups as they would', async () => {
+    const raw = rawClient();
+    const take = (k: ReturnType<typeof queueKeys>, n: number) =>
+      runScript<[Array<Buffer | number | null>, number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-t', n, 2, 1, 30_000]);
+    // The same queue twice: groups with weights, a limit, a pause, both priorities, a stuck job
+    // and a released one (runs of the first take, ended failed with no retry delay and released).
+    const setUp = async (name: string) => {
+      const q = queue(name);
+      const k = queueKeys(name);
+      const jobs = (group: string, n: number, priority: 'high' | 'low' = 'low') =>
+        Array.from({ length: n }, (_, i) => ({ id: `${group}-${priority}-${i}`, task: 'noop', group, priority }));
+      await q.submitBulk([...jobs('s', 3), ...jobs('rel', 3)]);
+      const [first] = await take(k, 2);
+      const runs = takenTokens(first);
+      const ends = runs.flatMap(([id, token]) => [id, token, id.startsWith('s-') ? '+f' : '+r', 'x']);
+      await runScript(raw, 'finish', [k.leases], [k.prefix, 10_000, 0, 1000, 1000, 0, '', 2, 1, 30_000, packStrings(ends, Infinity, 'runs')]);
+      await q.setGroupLimit('w3', { weight: 3 });
+      await q.setGroupLimit('w2', { weight: 2 });
+      await q.setGroupLimit('lim', { concurrency: 2 });
+      await q.submitBulk([...jobs('w3', 9), ...jobs('mix', 3, 'high'), ...jobs('mix', 4), ...jobs('lim', 5), ...jobs('p', 3), ...jobs('w2', 5)]);
+      await q.pauseGroup('p');
+      return k;
+    };
+    const drain = async (k: ReturnType<typeof queueKeys>, n: number) => {
+      const ids: string[] = [];
+      for (;;) {
+        const [flat] = await take(k, n);
+        if (flat.length === 0) return ids;
+        ids.push(...takenTokens(flat).map(([id]) => id));
+      }
+    };
+    const batched = await setUp(uniqueQueue());
+    const single = await setUp(uniqueQueue());
+    const inBatches = await drain(batched, 7);
+    const oneByOne = await drain(single, 1);
+    // every runnable job: 3 of s and 3 of rel (the failed and the released ones again), 9 + 7 + 2 (the limit) + 5
+    expect(inBatches).toHaveLength(3 + 3 + 9 + 7 + 2 + 5);
+    expect(inBatches).toEqual(oneByOne);
+    // the weights and the scheme show in the order: w3 three in a row, mix two high then a low
+    expect(inBatches.filter((id) => id.startsWith('mix')).slice(0, 3)).toEqual(['mix-high-0', 'mix-high-1', 'mix-low-0']);
+    expect(await readGroupStates(raw, batched.groups)).toEqual(await readGroupStates(raw, single.groups));
+    expect(await raw.lrange(batched.rotation, 0, -1)).toEqual(await raw.lrange(single.rotation, 0, -1));
     raw.disconnect();
   });
 
