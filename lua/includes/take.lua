@@ -42,8 +42,8 @@ local function groupRecord(running, stuck, nr, nh, nl, cnt, turns, limit, weight
   return structPack(GROUP_FORMAT, running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed and 1 or 0)
 end
 
--- An empty list (never written to).
-local EMPTY = {}
+-- An empty list (never written to), and a list of one id (written over by each one-job pop).
+local EMPTY, one = {}, {}
 
 local function takeJobs(prefix, worker, n, high, low, lease, now)
   local leaseAt = str(now + lease)
@@ -128,35 +128,45 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
       elseif r then
         running, stuck, nr, nh, nl_, cnt, turns, limit, weight, paused = structUnpack(GROUP_FORMAT, r)
       end
-      local resynced, ended = false, false
+      local ended = false
       -- (a group that stopped being runnable since it was listed takes nothing and is dropped; one
       -- the walk comes back to ended its turn runnable)
       local runnable = t ~= nil or eligibleState(paused, limit, running, nr + nh + nl_)
-      -- The group keeps the turn for `weight` takes.
+      -- Alone in the walk (the rotation used up, no other group to come back to), the group's
+      -- turns follow one another with nothing between them: it takes on past the end of a turn.
+      local alone = exhausted and wi > #window and bi > #back
+      -- The group keeps the turn for `weight` takes. Each step takes the jobs that come from one
+      -- list in a row (one RPOP): runnable stuck/released jobs first, then the counting scheme's
+      -- choice, which is one list for as long as the other is empty; FIFO inside a list.
       while runnable and taken < n do
-        -- The list to take from: runnable stuck/released first, then the counting scheme's choice.
-        local list
-        local c = cnt
+        local room = n - taken
+        -- (a turn already past its weight, lowered meanwhile, ends with this take)
+        if not alone and weight - turns < room then room = weight - turns > 0 and weight - turns or 1 end
+        if limit > 0 and limit - running < room then room = limit - running end
+        local list, k
         if nr > 0 then
-          list = ':r'
+          list, k = ':r', nr
+        elseif nh == 0 or nl_ == 0 then
+          if nh > 0 then list, k = ':h', nh else list, k = ':l', nl_ end
         else
-          if (c < high and nh > 0) or nl_ == 0 then list = ':h' else list = ':l' end
-          c = (c + 1) % (high + low)
+          if cnt < high then list = ':h' else list = ':l' end
+          k = 1
         end
-        local id = call('RPOP', prefix .. 'g:' .. group .. list)
-        if not id then
-          -- Counters and lists disagree (cannot happen through these scripts): resync once.
-          if resynced then nr, nh, nl_, runnable = 0, 0, 0, false break end
-          resynced = true
-          local gk = prefix .. 'g:' .. group
-          nr, nh, nl_ = call('LLEN', gk .. ':r'), call('LLEN', gk .. ':h'), call('LLEN', gk .. ':l')
-          runnable = nr + nh + nl_ > 0
+        if k > room then k = room end
+        -- (one job is popped without a count: the answer is then the id, not a list of one)
+        local ids, got
+        if k == 1 then
+          ids = call('RPOP', prefix .. 'g:' .. group .. list)
+          one[1], ids, got = ids, one, ids and 1 or 0
         else
-          cnt = c
+          ids = call('RPOP', prefix .. 'g:' .. group .. list, str(k)) or EMPTY
+          got = #ids
+        end
+        for j = 1, got do
+          local id = ids[j]
           local jobKey = prefix .. 'j:' .. id
           local job, retried
           if list == ':r' then
-            nr = nr - 1
             -- a stuck or released job: its state, and, when it failed before, its retry count,
             -- retry time and last error
             job = call('HMGET', jobKey, 'd', 'submitted', 'state', 'retries', 'due', 'error')
@@ -164,12 +174,10 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
             if job[3] == 'stuck' then stuck = stuck - 1 end
             retried = job[4] and { job[4], job[5], job[6] } or false
           else
-            if list == ':h' then nh = nh - 1 else nl_ = nl_ - 1 end
             -- a waiting job of the high or low list, which has not failed since it was submitted
             -- (a retry by hand puts a job back with its count reset, see retry.lua)
             job = call('HMGET', jobKey, 'd', 'submitted')
             retried = false
-            fromWaiting = fromWaiting + 1
           end
           seq = (seq or call('INCRBY', prefix .. 'seq', str(n)) - n) + 1
           local token = string.format('%d', seq)
@@ -180,15 +188,28 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
             scheduled = changedList('scheduled')
           end
           scheduled[#scheduled + 1] = id
-          local k = 1 + taken * TAKEN_WIDTH
-          jobs[k + 1], jobs[k + 2], jobs[k + 3], jobs[k + 4] = id, job[1], job[2], retried
+          local at = 1 + taken * TAKEN_WIDTH
+          jobs[at + 1], jobs[at + 2], jobs[at + 3], jobs[at + 4] = id, job[1], job[2], retried
           taken = taken + 1
-          if limit > 0 then running = running + 1 end
-          turns = turns + 1
-          -- (eligibleState, written out for a group not paused: a call a job cost a drained job 1%)
-          runnable = (limit == 0 or running < limit) and nr + nh + nl_ > 0
-          if runnable and turns >= weight then
-            turns = 0
+        end
+        -- A list shorter than its count (counters and lists disagree, which cannot happen through
+        -- these scripts) is empty now: its count is set right.
+        if list == ':r' then
+          nr = got < k and 0 or nr - got
+        else
+          fromWaiting = fromWaiting + got
+          cnt = (cnt + got) % (high + low)
+          if list == ':h' then nh = got < k and 0 or nh - got else nl_ = got < k and 0 or nl_ - got end
+        end
+        if limit > 0 then running = running + got end
+        turns = turns + got
+        -- (eligibleState, written out for a group not paused: a call a step cost a drained job 1%)
+        runnable = (limit == 0 or running < limit) and nr + nh + nl_ > 0
+        if turns >= weight then
+          turns = turns % weight
+          if alone then
+            ended = runnable and turns == 0
+          elseif runnable then
             ended = true
             break
           end

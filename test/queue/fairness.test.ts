@@ -307,6 +307,26 @@ describe('fair selection', () => {
     raw.disconnect();
   });
 
+  it('takes what a list holds when its count says more (a list changed by hand), and sets the count right', async () => {
+    const name = uniqueQueue();
+    const q = queue(name);
+    const raw = rawClient();
+    const k = queueKeys(name);
+    await q.submitBulk(Array.from({ length: 4 }, (_, i) => ({ id: `j${i}`, task: 'noop', group: 'g' })));
+    await q.submit({ id: 'o0', task: 'noop', group: 'o' });
+    // One id taken out of g's list behind the scripts' back: g's record still counts 4.
+    expect(await raw.rpop(`${k.prefix}g:g:l`)).toBe('j0');
+    const [flat] = await runScript<[Array<Buffer | number | null>, number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-r', 10, 2, 1, 30_000]);
+    expect(takenTokens(flat).map(([id]) => id)).toEqual(['j1', 'o0', 'j2', 'j3']);
+    // g's list is empty and counted so: it left the rotation and the hash, and comes back with its next job.
+    expect((await readGroupStates(raw, k.groups)).has('g')).toBe(false);
+    expect(await raw.lrange(k.rotation, 0, -1)).toEqual([]);
+    await q.submit({ id: 'j4', task: 'noop', group: 'g' });
+    const [next] = await runScript<[Array<Buffer | number | null>, number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-r', 10, 2, 1, 30_000]);
+    expect(takenTokens(next).map(([id]) => id)).toEqual(['j4']);
+    raw.disconnect();
+  });
+
   it('serves the groups an older build listed in its rotation (a ZSET), in their turn order', async () => {
     const name = uniqueQueue();
     const q = queue(name);
