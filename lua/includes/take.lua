@@ -128,6 +128,8 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
       elseif r then
         running, stuck, nr, nh, nl_, cnt, turns, limit, weight, paused = structUnpack(GROUP_FORMAT, r)
       end
+      -- (a turn past its weight, the weight lowered meanwhile, ends with the next take)
+      if turns >= weight then turns = weight - 1 end
       local ended = false
       -- (a group that stopped being runnable since it was listed takes nothing and is dropped; one
       -- the walk comes back to ended its turn runnable)
@@ -140,8 +142,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
       -- choice, which is one list for as long as the other is empty; FIFO inside a list.
       while runnable and taken < n do
         local room = n - taken
-        -- (a turn already past its weight, lowered meanwhile, ends with this take)
-        if not alone and weight - turns < room then room = weight - turns > 0 and weight - turns or 1 end
+        if not alone and weight - turns < room then room = weight - turns end
         if limit > 0 and limit - running < room then room = limit - running end
         local list, k
         if nr > 0 then
