@@ -283,7 +283,7 @@ describe('fair selection', () => {
       await q.setGroupLimit('lim', { concurrency: 2 });
       await q.submitBulk([...jobs('w3', 9), ...jobs('mix', 3, 'high'), ...jobs('mix', 4), ...jobs('lim', 5), ...jobs('p', 3), ...jobs('w2', 5)]);
       await q.pauseGroup('p');
-      return k;
+      return { q, k };
     };
     const drain = async (k: ReturnType<typeof queueKeys>, n: number) => {
       const ids: string[] = [];
@@ -293,10 +293,24 @@ describe('fair selection', () => {
         ids.push(...takenTokens(flat).map(([id]) => id));
       }
     };
-    const batched = await setUp(uniqueQueue());
-    const single = await setUp(uniqueQueue());
-    const inBatches = await drain(batched, 7);
-    const oneByOne = await drain(single, 1);
+    const [a, b] = [await setUp(uniqueQueue()), await setUp(uniqueQueue())];
+    const [batched, single] = [a.k, b.k];
+    // s and rel (their failed and released jobs), then two of w3's turn of three; then w3's weight
+    // lowered to two: its turn ends with its next take, and the next turn has two.
+    const inBatches = takenTokens((await take(batched, 4))[0]).map(([id]) => id);
+    const oneByOne: string[] = [];
+    for (let i = 0; i < 4; i++) oneByOne.push(...takenTokens((await take(single, 1))[0]).map(([id]) => id));
+    expect(inBatches).toEqual(['s-low-0', 'rel-low-0', 'w3-low-0', 'w3-low-1']);
+    expect(oneByOne).toEqual(inBatches);
+    for (const { q, k } of [a, b]) {
+      expect((await readGroupStates(raw, k.groups)).get('w3')).toMatchObject({ turns: 2, weight: 3 });
+      await q.setGroupLimit('w3', { weight: 2 });
+    }
+    inBatches.push(...(await drain(batched, 7)));
+    oneByOne.push(...(await drain(single, 1)));
+    expect(inBatches.slice(4, 13)).toEqual([
+      'w3-low-2', 'mix-high-0', 'lim-low-0', 'w2-low-0', 'w2-low-1', 's-low-1', 'rel-low-1', 'w3-low-3', 'w3-low-4',
+    ]);
     // every runnable job: 3 of s and 3 of rel (the failed and the released ones again), 9 + 7 + 2 (the limit) + 5
     expect(inBatches).toHaveLength(3 + 3 + 9 + 7 + 2 + 5);
     expect(inBatches).toEqual(oneByOne);
