@@ -314,7 +314,7 @@ describe('fair selection', () => {
     // every runnable job: 3 of s and 3 of rel (the failed and the released ones again), 9 + 7 + 2 (the limit) + 5
     expect(inBatches).toHaveLength(3 + 3 + 9 + 7 + 2 + 5);
     expect(inBatches).toEqual(oneByOne);
-    // the weights and the scheme show in the order: w3 three in a row, mix two high then a low
+    // the counting scheme shows in the order: mix two high, then a low
     expect(inBatches.filter((id) => id.startsWith('mix')).slice(0, 3)).toEqual(['mix-high-0', 'mix-high-1', 'mix-low-0']);
     expect(await readGroupStates(raw, batched.groups)).toEqual(await readGroupStates(raw, single.groups));
     expect(await raw.lrange(batched.rotation, 0, -1)).toEqual(await raw.lrange(single.rotation, 0, -1));
