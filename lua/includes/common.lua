@@ -230,11 +230,6 @@ local function unpackGroup(v)
   return g
 end
 
-local function packGroup(g)
-  return structPack(GROUP_FORMAT, g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight,
-    g.paused and 1 or 0, g.ready and 1 or 0)
-end
-
 -- The packed states of names[i] on, a thousand at most (one HMGET), and the index of the last read.
 local function readGroups(prefix, names, i)
   local last = math.min(#names, i + 999)
@@ -272,8 +267,11 @@ local function eligible(g)
   return eligibleState(g.paused and 1 or 0, g.limit, g.running, g.nr + g.nh + g.nl)
 end
 
-local function idle(g)
-  return idleState(g.stuck, g.nr + g.nh + g.nl, g.limit, g.weight, g.paused and 1 or 0, g.ready)
+-- A group's record (GROUP_FORMAT) from its fields, listed in the rotation or not; '' for a group
+-- with nothing of its own (idleState), to remove from the hash.
+local function groupRecord(running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed)
+  if idleState(stuck, nr + nh + nl, limit, weight, paused, listed) then return '' end
+  return structPack(GROUP_FORMAT, running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed and 1 or 0)
 end
 
 -- A group's running jobs are counted (g.running) only while it has a concurrency limit, the one
@@ -387,10 +385,11 @@ local function storeGroups(prefix, order, map)
         g.ready, g.turns = true, 0
       end
     end
-    if idle(g) then
+    local r = groupRecord(g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused and 1 or 0, g.ready)
+    if r == '' then
       gone[ng + 1], ng = group, ng + 1
     else
-      packed[np + 1], packed[np + 2], np = group, packGroup(g), np + 2
+      packed[np + 1], packed[np + 2], np = group, r, np + 2
     end
   end
   if np > 2 then sendChunks('HSET', prefix .. 'groups', packed, np, 1000) end

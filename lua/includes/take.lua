@@ -19,9 +19,9 @@ local TAKEN_WIDTH = 4
 -- (written over from its start, its stale tail cleared at the end), the leases (counted, never
 -- cleared), and, emptied as a take begins: the groups whose turn ended (the back of the walk, in
 -- that order); the groups visited, by name, each with its record as the take leaves it ('' to
--- remove it, true while its fields are kept, false for a group listed twice and not reached);
--- the kept fields of the groups the walk will come back to, by name; the groups kept at the
--- front of the rotation.
+-- remove it, true while its fields are kept, false for a group popped and not reached, so that
+-- one listed twice goes back once); the kept fields of the groups the walk will come back to,
+-- by name; the groups kept at the front of the rotation.
 local takenJobs, takenLeases, backOfWalk, visited, keptFields, frontOfRotation = {}, {}, {}, {}, {}, {}
 -- The tables kept fields are held in, handed out in turn (walkState) from the first each take.
 local walkStates, walkStatesUsed = {}, 0
@@ -33,13 +33,6 @@ local function walkState()
     walkStates[walkStatesUsed] = t
   end
   return t
-end
-
--- A group's record (GROUP_FORMAT) from its fields, listed in the rotation or not; '' for a group
--- with nothing of its own (idleState), to remove.
-local function groupRecord(running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed)
-  if idleState(stuck, nr + nh + nl, limit, weight, paused, listed) then return '' end
-  return structPack(GROUP_FORMAT, running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed and 1 or 0)
 end
 
 -- An empty list (never written to), and a list of one id (written over by each one-job pop).
