@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Job, Queue, Worker } from '../../src/index.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { readGroupStates } from '../../src/queue/group-state.js';
-import { queueKeys } from '../../src/redis/keys.js';
+import type { Redis } from 'ioredis';
+import { queueKeys, type QueueKeys } from '../../src/redis/keys.js';
 import { runScript } from '../../src/redis/scripts.js';
 import { packStrings } from '../../src/redis/string-array.js';
 import { takenTokens } from '../../src/queue/job.js';
@@ -27,6 +28,14 @@ async function drainInOrder(q: Queue, ids: string[], w: Worker): Promise<Job[]> 
   const jobs = (await Promise.all(ids.map((id) => q.getJob(id)))) as Job[];
   return jobs.sort((a, b) => a.takeSeq! - b.takeSeq!);
 }
+
+/** Takes up to `n` jobs through the take script (executor exec-t, scheme (2, 1)): their ids and tokens, in take order. */
+async function takeRaw(raw: Redis, k: QueueKeys, n: number): Promise<Array<[string, string]>> {
+  const [flat] = await runScript<[Array<Buffer | number | null>, number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-t', n, 2, 1, 30_000]);
+  return takenTokens(flat);
+}
+
+const ids = (taken: Array<[string, string]>) => taken.map(([id]) => id);
 
 async function startChildren(name: string, n: number, delayMs: number): Promise<void> {
   const procs = Array.from({ length: n }, () => new NodeProcess(CHILD, [redisUrl(), name, '1', String(delayMs)]));
@@ -242,7 +251,7 @@ describe('fair selection', () => {
     await q.setGroupLimit('w', { weight: 3 });
     await q.submitBulk([...Array.from({ length: 4 }, () => job('w', 'high')), ...Array.from({ length: 4 }, () => job('w', 'low')), job('p', 'low')]);
     // Two takes of w's three a turn, by the counting scheme (2, 1): its turn and scheme moved on.
-    await runScript(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-f', 2, 2, 1, 30_000]);
+    await takeRaw(raw, k, 2);
     await q.pauseGroup('p');
     const before = await readGroupStates(raw, k.groups);
     expect(before.get('w')).toEqual({ running: 0, stuck: 0, nr: 0, nh: 2, nl: 4, cnt: 2, turns: 2, limit: 0, weight: 3, paused: 0, ready: 1 });
@@ -255,8 +264,7 @@ describe('fair selection', () => {
     expect(after.get('p')).toMatchObject({ nl: 1, paused: 1, ready: 1 });
     expect(await raw.lrange(k.rotation, 0, -1)).toEqual(['w', 'p']);
     // And the next takes go on from where the turn and the scheme were: w's third take, a low job (H, H, L).
-    const [flat] = await runScript<[Array<Buffer | number | null>, number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-f', 1, 2, 1, 30_000]);
-    const [takenId] = flat.slice(1, 2).map(String);
+    const [takenId] = ids(await takeRaw(raw, k, 1));
     expect((await q.getJob(takenId))?.priority).toBe('low');
     expect((await readGroupStates(raw, k.groups)).get('w')).toMatchObject({ nh: 4, nl: 5, turns: 0 });
     raw.disconnect();
@@ -264,8 +272,6 @@ describe('fair selection', () => {
 
   it('takes in one call of many the jobs, in the order, that one-job takes would, and leaves the groups as they would', async () => {
     const raw = rawClient();
-    const take = (k: ReturnType<typeof queueKeys>, n: number) =>
-      runScript<[Array<Buffer | number | null>, number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-t', n, 2, 1, 30_000]);
     // The same queue twice: groups with weights, a limit, a pause, both priorities, a stuck job
     // and a released one (runs of the first take, ended failed with no retry delay and released).
     const setUp = async (name: string) => {
@@ -274,9 +280,7 @@ describe('fair selection', () => {
       const jobs = (group: string, n: number, priority: 'high' | 'low' = 'low') =>
         Array.from({ length: n }, (_, i) => ({ id: `${group}-${priority}-${i}`, task: 'noop', group, priority }));
       await q.submitBulk([...jobs('s', 3), ...jobs('rel', 3)]);
-      const [first] = await take(k, 2);
-      const runs = takenTokens(first);
-      const ends = runs.flatMap(([id, token]) => [id, token, id.startsWith('s-') ? '+f' : '+r', 'x']);
+      const ends = (await takeRaw(raw, k, 2)).flatMap(([id, token]) => [id, token, id.startsWith('s-') ? '+f' : '+r', 'x']);
       await runScript(raw, 'finish', [k.leases], [k.prefix, 10_000, 0, 1000, 1000, 0, '', 2, 1, 30_000, packStrings(ends, Infinity, 'runs')]);
       await q.setGroupLimit('w3', { weight: 3 });
       await q.setGroupLimit('w2', { weight: 2 });
@@ -285,21 +289,21 @@ describe('fair selection', () => {
       await q.pauseGroup('p');
       return { q, k };
     };
-    const drain = async (k: ReturnType<typeof queueKeys>, n: number) => {
-      const ids: string[] = [];
+    const drain = async (k: QueueKeys, n: number) => {
+      const all: string[] = [];
       for (;;) {
-        const [flat] = await take(k, n);
-        if (flat.length === 0) return ids;
-        ids.push(...takenTokens(flat).map(([id]) => id));
+        const taken = ids(await takeRaw(raw, k, n));
+        if (taken.length === 0) return all;
+        all.push(...taken);
       }
     };
     const [a, b] = [await setUp(uniqueQueue()), await setUp(uniqueQueue())];
     const [batched, single] = [a.k, b.k];
     // s and rel (their failed and released jobs), then two of w3's turn of three; then w3's weight
     // lowered to two: its turn ends with its next take, and the next turn has two.
-    const inBatches = takenTokens((await take(batched, 4))[0]).map(([id]) => id);
+    const inBatches = ids(await takeRaw(raw, batched, 4));
     const oneByOne: string[] = [];
-    for (let i = 0; i < 4; i++) oneByOne.push(...takenTokens((await take(single, 1))[0]).map(([id]) => id));
+    for (let i = 0; i < 4; i++) oneByOne.push(...ids(await takeRaw(raw, single, 1)));
     expect(inBatches).toEqual(['s-low-0', 'rel-low-0', 'w3-low-0', 'w3-low-1']);
     expect(oneByOne).toEqual(inBatches);
     for (const { q, k } of [a, b]) {
@@ -330,14 +334,12 @@ describe('fair selection', () => {
     await q.submit({ id: 'o0', task: 'noop', group: 'o' });
     // One id taken out of g's list behind the scripts' back: g's record still counts 4.
     expect(await raw.rpop(`${k.prefix}g:g:l`)).toBe('j0');
-    const [flat] = await runScript<[Array<Buffer | number | null>, number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-r', 10, 2, 1, 30_000]);
-    expect(takenTokens(flat).map(([id]) => id)).toEqual(['j1', 'o0', 'j2', 'j3']);
+    expect(ids(await takeRaw(raw, k, 10))).toEqual(['j1', 'o0', 'j2', 'j3']);
     // g's list is empty and counted so: it left the rotation and the hash, and comes back with its next job.
     expect((await readGroupStates(raw, k.groups)).has('g')).toBe(false);
     expect(await raw.lrange(k.rotation, 0, -1)).toEqual([]);
     await q.submit({ id: 'j4', task: 'noop', group: 'g' });
-    const [next] = await runScript<[Array<Buffer | number | null>, number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-r', 10, 2, 1, 30_000]);
-    expect(takenTokens(next).map(([id]) => id)).toEqual(['j4']);
+    expect(ids(await takeRaw(raw, k, 10))).toEqual(['j4']);
     raw.disconnect();
   });
 
