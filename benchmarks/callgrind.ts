@@ -1,7 +1,10 @@
 /**
  * A private redis-server run under valgrind's callgrind, for probes that count the instructions
  * Redis executes: the same count on every run and machine load, where CPU time on a shared
- * 2-core machine moves by a factor of two from one minute to the next.
+ * 2-core machine moves by a factor of two from one minute to the next. With the cache simulated,
+ * also the data reads and writes that miss the first-level and the last-level cache: a change of
+ * how data is laid out (a hash as one flat list instead of a table) can cost instructions and
+ * still save time, through the misses it spares.
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -18,17 +21,23 @@ export interface CallgrindServer {
   dump(phase: string): void;
   /** Instructions of the dump named `phase`. */
   counted(phase: string): number;
+  /** Every event counted in the dump named `phase` (Ir, and with the cache simulated D1mr, DLmw...). */
+  events(phase: string): Record<string, number>;
   /** Stops the server; keeps its dumps (and answers where) when `keep`. */
   stop(keep: boolean): Promise<string | undefined>;
 }
 
-/** Starts `server` (a redis-server binary; one built with symbols lets callgrind_annotate name functions). */
-export async function startCallgrindServer(server: string): Promise<CallgrindServer> {
+/**
+ * Starts `server` (a redis-server binary; one built with symbols lets callgrind_annotate name
+ * functions), with valgrind's cache simulation when `cacheSim` (several times slower).
+ */
+export async function startCallgrindServer(server: string, cacheSim = false): Promise<CallgrindServer> {
   const dir = mkdtempSync(join(tmpdir(), 'rota-callgrind-'));
   const port = await freePort();
   // Names uncompressed: each dump (one per phase) then names its functions on its own.
-  const proc = spawn('valgrind', ['--tool=callgrind', '--compress-strings=no', `--callgrind-out-file=${join(dir, 'cg.out')}`,
-    server, '--port', String(port), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const proc = spawn('valgrind', ['--tool=callgrind', '--compress-strings=no', `--cache-sim=${cacheSim ? 'yes' : 'no'}`,
+    `--callgrind-out-file=${join(dir, 'cg.out')}`, server, '--port', String(port), '--save', '', '--appendonly', 'no'],
+  { stdio: 'ignore' });
   // The server goes with this process, whatever ends it.
   process.once('exit', () => proc.kill('SIGKILL'));
   const url = `redis://127.0.0.1:${port}`;
@@ -45,19 +54,24 @@ export async function startCallgrindServer(server: string): Promise<CallgrindSer
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+  const events = (phase: string): Record<string, number> => {
+    for (const f of readdirSync(dir)) {
+      const text = readFileSync(join(dir, f), 'utf8');
+      if (!text.includes(`\ndesc: Trigger: dump ${phase}\n`)) continue;
+      const names = /^events: (.+)$/m.exec(text);
+      const totals = /^(?:summary|totals): (.+)$/m.exec(text);
+      if (!names || !totals) continue;
+      const values = totals[1].trim().split(/\s+/).map(Number);
+      return Object.fromEntries(names[1].trim().split(/\s+/).map((name, i) => [name, values[i] ?? 0]));
+    }
+    throw new Error(`no callgrind dump for ${phase} in ${dir}`);
+  };
   return {
     url,
     client,
     dump: (phase) => execFileSync('callgrind_control', ['-d', phase, String(proc.pid)], { stdio: 'ignore' }),
-    counted(phase) {
-      for (const f of readdirSync(dir)) {
-        const text = readFileSync(join(dir, f), 'utf8');
-        if (!text.includes(`\ndesc: Trigger: dump ${phase}\n`)) continue;
-        const m = /^(?:summary|totals): (\d+)/m.exec(text);
-        if (m) return Number(m[1]);
-      }
-      throw new Error(`no callgrind dump for ${phase} in ${dir}`);
-    },
+    counted: (phase) => events(phase).Ir,
+    events,
     async stop(keep) {
       await client.quit();
       proc.kill('SIGTERM');

@@ -10,9 +10,13 @@
  * With --drain N, then N jobs filled in bulk and drained by one real executor of --concurrency
  * slots (default 100): instructions per drained job, and jobs per script call.
  *
+ * With --cache-sim, valgrind also simulates the caches (several times slower), and each phase
+ * gives the data accesses per job that miss the first-level (D1) and the last-level (LL) cache:
+ * a layout change can add instructions and still save time through the misses it spares.
+ *
  * Usage: node dist/benchmarks/instructions.js [--jobs 5000] [--groups 1000] [--batch 25]
  *          [--submit-batch 1000] [--single 500] [--drain 0] [--concurrency 100]
- *          [--redis-server PATH] [--keep]
+ *          [--redis-server PATH] [--keep] [--cache-sim]
  * Needs valgrind (callgrind_control). A redis-server built with symbols (see README) lets
  * `callgrind_annotate <dir>/cg.out.N` name the functions; --keep keeps that directory.
  */
@@ -31,8 +35,9 @@ const concurrency = arg('concurrency', 100);
 const serverAt = process.argv.indexOf('--redis-server');
 const server = serverAt > 0 ? process.argv[serverAt + 1] : 'redis-server';
 const keep = process.argv.includes('--keep');
+const cacheSim = process.argv.includes('--cache-sim');
 
-const cg = await startCallgrindServer(server);
+const cg = await startCallgrindServer(server, cacheSim);
 const { url, client, dump, counted } = cg;
 
 const keys = queueKeys('cg');
@@ -73,6 +78,11 @@ if (drain > 0) {
 }
 
 const per = (phase: string, n: number) => Math.round(counted(phase) / n);
+/** Data accesses per job of `phase` that missed the first-level and the last-level cache. */
+const misses = (phase: string, n: number) => {
+  const e = cg.events(phase);
+  return `${phase}: D1 ${Math.round((e.D1mr + e.D1mw) / n)}, LL ${Math.round((e.DLmr + e.DLmw) / n)}`;
+};
 console.log(`${jobs} jobs over ${groups} groups; submit batches of ${submitBatch}, take and finish batches of ${batch}`);
 console.log(`instructions per job: submit ${per('submit', jobs)}, take ${per('take', jobs)}, finish ${per('finish', jobs)}; ` +
   `lifecycle ${per('submit', jobs) + per('take', jobs) + per('finish', jobs)}`);
@@ -80,6 +90,11 @@ if (single > 0) console.log(`instructions per one-job submit call: ${per('single
 if (drain > 0) {
   console.log(`drain of ${drain} jobs at concurrency ${concurrency}: ${per('drain', drain)} instructions per job ` +
     `(take, start and finish calls, worker registry and heartbeat), ${(drain / drainCalls).toFixed(1)} jobs per script call`);
+}
+if (cacheSim) {
+  const phases = [misses('submit', jobs), misses('take', jobs), misses('finish', jobs)];
+  if (drain > 0) phases.push(misses('drain', drain));
+  console.log(`data cache misses per job: ${phases.join('; ')}`);
 }
 await q.close();
 const dir = await cg.stop(keep);
