@@ -13,6 +13,11 @@ export interface CaseRecord {
   jobsPerSecMin: number;
   jobsPerSecMax: number;
   redisCpuUsPerJob: number;
+  /**
+   * Redis's CPU time over the measured phase's wall time (median of the runs): near 1, Redis is
+   * what bounds the case; well below, the clients are (their calls in flight, their pauses).
+   */
+  redisBusy: number;
   redisCommandsPerJob: number;
   scriptCallsPerJob: number;
   nodeCpuUsPerJob: number;
@@ -54,6 +59,7 @@ export function summarize(name: string, system: SystemName, runs: RunResult[]): 
     jobsPerSecMin: Math.min(...runs.map((r) => r.jobsPerSec)),
     jobsPerSecMax: Math.max(...runs.map((r) => r.jobsPerSec)),
     redisCpuUsPerJob: med(runs.map((r) => per(r, r.redis.cpuUs))) ?? 0,
+    redisBusy: med(runs.map((r) => r.redis.cpuUs / 1e6 / Math.max(r.seconds, 1e-9))) ?? 0,
     redisCommandsPerJob: med(runs.map((r) => per(r, r.redis.commands))) ?? 0,
     scriptCallsPerJob: med(runs.map((r) => per(r, r.redis.scriptCalls))) ?? 0,
     nodeCpuUsPerJob: med(runs.map((r) => per(r, r.nodeCpuUs))) ?? 0,
@@ -80,12 +86,12 @@ const fmt = (n: number | null | undefined, digits = 0) =>
 const fmtRate = (n: number) => fmt(n, 0);
 const fmtMs = (n: number | undefined | null) => (n === undefined || n === null ? '—' : n < 10 ? fmt(n, 2) : fmt(n, 0));
 
-export const TABLE_HEADER = ['case', 'system', 'jobs/s (median)', 'min–max', 'Redis µs/job', 'cmds/job', 'scripts/job', 'Node µs/job', 'RSS MB', 'p50 ms', 'p99 ms', 'once'];
+export const TABLE_HEADER = ['case', 'system', 'jobs/s (median)', 'min–max', 'Redis µs/job', 'Redis busy', 'cmds/job', 'scripts/job', 'Node µs/job', 'RSS MB', 'p50 ms', 'p99 ms', 'once'];
 
 export function tableRow(r: CaseRecord): string[] {
   return [
     r.case, r.system, fmtRate(r.jobsPerSec), `${fmtRate(r.jobsPerSecMin)}–${fmtRate(r.jobsPerSecMax)}`,
-    fmt(r.redisCpuUsPerJob, 1), fmt(r.redisCommandsPerJob, 1), fmt(r.scriptCallsPerJob, 2), fmt(r.nodeCpuUsPerJob, 0),
+    fmt(r.redisCpuUsPerJob, 1), `${fmt(r.redisBusy * 100, 0)}%`, fmt(r.redisCommandsPerJob, 1), fmt(r.scriptCallsPerJob, 2), fmt(r.nodeCpuUsPerJob, 0),
     fmt(r.peakRssMB, 0), fmtMs(r.p50Ms), fmtMs(r.p99Ms), r.exactlyOnce === 'ok' ? (r.capped ? 'ok*' : 'ok') : `!!! ${r.exactlyOnce}`,
   ];
 }
@@ -273,7 +279,7 @@ export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], cas
     '',
     '## Results',
     '',
-    'Redis µs/job: used_cpu_sys + used_cpu_user of the server over the measured phase, per job. cmds/job: every command the server executed (INFO commandstats, commands inside scripts included, the harness\'s own INFO/CONFIG left out); scripts/job: script calls (EVALSHA, EVAL, FCALL). Node µs/job: CPU of the benchmark process (and forked executors). RSS: peak resident set of the benchmark process. once: every job ran exactly once (ok* = the run hit its time cap; no job ran twice, the rest was still waiting).',
+    'Redis µs/job: used_cpu_sys + used_cpu_user of the server over the measured phase, per job. Redis busy: that CPU time over the phase\'s wall time (near 100%, Redis bounds the case; well below, the clients do: their calls in flight, their pauses). cmds/job: every command the server executed (INFO commandstats, commands inside scripts included, the harness\'s own INFO/CONFIG left out); scripts/job: script calls (EVALSHA, EVAL, FCALL). Node µs/job: CPU of the benchmark process (and forked executors). RSS: peak resident set of the benchmark process. once: every job ran exactly once (ok* = the run hit its time cap; no job ran twice, the rest was still waiting).',
     '',
     mdTable(sorted.map(tableRow)),
     '',
