@@ -1,3 +1,5 @@
+import { removeFrom } from './churn.js';
+
 /**
  * Coalesces items produced together into one call, so that a hundred jobs finishing together
  * cost one script call instead of a hundred. When "together" ends is up to `defer`; with
@@ -17,9 +19,10 @@ export interface BatcherOptions {
 }
 
 export class Batcher<T> {
-  private items = new Set<T>();
+  // (arrays, not a Set: items and calls come and go all the time, see churn.ts)
+  private items: T[] = [];
   private scheduled = false;
-  private inflight = new Set<Promise<void>>();
+  private readonly inflight: Array<Promise<void>> = [];
   private readonly onSent: () => void;
   private readonly defer: (flush: () => void) => void;
   private readonly maxInFlight: number;
@@ -30,9 +33,9 @@ export class Batcher<T> {
     this.maxInFlight = opts.maxInFlight ?? Infinity;
   }
 
-  /** Adds an item; it is sent with the others added before the flush `defer` runs. */
+  /** Adds an item (each once); it is sent with the others added before the flush `defer` runs. */
   add(item: T): void {
-    this.items.add(item);
+    this.items.push(item);
     if (!this.scheduled) {
       this.scheduled = true;
       this.defer(() => this.flush());
@@ -41,37 +44,37 @@ export class Batcher<T> {
 
   /** Whether items wait to be sent. */
   get waiting(): boolean {
-    return this.items.size > 0;
+    return this.items.length > 0;
   }
 
   /** Whether items wait to be sent, or calls to be answered. */
   get busy(): boolean {
-    return this.items.size > 0 || this.inflight.size > 0;
+    return this.items.length > 0 || this.inflight.length > 0;
   }
 
   /** Takes back an item not sent yet; false when it was sent already (or never added). */
   withdraw(item: T): boolean {
-    return this.items.delete(item);
+    return removeFrom(this.items, item);
   }
 
   /** Sends what is pending now, unless `maxInFlight` calls are unanswered (then it goes when one is). */
   flush(): void {
     this.scheduled = false;
-    if (this.items.size === 0 || this.inflight.size >= this.maxInFlight) return;
-    const batch = [...this.items];
-    this.items.clear();
+    if (this.items.length === 0 || this.inflight.length >= this.maxInFlight) return;
+    const batch = this.items;
+    this.items = [];
     const p = this.send(batch).finally(() => {
-      this.inflight.delete(p);
+      removeFrom(this.inflight, p);
       if (!this.scheduled) this.flush();
     });
-    this.inflight.add(p);
+    this.inflight.push(p);
     this.onSent();
   }
 
   /** Resolves once everything added so far has been sent and answered. */
   async drain(): Promise<void> {
     this.flush();
-    while (this.inflight.size > 0) {
+    while (this.inflight.length > 0) {
       await Promise.allSettled([...this.inflight]);
       this.flush();
     }

@@ -15,6 +15,7 @@ import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { preload, runScript } from '../redis/scripts.js';
 import { packStrings, type StringValue } from '../redis/string-array.js';
 import { Batcher } from './batcher.js';
+import { Dictionary, removeFrom } from './churn.js';
 import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
 import { decodeEndStates, decodeTaken, type Job, type JobState } from './job.js';
@@ -132,7 +133,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly client: Redis;
   private readonly blocking: Redis;
   private readonly subscriber: Redis;
-  private readonly runs = new Map<string, Run>();
+  /** Runs in progress by job id (a plain object, not a Map: runs come and go all the time, see churn.ts). */
+  private readonly runs = new Dictionary<Run>();
   private readonly finishes: Batcher<Finished>;
   private readonly starts: Batcher<Run>;
   private readonly sideWrites: Batcher<(pipe: ReturnType<Redis['pipeline']>) => void>;
@@ -147,8 +149,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly connDown = new Set<Redis>();
   private waiting = false;
   private slotWaiter: (() => void) | null = null;
-  /** Takes in flight (the loop's own, and those riding on finish calls), and the slots they asked for. */
-  private readonly takes = new Set<Promise<void>>();
+  /** Takes in flight (the loop's own, and those riding on finish calls; an array, see churn.ts). */
+  private readonly takes: Array<Promise<void>> = [];
   /** What a handler's log and progress calls write (batched with other side writes). */
   private readonly runHooks: RunHooks = {
     log: (j, line) => this.sideWrites.add((pipe) => {
@@ -157,6 +159,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }),
     progress: (j, n) => this.sideWrites.add((pipe) => pipe.hset(this.keys.job(j.id), 'progress', n)),
   };
+  /** Slots the takes in flight asked for. */
   private reserved = 0;
   private readonly takeSizer: TakeSizer;
   /** A take found less than it asked for: the queue ran dry (until `nextDue` for stuck jobs). */
@@ -221,7 +224,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.heartbeat = new Heartbeat({
       client: this.client, keys: this.keys, workerId: this.id, leaseMs: this.opts.leaseMs,
       concurrency, started: this.startedAt,
-      held: () => [...this.runs.values()].map((r) => ({ id: r.job.id, token: String(r.job.takeSeq) })),
+      held: () => this.runs.values().map((r) => ({ id: r.job.id, token: String(r.job.takeSeq) })),
       onLost: (ids) => this.abortRuns(ids, 'lost'),
       onCancel: (ids) => this.abortRuns(ids, 'cancel'),
       onError: (err) => this.emitError(err),
@@ -276,7 +279,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         this.trackTake(want, this.take(want), false);
         continue;
       }
-      if (this.takes.size > 0) {
+      if (this.takes.length > 0) {
         // Wait for a take to answer or a slot to free up (each wakes the loop).
         await new Promise<void>((resolve) => (this.slotWaiter = resolve));
         continue;
@@ -322,7 +325,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const full = this.takeSizer.size;
     const want = Math.min(this.opts.concurrency - this.runs.size - this.reserved, full);
     if (want <= 0) return 0;
-    return piggyback || this.takes.size === 0 || (want === full && this.takes.size < MAX_TAKES_IN_FLIGHT) ? want : 0;
+    return piggyback || this.takes.length === 0 || (want === full && this.takes.length < MAX_TAKES_IN_FLIGHT) ? want : 0;
   }
 
   /** Follows a take of `want` jobs: starts the jobs it brings and notes when the queue ran dry. */
@@ -350,10 +353,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
       this.takeFailed = true;
     }).finally(() => {
       this.reserved -= want;
-      this.takes.delete(p);
+      removeFrom(this.takes, p);
       this.wakeLoop();
     });
-    this.takes.add(p);
+    this.takes.push(p);
   }
 
   private async take(n: number): Promise<[Job[], number]> {
@@ -526,7 +529,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (this.waiting) this.blocking.disconnect();
     // The loop stops taking; jobs a take in flight brings back are released by it.
     await within(this.loopDone ?? Promise.resolve(), timeout);
-    const pending = [...this.runs.values()].map((r) => r.done);
+    const pending = this.runs.values().map((r) => r.done);
     await within(Promise.allSettled(pending), Math.max(0, end - Date.now()));
     for (const run of this.runs.values()) {
       run.abort('shutdown');

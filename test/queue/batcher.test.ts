@@ -49,6 +49,10 @@ describe('a batcher', () => {
     expect(batcher.withdraw(4)).toBe(true);
     await answer();
     expect(calls).toEqual([[1], [2, 3], [5]]);
+    // one sent already (or never added) is not withdrawn
+    expect(batcher.withdraw(5)).toBe(false);
+    expect(batcher.withdraw(4)).toBe(false);
+    expect(batcher.waiting).toBe(false);
   });
 
   it('drains what waits behind a full window', async () => {
