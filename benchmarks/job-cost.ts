@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { Queue, Worker } from '../src/index.js';
-import { arg, labRedis, submitSpread } from './lab.js';
+import { arg, labRedis, serverCpuUs, submitSpread } from './lab.js';
 
 /** Parses INFO commandstats into calls per command, and used CPU (µs). */
 export async function redisStats(r: Redis): Promise<{ calls: Map<string, number>; usec: Map<string, number>; cpuUs: number }> {
@@ -16,10 +16,7 @@ export async function redisStats(r: Redis): Promise<{ calls: Map<string, number>
     calls.set(m[1], Number(m[2]));
     usec.set(m[1], Number(m[3]));
   }
-  const cpu = await r.info('cpu');
-  const sys = Number(/used_cpu_sys:([\d.]+)/.exec(cpu)![1]);
-  const user = Number(/used_cpu_user:([\d.]+)/.exec(cpu)![1]);
-  return { calls, usec, cpuUs: (sys + user) * 1e6 };
+  return { calls, usec, cpuUs: await serverCpuUs(r) };
 }
 
 const jobs = arg('jobs', 10_000);

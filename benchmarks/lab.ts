@@ -29,6 +29,12 @@ export async function labRedis(): Promise<{ url: string; admin: Redis; close(): 
   };
 }
 
+/** CPU time the server has used so far (used_cpu_sys + used_cpu_user of INFO cpu), in µs. */
+export async function serverCpuUs(admin: Redis): Promise<number> {
+  const cpu = await admin.info('cpu');
+  return (Number(/used_cpu_sys:([\d.]+)/.exec(cpu)![1]) + Number(/used_cpu_user:([\d.]+)/.exec(cpu)![1])) * 1e6;
+}
+
 /** Script calls (EVALSHA, EVAL, FCALL) so far, and the microseconds Redis has spent in them (INFO commandstats). */
 export async function scriptStats(admin: Redis): Promise<{ calls: number; usec: number }> {
   const stats = await admin.info('commandstats');
