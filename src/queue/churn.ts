@@ -8,11 +8,12 @@
  * later table, and everything those tables hold, alive through each scavenge, so all of it is
  * promoted in turn. For an executor that means every run, its job and the reply it came in.
  *
- * Measured on a drain of 100,000 jobs by one executor of 100 slots: 57 MB promoted and 141 ms
- * of scavenge pauses with Map and Set, against 26 MB and 75 ms with these. A pause longer
- * than the work Redis holds (the slots' jobs, about 1 ms) leaves Redis idle. A churn test gives
- * the same picture: 100 live entries added and deleted 400,000 times promote 40 MB in a Map
- * and 5 MB in an object (see benchmarks/README.md).
+ * Measured on the first drain of a fresh executor of 100 slots (100,000 jobs): 57 MB promoted
+ * and 141 ms of scavenge pauses with Map and Set, against 26 MB and 75 ms with these (a warm
+ * executor pauses about 20 ms either way). A pause longer than the work Redis holds (the slots'
+ * jobs, about 1 ms) leaves Redis idle. A churn test gives the same picture: 100 live entries
+ * added and deleted 400,000 times promote 40 MB in a Map and 5 MB in an object (see
+ * benchmarks/README.md).
  */
 
 /** Removes the first `item` from `list`; false when it is not there. */
