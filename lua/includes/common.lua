@@ -263,10 +263,6 @@ local function idleState(stuck, jobs, limit, weight, paused, listed)
   return stuck == 0 and jobs == 0 and limit == 0 and weight == 1 and paused == 0 and not listed
 end
 
-local function eligible(g)
-  return eligibleState(g.paused and 1 or 0, g.limit, g.running, g.nr + g.nh + g.nl)
-end
-
 -- A group's record (GROUP_FORMAT) from its fields, listed in the rotation or not; '' for a group
 -- with nothing of its own (idleState), to remove from the hash.
 local function groupRecord(running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed)
@@ -377,15 +373,15 @@ local function storeGroups(prefix, order, map)
   local any = false
   for _, group in ipairs(order) do
     local g = map[group]
-    local ok = eligible(g)
-    if ok then
+    local paused = g.paused and 1 or 0
+    if eligibleState(paused, g.limit, g.running, g.nr + g.nh + g.nl) then
       any = true
       if not g.ready then
         joining[nj + 1], nj = group, nj + 1
         g.ready, g.turns = true, 0
       end
     end
-    local r = groupRecord(g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused and 1 or 0, g.ready)
+    local r = groupRecord(g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, paused, g.ready)
     if r == '' then
       gone[ng + 1], ng = group, ng + 1
     else
