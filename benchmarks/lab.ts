@@ -1,6 +1,7 @@
 /** Shared parts of the single-system cost probes (job-cost, script-cost, periodic-cost, instructions). */
 import { Redis } from 'ioredis';
 import { RedisServer } from '../src/dev/redis-server.js';
+import { cpuUsOf, parseInfo } from './measure.js';
 import type { Queue } from '../src/index.js';
 import { takenTokens } from '../src/queue/job.js';
 import type { QueueKeys } from '../src/redis/keys.js';
@@ -31,8 +32,7 @@ export async function labRedis(): Promise<{ url: string; admin: Redis; close(): 
 
 /** CPU time the server has used so far (used_cpu_sys + used_cpu_user of INFO cpu), in µs. */
 export async function serverCpuUs(admin: Redis): Promise<number> {
-  const cpu = await admin.info('cpu');
-  return (Number(/used_cpu_sys:([\d.]+)/.exec(cpu)![1]) + Number(/used_cpu_user:([\d.]+)/.exec(cpu)![1])) * 1e6;
+  return cpuUsOf(parseInfo(await admin.info('cpu')));
 }
 
 /** Script calls (EVALSHA, EVAL, FCALL) so far, and the microseconds Redis has spent in them (INFO commandstats). */

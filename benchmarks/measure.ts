@@ -27,10 +27,15 @@ export function parseInfo(text: string): Record<string, string> {
   return out;
 }
 
+/** The CPU time the server has used (used_cpu_sys + used_cpu_user of a parsed INFO), in µs. */
+export function cpuUsOf(info: Record<string, string>): number {
+  return (Number(info.used_cpu_sys) + Number(info.used_cpu_user)) * 1e6;
+}
+
 export async function sampleRedis(admin: Redis): Promise<RedisSample> {
   const text = (await admin.info('everything')) as string;
   const info = parseInfo(text);
-  const cpuUs = (Number(info.used_cpu_sys) + Number(info.used_cpu_user)) * 1e6;
+  const cpuUs = cpuUsOf(info);
   const calls: Record<string, number> = {};
   for (const [k, v] of Object.entries(info)) {
     if (!k.startsWith('cmdstat_')) continue;
