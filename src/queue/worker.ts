@@ -149,6 +149,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly connDown = new Set<Redis>();
   private waiting = false;
   private slotWaiter: (() => void) | null = null;
+  /** The last take came back full: jobs wait for slots (their starts are paced, see take-size.ts). */
+  private backlog = false;
+  /** Wakes the loop when the pace allows the next take. */
+  private paceTimer: NodeJS.Timeout | null = null;
   /** Takes in flight (the loop's own, and those riding on finish calls; an array, see churn.ts). */
   private readonly takes: Array<Promise<void>> = [];
   /** What a handler's log and progress calls write (batched with other side writes). */
@@ -317,20 +321,46 @@ export class Worker extends EventEmitter<WorkerEvents> {
    * full take may be in flight, so that Redis works on one while the answer to the other travels
    * and its jobs start. A finish call (`piggyback`) is sent anyway: it takes for every slot free,
    * up to a full take, even while the queue is dry (its answer then comes before a wake-up would).
+   * Under a backlog of long jobs, what it takes is also held to the pace (take-size.ts), and the
+   * loop is woken when the pace allows the rest.
    */
   private takeWanted(piggyback = false): number {
     if (this.closing || this.takeFailed || (this.drained && !piggyback)) return 0;
     // Runs that ended wait to be sent: their finish call takes for the slots they free.
     if (!piggyback && this.finishes.waiting) return 0;
     const full = this.takeSizer.size;
-    const want = Math.min(this.opts.concurrency - this.runs.size - this.reserved, full);
+    let want = Math.min(this.opts.concurrency - this.runs.size - this.reserved, full);
+    if (want > 0 && this.pacing) {
+      // (see take-size.ts: the pace keeps a backlog's starts from bunching into waves)
+      const now = performance.now();
+      const allowed = Math.floor(this.takeSizer.allowed(now));
+      if (allowed < want) {
+        this.wakeIn(this.takeSizer.msUntil(want, now));
+        want = allowed;
+      }
+    }
     if (want <= 0) return 0;
     return piggyback || this.takes.length === 0 || (want === full && this.takes.length < MAX_TAKES_IN_FLIGHT) ? want : 0;
+  }
+
+  /** Whether takes follow the pace now: the last take came back full, and runs take long against a call. */
+  private get pacing(): boolean {
+    return this.backlog && this.takeSizer.paces;
+  }
+
+  /** Wakes the loop in `ms` (at least 1), unless a wake-up is set already: the pace allows the free slots' jobs then. */
+  private wakeIn(ms: number): void {
+    if (this.paceTimer) return;
+    this.paceTimer = setTimeout(() => {
+      this.paceTimer = null;
+      this.wakeLoop();
+    }, Math.max(1, Math.ceil(ms)));
   }
 
   /** Follows a take of `want` jobs: starts the jobs it brings and notes when the queue ran dry. */
   private trackTake(want: number, reply: Promise<[Job[], number]>, quiet: boolean): void {
     this.reserved += want;
+    if (this.pacing) this.takeSizer.paced(want, performance.now());
     const waits = this.waits;
     const p: Promise<void> = reply.then(([jobs, due]) => {
       this.takeFailures = 0;
@@ -340,6 +370,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         return;
       }
       for (const job of jobs) this.start(job);
+      this.backlog = jobs.length === want;
       if (jobs.length < want && waits === this.waits) {
         this.drained = true;
         this.nextDue = due;
@@ -524,6 +555,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private async shutdown(timeout: number): Promise<void> {
     this.closing = true;
+    if (this.paceTimer) clearTimeout(this.paceTimer);
     const end = Date.now() + timeout;
     this.wakeLoop();
     if (this.waiting) this.blocking.disconnect();

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Worker } from '../../src/index.js';
-import { maxTakeSize, TakeSizer } from '../../src/queue/take-size.js';
+import { maxTakeSize, PACE_HEADROOM, TakeSizer } from '../../src/queue/take-size.js';
 import { closeAll, openQueue, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
 describe('take size', () => {
@@ -49,6 +49,42 @@ describe('take size', () => {
   });
 });
 
+describe('start pace', () => {
+  /** A sizer of 100 slots timed at 10 ms runs and 0.3 ms calls (takes of 3). */
+  const timed = () => {
+    const s = new TakeSizer(100);
+    s.ranFor(10);
+    s.answeredIn(0.3);
+    return s;
+  };
+
+  it('paces only jobs that run long against a call, once they were timed', () => {
+    const fresh = new TakeSizer(100);
+    expect(fresh.paces).toBe(false);
+    fresh.ranFor(10);
+    expect(fresh.paces).toBe(false); // calls not timed: takes are still the largest
+    const instant = new TakeSizer(100);
+    instant.ranFor(0.02);
+    instant.answeredIn(1);
+    expect(instant.paces).toBe(false);
+    expect(timed().paces).toBe(true);
+  });
+
+  it('allows PACE_HEADROOM × slots ÷ run time starts a ms, saving up two takes at most', () => {
+    const s = timed();
+    const perMs = (PACE_HEADROOM * 100) / 10;
+    s.paced(6, 1000); // a take spends what was saved up (two takes of 3)
+    expect(s.allowed(1000)).toBe(0);
+    expect(s.allowed(1000.2)).toBeCloseTo(0.2 * perMs);
+    expect(s.allowed(1000.6)).toBe(6); // 7.5 accrued, capped at two takes
+    expect(s.allowed(2000)).toBe(6);
+    s.paced(2, 1000.2);
+    expect(s.allowed(1000.2)).toBeCloseTo(0.2 * perMs - 2);
+    expect(s.msUntil(3, 1000.2)).toBeCloseTo((3 - (0.2 * perMs - 2)) / perMs);
+    expect(s.msUntil(1, 2000)).toBe(0);
+  });
+});
+
 describe('an executor\'s take size', () => {
   afterEach(closeAll);
 
@@ -65,6 +101,38 @@ describe('an executor\'s take size', () => {
   it('stays at half its 16 slots for instant jobs', async () => {
     const w = await runAll(64, () => 'ok');
     expect(w.takeSize).toBe(8);
+  });
+
+  it('spreads a backlog\'s starts over the run time instead of refilling freed slots in waves', async () => {
+    // 40 slots of 50 ms jobs: the first 40 start together (nothing is timed yet) and end
+    // together; refilled at once, they would start together again every cycle. Paced, they
+    // start at about 1.25 × 40 ÷ 50 ms = one a ms.
+    const name = uniqueQueue();
+    const jobs = 320;
+    await openQueue(name).submitBulk(Array.from({ length: jobs }, () => ({ task: 't', group: 'g' })));
+    const starts: number[] = [];
+    let running = 0;
+    let most = 0;
+    const w = track(new Worker(name, {
+      t: async () => {
+        starts.push(performance.now());
+        most = Math.max(most, ++running);
+        await new Promise((r) => setTimeout(r, 50));
+        running--;
+      },
+    }, { connection: redisUrl(), concurrency: 40 }));
+    let done = 0;
+    w.on('completed', () => done++);
+    await until(w, 'completed', () => done === jobs);
+    expect(most).toBeLessThanOrEqual(40);
+    // after the first two cycles, no 5 ms holds the starts of half the slots
+    const later = starts.slice(80);
+    let bunched = 0;
+    for (let i = 0, j = 0; i < later.length; i++) {
+      while (later[i] - later[j] > 5) j++;
+      bunched = Math.max(bunched, i - j + 1);
+    }
+    expect(bunched).toBeLessThan(20);
   });
 
   it('shrinks once it has timed jobs that run far longer than a call to Redis', async () => {
