@@ -11,7 +11,7 @@
  *          [--light 10] [--light-every 50] [--rounds 3]
  */
 import { Queue, Worker } from '../src/index.js';
-import { parseInfo, percentiles } from './measure.js';
+import { parseInfo, percentiles, sleep } from './measure.js';
 import { arg, labRedis, scriptStats } from './lab.js';
 
 const jobs = arg('jobs', 20_000);
@@ -23,7 +23,6 @@ const rounds = arg('rounds', 3);
 
 const lab = await labRedis();
 const { url, admin } = lab;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const cpu = async () => {
   const info = parseInfo(await admin.info('cpu'));
   return { user: Number(info.used_cpu_user) * 1e6, sys: Number(info.used_cpu_sys) * 1e6 };
