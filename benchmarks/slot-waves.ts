@@ -12,7 +12,7 @@
  */
 import { Queue, Worker } from '../src/index.js';
 import { parseInfo, percentiles, sleep } from './measure.js';
-import { arg, labRedis, scriptStats } from './lab.js';
+import { arg, labRedis, scriptStats, submitSpread } from './lab.js';
 
 const jobs = arg('jobs', 20_000);
 const runMs = arg('run-ms', 10);
@@ -20,6 +20,8 @@ const concurrency = arg('concurrency', 100);
 const lightTenants = arg('light', 10);
 const lightEvery = arg('light-every', 50);
 const rounds = arg('rounds', 3);
+/** The backlog's group (submitSpread over one group). */
+const HEAVY = 'g0';
 
 const lab = await labRedis();
 const { url, admin } = lab;
@@ -32,9 +34,8 @@ console.log(`${jobs} jobs of ${runMs} ms, one executor of ${concurrency} slots, 
 for (let round = 1; round <= rounds; round++) {
   await admin.flushall();
   const q = new Queue('waves', { connection: url });
-  for (let i = 0; i < jobs; i += 1000) {
-    await q.submitBulk(Array.from({ length: Math.min(1000, jobs - i) }, () => ({ task: 'run', group: 'heavy', args: { t: 0 } })));
-  }
+  // the backlog: the probes' jobs (task noop, 100-byte args), all in group g0
+  await submitSpread(q, jobs, 1);
   const cpu0 = await cpu();
   const calls0 = (await scriptStats(admin)).calls;
   const t0 = performance.now();
@@ -43,17 +44,18 @@ for (let round = 1; round <= rounds; round++) {
   let heavyDone = 0;
   let t1 = 0;
   const w = new Worker('waves', {
-    run: async ({ job, args }) => {
+    noop: async ({ job, args }) => {
       const now = performance.now();
-      if (job.group === 'heavy') starts.push(now - t0);
+      const heavy = job.group === HEAVY;
+      if (heavy) starts.push(now - t0);
       else waits.push(now - (args as { t: number }).t);
       await sleep(runMs);
-      if (job.group === 'heavy' && ++heavyDone === jobs) t1 = performance.now();
+      if (heavy && ++heavyDone === jobs) t1 = performance.now();
     },
   }, { connection: url, concurrency });
   // The light tenants' timers fire in one turn: their jobs arrive together, as in the harness.
   const timers = Array.from({ length: lightTenants }, (_, k) => setInterval(() => {
-    void q.submit({ task: 'run', group: `light${k}`, args: { t: performance.now() } });
+    void q.submit({ task: 'noop', group: `light${k}`, args: { t: performance.now() } });
   }, lightEvery));
   while (t1 === 0) await sleep(5);
   const cpu1 = await cpu();
