@@ -1,8 +1,28 @@
-# Rota: one image for executors and scheduler replicas.
-FROM node:20-bookworm-slim
+# Rota: one image for executors (`rota worker`) and scheduler replicas (`rota scheduler`).
+# Your tasks file: mount it at /app/tasks/tasks.js, or build it in (see README, "Docker").
+
+# Build stage: compile the TypeScript sources.
+FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY . .
-RUN npm run build && npm prune --omit=dev
-ENTRYPOINT ["node", "dist/src/cli/main.js"]
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# Runtime stage: production dependencies, the compiled sources and the Lua scripts; no tests,
+# no benchmarks, no compiler.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY lua ./lua
+COPY --from=build /app/dist/src ./dist/src
+RUN chmod +x dist/src/cli/main.js && ln -s /app/dist/src/cli/main.js /usr/local/bin/rota
+# The default tasks file (the examples); replace it by mounting a folder at /app/tasks.
+COPY --chown=node:node examples/tasks.js ./tasks/tasks.js
+RUN chown node:node /app/tasks
+USER node
+ENTRYPOINT ["rota"]
+CMD ["worker", "--tasks", "/app/tasks/tasks.js"]
