@@ -18,6 +18,8 @@ export interface RedisServerOptions {
   appendfsync?: 'always' | 'everysec' | 'no';
   /** Start it as a Redis Cluster node (slots unassigned until a `redis-cli --cluster create`). */
   cluster?: boolean;
+  /** More `redis-server` arguments, e.g. `['--requirepass', 'secret']`. */
+  args?: string[];
 }
 
 /** Finds a free TCP port on 127.0.0.1. */
@@ -43,7 +45,7 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
         sock.write('PING\r\n');
         sock.once('data', (d) => {
           sock.destroy();
-          resolve(d.toString().startsWith('+PONG'));
+          resolve(/^(\+PONG|-NOAUTH)/.test(d.toString()));
         });
       });
       sock.once('error', () => resolve(false));
@@ -62,6 +64,7 @@ export class RedisServer {
   private readonly ownsDir: boolean;
   private readonly appendfsync?: RedisServerOptions['appendfsync'];
   private readonly cluster: boolean;
+  private readonly extraArgs: string[];
 
   private constructor(port: number, dir: string, ownsDir: boolean, opts: RedisServerOptions) {
     this.port = port;
@@ -69,6 +72,7 @@ export class RedisServer {
     this.ownsDir = ownsDir;
     this.appendfsync = opts.appendfsync;
     this.cluster = opts.cluster ?? false;
+    this.extraArgs = opts.args ?? [];
   }
 
   /** Starts a server and resolves once it answers PING. */
@@ -101,6 +105,7 @@ export class RedisServer {
     if (this.appendfsync) args.push('--appendonly', 'yes', '--appendfsync', this.appendfsync);
     else args.push('--appendonly', 'no');
     if (this.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'));
+    args.push(...this.extraArgs);
     // Its own process group, so a Ctrl-C in the terminal reaches the program, which then stops
     // the server after it has closed its connections; and it never outlives this process.
     const proc = spawn('redis-server', args, { stdio: 'ignore', detached: true });

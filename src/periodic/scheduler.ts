@@ -181,12 +181,22 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     return this.injected ? this.injected() : Date.now() + this.offset;
   }
 
-  /** Starts the replica; resolves once it listens for wake-ups and runs its loop. */
+  /**
+   * Starts the replica; resolves once it listens for wake-ups and runs its loop. When it cannot
+   * start (Redis refused its credentials or the function library), it rejects and closes its
+   * connections: start a new Scheduler to try again.
+   */
   async start(): Promise<void> {
     if (this.loopDone) return;
-    await preload(this.client);
-    this.subscriber.on('message', () => this.wake());
-    await this.subscriber.subscribe(this.keys.wake);
+    try {
+      await preload(this.client);
+      this.subscriber.on('message', () => this.wake());
+      await this.subscriber.subscribe(this.keys.wake);
+    } catch (err) {
+      // A start that failed leaves nothing behind: no connection keeps reconnecting.
+      this.destroy();
+      throw err;
+    }
     this.loopDone = this.loop();
   }
 

@@ -1,5 +1,5 @@
 /** Redis connections: a URL, ioredis options or a ready ioredis instance. */
-import { Redis, type RedisOptions, type Cluster } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 
 /** How to reach Redis: a `redis://` URL, ioredis options, or an ioredis client (Redis or Cluster). */
 export type ConnectionOption = string | RedisOptions | Redis | Cluster;
@@ -10,28 +10,75 @@ export interface OwnedClient {
   owned: boolean;
 }
 
+/** How long a client waits before it tries again after the server refused its credentials. */
+export const AUTH_RETRY_MS = 5000;
+
+/** Reconnect delays for other failures: 50 ms more each attempt, at most a second. */
+const RETRY_STEP_MS = 50;
+const RETRY_MAX_MS = 1000;
+
+/** Whether `err` says the server refused the client's credentials (retrying at once cannot help). */
+export function isAuthError(err: unknown): boolean {
+  return err instanceof Error && /^(WRONGPASS|NOAUTH|NOPERM)\b|invalid (username-password pair|password)/i.test(err.message);
+}
+
 function isClient(c: ConnectionOption): c is Redis | Cluster {
   return typeof c === 'object' && c !== null && typeof (c as Redis).duplicate === 'function';
+}
+
+function isCluster(c: Redis | Cluster): c is Cluster {
+  return typeof (c as Cluster).nodes === 'function';
+}
+
+/**
+ * A reconnect strategy that backs off to {@link AUTH_RETRY_MS} while the last error was a refused
+ * authentication, so a wrong password does not open a connection after another.
+ */
+function retryStrategy(lastError: () => Error | undefined): (times: number) => number {
+  return (times) => (isAuthError(lastError()) ? AUTH_RETRY_MS : Math.min(RETRY_STEP_MS * times, RETRY_MAX_MS));
 }
 
 /**
  * Opens a client. `blocking` clients (workers' wait for work, schedulers) retry every command
  * through outages instead of failing it, so they resume by themselves when Redis returns.
- * `subscriber` clients (SUBSCRIBE only) skip the ready check.
+ * `subscriber` clients (SUBSCRIBE only) skip the ready check. A client Rota creates from a
+ * Cluster keeps the cluster's options, with these settings applied to each node's connection.
  */
 export function connect(conn: ConnectionOption, opts: { blocking?: boolean; reuse?: boolean; subscriber?: boolean } = {}): OwnedClient {
-  const extra: RedisOptions = opts.blocking ? { maxRetriesPerRequest: null, enableReadyCheck: true } : {};
+  if (isClient(conn) && opts.reuse) return { client: conn as Redis, owned: false };
+  let last: Error | undefined;
+  const extra: RedisOptions = { retryStrategy: retryStrategy(() => last) };
+  if (opts.blocking) Object.assign(extra, { maxRetriesPerRequest: null, enableReadyCheck: true });
   // A subscriber's ready check (INFO) can race its resubscription after a reconnect and be refused
   // in subscriber mode, looping reconnects (ioredis issues #2037, #2099): no ready check for it.
   if (opts.subscriber) extra.enableReadyCheck = false;
-  const retry: RedisOptions = { retryStrategy: (times) => Math.min(50 * times, 1000) };
-  if (isClient(conn) && opts.reuse) return { client: conn as Redis, owned: false };
-  let client: Redis;
-  if (isClient(conn)) client = (conn as Redis).duplicate({ ...extra });
-  else if (typeof conn === 'string') client = new Redis(conn, { ...retry, ...extra });
-  else client = new Redis({ ...retry, ...conn, ...extra });
+  let client: Redis | Cluster;
+  if (isClient(conn)) client = isCluster(conn) ? duplicateCluster(conn, extra) : conn.duplicate(extra);
+  else if (typeof conn === 'string') client = new Redis(conn, extra);
+  else client = new Redis({ ...conn, ...extra });
   // Connection errors show up as failed commands (or as the executor's error events); without a
   // listener ioredis would print every failed reconnect attempt during an outage.
-  client.on('error', () => {});
-  return { client, owned: true };
+  // (`last` is the error of the current connection attempt: a refused AUTH answers after `connect`)
+  client.on('error', (err: Error) => (last = err));
+  client.on('connect', () => (last = undefined));
+  return { client: client as Redis, owned: true };
+}
+
+/**
+ * A new Cluster client with `cluster`'s startup nodes and options. The per-connection settings go
+ * to every node's connection (`redisOptions`); `enableReadyCheck` is the cluster's own. A
+ * blocking client also waits through a failover (the cluster's retries of a moved or refused
+ * command) instead of failing the command after a few redirections.
+ */
+function duplicateCluster(cluster: Cluster, extra: RedisOptions): Cluster {
+  const { enableReadyCheck, retryStrategy: _nodeRetry, ...nodeOptions } = extra;
+  const options: Partial<ClusterOptions> = {
+    redisOptions: { ...cluster.options.redisOptions, ...nodeOptions },
+    clusterRetryStrategy: (times) => extra.retryStrategy!(times) ?? null,
+  };
+  if (enableReadyCheck !== undefined) options.enableReadyCheck = enableReadyCheck;
+  if (extra.maxRetriesPerRequest === null) {
+    Object.assign(options, { maxRedirections: 1000, retryDelayOnFailover: 200, retryDelayOnClusterDown: 200, retryDelayOnTryAgain: 200 });
+  }
+  return cluster.duplicate([], options);
 }
