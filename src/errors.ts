@@ -44,3 +44,18 @@ export class UnknownTaskError extends PermanentError {
     super(`unknown task "${task}": no handler is registered under this name on this executor`);
   }
 }
+
+/**
+ * Redis could not be reached or refused the client. `target` is where it was looked for, with
+ * any password masked; `reason` is the cause's code (`WRONGPASS`, `NOAUTH`, `ECONNREFUSED`,
+ * `ENOTFOUND`, a TLS certificate error such as `DEPTH_ZERO_SELF_SIGNED_CERT`, ...).
+ */
+export class ConnectionError extends RotaError {
+  constructor(
+    readonly target: string,
+    readonly reason: string,
+    detail: string,
+  ) {
+    super(`cannot reach Redis at ${target}: ${detail}`);
+  }
+}

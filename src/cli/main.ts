@@ -27,6 +27,12 @@ export interface GlobalOptions {
   redis: string;
   /** Queue name (default: "default"). */
   queue: string;
+  /** PEM file of the CA that signed the server's TLS certificate. */
+  tlsCa?: string;
+  /** PEM file of the client's TLS certificate (for servers that ask for one). */
+  tlsCert?: string;
+  /** PEM file of the client certificate's private key. */
+  tlsKey?: string;
 }
 
 /** Builds the `rota` program with its global options and all commands. */
@@ -35,6 +41,9 @@ export function buildProgram(): Command {
     .description('Rota: a fair distributed job queue and periodic-task scheduler for Redis')
     .option('--redis <url>', 'Redis URL', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379')
     .option('--queue <name>', 'queue name', 'default')
+    .option('--tls-ca <file>', "CA certificate (PEM) to trust the server's TLS certificate with")
+    .option('--tls-cert <file>', 'client TLS certificate (PEM)')
+    .option('--tls-key <file>', "client TLS certificate's private key (PEM)")
     .showHelpAfterError()
     .exitOverride();
   for (const register of COMMANDS) register(program);

@@ -1,7 +1,9 @@
 /** What the CLI's commands share: opening the queue, printing tables and JSON, failing clearly. */
 import { InvalidArgumentError, type Command } from 'commander';
-import { Redis } from 'ioredis';
+import { readFileSync } from 'node:fs';
+import { Redis, type RedisOptions } from 'ioredis';
 import { RotaError } from '../errors.js';
+import { connectionError, maskUrl } from '../redis/connection.js';
 import { Queue } from '../queue/queue.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
 import type { GlobalOptions } from './main.js';
@@ -18,18 +20,60 @@ export function globals(cmd: Command): GlobalOptions & { json?: boolean } {
   return cmd.optsWithGlobals() as GlobalOptions & { json?: boolean };
 }
 
-/** A client that fails fast when Redis is unreachable, instead of retrying forever. */
-export async function openClient(url: string): Promise<Redis> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null, connectTimeout: 3000 });
-  client.on('error', () => {});
+/**
+ * The connection the global options describe: `--redis` parsed (redis:// or rediss://, with user,
+ * password and database), and the TLS files of `--tls-ca`, `--tls-cert`, `--tls-key`.
+ * @throws {CliError} (invalid value) for a URL that is not a Redis URL or an unreadable file.
+ */
+export function connectionOf(g: GlobalOptions): RedisOptions {
+  let u: URL;
+  try {
+    u = new URL(g.redis);
+  } catch {
+    throw new CliError(`--redis: "${g.redis}" is not a URL (expected redis://[user:password@]host[:port][/db] or rediss://...)`, EXIT_INVALID);
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
+    throw new CliError(`--redis: "${maskUrl(g.redis)}" is not a Redis URL (expected redis:// or rediss://)`, EXIT_INVALID);
+  }
+  const db = u.pathname.replace(/^\//, '');
+  if (db !== '' && !/^\d+$/.test(db)) throw new CliError(`--redis: "${db}" is not a database number`, EXIT_INVALID);
+  const options: RedisOptions = {
+    host: u.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1',
+    port: u.port ? Number(u.port) : 6379,
+    db: db ? Number(db) : 0,
+  };
+  if (u.username) options.username = decodeURIComponent(u.username);
+  if (u.password) options.password = decodeURIComponent(u.password);
+  const file = (flag: string, path: string | undefined) => {
+    if (path === undefined) return undefined;
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new CliError(`${flag}: cannot read ${path} (${(err as Error).message})`, EXIT_INVALID);
+    }
+  };
+  const tls = { ca: file('--tls-ca', g.tlsCa), cert: file('--tls-cert', g.tlsCert), key: file('--tls-key', g.tlsKey) };
+  if (u.protocol === 'rediss:' || tls.ca || tls.cert || tls.key) {
+    options.tls = Object.fromEntries(Object.entries(tls).filter(([, v]) => v !== undefined));
+  }
+  return options;
+}
+
+/**
+ * A client that fails fast when Redis is unreachable or refuses it, instead of retrying forever.
+ * @throws {CliError} naming the URL (password masked) and the cause.
+ */
+export async function openClient(g: GlobalOptions): Promise<Redis> {
+  const client = new Redis({ ...connectionOf(g), lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null, connectTimeout: 3000 });
+  let last: Error | undefined;
+  client.on('error', (err: Error) => (last = err));
   try {
     await client.connect();
+    await client.ping();
   } catch (err) {
     client.disconnect();
-    throw new CliError(
-      `cannot reach Redis at ${url} (${(err as Error).message}). Start one (redis-server), or point --redis / REDIS_URL at yours.`,
-      EXIT_UNREACHABLE,
-    );
+    const e = connectionError(g.redis, last ?? err);
+    throw new CliError(`${e.message}. Start one (redis-server), or point --redis / REDIS_URL at yours.`, EXIT_UNREACHABLE);
   }
   return client;
 }
@@ -38,7 +82,7 @@ export async function openClient(url: string): Promise<Redis> {
 export async function withQueue(cmd: Command, fn: (queue: Queue, opts: ReturnType<typeof globals>) => Promise<void>): Promise<void> {
   const opts = globals(cmd);
   await run(async () => {
-    const client = await openClient(opts.redis);
+    const client = await openClient(opts);
     const queue = new Queue(opts.queue, { connection: client });
     try {
       await fn(queue, opts);

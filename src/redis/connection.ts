@@ -1,5 +1,6 @@
 /** Redis connections: a URL, ioredis options or a ready ioredis instance. */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { ConnectionError } from '../errors.js';
 
 /** How to reach Redis: a `redis://` URL, ioredis options, or an ioredis client (Redis or Cluster). */
 export type ConnectionOption = string | RedisOptions | Redis | Cluster;
@@ -81,4 +82,47 @@ function duplicateCluster(cluster: Cluster, extra: RedisOptions): Cluster {
     Object.assign(options, { maxRedirections: 1000, retryDelayOnFailover: 200, retryDelayOnClusterDown: 200, retryDelayOnTryAgain: 200 });
   }
   return cluster.duplicate([], options);
+}
+
+/** `url` with its password replaced by `***` (an unparsable string is given back as it is). */
+export function maskUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return url;
+  }
+}
+
+/** What each cause of a failed connection means, by its code. */
+const CAUSES: Array<[RegExp, string, string]> = [
+  [/^WRONGPASS\b/, 'WRONGPASS', 'the user name or password was refused (WRONGPASS)'],
+  [/^NOAUTH\b/, 'NOAUTH', 'the server asks for a password and none was given (NOAUTH)'],
+  [/^NOPERM\b/, 'NOPERM', 'the user lacks a permission it needs (NOPERM)'],
+];
+const CODES: Record<string, string> = {
+  ECONNREFUSED: 'nothing listens there (ECONNREFUSED)',
+  ENOTFOUND: 'the host name does not resolve (ENOTFOUND)',
+  EAI_AGAIN: 'the host name could not be resolved now (EAI_AGAIN)',
+  ETIMEDOUT: 'the connection timed out (ETIMEDOUT)',
+  EHOSTUNREACH: 'the host is unreachable (EHOSTUNREACH)',
+  ECONNRESET: 'the server closed the connection (ECONNRESET; a TLS server reached without TLS?)',
+};
+
+/**
+ * The {@link ConnectionError} for a failed connection to `target` (a URL, masked here): its cause
+ * is `err`, the client's last connection error (ioredis reports a refused AUTH or an untrusted
+ * certificate through its error event, and the command only as "Connection is closed").
+ */
+export function connectionError(target: string, err: unknown): ConnectionError {
+  const e: NodeJS.ErrnoException = err instanceof Error ? err : new Error(String(err));
+  const where = maskUrl(target);
+  for (const [pattern, reason, detail] of CAUSES) if (pattern.test(e.message)) return new ConnectionError(where, reason, detail);
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (CODES[code]) return new ConnectionError(where, code, CODES[code]);
+  if (/CERT|SSL|TLS/i.test(code) || /certificate/i.test(e.message)) {
+    return new ConnectionError(where, code || 'TLS', `the server's TLS certificate is not trusted (${code || e.message}); pass its CA`);
+  }
+  return new ConnectionError(where, code || 'UNKNOWN', e.message);
 }

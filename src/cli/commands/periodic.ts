@@ -7,12 +7,12 @@ import { createLogger } from '../../observability/logger.js';
 import { serveMetrics } from '../../observability/metrics.js';
 import { Queue } from '../../queue/queue.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
-import { CliError, globals, intOption, iso, openClient, printJson, printTable, run } from '../support.js';
+import { CliError, connectionOf, globals, intOption, iso, openClient, printJson, printTable, run } from '../support.js';
 
 async function withTasks(cmd: Command, fn: (tasks: PeriodicTasks, json: boolean) => Promise<void>): Promise<void> {
   const g = globals(cmd);
   await run(async () => {
-    const client = await openClient(g.redis);
+    const client = await openClient(g);
     const tasks = new PeriodicTasks(g.queue, { connection: client });
     try {
       await fn(tasks, Boolean(g.json));
@@ -45,15 +45,15 @@ export function register(program: Command): void {
     .action(async (o: { id?: string; metricsPort?: number }, cmd: Command) =>
       run(async () => {
         const g = globals(cmd);
-        (await openClient(g.redis)).disconnect();
+        (await openClient(g)).disconnect();
         const log = createLogger({ name: 'rota-scheduler' });
-        const scheduler = new Scheduler(g.queue, { connection: g.redis, id: o.id });
+        const scheduler = new Scheduler(g.queue, { connection: connectionOf(g), id: o.id });
         scheduler.on('error', (err) => log.warn({ err }, 'scheduler error'));
         scheduler.on('fired', (info) => log.debug(info, 'occurrence submitted'));
         await scheduler.start();
         log.info({ id: scheduler.id, queue: g.queue }, 'scheduler started');
         const metrics = o.metricsPort === undefined ? undefined
-          : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection: g.redis }) });
+          : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection: connectionOf(g) }) });
         if (metrics) log.info({ url: metrics.url }, 'serving metrics');
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {
