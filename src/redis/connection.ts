@@ -54,15 +54,25 @@ export function connect(conn: ConnectionOption, opts: { blocking?: boolean; reus
   // in subscriber mode, looping reconnects (ioredis issues #2037, #2099): no ready check for it.
   if (opts.subscriber) extra.enableReadyCheck = false;
   let client: Redis | Cluster;
-  if (isClient(conn)) client = isCluster(conn) ? duplicateCluster(conn, extra) : conn.duplicate(extra);
+  if (isClient(conn)) client = isCluster(conn) ? duplicateCluster(conn, extra) : conn.duplicate(withSentinelDefaults(conn.options, extra));
   else if (typeof conn === 'string') client = new Redis(conn, extra);
-  else client = new Redis({ ...conn, ...extra });
+  else client = new Redis({ ...withSentinelDefaults(conn, {}), ...conn, ...extra });
   // Connection errors show up as failed commands (or as the executor's error events); without a
   // listener ioredis would print every failed reconnect attempt during an outage.
   // (`last` is the error of the current connection attempt: a refused AUTH answers after `connect`)
   client.on('error', (err: Error) => (last = err));
   client.on('connect', () => (last = undefined));
   return { client: client as Redis, owned: true };
+}
+
+/**
+ * Under Sentinel, a client follows a failover as soon as the sentinels announce it
+ * (`failoverDetector`), unless the options say otherwise: without it, a client may keep writing
+ * to a demoted primary that still accepts writes, and those writes are lost.
+ */
+function withSentinelDefaults(options: RedisOptions, extra: RedisOptions): RedisOptions {
+  if (!options.sentinels?.length || options.failoverDetector !== undefined) return extra;
+  return { failoverDetector: true, ...extra };
 }
 
 /**

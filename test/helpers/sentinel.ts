@@ -1,0 +1,104 @@
+/**
+ * A local Sentinel set-up for tests: a primary, a replica and three sentinels (redis-server
+ * --sentinel), on free loopback ports, with a short down-after so failovers take seconds.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort, RedisServer } from './redis-server.js';
+
+/** The name the sentinels monitor the primary under. */
+export const MASTER_NAME = 'rota-test';
+
+export interface LocalSentinels {
+  primary: RedisServer;
+  replica: RedisServer;
+  /** The sentinels' addresses, as ioredis `sentinels`. */
+  sentinels: Array<{ host: string; port: number }>;
+  /** Port of the server the sentinels name as primary now. */
+  primaryPort(): Promise<number>;
+  /** Asks the sentinels for a failover (SENTINEL FAILOVER) and resolves once the other server is primary. */
+  failover(timeoutMs?: number): Promise<number>;
+  destroy(): Promise<void>;
+}
+
+async function ask<T>(port: number, fn: (c: Redis) => Promise<T>): Promise<T> {
+  const c = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  try {
+    await c.connect();
+    return await fn(c);
+  } finally {
+    c.disconnect();
+  }
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Starts the primary, its replica and three sentinels, and resolves once all see each other. */
+export async function startSentinels(): Promise<LocalSentinels> {
+  const primary = await RedisServer.start();
+  const replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+  const dir = mkdtempSync(join(tmpdir(), 'rota-sentinel-'));
+  const procs: ChildProcess[] = [];
+  const ports: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const port = await freePort();
+    const conf = join(dir, `sentinel-${i}.conf`);
+    writeFileSync(conf, [
+      `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
+      `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${primary.port} 2`,
+      `sentinel down-after-milliseconds ${MASTER_NAME} 1000`,
+      `sentinel failover-timeout ${MASTER_NAME} 10000`,
+      `sentinel parallel-syncs ${MASTER_NAME} 1`, '',
+    ].join('\n'));
+    const proc = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore', detached: true });
+    const reap = () => proc.kill('SIGKILL');
+    process.once('exit', reap);
+    proc.once('exit', () => process.off('exit', reap));
+    procs.push(proc);
+    ports.push(port);
+  }
+  await until('the replica in sync', () => ask(replica.port, async (c) => (await c.info('replication')).includes('master_link_status:up')), 20_000);
+  await until('the sentinels see the replica and each other', async () => {
+    for (const port of ports) {
+      const ok = await ask(port, async (c) => {
+        const replicas = (await c.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as unknown[];
+        const others = (await c.call('SENTINEL', 'SENTINELS', MASTER_NAME)) as unknown[];
+        return replicas.length === 1 && others.length === 2;
+      });
+      if (!ok) return false;
+    }
+    return true;
+  }, 30_000);
+  const primaryPort = () => ask(ports[0], async (c) => {
+    const [, port] = (await c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as [string, string];
+    return Number(port);
+  });
+  return {
+    primary,
+    replica,
+    sentinels: ports.map((port) => ({ host: '127.0.0.1', port })),
+    primaryPort,
+    async failover(timeoutMs = 30_000) {
+      const before = await primaryPort();
+      await ask(ports[0], (c) => c.call('SENTINEL', 'FAILOVER', MASTER_NAME));
+      await until('the failover', async () => (await primaryPort()) !== before, timeoutMs);
+      const after = await primaryPort();
+      await until('the new primary writable', () => ask(after, async (c) => (await c.info('replication')).includes('role:master')), timeoutMs);
+      return after;
+    },
+    async destroy() {
+      for (const p of procs) p.kill('SIGKILL');
+      await Promise.all([primary.destroy(), replica.destroy()]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
