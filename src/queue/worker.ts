@@ -15,14 +15,15 @@ import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { preload, runScript } from '../redis/scripts.js';
 import { packStrings, type StringValue } from '../redis/string-array.js';
 import { Batcher } from './batcher.js';
-import { Dictionary, removeFrom } from './churn.js';
+import { Dictionary } from './churn.js';
 import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
 import { decodeEndStates, decodeTaken, type Job, type JobState } from './job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
 import { Recoverer, type Keep } from './recoverer.js';
 import { Run, type Outcome, type RunHooks } from './run.js';
-import { MAX_TAKES_IN_FLIGHT, TakeSizer } from './take-size.js';
+import { TakePlan } from './take-plan.js';
+import { TakeSizer } from './take-size.js';
 import { packValue } from './validate.js';
 
 /** Executor options. */
@@ -149,12 +150,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly connDown = new Set<Redis>();
   private waiting = false;
   private slotWaiter: (() => void) | null = null;
-  /** The last take came back full: jobs wait for slots (their starts are paced, see take-size.ts). */
-  private backlog = false;
   /** Wakes the loop when the pace allows the next take. */
   private paceTimer: NodeJS.Timeout | null = null;
-  /** Takes in flight (the loop's own, and those riding on finish calls; an array, see churn.ts). */
-  private readonly takes: Array<Promise<void>> = [];
   /** What a handler's log and progress calls write (batched with other side writes). */
   private readonly runHooks: RunHooks = {
     log: (j, line) => this.sideWrites.add((pipe) => {
@@ -163,16 +160,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }),
     progress: (j, n) => this.sideWrites.add((pipe) => pipe.hset(this.keys.job(j.id), 'progress', n)),
   };
-  /** Slots the takes in flight asked for. */
-  private reserved = 0;
   private readonly takeSizer: TakeSizer;
-  /** A take found less than it asked for: the queue ran dry (until `nextDue` for stuck jobs). */
-  private drained = false;
-  private nextDue = -1;
-  /** Counts the loop's waits for work: a take issued before a wake-up cannot mark the queue dry after it. */
-  private waits = 0;
-  private takeFailed = false;
-  private takeFailures = 0;
+  /** When to take and how many (take-plan.ts). */
+  private readonly plan: TakePlan;
   private startedAt = Date.now();
 
   constructor(name: string, handlers: Handlers, options: WorkerOptions) {
@@ -202,6 +192,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       maxEvents: options.maxEvents ?? DEFAULT_MAX_EVENTS,
     };
     this.takeSizer = new TakeSizer(concurrency);
+    this.plan = new TakePlan({
+      concurrency, sizer: this.takeSizer, fallbackWakeMs: this.opts.fallbackWakeMs, wakeIn: (ms) => this.wakeIn(ms),
+    });
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.client = connect(options.connection, { blocking: true }).client;
     this.blocking = connect(options.connection, { blocking: true }).client;
@@ -278,74 +271,36 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private async loop(): Promise<void> {
     while (!this.closing) {
-      const want = this.takeWanted();
+      const want = this.plan.forLoop(this.runs.size, this.finishes.waiting);
       if (want > 0) {
         this.trackTake(want, this.take(want), false);
         continue;
       }
-      if (this.takes.length > 0) {
-        // Wait for a take to answer or a slot to free up (each wakes the loop).
-        await new Promise<void>((resolve) => (this.slotWaiter = resolve));
-        continue;
-      }
-      if (this.takeFailed) {
-        await delay(Math.min(100 * 2 ** this.takeFailures++, 2000));
-        this.takeFailed = false;
-        continue;
-      }
-      if (this.drained) {
-        // A finish call waiting or in flight takes for the slots its runs free: its answer comes
-        // before a wake-up would. Under steady arrivals it brings the next jobs, one call a
-        // cycle instead of a finish, a wait for the wake-up and a take.
-        if (this.finishes.busy) {
+      switch (this.plan.idle(this.finishes.busy)) {
+        case 'back-off':
+          await delay(this.plan.backOff());
+          this.plan.backedOff();
+          break;
+        case 'finishes':
+          // Their answers take for the slots their runs free, and come before a wake-up would.
           await this.finishes.drain();
-          continue;
-        }
-        this.drained = false;
-        const untilDue = this.nextDue > 0 ? this.nextDue - Date.now() : Infinity;
-        await this.waitForWork(Math.max(5, Math.min(this.opts.fallbackWakeMs, untilDue)));
-        // Woken: what takes found before (or while) waiting says nothing about the work now.
-        this.waits += 1;
-        this.drained = false;
-        continue;
-      }
-      await new Promise<void>((resolve) => (this.slotWaiter = resolve));
-    }
-    await Promise.allSettled([...this.takes]);
-  }
-
-  /**
-   * How many jobs to take now (0: none). At most a full take (take-size.ts: what frees up while
-   * a call travels, at most half the slots): slots free up in staggered waves rather than
-   * all at once (a new group's job waits for a wave, not a batch). While work lasts, a second
-   * full take may be in flight, so that Redis works on one while the answer to the other travels
-   * and its jobs start. A finish call (`piggyback`) is sent anyway: it takes for every slot free,
-   * up to a full take, even while the queue is dry (its answer then comes before a wake-up would).
-   * Under a backlog of long jobs, what it takes is also held to the pace (take-size.ts), and the
-   * loop is woken when the pace allows the rest.
-   */
-  private takeWanted(piggyback = false): number {
-    if (this.closing || this.takeFailed || (this.drained && !piggyback)) return 0;
-    // Runs that ended wait to be sent: their finish call takes for the slots they free.
-    if (!piggyback && this.finishes.waiting) return 0;
-    const full = this.takeSizer.size;
-    let want = Math.min(this.opts.concurrency - this.runs.size - this.reserved, full);
-    if (want > 0 && this.pacing) {
-      // (see take-size.ts: the pace keeps a backlog's starts from bunching into waves)
-      const now = performance.now();
-      const allowed = Math.floor(this.takeSizer.allowed(now));
-      if (allowed < want) {
-        this.wakeIn(this.takeSizer.msUntil(want, now));
-        want = allowed;
+          break;
+        case 'sleep':
+          await this.waitForWork(this.plan.sleepMs());
+          this.plan.woken();
+          break;
+        case 'wait':
+          // for a take to answer or a slot to free up (each wakes the loop)
+          await this.wakeUp();
       }
     }
-    if (want <= 0) return 0;
-    return piggyback || this.takes.length === 0 || (want === full && this.takes.length < MAX_TAKES_IN_FLIGHT) ? want : 0;
+    // Jobs that the takes still in flight bring back are released as they come.
+    while (this.plan.inFlight > 0) await this.wakeUp();
   }
 
-  /** Whether takes follow the pace now: the last take came back full, and runs take long against a call. */
-  private get pacing(): boolean {
-    return this.backlog && this.takeSizer.paces;
+  /** Resolves at the loop's next wake-up (a take answered, a slot freed, the pace allows more, close()). */
+  private wakeUp(): Promise<void> {
+    return new Promise<void>((resolve) => (this.slotWaiter = resolve));
   }
 
   /** Wakes the loop in `ms` (at least 1), unless a wake-up is set already: the pace allows the free slots' jobs then. */
@@ -357,37 +312,25 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }, Math.max(1, Math.ceil(ms)));
   }
 
-  /** Follows a take of `want` jobs: starts the jobs it brings and notes when the queue ran dry. */
+  /** Follows a take of `want` jobs: starts the jobs it brings, and tells the plan what it found. */
   private trackTake(want: number, reply: Promise<[Job[], number]>, quiet: boolean): void {
-    this.reserved += want;
-    if (this.pacing) this.takeSizer.paced(want, performance.now());
-    const waits = this.waits;
-    const p: Promise<void> = reply.then(([jobs, due]) => {
-      this.takeFailures = 0;
+    const ticket = this.plan.sent(want);
+    void reply.then(([jobs, due]) => {
       if (this.closing) {
         // Taken while close() began: hand them back untouched.
         this.releaseTaken(jobs);
         return;
       }
       for (const job of jobs) this.start(job);
-      this.backlog = jobs.length === want;
-      if (jobs.length < want && waits === this.waits) {
-        this.drained = true;
-        this.nextDue = due;
-      } else if (jobs.length === want) {
-        // a full take (a finish call's, made while the queue was dry): work is back
-        this.drained = false;
-      }
+      this.plan.answered(want, jobs.length, due, ticket);
     }, (err: unknown) => {
       if (this.closing) return;
       if (!quiet) this.emitError(err);
-      this.takeFailed = true;
+      this.plan.failedTake();
     }).finally(() => {
-      this.reserved -= want;
-      removeFrom(this.takes, p);
+      this.plan.settled(want);
       this.wakeLoop();
     });
-    this.takes.push(p);
   }
 
   private async take(n: number): Promise<[Job[], number]> {
@@ -476,7 +419,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   /** Acknowledges finished runs, and takes jobs for the slots they freed in the same call. */
   private async sendFinishes(batch: Finished[], keepSucceeded: number, keepFailed: number): Promise<void> {
-    const want = this.takeWanted(true);
+    const want = this.plan.forFinish(this.runs.size);
     const runs: StringValue[] = [];
     for (const f of batch) {
       let payload: string | Buffer = '';
@@ -555,6 +498,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private async shutdown(timeout: number): Promise<void> {
     this.closing = true;
+    this.plan.close();
     if (this.paceTimer) clearTimeout(this.paceTimer);
     const end = Date.now() + timeout;
     this.wakeLoop();
