@@ -5,7 +5,7 @@ import { median } from './measure.js';
 import type { SystemName } from './systems/types.js';
 import type { RunResult } from './workloads/common.js';
 
-/** One record per case and system, as stored in results/<date>.json. */
+/** One record per case and system, as stored in results/runs/<date>.json. */
 export interface CaseRecord {
   case: string;
   system: SystemName;
@@ -231,15 +231,15 @@ export interface RunInfo {
 }
 
 /**
- * Writes results/<date>.json; a complete run at full sizes (not --only, --rate or --quick) also
- * writes results/latest.json, REPORT.md and the charts, which the README quotes. `kind` names
- * any other run in its file name.
+ * Writes runs/<date>.json under `dir` (git-ignored); a complete run at full sizes (not --only,
+ * --rate or --quick) also writes latest.json, REPORT.md and the charts in `dir`, which the README
+ * quotes. `kind` names any other run in its file name.
  */
 export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], caseOrder: string[], kind?: 'partial' | 'quick'): { json: string; md: string | null } {
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(join(dir, 'runs'), { recursive: true });
   const stamp = info.date.replace(/[:]/g, '-').replace(/\..*$/, '');
   const body = JSON.stringify({ info, records: recs }, null, 1);
-  const json = join(dir, `${stamp}${kind ? `-${kind}` : ''}.json`);
+  const json = join(dir, 'runs', `${stamp}${kind ? `-${kind}` : ''}.json`);
   writeFileSync(json, body);
   if (kind) return { json, md: null };
   writeFileSync(join(dir, 'latest.json'), body);

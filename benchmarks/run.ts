@@ -1,14 +1,15 @@
 /**
  * The benchmark harness: `npm run bench -- [--quick] [--only NAME[,NAME]] [--aof] [--runs N] [--systems a,b]`.
  * Starts a private redis-server, runs every case on Rota, BullMQ and GroupMQ (interleaved runs, each
- * system in its own child process), prints a table as it goes, and writes results/<date>.json,
- * results/latest.json and results/REPORT.md with SVG charts.
+ * system in its own child process), prints a table as it goes, and writes results/runs/<date>.json;
+ * a full run also writes results/latest.json and results/REPORT.md with SVG charts.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { TS_EXEC_ARGV } from '../test/helpers/processes.js';
 import { RedisServer } from '../test/helpers/redis-server.js';
 import { cases, CASE_NAMES, type CaseSpec } from './cases.js';
 import type { RunReply, RunRequest } from './child.js';
@@ -18,8 +19,7 @@ import { SYSTEMS, type SystemName } from './systems/types.js';
 import type { RunResult } from './workloads/common.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repoRoot = join(here, '..', '..');
-const resultsDir = join(repoRoot, 'benchmarks', 'results');
+const resultsDir = join(here, 'results');
 
 function parseArgs(argv: string[]) {
   const o = { quick: false, aof: false, only: [] as string[], runs: 0, systems: SYSTEMS as SystemName[], out: true, rate: 0 };
@@ -43,7 +43,7 @@ class SystemProcess {
   private readonly waiters = new Map<number, (r: RunReply) => void>();
   readonly ready: Promise<void>;
   constructor(readonly system: SystemName) {
-    this.proc = fork(join(here, 'child.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.proc = fork(join(here, 'child.ts'), [], { execArgv: [...TS_EXEC_ARGV], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.ready = new Promise((resolve) => {
       this.proc.on('message', (m: RunReply | { type: 'ready' }) => {
         if (m.type === 'ready') return resolve();

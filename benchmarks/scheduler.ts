@@ -1,7 +1,7 @@
 /**
  * Periodic scheduler benchmark: Rota's scheduler replicas against BullMQ job schedulers.
  *
- *   npm run build && node dist/benchmarks/scheduler.js [--quick]
+ *   npx tsx benchmarks/scheduler.ts [--quick]
  *
  * Starts a private redis-server (or uses REDIS_URL), then:
  *  1. burst: 10,000 Rota tasks all due at the same second, every 5 s (`*:*:0/5`), 3 replicas in
@@ -18,7 +18,8 @@
  * additions per occurrence beyond one (Rota: from the events stream; BullMQ: runs per scheduler and
  * planned time). Misses: occurrences of the window with no job (Rota), or not run by the end of
  * the window + 3 s (BullMQ, whose backlog is still draining then).
- * Prints a table and writes benchmarks/results/scheduler.json (relative to the working directory).
+ * Prints a table and writes benchmarks/results/runs/<date>-scheduler[-quick].json (git-ignored); a
+ * full run (not --quick or --only) also writes benchmarks/results/scheduler.json, which the README quotes.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
@@ -29,7 +30,8 @@ import { queueKeys } from '../src/redis/keys.js';
 import { NodeProcess } from '../test/helpers/processes.js';
 import { RedisServer } from '../test/helpers/redis-server.js';
 
-const REPLICA = new URL('../test/fixtures/scheduler-replica.js', import.meta.url).pathname;
+const REPLICA = new URL('../test/fixtures/scheduler-replica.ts', import.meta.url).pathname;
+const RESULTS = new URL('./results/', import.meta.url).pathname;
 const quick = process.argv.includes('--quick');
 /** `--only burst|spread|idle|bullmq` runs one case (for tuning); the results file is then not written. */
 const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : null;
@@ -254,8 +256,12 @@ async function main(): Promise<void> {
     const table = ['| case | system | p50 ms | p99 ms | max ms | duplicates | misses | jobs/occurrences |', '|---|---|---|---|---|---|---|---|', ...rows].join('\n');
     console.log(`\n${table}\n\nidle: ${idle.toFixed(1)} commands/min (3 replicas, ${burstN} tasks)`);
     if (only !== null) return;
-    mkdirSync('benchmarks/results', { recursive: true });
-    writeFileSync('benchmarks/results/scheduler.json', JSON.stringify({ at: new Date().toISOString(), quick, results, idleCommandsPerMinute: idle }, null, 2));
+    const at = new Date().toISOString();
+    const body = JSON.stringify({ at, quick, results, idleCommandsPerMinute: idle }, null, 2);
+    const stamp = at.replace(/[:]/g, '-').replace(/\..*$/, '');
+    mkdirSync(`${RESULTS}runs`, { recursive: true });
+    writeFileSync(`${RESULTS}runs/${stamp}-scheduler${quick ? '-quick' : ''}.json`, body);
+    if (!quick) writeFileSync(`${RESULTS}scheduler.json`, body);
   } finally {
     await redis.quit();
     await server?.destroy();

@@ -5,6 +5,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { TS_EXEC_ARGV } from '../../test/helpers/processes.js';
 import { payload, type JobIn } from '../systems/types.js';
 import { addDeltas, groupOf, Phase, Seen, until, type RunContext, type RunResult } from './common.js';
 
@@ -33,8 +34,8 @@ interface Child {
 }
 
 function forkExecutor(ctx: RunContext, concurrency: number): Promise<Child> {
-  const script = fileURLToPath(new URL('../executor.js', import.meta.url));
-  const proc = fork(script, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const script = fileURLToPath(new URL('../executor.ts', import.meta.url));
+  const proc = fork(script, [], { execArgv: [...TS_EXEC_ARGV], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const child: Child = { proc, n: 0 };
   return new Promise((resolve, reject) => {
     proc.on('message', (m: any) => {

@@ -1,13 +1,13 @@
-/** The built `rota` binary against the test Redis: output and exit codes, errors included. */
+/** The `rota` CLI, run from source, against the test Redis: output and exit codes, errors included. */
 import { execFile } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NodeProcess } from '../helpers/processes.js';
+import { NodeProcess, TS_EXEC_ARGV } from '../helpers/processes.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
 
-const BIN = new URL('../../dist/src/cli/main.js', import.meta.url).pathname;
+const BIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
 
 interface Result {
   code: number;
@@ -17,7 +17,7 @@ interface Result {
 
 function rota(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Result> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [...TS_EXEC_ARGV, BIN, ...args], { env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as NodeJS.ErrnoException).code === 'number' ? Number((err as NodeJS.ErrnoException).code) : 1) : 0;
       resolve({ code, stdout, stderr });
     });

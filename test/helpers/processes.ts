@@ -2,8 +2,17 @@
  * Runs Node scripts as child processes for fault tests: start, signal, kill -9, wait for messages.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 
-/** A child Node process that talks to the test over IPC. */
+/**
+ * Node options that run a TypeScript entry point from source (tsx's loader, in the same process,
+ * so signals and kill -9 reach the script itself). Child processes of tests and benchmarks use
+ * them, so that they never run a stale build.
+ */
+export const TS_EXEC_ARGV: readonly string[] = ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href];
+
+/** A child Node process, running a TypeScript (or JavaScript) script, that talks to the test over IPC. */
 export class NodeProcess {
   readonly child: ChildProcess;
   private readonly messages: unknown[] = [];
@@ -11,7 +20,7 @@ export class NodeProcess {
   readonly exited: Promise<number | null>;
 
   constructor(script: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
-    this.child = fork(script, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(script, args, { execArgv: [...TS_EXEC_ARGV], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.child.on('message', (m) => {
       this.messages.push(m);
       for (const w of this.waiters.splice(0)) w();

@@ -4,7 +4,7 @@ import { parseEntry } from '../../src/queue/events.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
 
-const CHILD = new URL('../../dist/test/fixtures/scheduler-replica.js', import.meta.url).pathname;
+const CHILD = new URL('../fixtures/scheduler-replica.ts', import.meta.url).pathname;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const procs: NodeProcess[] = [];
 afterAll(async () => {
@@ -23,8 +23,7 @@ describe('scheduler replicas', () => {
     const name = uniqueQueue('replicas');
     const tasks = new PeriodicTasks(name, { connection: redisUrl() });
     const queue = new Queue(name, { connection: redisUrl() });
-    const live: NodeProcess[] = [];
-    for (let i = 0; i < 5; i++) live.push(await replica(name, `r${i}`));
+    const live = await Promise.all(Array.from({ length: 5 }, (_, i) => replica(name, `r${i}`)));
     const TASKS = 200;
     for (let i = 0; i < TASKS; i++) {
       await tasks.upsert({ id: `t${i}`, task: 'noop', timer: '*:*:0/2', overlap: 'allow' });

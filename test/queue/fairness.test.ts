@@ -11,7 +11,7 @@ import { packStrings } from '../../src/redis/string-array.js';
 import { takenTokens } from '../../src/queue/job.js';
 import { closeAll, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
-const CHILD = new URL('../../dist/test/fixtures/fair-worker.js', import.meta.url).pathname;
+const CHILD = new URL('../fixtures/fair-worker.ts', import.meta.url).pathname;
 const children: NodeProcess[] = [];
 afterEach(async () => {
   for (const c of children.splice(0)) await c.kill();

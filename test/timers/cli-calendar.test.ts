@@ -1,17 +1,16 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { TS_EXEC_ARGV } from '../helpers/processes.js';
 
-// Runs the built binary: `npm test` builds dist/ before vitest starts.
-const bin = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 function rota(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, TZ: 'UTC' } });
+  const r = spawnSync(process.execPath, [...TS_EXEC_ARGV, bin, ...args], { encoding: 'utf8', env: { ...process.env, TZ: 'UTC' } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-describe.skipIf(!existsSync(bin))('rota calendar', () => {
+describe('rota calendar', () => {
   it('prints the normalized form and the next elapses in UTC', () => {
     const r = rota('calendar', '--from', '2026-03-28T12:00:00Z', '--iterations', '3', '--tz', 'Europe/Paris', 'Mon..Fri 09:00');
     expect(r.status).toBe(0);

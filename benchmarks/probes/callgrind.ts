@@ -11,7 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from '../src/dev/redis-server.js';
+import { freePort } from '../../src/dev/redis-server.js';
 
 export interface CallgrindServer {
   url: string;

@@ -1,10 +1,10 @@
 /**
  * Redis cost of one job from submit to success: script calls and commands per job, read from
  * INFO commandstats before and after draining N jobs (bulk submit, one executor).
- * Usage: node dist/benchmarks/job-cost.js [--jobs 10000] [--concurrency 100] [--groups 1000]
+ * Usage: npx tsx benchmarks/probes/job-cost.ts [--jobs 10000] [--concurrency 100] [--groups 1000]
  */
 import { Redis } from 'ioredis';
-import { Queue, Worker } from '../src/index.js';
+import { Queue, Worker } from '../../src/index.js';
 import { arg, labRedis, serverCpuUs, submitSpread } from './lab.js';
 
 /** Parses INFO commandstats into calls per command, and used CPU (µs). */

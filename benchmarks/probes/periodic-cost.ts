@@ -2,14 +2,14 @@
  * Redis CPU per task of each periodic script on its own (claim, stage, release), for tuning the
  * Lua: N tasks due at the same moment, claimed, staged and released in batches as a replica does,
  * with INFO commandstats read around each phase. Runs the scheduler's scripts, without timers.
- * Usage: node dist/benchmarks/periodic-cost.js [--tasks 10000] [--batch 500] [--rounds 3]
+ * Usage: npx tsx benchmarks/probes/periodic-cost.ts [--tasks 10000] [--batch 500] [--rounds 3]
  */
 import { Redis } from 'ioredis';
-import { PeriodicTasks } from '../src/index.js';
+import { PeriodicTasks } from '../../src/index.js';
 import { arg, labRedis, scriptUsec } from './lab.js';
-import { runScript } from '../src/redis/scripts.js';
-import { periodicKeys } from '../src/periodic/keys.js';
-import { encodeRecord } from '../src/periodic/record.js';
+import { runScript } from '../../src/redis/scripts.js';
+import { periodicKeys } from '../../src/periodic/keys.js';
+import { encodeRecord } from '../../src/periodic/record.js';
 
 const n = arg('tasks', 10_000);
 const batch = arg('batch', 500);

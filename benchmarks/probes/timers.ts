@@ -2,9 +2,9 @@
  * Timer benchmark: next elapses per second, each computed from the previous
  * one (as a scheduler does), for a complex calendar event and a cron rule.
  *
- *   npx tsc -p tsconfig.build.json && node dist/benchmarks/timers.js
+ *   npx tsx benchmarks/probes/timers.ts
  */
-import { parseTimer, type Timer } from '../src/timers/index.js';
+import { parseTimer, type Timer } from '../../src/timers/index.js';
 
 interface Case {
   name: string;

@@ -1,13 +1,13 @@
 /**
  * Redis CPU per job of each hot-path script on its own (submit, take, start, finish), read from
  * INFO commandstats around each phase. For tuning the Lua; it does not run handlers.
- * Usage: node dist/benchmarks/script-cost.js [--jobs 20000] [--groups 1000] [--batch 25]
+ * Usage: npx tsx benchmarks/probes/script-cost.ts [--jobs 20000] [--groups 1000] [--batch 25]
  */
 import { Redis } from 'ioredis';
-import { Queue } from '../src/index.js';
+import { Queue } from '../../src/index.js';
 import { arg, finishAll, labRedis, scriptUsec, submitSpread, takeAll } from './lab.js';
-import { runScript } from '../src/redis/scripts.js';
-import { queueKeys } from '../src/redis/keys.js';
+import { runScript } from '../../src/redis/scripts.js';
+import { queueKeys } from '../../src/redis/keys.js';
 
 const jobs = arg('jobs', 20_000);
 const groups = arg('groups', 1000);

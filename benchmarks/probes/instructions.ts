@@ -14,14 +14,14 @@
  * gives the data accesses per job that miss the first-level (D1) and the last-level (LL) cache:
  * a layout change can add instructions and still save time through the misses it spares.
  *
- * Usage: node dist/benchmarks/instructions.js [--jobs 5000] [--groups 1000] [--batch 25]
+ * Usage: npx tsx benchmarks/probes/instructions.ts [--jobs 5000] [--groups 1000] [--batch 25]
  *          [--submit-batch 1000] [--single 500] [--drain 0] [--concurrency 100]
  *          [--redis-server PATH] [--keep] [--cache-sim]
  * Needs valgrind (callgrind_control). A redis-server built with symbols (see README) lets
  * `callgrind_annotate <dir>/cg.out.N` name the functions; --keep keeps that directory.
  */
-import { Queue, Worker } from '../src/index.js';
-import { queueKeys } from '../src/redis/keys.js';
+import { Queue, Worker } from '../../src/index.js';
+import { queueKeys } from '../../src/redis/keys.js';
 import { startCallgrindServer } from './callgrind.js';
 import { arg, finishAll, PROBE_ARGS, scriptStats, submitSpread, takeAll } from './lab.js';
 

@@ -7,11 +7,11 @@
  * starts are spread over the run time, about a half when they bunch into half of it), and
  * Redis's CPU a backlog job (user and system) with the script calls a job.
  *
- * Usage: node dist/benchmarks/slot-waves.js [--jobs 20000] [--run-ms 10] [--concurrency 100]
+ * Usage: npx tsx benchmarks/probes/slot-waves.ts [--jobs 20000] [--run-ms 10] [--concurrency 100]
  *          [--light 10] [--light-every 50] [--rounds 3]
  */
-import { Queue, Worker } from '../src/index.js';
-import { parseInfo, percentiles, sleep } from './measure.js';
+import { Queue, Worker } from '../../src/index.js';
+import { parseInfo, percentiles, sleep } from '../measure.js';
 import { arg, labRedis, scriptStats, submitSpread } from './lab.js';
 
 const jobs = arg('jobs', 20_000);

@@ -7,12 +7,12 @@
  * at most the executor's slots of work (about 1 ms at 100 slots), so any executor pause longer
  * than that leaves it idle.
  *
- * Usage: node dist/benchmarks/executor-pauses.js [--jobs 100000] [--groups 1000]
+ * Usage: npx tsx benchmarks/probes/executor-pauses.ts [--jobs 100000] [--groups 1000]
  *          [--concurrency 100] [--rounds 3]
  */
 import { readFileSync } from 'node:fs';
 import { PerformanceObserver, constants, type PerformanceEntry } from 'node:perf_hooks';
-import { Queue, Worker } from '../src/index.js';
+import { Queue, Worker } from '../../src/index.js';
 import { arg, labRedis, serverCpuUs, submitSpread } from './lab.js';
 
 const jobs = arg('jobs', 100_000);

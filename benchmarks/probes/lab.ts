@@ -1,12 +1,12 @@
 /** Shared parts of the single-system cost probes (job-cost, script-cost, periodic-cost, instructions). */
 import { Redis } from 'ioredis';
-import { RedisServer } from '../src/dev/redis-server.js';
-import { cpuUsOf, parseInfo } from './measure.js';
-import type { Queue } from '../src/index.js';
-import { takenTokens } from '../src/queue/job.js';
-import type { QueueKeys } from '../src/redis/keys.js';
-import { runScript } from '../src/redis/scripts.js';
-import { packStrings } from '../src/redis/string-array.js';
+import { RedisServer } from '../../src/dev/redis-server.js';
+import { cpuUsOf, parseInfo } from '../measure.js';
+import type { Queue } from '../../src/index.js';
+import { takenTokens } from '../../src/queue/job.js';
+import type { QueueKeys } from '../../src/redis/keys.js';
+import { runScript } from '../../src/redis/scripts.js';
+import { packStrings } from '../../src/redis/string-array.js';
 
 /** A numeric `--name value` command-line option. */
 export function arg(name: string, def: number): number {
