@@ -26,6 +26,7 @@ export interface PeriodicTaskDefinition<A = unknown> {
   timezone?: string;
   /** Tenant of the submitted jobs; default `default`. */
   group?: string;
+  /** The jobs' args: what `SubmitSpec.args` takes (nested at most 100 levels deep). */
   args?: A;
   priority?: Priority;
   subject?: string;

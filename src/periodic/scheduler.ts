@@ -28,6 +28,7 @@ import type { Redis } from 'ioredis';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { preload, runScript } from '../redis/scripts.js';
+import { clearLongTimeout, setLongTimeout, type LongTimer } from '../queue/long-timer.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import type { Timer } from '../timers/index.js';
 import { checkTimer, DEFAULT_CATCHUP_WINDOW, type CatchupPolicy } from './definition.js';
@@ -122,7 +123,7 @@ interface Claimed {
   fields: Array<string | Buffer>;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise<void>((r) => setLongTimeout(r, ms));
 
 /**
  * One scheduler replica of queue `queueName`.
@@ -145,7 +146,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private wakeUp: (() => void) | null = null;
   private woken = false;
   /** Scheduler-clock time the idle loop sleeps until (0 while it is not sleeping). */
-  private releaseTimer: { at: number; timer: NodeJS.Timeout } | null = null;
+  private releaseTimer: { at: number; timer: LongTimer } | null = null;
   /** The earliest staged occurrence the last reply told of (scheduler clock), or null. */
   private stagedAt: number | null = null;
   private releasing = false;
@@ -247,12 +248,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private idle(ms: number): Promise<void> {
     if (this.closing || this.woken) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      const t = setTimeout(() => {
+      const t = setLongTimeout(() => {
         this.wakeUp = null;
         resolve();
       }, ms);
       this.wakeUp = () => {
-        clearTimeout(t);
+        clearLongTimeout(t);
         resolve();
       };
     });
@@ -348,8 +349,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.stagedAt = at;
     if (at === null || this.closing) return;
     if (this.releaseTimer && this.releaseTimer.at <= at) return;
-    if (this.releaseTimer) clearTimeout(this.releaseTimer.timer);
-    const timer = setTimeout(() => {
+    if (this.releaseTimer) clearLongTimeout(this.releaseTimer.timer);
+    const timer = setLongTimeout(() => {
       this.releaseTimer = null;
       this.track(this.release());
     }, Math.max(0, at - this.now()));
@@ -416,7 +417,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.wake();
     await this.loopDone;
     const until = this.now() + this.o.lookaheadMs;
-    if (this.releaseTimer) clearTimeout(this.releaseTimer.timer);
+    if (this.releaseTimer) clearLongTimeout(this.releaseTimer.timer);
     this.releaseTimer = null;
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     const deadline = Date.now() + this.o.lookaheadMs + 1000; // in real time, whatever the clock does
@@ -432,7 +433,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   destroy(): void {
     this.closing = true;
     this.wake();
-    if (this.releaseTimer) clearTimeout(this.releaseTimer.timer);
+    if (this.releaseTimer) clearLongTimeout(this.releaseTimer.timer);
     this.releaseTimer = null;
     this.subscriber.disconnect();
     this.client.disconnect();

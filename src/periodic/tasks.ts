@@ -13,7 +13,7 @@ import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
 import { decodeJobObject, unpackDescription, type JobState, type Priority } from '../queue/job.js';
 import { DEFAULT_MAX_ARGS_BYTES } from '../queue/queue.js';
-import { packValue, zodError } from '../queue/validate.js';
+import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { parseTimer } from '../timers/index.js';
 import {
   checkDefinition, checkId, checkTimer, decodeTask, definitionFields,
@@ -84,6 +84,7 @@ export interface EventRuleDefinition<A = unknown> {
   /** Handler of the run. */
   task: string;
   group?: string;
+  /** The jobs' args: what `SubmitSpec.args` takes (nested at most 100 levels deep). */
   args?: A;
   priority?: Priority;
   maxRetries?: number;
@@ -125,7 +126,7 @@ const emitSchema = z.object({
 
 /** Checks that `obj` has only the given keys (zod's strict error names no field). */
 function knownKeys(obj: object, shape: Record<string, unknown>): void {
-  for (const k of Object.keys(obj)) if (!(k in shape)) throw new ValidationError(k, 'is not a known field');
+  for (const k of Object.keys(obj)) if (!(k in shape)) throw unknownFieldError('', k, Object.keys(shape));
 }
 
 /**

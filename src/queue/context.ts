@@ -18,7 +18,10 @@ export interface JobContext<A = unknown> {
   progress(n: number): void;
 }
 
-/** A task's code. What it resolves to is stored as the job's result. */
+/**
+ * A task's code. What it resolves to is stored as the job's result: a value as
+ * `SubmitSpec.args` takes, at most `maxResultBytes` packed; any other fails the run for good.
+ */
 export type Handler<A = any, R = unknown> = (ctx: JobContext<A>) => Promise<R> | R;
 
 /** Task names mapped to their handlers. */

@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
+import { MAX_TIMEOUT_MS } from './long-timer.js';
 
 export interface HeldJob {
   id: string;
@@ -31,9 +32,9 @@ export class Heartbeat {
 
   constructor(private readonly d: HeartbeatDeps) {}
 
-  /** Beats now, then every third of the lease. */
+  /** Beats now, then every third of the lease (at most every 24.8 days, what setInterval takes: beating early is harmless). */
   start(): Promise<void> {
-    this.timer = setInterval(() => void this.beat(), Math.max(50, Math.floor(this.d.leaseMs / 3)));
+    this.timer = setInterval(() => void this.beat(), Math.min(MAX_TIMEOUT_MS, Math.max(50, Math.floor(this.d.leaseMs / 3))));
     return this.beat();
   }
 

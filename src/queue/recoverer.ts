@@ -6,6 +6,7 @@
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
+import { clearLongTimeout, setLongTimeout, type LongTimer } from './long-timer.js';
 
 /** How long finished jobs are kept: the newest `count`, each for at most `age` ms (-1: no bound). */
 export interface Keep {
@@ -31,7 +32,7 @@ export interface RecovererDeps {
 }
 
 export class Recoverer {
-  private timer: NodeJS.Timeout | null = null;
+  private timer: LongTimer | null = null;
 
   constructor(private readonly d: RecovererDeps) {}
 
@@ -40,7 +41,7 @@ export class Recoverer {
     await this.pass(true);
     const schedule = () => {
       const jitter = 0.75 + Math.random() * 0.5;
-      this.timer = setTimeout(async () => {
+      this.timer = setLongTimeout(async () => {
         await this.pass(false);
         if (this.timer) schedule();
       }, Math.round(this.d.everyMs * jitter));
@@ -65,7 +66,7 @@ export class Recoverer {
   }
 
   stop(): void {
-    if (this.timer) clearTimeout(this.timer);
+    clearLongTimeout(this.timer);
     this.timer = null;
   }
 }

@@ -5,6 +5,7 @@
 import { PermanentError, TimeoutError, UnknownTaskError } from '../errors.js';
 import type { Handlers, JobContext } from './context.js';
 import type { Job } from './job.js';
+import { clearLongTimeout, setLongTimeout, type LongTimer } from './long-timer.js';
 
 /** Why a run's signal aborted. */
 export type AbortReason = 'cancel' | 'timeout' | 'lost' | 'shutdown';
@@ -69,7 +70,7 @@ export class Run {
   private abortError: RunAborted | null = null;
   private outcome: Outcome | null = null;
   private waiters: Array<(o: Outcome) => void> | null = null;
-  private timers: NodeJS.Timeout[] | null = null;
+  private timers: LongTimer[] | null = null;
   private gate: ((go: boolean) => void) | null = null;
   private readonly handler: Handlers[string] | undefined;
   /** When the handler was called (performance.now()), 0 until then. */
@@ -204,14 +205,15 @@ export class Run {
   private settle(outcome: Outcome): void {
     if (this.outcome) return;
     this.outcome = outcome;
-    if (this.timers) for (const t of this.timers) clearTimeout(t);
+    if (this.timers) for (const t of this.timers) clearLongTimeout(t);
     this.onEnd?.(this, outcome);
     if (this.waiters) for (const w of this.waiters) w(outcome);
   }
 
+  /** Arms a timer the run's end stops; `ms` may be longer than Node's setTimeout takes (a maxRuntime of weeks). */
   private addTimer(fn: () => void, ms: number): void {
     if (this.outcome) return;
-    (this.timers ??= []).push(setTimeout(fn, ms));
+    (this.timers ??= []).push(setLongTimeout(fn, ms));
   }
 
   private abortedOutcome(): Outcome {

@@ -10,7 +10,10 @@ export interface SubmitSpec<A = unknown> {
   task: string;
   /** Tenant (1–200 bytes, any characters); defaults to `default`. */
   group?: string;
-  /** Any value msgpack can carry: null, booleans, numbers, strings, bigints, Dates, byte arrays, arrays, plain objects. */
+  /**
+   * Any value msgpack can carry: null, booleans, numbers, strings, bigints, Dates, byte arrays,
+   * arrays, plain objects; arrays and objects nested at most {@link MAX_DEPTH} (100) levels deep.
+   */
   args?: A;
   priority?: Priority;
   subject?: string;
@@ -26,6 +29,12 @@ export interface SubmitSpec<A = unknown> {
   /** Planned time of the periodic occurrence (set by the scheduler). */
   occurrence?: number;
 }
+
+/**
+ * Most levels of arrays and objects a packed value (args, a result) nests: deeper values are
+ * refused before packing, which would overflow the call stack at a few thousand levels.
+ */
+export const MAX_DEPTH = 100;
 
 /** A string of at most `max` bytes in UTF-8 (one of at most max / 3 characters is, uncounted). */
 const bytes = (max: number, base = z.string()) =>
@@ -46,6 +55,41 @@ const specSchema = z.object({
   args: z.unknown().optional(),
 });
 
+/** The fields a {@link SubmitSpec} may have. */
+const SPEC_FIELDS = new Set(Object.keys(specSchema.shape));
+
+/** Edit distance of two short strings (insertions, deletions, substitutions), case ignored. */
+function distance(a: string, b: string): number {
+  a = a.toLowerCase();
+  b = b.toLowerCase();
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length];
+}
+
+/**
+ * The error for a field `key` that is not one of `known`: it suggests the known field `key` most
+ * likely misspells, or else lists them. `where` prefixes the field name (e.g. `specs[3]`).
+ */
+export function unknownFieldError(where: string, key: string, known: Iterable<string>): ValidationError {
+  const fields = [...known];
+  const limit = Math.max(1, Math.floor(key.length * 0.4)); // edits a misspelling may have
+  let guess: string | undefined;
+  let best = limit + 1;
+  for (const f of fields) {
+    const d = distance(key, f);
+    if (d < best) [guess, best] = [f, d];
+  }
+  const hint = guess ? `did you mean "${guess}"?` : `known fields are ${fields.join(', ')}`;
+  return new ValidationError(where ? `${where}.${key}` : key, `is not a known field; ${hint}`);
+}
+
 /** Throws a ValidationError naming the first problem of a zod result, with `base` before its path. */
 export function zodError(base: string, error: z.ZodError): ValidationError {
   const issue = error.issues[0];
@@ -54,10 +98,20 @@ export function zodError(base: string, error: z.ZodError): ValidationError {
   return new ValidationError(field || base, issue.message);
 }
 
-/** A value msgpack cannot carry: where it is below the value checked (innermost first), and why. */
+/**
+ * A value msgpack cannot carry: where it is below the value checked (innermost first), and why.
+ * A value nested too deep is a problem of the whole value (`whole`), named without its long path.
+ */
 interface Problem {
   at: Array<string | number>;
   reason: string;
+  whole?: boolean;
+}
+
+/** Adds `key` to the path of a problem found below it. */
+function under(problem: Problem, key: string | number): Problem {
+  if (!problem.whole) problem.at.push(key);
+  return problem;
 }
 
 /** The objects and arrays being walked by {@link unserializable}, outermost first (a cycle check). */
@@ -84,12 +138,15 @@ function unserializable(v: unknown): Problem | null {
   if (v === null || v instanceof Date || v instanceof Uint8Array) return null;
   const obj = v as Record<string, unknown>;
   if (ancestors.includes(obj)) return { at: [], reason: 'refers back to itself (a cycle), which does not serialize' };
+  if (ancestors.length === MAX_DEPTH) {
+    return { at: [], reason: `nests arrays and objects more than ${MAX_DEPTH} levels deep (the limit)`, whole: true };
+  }
   ancestors.push(obj);
   try {
     if (Array.isArray(obj)) {
       for (let i = 0; i < obj.length; i++) {
         const r = unserializable(obj[i]);
-        if (r) return (r.at.push(i), r);
+        if (r) return under(r, i);
       }
       return null;
     }
@@ -100,7 +157,7 @@ function unserializable(v: unknown): Problem | null {
     }
     for (const k of Object.keys(obj)) {
       const r = unserializable(obj[k]);
-      if (r) return (r.at.push(k), r);
+      if (r) return under(r, k);
     }
     return null;
   } finally {
@@ -108,7 +165,10 @@ function unserializable(v: unknown): Problem | null {
   }
 }
 
-/** Packs a value with msgpack, refusing values that do not serialize or exceed `limit` bytes. */
+/**
+ * Packs a value with msgpack, refusing values that do not serialize, nest deeper than
+ * {@link MAX_DEPTH} levels or exceed `limit` bytes.
+ */
 export function packValue(value: unknown, limit: number, field: string): Buffer {
   const problem = unserializable(value);
   if (problem) {
@@ -131,6 +191,7 @@ export interface CheckedSpec extends SubmitSpec {
 /** Validates one spec; `where` prefixes field names (e.g. `specs[3]`). */
 export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): CheckedSpec {
   if (typeof spec !== 'object' || spec === null) throw new ValidationError(where || 'spec', 'must be an object');
+  for (const k in spec) if (!SPEC_FIELDS.has(k)) throw unknownFieldError(where, k, SPEC_FIELDS);
   const parsed = specSchema.safeParse(spec);
   if (!parsed.success) throw zodError(where, parsed.error);
   const packedArgs = packValue(spec.args, argsLimit, where ? `${where}.args` : 'args');

@@ -19,6 +19,7 @@ import { Dictionary } from './churn.js';
 import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
 import { decodeEndStates, decodeTaken, type Job, type JobState } from './job.js';
+import { clearLongTimeout, setLongTimeout, type LongTimer } from './long-timer.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
 import { Recoverer, type Keep } from './recoverer.js';
 import { Run, type Outcome, type RunHooks } from './run.js';
@@ -110,11 +111,11 @@ const CLOSE_FLUSH_MS = 5000;
 
 /** Resolves true when `p` settles within `ms`, false otherwise. */
 function within(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
+  let timer: LongTimer | undefined;
   return Promise.race([
     p.then(() => true, () => true),
-    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
-  ]).finally(() => clearTimeout(timer));
+    new Promise<boolean>((resolve) => (timer = setLongTimeout(() => resolve(false), ms))),
+  ]).finally(() => clearLongTimeout(timer));
 }
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { detectTimerKind, parseTimer, TimerSyntaxError } from '../../src/timers/index.js';
+import { RotaError } from '../../src/errors.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -150,12 +151,14 @@ describe('cron rules', () => {
     ['0 0 30 2 *', 'cron day of month field', 4],
     ['@fortnightly', 'cron macro', 0],
     ['1 2 3 4 5 6 7', 'cron rule', 0],
-  ])('rejects %j naming the %s', (spec, part, position) => {
+  ])('rejects %j with a RotaError naming the %s', (spec, part, position) => {
     try {
       parseTimer(spec);
       expect.unreachable();
     } catch (err) {
       expect(err).toBeInstanceOf(TimerSyntaxError);
+      expect(err).toBeInstanceOf(RotaError);
+      expect((err as Error).name).toBe('TimerSyntaxError');
       expect((err as TimerSyntaxError).part).toBe(part);
       expect((err as TimerSyntaxError).position).toBe(position);
     }

@@ -1,0 +1,108 @@
+/** Input refused before anything is written: values nested too deep, and fields a spec does not have. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { PeriodicTasks, ValidationError, type Job } from '../../src/index.js';
+import { MAX_DEPTH } from '../../src/queue/validate.js';
+import { closeAll, openQueue, openWorker, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
+
+afterEach(closeAll);
+
+/** Every key of a queue (periodic keys included) with its serialized value. */
+async function dump(name: string): Promise<Map<string, string>> {
+  const r = rawClient();
+  try {
+    const out = new Map<string, string>();
+    for (const k of (await r.keys(`{rota:${name}}:*`)).sort()) out.set(k, ((await r.dumpBuffer(k)) ?? Buffer.alloc(0)).toString('hex'));
+    return out;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** An object (or an array) nesting `levels` levels. */
+function nested(levels: number, array = false): unknown {
+  let v: unknown = 1;
+  for (let i = 0; i < levels; i++) v = array ? [v] : { a: v };
+  return v;
+}
+
+/** What `p` rejected with, or what it resolved to. */
+const outcome = (p: Promise<unknown>): Promise<unknown> => p.catch((e: unknown) => e);
+
+function expectRefused(err: unknown, field: string, message: RegExp): void {
+  expect(err, field).toBeInstanceOf(ValidationError);
+  expect((err as ValidationError).field).toBe(field);
+  expect((err as Error).message).toMatch(message);
+}
+
+describe('nesting depth', () => {
+  it(`refuses args nested more than ${MAX_DEPTH} levels (10,000 too) with a ValidationError naming the limit, and writes nothing`, async () => {
+    const name = uniqueQueue();
+    const q = openQueue(name);
+    await q.submit({ task: 'ok', args: nested(MAX_DEPTH) });
+    await q.submit({ task: 'ok', args: nested(MAX_DEPTH, true) });
+    const before = await dump(name);
+    const limit = new RegExp(`more than ${MAX_DEPTH} levels deep`);
+    expectRefused(await outcome(q.submit({ task: 'ok', args: nested(10_000) })), 'args', limit);
+    expectRefused(await outcome(q.submit({ task: 'ok', args: nested(10_000, true) })), 'args', limit);
+    expectRefused(await outcome(q.submit({ task: 'ok', args: nested(MAX_DEPTH + 1) })), 'args', limit);
+    expectRefused(await outcome(q.submitBulk([{ task: 'ok' }, { task: 'ok', args: { list: [nested(10_000)] } }])), 'specs[1].args', limit);
+    expect(await dump(name)).toEqual(before);
+    expect((await q.counts()).waiting).toBe(2);
+  });
+
+  it('refuses periodic tasks and event rules whose args nest too deep, and writes nothing', async () => {
+    const name = uniqueQueue();
+    const tasks = track(new PeriodicTasks(name, { connection: redisUrl() }));
+    await tasks.upsert({ id: 'kept', task: 't', timer: 'daily' });
+    const before = await dump(name);
+    const limit = new RegExp(`more than ${MAX_DEPTH} levels deep`);
+    expectRefused(await outcome(tasks.upsert({ id: 'deep', task: 't', timer: 'daily', args: nested(10_000) })), 'args', limit);
+    expectRefused(await outcome(tasks.rule({ id: 'deep', after: 'e', delay: 1000, task: 't', args: nested(10_000) })), 'args', limit);
+    expect(await dump(name)).toEqual(before);
+  });
+
+  it('fails a run whose result nests too deep, naming the limit, and the executor runs on', async () => {
+    const name = uniqueQueue();
+    const q = openQueue(name);
+    const deep = await q.submit({ task: 'deep', maxRetries: 3 });
+    const ended: Job[] = [];
+    const w = openWorker(name, { deep: () => nested(10_000), fine: () => 'fine' });
+    w.on('completed', (j) => ended.push(j));
+    w.on('failed', (j) => ended.push(j));
+    const fine = await q.submit({ task: 'fine' });
+    await new Promise<void>((resolve) => {
+      const check = () => ended.length === 2 && resolve();
+      w.on('completed', check);
+      w.on('failed', check);
+    });
+    const [d, f] = [(await q.getJob(deep.id))!, (await q.getJob(fine.id))!];
+    expect([d.state, d.retries]).toEqual(['failed', 0]);
+    expect(d.error).toMatch(new RegExp(`ValidationError: result: nests arrays and objects more than ${MAX_DEPTH} levels deep`));
+    expect([f.state, f.result]).toEqual(['success', 'fine']);
+  });
+});
+
+describe('unknown fields', () => {
+  it('refuses a submit with a misspelt field, naming it and the field it likely means, and writes nothing', async () => {
+    const name = uniqueQueue();
+    const q = openQueue(name);
+    await q.submit({ task: 'ok' });
+    const before = await dump(name);
+    const typo = { task: 'ok', maxRetry: 10, priorty: 'high' } as never;
+    expectRefused(await outcome(q.submit(typo)), 'maxRetry', /is not a known field; did you mean "maxRetries"\?/);
+    expectRefused(await outcome(q.submit({ task: 'ok', priorty: 'high' } as never)), 'priorty', /did you mean "priority"\?/);
+    expectRefused(await outcome(q.submit({ task: 'ok', colour: 'red' } as never)), 'colour',
+      /is not a known field; known fields are task, group, priority, .*, args$/);
+    expectRefused(await outcome(q.submitBulk([{ task: 'ok' }, { task: 'ok', Group: 'g' } as never])), 'specs[1].Group', /did you mean "group"\?/);
+    expectRefused(await outcome(q.submitBulk([typo])), 'maxRetry', /did you mean "maxRetries"/);
+    expect(await dump(name)).toEqual(before);
+    expect((await q.counts()).waiting).toBe(1);
+  });
+
+  it('names the field a periodic task definition likely misspells', async () => {
+    const name = uniqueQueue();
+    const tasks = track(new PeriodicTasks(name, { connection: redisUrl() }));
+    expectRefused(await outcome(tasks.upsert({ id: 'x', task: 't', timer: 'daily', timezon: 'UTC' } as never)), 'timezon', /did you mean "timezone"\?/);
+    expect(await dump(name)).toEqual(new Map());
+  });
+});
