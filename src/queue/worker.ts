@@ -374,7 +374,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private readonly runEnded = (run: Run, outcome: Outcome): void => {
-    if (run.began > 0) this.takeSizer.ranFor(performance.now() - run.began);
+    // A run whose signal aborted (timebox, cancel, lost lease, shutdown) says nothing of how long
+    // handlers take: a few hung runs would otherwise shrink and pace the takes long after them.
+    if (run.began > 0 && !run.aborted) this.takeSizer.ranFor(performance.now() - run.began);
     const id = run.job.id;
     if (this.runs.get(id) === run) this.runs.delete(id);
     else if (!this.lostRuns.delete(run)) return;

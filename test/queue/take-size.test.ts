@@ -135,6 +135,24 @@ describe('an executor\'s take size', () => {
     expect(bunched).toBeLessThan(20);
   });
 
+  it('is not shrunk by runs that hung until their timebox aborted them', async () => {
+    // Four runs that ignore their signal are settled after maxRuntime + grace (400 ms each);
+    // timed, they would make the executor's runs seem to take tens of ms and its takes tiny.
+    const name = uniqueQueue();
+    const q = openQueue(name);
+    await q.submitBulk(Array.from({ length: 4 }, () => ({ task: 'hang', group: 'g', maxRuntime: 300, maxRetries: 0 })));
+    await q.submitBulk(Array.from({ length: 64 }, () => ({ task: 't', group: 'g' })));
+    const w = track(new Worker(name, { t: () => 'ok', hang: () => new Promise(() => {}) }, {
+      connection: redisUrl(), concurrency: 16, graceMs: 100,
+    }));
+    let completed = 0;
+    let failed = 0;
+    w.on('completed', () => completed++);
+    w.on('failed', () => failed++);
+    await until(w, 'failed', () => failed === 4 && completed === 64);
+    expect(w.takeSize).toBe(8);
+  });
+
   it('shrinks once it has timed jobs that run far longer than a call to Redis', async () => {
     const w = await runAll(48, () => new Promise((r) => setTimeout(r, 30)));
     expect(w.takeSize).toBeLessThan(8);
