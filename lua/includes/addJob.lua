@@ -37,14 +37,13 @@ local function writeJob(jobKey, now, f, i, width, state, unchecked)
   return 1
 end
 
--- The description (see above) of a periodic task's job: fields as the task hash holds them
--- (strings, '' when absent), args already packed ('' when none).
-local function packDescription(task, group, priority, maxRetries, subject, submitter, maxRuntime, tracker, occurrence, args)
-  local function opt(v) if v ~= '' then return v end end
-  return string.char(0x90 + (args ~= '' and 10 or 9))
-    .. cmsgpack.pack(task, group, priority, tonumber(maxRetries), opt(subject), opt(submitter),
-      tonumber(maxRuntime), opt(tracker), tonumber(occurrence))
-    .. args
+-- The description (see above) of a periodic task's job: `d` holds the fields by name (DESCRIPTION,
+-- nil when absent), `args` the args already packed ('' when none).
+local descriptionValues = {}
+local function packDescription(d, args)
+  local n = #DESCRIPTION
+  for i = 1, n do descriptionValues[i] = d[DESCRIPTION[i]] end
+  return string.char(0x90 + n + (args ~= '' and 1 or 0)) .. cmsgpack.pack(unpack(descriptionValues, 1, n)) .. args
 end
 
 local function newJobBatch()
