@@ -9,7 +9,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { ValidationError } from '../errors.js';
+import { SchemaMismatchError, ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { loadLibrary } from '../redis/library.js';
@@ -246,10 +246,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
       keepSucceeded, keepFailed,
       onError: (err) => this.emitError(err),
     });
-    if (options.autorun ?? true) void this.run();
+    // (a failure to start is an error event)
+    if (options.autorun ?? true) this.run().catch(() => undefined);
   }
 
-  /** Starts taking jobs (done by the constructor unless `autorun: false`). Resolves once the executor is up. */
+  /**
+   * Starts taking jobs (done by the constructor unless `autorun: false`). Resolves once the executor
+   * is up; a failure to start is an `error` event.
+   * @throws {SchemaMismatchError} when the queue holds data of another schema version.
+   */
   run(): Promise<void> {
     if (this.loopDone) return Promise.resolve();
     const up = (async () => {
@@ -260,8 +265,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
       await this.heartbeat.start();
       await this.recoverer.start();
     })();
-    this.loopDone = up.then(() => this.loop()).catch((err) => this.emitError(err));
-    return up.catch((err) => this.emitError(err));
+    this.loopDone = up.then(() => this.loop(), () => undefined).catch((err) => this.emitError(err));
+    return up.catch((err: unknown) => {
+      this.emitError(err);
+      // a queue this executor can never work on: whoever awaits run() is told too
+      if (err instanceof SchemaMismatchError) throw err;
+    });
   }
 
   /** Number of jobs running now. */
