@@ -12,6 +12,7 @@ import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
+import { HISTORY_MISSED, HISTORY_SKIPPED } from '../redis/wire.js';
 import { decodeJobObject, unpackDescription, type JobState, type Priority } from '../queue/job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { packValue, zodError } from '../queue/validate.js';
@@ -359,8 +360,8 @@ export class PeriodicTasks {
     // A staged occurrence (its job still `planned`) has not run yet.
     const planned = (e: { member: string }) => byId.get(e.member)?.job?.state?.toString() === 'planned';
     return entries.filter((e) => !planned(e)).map((e): RunRecord => {
-      if (e.member.startsWith('~skipped@')) return { occurrence: e.occurrence, status: 'skipped' };
-      if (e.member.startsWith('~missed@')) {
+      if (e.member.startsWith(HISTORY_SKIPPED)) return { occurrence: e.occurrence, status: 'skipped' };
+      if (e.member.startsWith(HISTORY_MISSED)) {
         const [, , count, last] = e.member.split('@');
         return { occurrence: e.occurrence, status: 'missed', count: Number(count), until: Number(last) };
       }
