@@ -122,7 +122,7 @@ export class Queue {
   readonly maxEvents: number;
   readonly connection: ConnectionOption;
   /** The queue's script calls (see src/redis/queue-store.ts). */
-  readonly store: QueueStore;
+  private readonly store: QueueStore;
 
   constructor(name: string, opts: QueueOptions) {
     this.keys = queueKeys(name);
