@@ -1,7 +1,8 @@
 --[[
   What finish.lua keeps at the library's level, defined once when the library loads rather than
-  on every call: the outcome and end-state codes, the lease members a call's runs claim and how
-  they are removed, and the tables a call fills and empties (reused across calls).
+  on every call: the outcomes of runs whose start was not sent (the codes themselves come from
+  includes/wire), the lease members a call's runs claim and how they are removed, and the tables
+  a call fills and empties (reused across calls).
 ]]
 
 -- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
