@@ -70,7 +70,7 @@ for r = 1, #recs do
         local jobId = id .. '@' .. occ
         description.occurrence = tonumber(occ)
         local d = packDescription(description, f.args)
-        if stageJob(prefix, { jobId, d, f.group, f.priority, id, occ }) then
+        if stageJob(prefix, { id = jobId, description = d, group = f.group, priority = f.priority, tracker = id, occurrence = occ }) then
           local member = code .. jobId .. route
           members[#members + 1] = member
           staged[#staged + 1] = occ

@@ -13,7 +13,7 @@ import { queueKeys, type QueueKeys } from './keys.js';
 import { rotaLibrary, runFunction, type Arg, type Library } from './library.js';
 import { SchemaGate } from './schema.js';
 import { packStrings, type StringValue } from './string-array.js';
-import { END_CODES, END_REFUSED, TAKEN_WIDTH, UNSTARTED_PREFIX, type OutcomeCode } from './wire.js';
+import { END_CODES, END_REFUSED, SUBMIT_FIELDS, SUBMIT_WIDTH, TAKEN_WIDTH, UNSTARTED_PREFIX, type OutcomeCode } from './wire.js';
 
 /** Options of a {@link QueueStore}. */
 export interface QueueStoreOptions {
@@ -249,18 +249,19 @@ export class QueueStore {
 /**
  * Packs jobs into submit.lua's job list: one MessagePack array of the per-job fields, flat, so
  * that a call carries one argument however many jobs it holds (see ./string-array.ts). A job has
- * four fields (id, description, group, priority), six when some job of the call is a periodic
- * task's run (tracker and occurrence, '' for the others): see lua/includes/addJob. Refuses, with a
- * PayloadTooLargeError naming `specs`, a list over `limit` bytes.
+ * the first SUBMIT_WIDTH of SUBMIT_FIELDS (id, description, group, priority), all of them when some
+ * job of the call is a periodic task's run (tracker and occurrence, '' for the others). Refuses,
+ * with a PayloadTooLargeError naming `specs`, a list over `limit` bytes.
  */
 export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed: Buffer; width: number } {
   const periodic = jobs.some((s) => s.tracker !== undefined || s.occurrence !== undefined);
   const fields: StringValue[] = [];
+  // (in the order of SUBMIT_FIELDS)
   for (const s of jobs) {
     fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority);
     if (periodic) fields.push(s.tracker ?? '', s.occurrence === undefined ? '' : String(s.occurrence));
   }
-  return { packed: packStrings(fields, limit, 'specs'), width: periodic ? 6 : 4 };
+  return { packed: packStrings(fields, limit, 'specs'), width: periodic ? SUBMIT_FIELDS.length : SUBMIT_WIDTH };
 }
 
 /**

@@ -39,6 +39,13 @@ export const GROUP_FIELDS = ['running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns
  */
 export const DESCRIPTION = ['task', 'group', 'priority', 'maxRetries', 'subject', 'submitter', 'maxRuntime', 'tracker', 'occurrence'] as const;
 
+/**
+ * The fields of a job in a submit call's list, in order (see lua/includes/addJob): the first
+ * SUBMIT_WIDTH for a plain job, all of them when some job of the call is a periodic task's run.
+ */
+export const SUBMIT_FIELDS = ['id', 'description', 'group', 'priority', 'tracker', 'occurrence'] as const;
+export const SUBMIT_WIDTH = 4;
+
 /** A run's outcome as a finish call sends it (lua/finish.lua). */
 export const OUTCOME = { success: 's', failed: 'f', permanent: 'p', cancelled: 'c', released: 'r' } as const;
 export type OutcomeCode = (typeof OUTCOME)[keyof typeof OUTCOME];
@@ -99,6 +106,8 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   LEASE_ID_PATTERN,
   GROUP_FIELDS,
   DESCRIPTION,
+  SUBMIT_FIELDS,
+  SUBMIT_WIDTH,
   RUN_WIDTH,
   OUTCOME_SUCCESS: OUTCOME.success,
   OUTCOME_FAILED: OUTCOME.failed,
