@@ -48,7 +48,7 @@ local runs = cmsgpack.unpack(ARGV[11])
 local at = beginFinishes(prefix, now)
 local limited = hasLimits(prefix)
 local verified = claimLeases(prefix, runs)
-for i = 1, #runs, 4 do
+for i = 1, #runs, RUN_WIDTH do
   local id, token = runs[i], runs[i + 1]
   local outcome = runs[i + 2]
   local unstarted = UNSTARTED[outcome]
@@ -77,12 +77,12 @@ for i = 1, #runs, 4 do
     local state = finishJob(at, jobKey, id, job, outcome, runs[i + 3], retryDelay, started)
     states[#states + 1] = END_CODES[state]
     ended[state] = true
-  elseif job[1] == token and (job[2] == 'success' or (job[2] == 'waiting' and outcome == 'r' and call('HGET', jobKey, 'worker') == '')) then
+  elseif job[1] == token and (job[2] == 'success' or (job[2] == 'waiting' and outcome == OUTCOME_RELEASED and call('HGET', jobKey, 'worker') == '')) then
     -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
     -- only this script ends a run with this token as success, or released (worker cleared).
     states[#states + 1] = END_CODES[job[2]]
   else
-    states[#states + 1] = REFUSED
+    states[#states + 1] = END_REFUSED
   end
 end
 finishBatch(prefix)

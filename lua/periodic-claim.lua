@@ -18,16 +18,13 @@
   ARGV[7] run history: age kept (ms, -1: forever)
 
   Returns { now, earliest score left after the claims ('' when none), earliest p:staged score
-            ('' when none), per claimed task: id, token, then the CLAIM_FIELDS below }. Besides
+            ('' when none), per claimed task: id, token, then the CLAIM_FIELDS (src/redis/wire.ts) }. Besides
   what the scheduler needs to plan, they hold what periodic-stage needs to stage the jobs, so
   that it does not read the task again: a valid token also means none of them changed since
   (only periodic-stage itself writes period, and only with the token). The reply holds args
   (msgpack), so read it binary-safe.
 ]]
 --- @include "includes/periodic"
-
-local CLAIM_FIELDS = { 'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'triggered', 'enabled',
-  'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime', 'overlap', 'rule', 'period' }
 
 local prefix = ARGV[1]
 local now

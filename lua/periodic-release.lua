@@ -49,7 +49,8 @@ end
 
 -- A member (`<code><task id>@<occurrence>|<h|l><group>`) read into { member, policy code (lower
 -- case), job id, task id, occurrence, task gone (upper-case code), high priority, group }.
-local LOWER = { A = 'a', S = 's', B = 'b', C = 'c' }
+local LOWER = {}
+for _, code in pairs(OVERLAP_CODE) do LOWER[string.upper(code)] = code end
 local function entryOf(member)
   local code, jobId, task, occ, prio, group = string.match(member, '^(.)(([^|]*)@(%d+))|(.)(.*)$')
   return { member, LOWER[code] or code, jobId, task, tonumber(occ), LOWER[code] ~= nil, prio == 'h', group }
@@ -63,7 +64,7 @@ for i, m in ipairs(due) do
   local e = entryOf(m)
   entries[i] = e
   local task = e[4]
-  if e[2] ~= 'a' and not watched[task] then
+  if e[2] ~= OVERLAP_CODE.allow and not watched[task] then
     watched[task] = true
     watchedOrder[#watchedOrder + 1] = task
   end
@@ -109,7 +110,7 @@ local function submit(e)
   enqueueLater(prefix, batch, e[3], e[8], e[7])
   submitted = submitted + 1
   -- the overlap policies read the last job at release; an `allow` task's comes from its history
-  if not e[6] and e[2] ~= 'a' then lastOut[e[4]] = e[3] end
+  if not e[6] and e[2] ~= OVERLAP_CODE.allow then lastOut[e[4]] = e[3] end
 end
 
 -- An occurrence not submitted: its planned job goes, the history says why.
@@ -122,7 +123,7 @@ end
 
 local function skip(jobId, task, occ)
   skipped = skipped + 1
-  drop(jobId, task, occ, '~skipped@' .. occ)
+  drop(jobId, task, occ, HISTORY_SKIPPED .. occ)
 end
 
 local function hold(e)
@@ -162,12 +163,12 @@ for i, e in ipairs(entries) do
       end
     end
     if missed then
-      drop(jobId, task, occ, '~missed@' .. occ .. '@1@' .. occ)
-    elseif code == 'a' then
+      drop(jobId, task, occ, HISTORY_MISSED .. occ .. '@1@' .. occ)
+    elseif code == OVERLAP_CODE.allow then
       submit(e)
-    elseif code == 's' then
+    elseif code == OVERLAP_CODE.skip then
       if active[task] then skip(jobId, task, occ) else submit(e) end
-    elseif code == 'c' then
+    elseif code == OVERLAP_CODE['cancel-previous'] then
       submit(e)
       if active[task] and last[task] then
         cancels[#cancels + 1] = last[task]

@@ -13,13 +13,14 @@
 
   KEYS[1] p:nextrun  (every key is built from ARGV[1])
   ARGV[1] key prefix
-  ARGV[2..] one record per task: a MessagePack array of REC_WIDTH (21) raw strings (built by the
-            scheduler from the claim; cmsgpack reads it): id, claim token, trigger time being
-            served ('' if none), new nextrun ('' when the timer never elapses again), period (ms
-            from the last occurrence to the next, for tolerance; '' leaves it), missed count, first
-            missed, last missed, occurrences (comma-separated, ascending), then the task's fields as
-            periodic-claim read them: overlap, rule, enabled, period, and the job fields task, group,
-            args, subject, submitter, priority, maxRetries, maxRuntime
+  ARGV[2..] one record per task: a MessagePack array of raw strings, the STAGE_FIELDS of
+            src/redis/wire.ts in order (built by the scheduler from the claim; cmsgpack reads it):
+            id, claim token, trigger time being served ('' if none), new nextrun ('' when the timer
+            never elapses again), period (ms from the last occurrence to the next, for tolerance;
+            '' leaves it), missed count, first missed, last missed, occurrences (comma-separated,
+            ascending), then the task's fields as periodic-claim read them: overlap, rule, enabled,
+            period, and the job fields task, group, args, subject, submitter, priority, maxRetries,
+            maxRuntime
 
   Returns { earliest p:nextrun score afterwards ('' when none), earliest p:staged score ('' when
             none), per task 1 (committed) or 0 (claim gone: committed elsewhere, changed or removed) }.
@@ -29,14 +30,17 @@
 --- @include "includes/periodic"
 
 local prefix = ARGV[1]
-local REC_WIDTH = 21
+-- '' when absent
+local function opt(v) if v ~= '' then return v end end
 local recs = {}
 for i = 2, #ARGV do
   local f = cmsgpack.unpack(ARGV[i])
-  if type(f) ~= 'table' or #f ~= REC_WIDTH then
-    return redis.error_reply('ERR periodic-stage: a record must be an array of ' .. REC_WIDTH .. ' strings')
+  if type(f) ~= 'table' or #f ~= #STAGE_FIELDS then
+    return redis.error_reply('ERR periodic-stage: a record must be an array of ' .. #STAGE_FIELDS .. ' strings')
   end
-  recs[#recs + 1] = f
+  local rec = {}
+  for k, field in ipairs(STAGE_FIELDS) do rec[field] = f[k] end
+  recs[#recs + 1] = rec
 end
 
 local scores = pTokens(KEYS[1], recs)
@@ -44,24 +48,29 @@ local results = {}
 local staged, nextAdds, nextRems = {}, {}, {}
 for r = 1, #recs do
   local f = recs[r]
-  local id, token, triggered, newNext, period = f[1], f[2], f[3], f[4], f[5]
+  local id, token, triggered, newNext, period = f.id, f.token, f.triggered, f.nextrun, f.period
   if not scores[r] or tonumber(scores[r]) ~= tonumber(token) then
     results[r] = 0
   else
     results[r] = 1
-    local missed = tonumber(f[6])
-    local overlap, rule, enabled, storedPeriod = f[10], f[11], f[12], f[13]
+    local missed = tonumber(f.missed)
+    local rule, enabled, storedPeriod = f.rule, f.enabled, f.storedPeriod
     -- a finished event-rule run's task goes now: an upper-case code tells the release so
     local gone = newNext == '' and rule ~= ''
-    local code = OVERLAP_CODE[overlap] or 's'
+    local code = OVERLAP_CODE[f.overlap] or OVERLAP_CODE.skip
     if gone then code = string.upper(code) end
     local members, history = {}, {}
-    local route = '|' .. (f[19] == 'high' and 'h' or 'l') .. f[15]
-    if f[9] ~= '' then
-      for occ in string.gmatch(f[9], '[^,]+') do
+    local route = '|' .. (f.priority == 'high' and 'h' or 'l') .. f.group
+    if f.occurrences ~= '' then
+      local description = {
+        task = f.task, group = f.group, priority = f.priority, maxRetries = tonumber(f.maxRetries),
+        subject = opt(f.subject), submitter = opt(f.submitter), maxRuntime = tonumber(f.maxRuntime), tracker = id,
+      }
+      for occ in string.gmatch(f.occurrences, '[^,]+') do
         local jobId = id .. '@' .. occ
-        local d = packDescription(f[14], f[15], f[19], f[20], f[17], f[18], f[21], id, occ, f[16])
-        if stageJob(prefix, { jobId, d, f[15], f[19], id, occ }) then
+        description.occurrence = tonumber(occ)
+        local d = packDescription(description, f.args)
+        if stageJob(prefix, { id = jobId, description = d, group = f.group, priority = f.priority, tracker = id, occurrence = occ }) then
           local member = code .. jobId .. route
           members[#members + 1] = member
           staged[#staged + 1] = occ
@@ -72,8 +81,8 @@ for r = 1, #recs do
       end
     end
     if missed > 0 then
-      history[#history + 1] = f[7]
-      history[#history + 1] = '~missed@' .. f[7] .. '@' .. missed .. '@' .. f[8]
+      history[#history + 1] = f.missedFirst
+      history[#history + 1] = HISTORY_MISSED .. f.missedFirst .. '@' .. missed .. '@' .. f.missedLast
     end
     if gone then
       pRemove(prefix, id, true)

@@ -62,7 +62,7 @@ for id, reason in pairs(victims) do
   local job = call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
   if job[2] == 'running' or job[2] == 'scheduled' then
     local worker = call('HGET', jobKey, 'worker')
-    finishJob(at, jobKey, id, job, 'f', reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
+    finishJob(at, jobKey, id, job, OUTCOME_FAILED, reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
     recovered[#recovered + 1] = id
   end
   -- its lease ends with the run, or was stale

@@ -59,3 +59,17 @@ export class ConnectionError extends RotaError {
     super(`cannot reach Redis at ${target}: ${detail}`);
   }
 }
+
+/**
+ * The queue's data was written by a Rota of another data format (its `schema` in
+ * `{rota:<queue>}:meta`). Nothing was written. Run a Rota of that format, or migrate the queue.
+ */
+export class SchemaMismatchError extends RotaError {
+  constructor(
+    readonly queue: string,
+    readonly found: string,
+    readonly expected: number,
+  ) {
+    super(`queue "${queue}" holds data of schema version ${found}, but this Rota reads and writes schema version ${expected}; nothing was written`);
+  }
+}

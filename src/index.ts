@@ -14,6 +14,6 @@ export type { JobContext, Handler, Handlers } from './queue/context.js';
 export type { QueueEvent } from './queue/events.js';
 export type { Keep } from './queue/recoverer.js';
 export type { ConnectionOption } from './redis/connection.js';
-export { RotaError, ValidationError, PayloadTooLargeError, PermanentError, TimeoutError, UnknownTaskError } from './errors.js';
+export { RotaError, ValidationError, PayloadTooLargeError, PermanentError, TimeoutError, UnknownTaskError, SchemaMismatchError } from './errors.js';
 export * from './periodic/index.js';
 export * from './timers/index.js';

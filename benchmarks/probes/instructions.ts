@@ -21,7 +21,7 @@
  * `callgrind_annotate <dir>/cg.out.N` name the functions; --keep keeps that directory.
  */
 import { Queue, Worker } from '../../src/index.js';
-import { queueKeys } from '../../src/redis/keys.js';
+import { QueueStore } from '../../src/redis/queue-store.js';
 import { startCallgrindServer } from './callgrind.js';
 import { arg, finishAll, PROBE_ARGS, scriptStats, submitSpread, takeAll } from './lab.js';
 
@@ -40,18 +40,19 @@ const cacheSim = process.argv.includes('--cache-sim');
 const cg = await startCallgrindServer(server, cacheSim);
 const { url, client, dump, counted } = cg;
 
-const keys = queueKeys('cg');
 const q = new Queue('cg', { connection: url });
-// The library loaded and the server warm before counting.
+const store = new QueueStore(client, 'cg', { maxEvents: 10_000 });
+// The library loaded and the server warm before counting (and the queue's schema recorded).
 await q.submit({ task: 'noop', group: 'warm', args: PROBE_ARGS });
 await client.flushall();
+await store.ready();
 dump('setup');
 
 await submitSpread(q, jobs, groups, submitBatch);
 dump('submit');
-const taken = await takeAll(client, keys, jobs, batch);
+const taken = await takeAll(store, jobs, batch);
 dump('take');
-await finishAll(client, keys, taken, batch, '+s');
+await finishAll(store, taken, batch, '+s');
 dump('finish');
 for (let i = 0; i < single; i++) await q.submit({ task: 'noop', group: `s${i % 10}`, args: PROBE_ARGS });
 dump('single');

@@ -3,10 +3,9 @@ import { Redis } from 'ioredis';
 import { RedisServer } from '../../src/dev/redis-server.js';
 import { cpuUsOf, parseInfo } from '../measure.js';
 import type { Queue } from '../../src/index.js';
-import { takenTokens } from '../../src/queue/job.js';
-import type { QueueKeys } from '../../src/redis/keys.js';
-import { runScript } from '../../src/redis/scripts.js';
-import { packStrings } from '../../src/redis/string-array.js';
+import { addRun, type FinishSettings, type QueueStore } from '../../src/redis/queue-store.js';
+import type { StringValue } from '../../src/redis/string-array.js';
+import { UNSTARTED_PREFIX, type OutcomeCode } from '../../src/redis/wire.js';
 
 /** A numeric `--name value` command-line option. */
 export function arg(name: string, def: number): number {
@@ -62,21 +61,27 @@ export async function submitSpread(q: Queue, jobs: number, groups: number, batch
   }
 }
 
+/** What the probes' takes and finishes ask for: executor 'w1', scheme (2, 1), 60 s leases. */
+const PROBE_SETTINGS: FinishSettings = { workerId: 'w1', countingScheme: [2, 1], leaseMs: 60_000, retryDelay: 1000 };
+
 /** Takes `jobs` jobs for executor 'w1' through the take script, `batch` per call: [id, lease token] each. */
-export async function takeAll(client: Redis, keys: QueueKeys, jobs: number, batch: number): Promise<Array<[string, string]>> {
+export async function takeAll(store: QueueStore, jobs: number, batch: number): Promise<Array<[string, string]>> {
   const taken: Array<[string, string]> = [];
   while (taken.length < jobs) {
-    const [list] = await runScript<[string[], number]>(client, 'take', [keys.rotation], [keys.prefix, 10_000, 'w1', batch, 2, 1, 60_000]);
-    if (list.length === 0) throw new Error('take found nothing');
-    taken.push(...takenTokens(list));
+    const { jobs: got } = await store.take(batch, PROBE_SETTINGS);
+    if (got.length === 0) throw new Error('take found nothing');
+    for (const j of got) taken.push([j.id, String(j.takeSeq)]);
   }
   return taken;
 }
 
 /** Ends the taken runs through the finish script with `outcome` ('s', or '+s' with the start folded in), `batch` per call. */
-export async function finishAll(client: Redis, keys: QueueKeys, taken: Array<[string, string]>, batch: number, outcome: string): Promise<void> {
+export async function finishAll(store: QueueStore, taken: Array<[string, string]>, batch: number, outcome: string): Promise<void> {
+  const unstarted = outcome.startsWith(UNSTARTED_PREFIX);
+  const code = (unstarted ? outcome.slice(UNSTARTED_PREFIX.length) : outcome) as OutcomeCode;
   for (let i = 0; i < taken.length; i += batch) {
-    const runs = taken.slice(i, i + batch).flatMap(([id, seq]) => [id, seq, outcome, '']);
-    await runScript(client, 'finish', [keys.leases], [keys.prefix, 10_000, 1000, 1000, 1000, 0, '', 2, 1, 60_000, packStrings(runs, Infinity, 'runs')]);
+    const runs: StringValue[] = [];
+    for (const [id, seq] of taken.slice(i, i + batch)) addRun(runs, id, seq, code, unstarted, '');
+    await store.finish({ ...PROBE_SETTINGS, workerId: '' }, { succeeded: 1000, failed: 1000 }, 0, runs);
   }
 }

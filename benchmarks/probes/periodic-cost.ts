@@ -7,9 +7,8 @@
 import { Redis } from 'ioredis';
 import { PeriodicTasks } from '../../src/index.js';
 import { arg, labRedis, scriptUsec } from './lab.js';
-import { runScript } from '../../src/redis/scripts.js';
-import { periodicKeys } from '../../src/periodic/keys.js';
-import { encodeRecord } from '../../src/periodic/record.js';
+import { PeriodicStore, type ClaimedTask, type StageRecord } from '../../src/redis/periodic-store.js';
+import { QueueStore } from '../../src/redis/queue-store.js';
 
 const n = arg('tasks', 10_000);
 const batch = arg('batch', 500);
@@ -17,7 +16,8 @@ const rounds = arg('rounds', 3);
 const lab = await labRedis();
 const { url, admin } = lab;
 const client = new Redis(url);
-const keys = periodicKeys('pcost');
+const store = new PeriodicStore(new QueueStore(client, 'pcost', { maxEvents: 10_000 }));
+const keys = store.keys;
 
 async function phase<T>(name: string, body: () => Promise<T>): Promise<T> {
   const before = await scriptUsec(admin);
@@ -35,36 +35,33 @@ for (let i = 0; i < n; i += 1000) {
   await Promise.all(Array.from({ length: Math.min(1000, n - i) }, (_, k) =>
     tasks.upsert({ id: `t${i + k}`, task: 'noop', timer: 'every 10s', overlap: 'allow' })));
 }
-const CLAIM_WIDTH = 20;
 for (let round = 0; round < rounds; round++) {
   const first = Number((await admin.zrange(keys.nextrun, 0, 0, 'WITHSCORES'))[1]);
   const now = first - 1000;
   console.log(`round ${round + 1}: ${n} tasks due at ${new Date(first).toISOString()}`);
   const claimed = await phase('claim', async () => {
-    const out: string[][] = [];
+    const out: ClaimedTask[] = [];
     for (;;) {
-      const [, , , flat] = await runScript<[unknown, unknown, unknown, Array<Buffer | number | null>]>(client, 'periodic-claim', [keys.nextrun],
-        [keys.prefix, 2500, batch, 6000, now, 100, -1], true);
-      if (flat.length === 0) break;
-      for (let i = 0; i < flat.length; i += CLAIM_WIDTH) out.push(flat.slice(i, i + CLAIM_WIDTH).map((v) => (Buffer.isBuffer(v) ? v.toString('latin1') : String(v ?? ''))));
+      const { tasks: got } = await store.claim({ lookaheadMs: 2500, max: batch, claimTtlMs: 6000, now, keepCount: 100, keepAgeMs: -1 });
+      if (got.length === 0) break;
+      out.push(...got);
       if (out.length >= n) break;
     }
     return out;
   });
   // What the scheduler sends: the plan (one occurrence, the next 10 s later), then the task's fields.
-  const recs = claimed.map((c) => {
-    const fields = [...c.slice(9, CLAIM_WIDTH - 1), c[8], c[CLAIM_WIDTH - 1]].map((v) => Buffer.from(v, 'latin1'));
-    return encodeRecord([c[0], c[1], '', String(Number(c[2]) + 10_000), '10000', '0', '', '', c[2], ...fields.slice(8), ...fields.slice(0, 8)]);
-  });
+  const recs = claimed.map((t): StageRecord => ({
+    id: t.id, token: t.token, triggered: '', nextrun: String(Number(t.nextrun) + 10_000), period: '10000', missed: '0',
+    missedFirst: '', missedLast: '', occurrences: t.nextrun, overlap: t.overlap, rule: t.rule, enabled: t.enabled,
+    storedPeriod: t.period, task: t.task, group: t.group, args: t.args, subject: t.subject, submitter: t.submitter,
+    priority: t.priority, maxRetries: t.maxRetries, maxRuntime: t.maxRuntime,
+  }));
   await phase('stage', async () => {
-    for (let i = 0; i < recs.length; i += batch) {
-      await runScript(client, 'periodic-stage', [keys.nextrun], [keys.prefix, ...recs.slice(i, i + batch)]);
-    }
+    for (let i = 0; i < recs.length; i += batch) await store.stage(recs.slice(i, i + batch));
   });
   await phase('release', async () => {
     for (;;) {
-      const [, submitted, skipped] = await runScript<[string, number, number]>(client, 'periodic-release', [keys.staged],
-        [keys.prefix, 10_000, first + 1, batch, 1000, 15_000]);
+      const { submitted, skipped } = await store.release({ now: first + 1, max: batch, bufferPollMs: 1000, misfireGraceMs: 15_000 });
       if (submitted + skipped === 0) break;
     }
   });

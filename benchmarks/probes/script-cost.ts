@@ -6,8 +6,7 @@
 import { Redis } from 'ioredis';
 import { Queue } from '../../src/index.js';
 import { arg, finishAll, labRedis, scriptUsec, submitSpread, takeAll } from './lab.js';
-import { runScript } from '../../src/redis/scripts.js';
-import { queueKeys } from '../../src/redis/keys.js';
+import { QueueStore } from '../../src/redis/queue-store.js';
 
 const jobs = arg('jobs', 20_000);
 const groups = arg('groups', 1000);
@@ -15,7 +14,7 @@ const batch = arg('batch', 25);
 const lab = await labRedis();
 const { url, admin } = lab;
 const client = new Redis(url);
-const keys = queueKeys('cost');
+const store = new QueueStore(client, 'cost', { maxEvents: 10_000 });
 
 async function phase(name: string, body: () => Promise<void>): Promise<void> {
   const before = await scriptUsec(admin);
@@ -30,14 +29,14 @@ const q = new Queue('cost', { connection: url });
 await phase('submit', () => submitSpread(q, jobs, groups));
 let taken: Array<[string, string]> = [];
 await phase('take', async () => {
-  taken = await takeAll(client, keys, jobs, batch);
+  taken = await takeAll(store, jobs, batch);
 });
 await phase('start', async () => {
   for (let i = 0; i < taken.length; i += batch) {
-    await runScript(client, 'start', [keys.leases], [keys.prefix, 10_000, 60_000, ...taken.slice(i, i + batch).flat()]);
+    await store.start(60_000, taken.slice(i, i + batch).map(([id, seq]) => ({ id, takeSeq: Number(seq) })));
   }
 });
-await phase('finish', () => finishAll(client, keys, taken, batch, 's'));
+await phase('finish', () => finishAll(store, taken, batch, 's'));
 await q.close();
 client.disconnect();
 await lab.close();

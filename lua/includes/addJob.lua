@@ -19,32 +19,37 @@
 -- The HSET arguments of the job being written (reused: the library keeps it across calls).
 local jobFields = { 'd', false, 'group', false, 'state', false }
 
--- Writes job hash `jobKey` from the fields at f[i + 1 .. i + width] (width 4, or 6 with tracker
--- and occurrence) in `state` (default waiting), with `submitted` unless planned, unless the job
+-- Where each field of a job lies in a submitted list (SUBMIT_FIELDS), past the job's offset.
+local SUBMIT_AT = {}
+for k = 1, #SUBMIT_FIELDS do SUBMIT_AT[SUBMIT_FIELDS[k]] = k end
+local AT_ID, AT_DESCRIPTION, AT_GROUP, AT_PRIORITY, AT_TRACKER, AT_OCCURRENCE = SUBMIT_AT.id, SUBMIT_AT.description,
+  SUBMIT_AT.group, SUBMIT_AT.priority, SUBMIT_AT.tracker, SUBMIT_AT.occurrence
+
+-- Writes job hash `jobKey` from the fields at f[i + 1 .. i + width] (SUBMIT_FIELDS: width
+-- SUBMIT_WIDTH, or all of them with tracker and occurrence) in `state` (default waiting), with `submitted` unless planned, unless the job
 -- exists (`unchecked`: the caller knows it does not). Returns 1 when written, 0 when it existed.
 local function writeJob(jobKey, now, f, i, width, state, unchecked)
   if not unchecked and call('EXISTS', jobKey) == 1 then return 0 end
   state = state or 'waiting'
   local a = jobFields
-  a[2], a[4], a[6] = f[i + 2], f[i + 3], state
+  a[2], a[4], a[6] = f[i + AT_DESCRIPTION], f[i + AT_GROUP], state
   local n = 6
   if state ~= 'planned' then a[7], a[8], n = 'submitted', now, 8 end
-  if width > 4 and f[i + 5] ~= '' then
-    a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', f[i + 5], 'occurrence', f[i + 6]
+  if width > SUBMIT_WIDTH and f[i + AT_TRACKER] ~= '' then
+    a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', f[i + AT_TRACKER], 'occurrence', f[i + AT_OCCURRENCE]
     n = n + 4
   end
   call('HSET', jobKey, unpack(a, 1, n))
   return 1
 end
 
--- The description (see above) of a periodic task's job: fields as the task hash holds them
--- (strings, '' when absent), args already packed ('' when none).
-local function packDescription(task, group, priority, maxRetries, subject, submitter, maxRuntime, tracker, occurrence, args)
-  local function opt(v) if v ~= '' then return v end end
-  return string.char(0x90 + (args ~= '' and 10 or 9))
-    .. cmsgpack.pack(task, group, priority, tonumber(maxRetries), opt(subject), opt(submitter),
-      tonumber(maxRuntime), opt(tracker), tonumber(occurrence))
-    .. args
+-- The description (see above) of a periodic task's job: `d` holds the fields by name (DESCRIPTION,
+-- nil when absent), `args` the args already packed ('' when none).
+local descriptionValues = {}
+local function packDescription(d, args)
+  local n = #DESCRIPTION
+  for i = 1, n do descriptionValues[i] = d[DESCRIPTION[i]] end
+  return string.char(0x90 + n + (args ~= '' and 1 or 0)) .. cmsgpack.pack(unpack(descriptionValues, 1, n)) .. args
 end
 
 local function newJobBatch()
@@ -80,11 +85,15 @@ local function enqueueLater(prefix, batch, id, group, high)
   waiting[#waiting + 1] = id
 end
 
--- Writes job f (see writeJob) in state `planned`, unless it exists. Returns true when the job is
--- planned afterwards (written now, or already planned), false when it was submitted already.
-local function stageJob(prefix, f)
-  if writeJob(prefix .. 'j:' .. f[1], '', f, 0, 6, 'planned') == 1 then return true end
-  return call('HGET', prefix .. 'j:' .. f[1], 'state') == 'planned'
+-- Writes `job` (its SUBMIT_FIELDS by name) in state `planned`, unless it exists. Returns true when
+-- the job is planned afterwards (written now, or already planned), false when it was submitted
+-- already.
+local staging = {}
+local function stageJob(prefix, job)
+  for k = 1, #SUBMIT_FIELDS do staging[k] = job[SUBMIT_FIELDS[k]] end
+  local jobKey = prefix .. 'j:' .. job.id
+  if writeJob(jobKey, '', staging, 0, #SUBMIT_FIELDS, 'planned') == 1 then return true end
+  return call('HGET', jobKey, 'state') == 'planned'
 end
 
 -- Applies a batch's pushes (in the order the jobs were added) and group changes. Returns true

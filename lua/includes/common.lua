@@ -203,7 +203,6 @@ end
 -- A group's state is one packed value in the `groups` hash: the counters and settings below, in
 -- this order, as little-endian 32-bit integers (GROUP_FORMAT). One HMGET reads the groups a
 -- script visits and one HSET writes them back, however many there are.
-local GROUP_FIELDS = { 'running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready' }
 local GROUP_FORMAT = '<i4i4i4i4i4i4i4i4i4i4i4'
 
 -- The tables group states are unpacked into are reused: the library keeps up to POOLED_GROUPS
@@ -292,9 +291,6 @@ end
 -- skiplist (a sorted set) on its first write, and Redis never turns it back into a list: the
 -- busy keys of a queue hold such a pad, which their readers skip.
 local PAD = '-----------------------------------------------------------------'
-
--- The marks of a run's lease member (see `leases` in the key layout).
-local SCHEDULED_MARK, RUNNING_MARK, CANCEL_MARK = ':', '!', '?'
 
 -- The pad member of `leases` (see PAD), with an expiry never reached: as a listpack, the set of
 -- a hundred runs in progress cost a take some 30,000 instructions a lease (every member read to

@@ -16,7 +16,7 @@
 ]]
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
 -- may be retried); the end of any other run reads the group only in a queue with limits.
-local GROUP_READ = { r = true, f = true }
+local GROUP_READ = { [OUTCOME_RELEASED] = true, [OUTCOME_FAILED] = true }
 
 -- The HSET arguments of the job being ended (reused: the library keeps it across calls).
 local endFields = {}
@@ -37,26 +37,26 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
   local prefix, now, nowS = at.prefix, at.now, at.nowS
   local group = job[4]
   left(job[2])
-  if job[3] == '1' and outcome ~= 'r' then outcome = 'c' end
+  if job[3] == '1' and outcome ~= OUTCOME_RELEASED then outcome = OUTCOME_CANCELLED end
   local state
   local a, n = endFields, 4
-  if outcome == 's' then
+  if outcome == OUTCOME_SUCCESS then
     state = 'success'
     a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
     if payload ~= '' then a[5], a[6], n = 'result', payload, 6 end
-  elseif outcome == 'r' then
+  elseif outcome == OUTCOME_RELEASED then
     state = 'waiting'
     a[1], a[2], a[3], a[4] = 'state', state, 'worker', ''
     call('RPUSH', prefix .. 'g:' .. group .. ':r', id)
     deferGroup(group, 'nr', 1)
-  elseif outcome == 'c' then
+  elseif outcome == OUTCOME_CANCELLED then
     state = 'cancelled'
     a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
   else
     local more = call('HMGET', jobKey, 'retries', 'd', 'tracker', 'occurrence')
     local retries = tonumber(more[1]) or 0
     local _, maxRetries = describeJob(more[2])
-    if outcome == 'f' and retries < (tonumber(maxRetries) or 0) then
+    if outcome == OUTCOME_FAILED and retries < (tonumber(maxRetries) or 0) then
       state = 'stuck'
       local due = now + retryDelay * (2 ^ retries)
       a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', str(retries + 1), 'error', payload, 'due', str(due), 8

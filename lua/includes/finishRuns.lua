@@ -1,24 +1,24 @@
 --[[
   What finish.lua keeps at the library's level, defined once when the library loads rather than
-  on every call: the outcome and end-state codes, the lease members a call's runs claim and how
-  they are removed, and the tables a call fills and empties (reused across calls).
+  on every call: the outcomes of runs whose start was not sent (the codes themselves come from
+  includes/wire), the lease members a call's runs claim and how they are removed, and the tables
+  a call fills and empties (reused across calls).
 ]]
 
 -- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
-local UNSTARTED = { ['+s'] = 's', ['+f'] = 'f', ['+p'] = 'p', ['+c'] = 'c', ['+r'] = 'r' }
+-- (built as the library loads, when Lua's ipairs and pairs are not reachable yet)
+local UNSTARTED = {}
+local OUTCOMES = { OUTCOME_SUCCESS, OUTCOME_FAILED, OUTCOME_PERMANENT, OUTCOME_CANCELLED, OUTCOME_RELEASED }
+for i = 1, #OUTCOMES do UNSTARTED[UNSTARTED_PREFIX .. OUTCOMES[i]] = OUTCOMES[i] end
 
 -- The lease members the runs claim (reused: the library keeps it across calls).
 local claimed = {}
-
--- The character a run's end state is answered as (src/queue/job.ts reads them back).
-local END_CODES = { success = 's', waiting = 'w', cancelled = 'c', stuck = 'k', failed = 'f' }
-local REFUSED = '-'
 
 -- Removes the lease members `runs` claim (a run whose start was not sent claims the job is
 -- scheduled, any other that it runs); true when every one was there.
 local function claimLeases(prefix, runs)
   local n = 0
-  for i = 1, #runs, 4 do
+  for i = 1, #runs, RUN_WIDTH do
     n = n + 1
     claimed[n] = runs[i + 1] .. (UNSTARTED[runs[i + 2]] and SCHEDULED_MARK or RUNNING_MARK) .. runs[i]
   end

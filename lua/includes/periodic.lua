@@ -16,12 +16,12 @@
   A task's hash field `staged` lists the p:staged members its last stage added.
 ]]
 
--- The p:nextrun scores of records' task ids (rec[1]), in record order, with one ZMSCORE per 1000.
+-- The p:nextrun scores of records' task ids (rec.id), in record order, with one ZMSCORE per 1000.
 local function pTokens(nextrunKey, recs)
   local scores = {}
   for k = 1, #recs, 1000 do
     local ids = {}
-    for j = k, math.min(#recs, k + 999) do ids[#ids + 1] = recs[j][1] end
+    for j = k, math.min(#recs, k + 999) do ids[#ids + 1] = recs[j].id end
     local got = call('ZMSCORE', nextrunKey, unpack(ids))
     for j = 1, #got do scores[k + j - 1] = got[j] end
   end
@@ -59,8 +59,6 @@ local function pLastFromHistory(prefix, id)
   return nil
 end
 
--- The overlap policy of a staged occurrence, as the first character of its p:staged member.
-local OVERLAP_CODE = { allow = 'a', skip = 's', ['buffer-one'] = 'b', ['cancel-previous'] = 'c' }
 
 -- Drops a task's staged occurrences that are not released yet (those of its last stage and the
 -- one buffer-one holds): their planned jobs and history entries go.

@@ -12,9 +12,6 @@
   { retries, due, error }; empty when it took none. And the next stuck job's due time (ms) or
   -1. The caller flushes the changes (flushChanges).
 ]]
--- Entries per job in a take's reply.
-local TAKEN_WIDTH = 4
-
 -- What a take collects as it goes (reused: the library keeps them across calls): the reply
 -- (written over from its start, its stale tail cleared at the end), the leases (counted, never
 -- cleared), and, emptied as a take begins: the groups whose turn ended (the back of the walk, in

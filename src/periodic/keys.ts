@@ -1,7 +1,8 @@
 /**
  * Key names of the periodic scheduler, below the queue's prefix `{rota:<queue>}:` (so a queue and
  * its periodic tasks live in one Redis Cluster slot). The Lua scripts build the same names from
- * the prefix; see lua/includes/periodic.lua.
+ * the prefix; see lua/includes/periodic.lua. The queue's schema version (`meta`, see
+ * src/redis/keys.ts) covers these keys too: the periodic scripts write the queue's jobs.
  *
  *   p:t:<id>        HASH   a periodic task (fields: see {@link TASK_FIELDS})
  *   p:nextrun       ZSET   enabled task id -> when a scheduler must look at it next (ms): its next

@@ -26,15 +26,15 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { connect, type ConnectionOption } from '../redis/connection.js';
-import { queueKeys, type QueueKeys } from '../redis/keys.js';
-import { preload, runScript } from '../redis/scripts.js';
+import { loadLibrary } from '../redis/library.js';
+import { PeriodicStore, type ClaimedTask, type StageRecord } from '../redis/periodic-store.js';
+import { QueueStore } from '../redis/queue-store.js';
 import { clearLongTimeout, setLongTimeout, type LongTimer } from '../queue/long-timer.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import type { Timer } from '../timers/index.js';
 import { checkTimer, DEFAULT_CATCHUP_WINDOW, type CatchupPolicy } from './definition.js';
-import { periodicKeys, type PeriodicKeys } from './keys.js';
+import type { PeriodicKeys } from './keys.js';
 import { plan, type Plan } from './occurrences.js';
-import { encodeRecord } from './record.js';
 
 /** How much run history is kept per task. */
 export interface KeepRuns {
@@ -98,17 +98,6 @@ export interface SchedulerEvents {
   error: [error: Error];
 }
 
-/**
- * Values per claimed task in the claim script's reply: id, token, nextrun, timer, timezone, catchup,
- * catchupWindow, triggered, enabled, then task, group, args, subject, submitter, priority, maxRetries,
- * maxRuntime, overlap, rule, period, which the stage script takes as they are.
- */
-const CLAIM_WIDTH = 20;
-/** Where the task's own fields start in a claimed task's values (task … period). */
-const TASK_FIELDS_AT = 9;
-/** The first JOB_FIELDS of Claimed.fields are the job's (task … maxRuntime); then overlap, rule, enabled, period. */
-const JOB_FIELDS = 8;
-
 interface Claimed {
   id: string;
   token: string;
@@ -119,8 +108,8 @@ interface Claimed {
   catchupWindow: number;
   triggered: number | null;
   enabled: boolean;
-  /** task, group, args, subject, submitter, priority, maxRetries, maxRuntime, overlap, rule, enabled, period. */
-  fields: Array<string | Buffer>;
+  /** The task's fields as the claim read them, which the stage takes as they are. */
+  raw: ClaimedTask;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setLongTimeout(r, ms));
@@ -137,6 +126,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   readonly id: string;
   readonly keys: PeriodicKeys;
   private readonly client: Redis;
+  /** The periodic and queue script calls, on `client`. */
+  private readonly store: PeriodicStore;
   private readonly subscriber: Redis;
   private readonly injected?: () => number;
   private readonly o: Required<Omit<SchedulerOptions, 'connection' | 'id' | 'now' | 'keepRuns'>> & { keepCount: number; keepAge: number };
@@ -153,12 +144,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private releaseAgain = false;
   private readonly inflight = new Set<Promise<void>>();
   private readonly timerCache = new Map<string, Timer>();
-  private readonly queueKeys: QueueKeys;
 
   constructor(queueName: string, options: SchedulerOptions) {
     super();
-    this.queueKeys = queueKeys(queueName);
-    this.keys = periodicKeys(queueName);
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.injected = options.now;
     const lookaheadMs = options.lookaheadMs ?? 2500;
@@ -174,6 +162,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       keepAge: options.keepRuns?.age ?? 30 * 86_400_000,
     };
     this.client = connect(options.connection, { blocking: true }).client;
+    this.store = new PeriodicStore(new QueueStore(this.client, queueName, { maxEvents: this.o.maxEvents }));
+    this.keys = this.store.keys;
     this.subscriber = connect(options.connection, { blocking: true, subscriber: true }).client;
   }
 
@@ -190,7 +180,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   async start(): Promise<void> {
     if (this.loopDone) return;
     try {
-      await preload(this.client);
+      await this.store.queue.ready();
+      await loadLibrary(this.client);
       this.subscriber.on('message', () => this.wake());
       await this.subscriber.subscribe(this.keys.wake);
     } catch (err) {
@@ -262,33 +253,23 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Claims due tasks; resolves the scheduler-clock now, the earliest nextrun left and the claimed tasks. */
   private async claim(): Promise<[number, number | null, Claimed[]]> {
     const sent = Date.now();
-    // Binary-safe: the reply holds the tasks' args (msgpack).
-    const [now, first, staged, flat] = await runScript<[Buffer | number, Buffer | null, Buffer | null, Array<Buffer | number | null>]>(
-      this.client, 'periodic-claim', [this.keys.nextrun], [
-        this.keys.prefix, this.o.lookaheadMs, this.o.batchSize, this.o.claimTtlMs, this.injected ? Math.round(this.injected()) : '',
-        this.o.keepCount, this.o.keepAge,
-      ], true);
-    if (!this.injected) this.offset = Number(String(now)) - Math.round((sent + Date.now()) / 2);
-    this.planRelease(scoreOf(staged));
-    const out: Claimed[] = [];
-    const ARGS = TASK_FIELDS_AT + 2; // args stays a Buffer
-    for (let i = 0; i < flat.length; i += CLAIM_WIDTH) {
-      const raw = flat.slice(i, i + CLAIM_WIDTH);
-      // strings, but args (index ARGS) stays a Buffer; only f.slice(TASK_FIELDS_AT) may hold it
-      const f = raw.map((v, k) => (k === ARGS ? v ?? '' : v === null ? '' : String(v))) as string[];
-      out.push({
-        id: f[0], token: f[1],
-        nextrun: f[2] === '' ? null : Number(f[2]),
-        timer: f[3], timezone: f[4],
-        catchup: (f[5] || 'latest') as CatchupPolicy,
-        catchupWindow: f[6] === '' ? DEFAULT_CATCHUP_WINDOW : Number(f[6]),
-        triggered: f[7] === '' ? null : Number(f[7]),
-        enabled: f[8] === '1',
-        // task … rule, enabled, period (f holds args as a Buffer)
-        fields: [...(f.slice(TASK_FIELDS_AT, CLAIM_WIDTH - 1) as Array<string | Buffer>), f[8], f[CLAIM_WIDTH - 1]],
-      });
-    }
-    return [Number(String(now)), scoreOf(first), out];
+    const claim = await this.store.claim({
+      lookaheadMs: this.o.lookaheadMs, max: this.o.batchSize, claimTtlMs: this.o.claimTtlMs,
+      now: this.injected ? Math.round(this.injected()) : undefined, keepCount: this.o.keepCount, keepAgeMs: this.o.keepAge,
+    });
+    if (!this.injected) this.offset = claim.now - Math.round((sent + Date.now()) / 2);
+    this.planRelease(claim.staged);
+    const out = claim.tasks.map((t): Claimed => ({
+      id: t.id, token: t.token,
+      nextrun: t.nextrun === '' ? null : Number(t.nextrun),
+      timer: t.timer, timezone: t.timezone,
+      catchup: (t.catchup || 'latest') as CatchupPolicy,
+      catchupWindow: t.catchupWindow === '' ? DEFAULT_CATCHUP_WINDOW : Number(t.catchupWindow),
+      triggered: t.triggered === '' ? null : Number(t.triggered),
+      enabled: t.enabled === '1',
+      raw: t,
+    }));
+    return [claim.now, claim.earliest, out];
   }
 
   private timerOf(spec: string, timezone: string): Timer {
@@ -307,7 +288,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    * nextrun). Resolves the earliest nextrun afterwards.
    */
   private async commit(claimed: Claimed[], now: number): Promise<number | null> {
-    const records: Buffer[] = [];
+    const records: StageRecord[] = [];
     for (const c of claimed) {
       let p: Plan;
       try {
@@ -330,18 +311,22 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         }
         p.occurrences = [...new Set([...p.occurrences, c.triggered])].sort((a, b) => a - b);
       }
-      records.push(encodeRecord([c.id, c.token, String(c.triggered ?? ''), String(p.nextrun ?? ''),
-        String(p.occurrences.length ? p.period : ''), String(p.missed?.count ?? 0), String(p.missed?.first ?? ''),
-        String(p.missed?.last ?? ''), p.occurrences.join(','), ...c.fields.slice(JOB_FIELDS), ...c.fields.slice(0, JOB_FIELDS)]));
+      const t = c.raw;
+      records.push({
+        id: c.id, token: c.token, triggered: String(c.triggered ?? ''), nextrun: String(p.nextrun ?? ''),
+        period: String(p.occurrences.length ? p.period : ''), missed: String(p.missed?.count ?? 0),
+        missedFirst: String(p.missed?.first ?? ''), missedLast: String(p.missed?.last ?? ''), occurrences: p.occurrences.join(','),
+        overlap: t.overlap, rule: t.rule, enabled: t.enabled, storedPeriod: t.period,
+        task: t.task, group: t.group, args: t.args, subject: t.subject, submitter: t.submitter, priority: t.priority,
+        maxRetries: t.maxRetries, maxRuntime: t.maxRuntime,
+      });
     }
     if (records.length === 0) return null;
-    const [first, staged, results] = await runScript<[string, string, number[]]>(this.client, 'periodic-stage', [this.keys.nextrun], [
-      this.keys.prefix, ...records,
-    ]);
-    const lost = results.filter((r) => r === 0).length;
+    const { earliest, staged, committed } = await this.store.stage(records);
+    const lost = committed.filter((ok) => !ok).length;
     if (lost) this.emit('fired', { submitted: 0, skipped: 0, lost });
-    this.planRelease(scoreOf(staged));
-    return scoreOf(first);
+    this.planRelease(staged);
+    return earliest;
   }
 
   /** Makes sure a release runs at `at` (scheduler clock) or earlier. */
@@ -372,30 +357,28 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     try {
       for (;;) {
         this.releaseAgain = false;
-        let earliest: string;
-        let submitted: number;
-        let skipped: number;
-        let cancels: string[];
+        let released: Awaited<ReturnType<PeriodicStore['release']>>;
         try {
-          [earliest, submitted, skipped, cancels] = await runScript<[string, number, number, string[]]>(this.client, 'periodic-release', [this.keys.staged], [
-            this.keys.prefix, this.o.maxEvents, this.injected ? Math.round(this.injected()) : '', this.o.batchSize,
-            this.o.bufferPollMs, this.o.misfireGraceMs,
-          ]);
+          released = await this.store.release({
+            now: this.injected ? Math.round(this.injected()) : undefined, max: this.o.batchSize,
+            bufferPollMs: this.o.bufferPollMs, misfireGraceMs: this.o.misfireGraceMs,
+          });
         } catch (err) {
           // Staged occurrences stay staged: the next release (here or in any replica) takes them.
           this.emitError(err);
           if (!this.closing) this.planRelease(this.now() + 1000);
           return;
         }
-        for (const id of cancels) {
+        const { submitted, skipped } = released;
+        for (const id of released.cancels) {
           try {
-            await runScript(this.client, 'cancel', [this.queueKeys.counts], [this.queueKeys.prefix, this.o.maxEvents, id]);
+            await this.store.queue.cancel(id);
           } catch (err) {
             this.emitError(err);
           }
         }
         if (submitted || skipped) this.emit('fired', { submitted, skipped, lost: 0 });
-        const next = scoreOf(earliest);
+        const next = released.earliest;
         if (next !== null && next <= this.now()) continue;
         if (this.releaseAgain) continue;
         this.planRelease(next);
@@ -438,11 +421,4 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.subscriber.disconnect();
     this.client.disconnect();
   }
-}
-
-/** A sorted-set score from a script reply ('' or null: none). */
-function scoreOf(v: Buffer | string | number | null): number | null {
-  if (v === null) return null;
-  const s = String(v);
-  return s === '' ? null : Number(s);
 }

@@ -10,9 +10,11 @@ import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
-import { runScript } from '../redis/scripts.js';
+import { PeriodicStore } from '../redis/periodic-store.js';
+import { QueueStore } from '../redis/queue-store.js';
+import { HISTORY_MISSED, HISTORY_SKIPPED } from '../redis/wire.js';
 import { decodeJobObject, unpackDescription, type JobState, type Priority } from '../queue/job.js';
-import { DEFAULT_MAX_ARGS_BYTES } from '../queue/queue.js';
+import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { parseTimer } from '../timers/index.js';
 import {
@@ -140,6 +142,8 @@ export class PeriodicTasks {
   readonly keys: PeriodicKeys;
   private readonly qkeys: QueueKeys;
   readonly client: Redis;
+  /** The periodic script calls, on `client`. */
+  private readonly store: PeriodicStore;
   private readonly owned: boolean;
   private readonly clock: () => number;
   private readonly maxArgsBytes: number;
@@ -150,6 +154,7 @@ export class PeriodicTasks {
     this.qkeys = queueKeys(queueName);
     const { client, owned } = connect(opts.connection);
     this.client = client;
+    this.store = new PeriodicStore(new QueueStore(client, queueName, { maxEvents: DEFAULT_MAX_EVENTS }));
     this.owned = owned;
     this.injected = opts.now !== undefined;
     this.clock = opts.now ?? Date.now;
@@ -166,9 +171,10 @@ export class PeriodicTasks {
     const c = checkDefinition(def, this.maxArgsBytes);
     const now = this.clock();
     const next = c.timer.next(new Date(now))?.getTime();
-    await runScript(this.client, 'periodic-upsert', [this.keys.nextrun], [
-      this.keys.prefix, c.def.id, '1', next ?? '', c.def.enabled === false ? '0' : '1', now, '0', ...definitionFields(c, now),
-    ]);
+    await this.store.upsert({
+      id: c.def.id, listed: true, nextrun: next ?? null, enabled: c.def.enabled !== false, now, keepLater: false,
+      fields: definitionFields(c, now),
+    });
     return (await this.get<A>(c.def.id))!;
   }
 
@@ -253,27 +259,22 @@ export class PeriodicTasks {
     if (!t) return false;
     const now = this.clock();
     const next = checkTimer(t.timer, t.timezone).next(new Date(now))?.getTime();
-    return (await runScript<number>(this.client, 'periodic-enable', [this.keys.nextrun], [
-      this.keys.prefix, id, '1', next ?? '', now,
-    ])) === 1;
+    return this.store.enable(id, next ?? null, now);
   }
 
   /** Disables a task: it keeps its definition and history but does not fire. False when there is no such task. */
   async disable(id: string): Promise<boolean> {
-    return (await runScript<number>(this.client, 'periodic-enable', [this.keys.nextrun], [
-      this.keys.prefix, checkId(id), '0', '', this.clock(),
-    ])) === 1;
+    return this.store.disable(checkId(id), this.clock());
   }
 
   /** Removes a task and its history (its jobs stay in the queue). False when there was none. */
   async remove(id: string): Promise<boolean> {
-    const r = await runScript<string[]>(this.client, 'periodic-remove', [this.keys.nextrun], [this.keys.prefix, 'ids', checkId(id)]);
-    return r.length === 1;
+    return (await this.store.remove([checkId(id)])).length === 1;
   }
 
   /** Removes every task of an owner; resolves the removed ids. */
   async removeByOwner(owner: string): Promise<string[]> {
-    return runScript<string[]>(this.client, 'periodic-remove', [this.keys.nextrun], [this.keys.prefix, 'owner', checkId(owner, 'owner')]);
+    return this.store.removeOwner(checkId(owner, 'owner'));
   }
 
   /**
@@ -282,11 +283,9 @@ export class PeriodicTasks {
    * A scheduler replica must be running for the job to be submitted.
    */
   async trigger(id: string): Promise<{ jobId: string; occurrence: number } | null> {
-    const at = await runScript<number | null>(this.client, 'periodic-trigger', [this.keys.nextrun], [
-      this.keys.prefix, checkId(id), this.injected ? Math.round(this.clock()) : '',
-    ]);
-    if (at === null || at === undefined) return null;
-    return { jobId: `${id}@${at}`, occurrence: Number(at) };
+    const at = await this.store.trigger(checkId(id), this.injected ? Math.round(this.clock()) : undefined);
+    if (at === null) return null;
+    return { jobId: `${id}@${at}`, occurrence: at };
   }
 
   /**
@@ -362,8 +361,8 @@ export class PeriodicTasks {
     // A staged occurrence (its job still `planned`) has not run yet.
     const planned = (e: { member: string }) => byId.get(e.member)?.job?.state?.toString() === 'planned';
     return entries.filter((e) => !planned(e)).map((e): RunRecord => {
-      if (e.member.startsWith('~skipped@')) return { occurrence: e.occurrence, status: 'skipped' };
-      if (e.member.startsWith('~missed@')) {
+      if (e.member.startsWith(HISTORY_SKIPPED)) return { occurrence: e.occurrence, status: 'skipped' };
+      if (e.member.startsWith(HISTORY_MISSED)) {
         const [, , count, last] = e.member.split('@');
         return { occurrence: e.occurrence, status: 'missed', count: Number(count), until: Number(last) };
       }
@@ -437,7 +436,7 @@ export class PeriodicTasks {
     const after = await this.client.hget(rk, 'after');
     if (after === null) return false;
     await this.client.multi().del(rk).srem(this.keys.rules, id).srem(this.keys.event(after), id).exec();
-    await runScript(this.client, 'periodic-remove', [this.keys.nextrun], [this.keys.prefix, 'owner', ruleOwner(id)]);
+    await this.store.removeOwner(ruleOwner(id));
     return true;
   }
 
@@ -466,9 +465,7 @@ export class PeriodicTasks {
         'overlap', 'allow', 'catchup', 'latest', 'catchupWindow', 0, 'tolerance', '', 'maxRuntime', '',
         'maxRetries', rule.maxRetries, 'interval', '', 'rule', ruleId, 'event', e.event, 'updated', now,
       ];
-      await runScript(this.client, 'periodic-upsert', [this.keys.nextrun], [
-        this.keys.prefix, id, '0', due, '1', now, '1', ...fields,
-      ]);
+      await this.store.upsert({ id, listed: false, nextrun: due, enabled: true, now, keepLater: true, fields });
       out.push(id);
     }
     return out;

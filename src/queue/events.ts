@@ -1,5 +1,6 @@
 /** Reads the queue's events stream: one entry per script call, holding every state change it made. */
 import { connect, type ConnectionOption } from '../redis/connection.js';
+import { EVENT_ERRORS_FIELD, EVENT_PERIODIC_FAILED_FIELD } from '../redis/wire.js';
 import { JOB_STATES, type JobState } from './job.js';
 
 const STATES = new Set<string>(JOB_STATES);
@@ -28,7 +29,7 @@ export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
   const out: QueueEvent[] = [];
   let periodic: Map<string, [string, number | false]> | null = null;
   for (let i = 0; i < fields.length; i += 2) {
-    if (fields[i] !== 'p') continue;
+    if (fields[i] !== EVENT_PERIODIC_FAILED_FIELD) continue;
     periodic = new Map();
     for (const [id, task, occurrence] of JSON.parse(fields[i + 1]) as Array<[string, string, number | false, unknown]>) {
       periodic.set(id, [task, occurrence]);
@@ -45,7 +46,7 @@ export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
   };
   for (let i = 0; i < fields.length; i += 2) {
     const field = fields[i];
-    if (field === 'b') {
+    if (field === EVENT_ERRORS_FIELD) {
       for (const [id, state, err] of JSON.parse(fields[i + 1]) as Array<[string, JobState, string | false]>) add(id, state, err);
     } else if (STATES.has(field)) {
       for (const id of JSON.parse(fields[i + 1]) as string[]) add(id, field as JobState);

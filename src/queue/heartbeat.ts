@@ -3,9 +3,7 @@
  * holds; tells the executor which runs it lost and which were cancelled meanwhile.
  */
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
-import type { QueueKeys } from '../redis/keys.js';
-import { runScript } from '../redis/scripts.js';
+import type { QueueStore } from '../redis/queue-store.js';
 import { MAX_TIMEOUT_MS } from './long-timer.js';
 
 export interface HeldJob {
@@ -14,8 +12,7 @@ export interface HeldJob {
 }
 
 export interface HeartbeatDeps {
-  client: Redis;
-  keys: QueueKeys;
+  store: QueueStore;
   workerId: string;
   leaseMs: number;
   concurrency: number;
@@ -47,14 +44,12 @@ export class Heartbeat {
 
   private async run(): Promise<void> {
     const held = this.d.held();
-    const info = JSON.stringify({
+    const info = {
       host: hostname(), pid: process.pid, started: this.d.started,
       concurrency: this.d.concurrency, running: held.length,
-    });
-    const args: Array<string | number> = [this.d.keys.prefix, this.d.workerId, this.d.leaseMs, this.d.leaseMs * 3, info];
-    for (const h of held) args.push(h.id, h.token);
+    };
     try {
-      const [lost, cancel] = await runScript<[string[], string[]]>(this.d.client, 'heartbeat', [this.d.keys.workers], args);
+      const { lost, cancel } = await this.d.store.heartbeat({ workerId: this.d.workerId, leaseMs: this.d.leaseMs, ttlMs: this.d.leaseMs * 3, info, held });
       if (lost.length) this.d.onLost(lost);
       if (cancel.length) this.d.onCancel(cancel);
     } catch (err) {
@@ -67,10 +62,11 @@ export class Heartbeat {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.beating;
-    await this.d.client
+    const { client, keys } = this.d.store;
+    await client
       .multi()
-      .zrem(this.d.keys.workers, this.d.workerId)
-      .del(this.d.keys.worker(this.d.workerId))
+      .zrem(keys.workers, this.d.workerId)
+      .del(keys.worker(this.d.workerId))
       .exec()
       .catch(() => {});
   }

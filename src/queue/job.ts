@@ -1,5 +1,6 @@
 /** The job record: its fields, states, and how it is read back from Redis. */
 import { pack, unpack } from 'msgpackr';
+import { DESCRIPTION } from '../redis/wire.js';
 
 /** Where a job is in its life. Final states: success, failed, cancelled. */
 export type JobState = 'waiting' | 'scheduled' | 'running' | 'success' | 'stuck' | 'failed' | 'cancelled';
@@ -51,13 +52,6 @@ export interface Job<A = unknown, R = unknown> {
   cancelRequested?: boolean;
 }
 
-/**
- * What a job is, fixed at submit: one MessagePack array in the job hash's field `d`, the fields
- * below in this order (nil when absent), then the packed args when there are any. The hash keeps
- * copies of the group and periodic origin for the scripts' hot paths (see lua/includes/addJob).
- */
-const DESCRIPTION = ['task', 'group', 'priority', 'maxRetries', 'subject', 'submitter', 'maxRuntime', 'tracker', 'occurrence'] as const;
-
 export type JobDescription = Pick<Job, 'task' | 'group' | 'priority' | 'maxRetries'> &
   Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence'>>;
 
@@ -79,8 +73,12 @@ export function unpackDescription(packed: Buffer): JobDescription & { args?: unk
   return assignDescription({}, packed) as JobDescription & { args?: unknown };
 }
 
-/** Sets on `target` the fields (and args, when there are any) of a packed description. */
-function assignDescription(target: Record<string, unknown>, packed: Buffer): Record<string, unknown> {
+/**
+ * Sets on `target` the fields (and args, when there are any) of a packed description: one
+ * MessagePack array in the job hash's field `d`, the fields of DESCRIPTION (src/redis/wire.ts) in
+ * order (nil when absent), then the packed args when there are any.
+ */
+export function assignDescription(target: Record<string, unknown>, packed: Buffer): Record<string, unknown> {
   const values = unpack(packed) as unknown[];
   for (let i = 0; i < DESCRIPTION.length; i++) {
     const v = values[i];
@@ -124,51 +122,4 @@ export function decodeJobObject(id: string, obj: Record<string, Buffer>): Job | 
   const flat: Buffer[] = [];
   for (const [k, v] of Object.entries(obj)) flat.push(Buffer.from(k), v);
   return flat.length ? decodeJob(id, flat) : null;
-}
-
-/** Entries per job in a take reply (see lua/includes/take), after the first job's take sequence. */
-export const TAKEN_WIDTH = 4;
-
-/** The end states a finish call answers, by the character it answers each as (lua/finish.lua). */
-const END_STATES: Record<string, JobState | ''> = { s: 'success', w: 'waiting', c: 'cancelled', k: 'stuck', f: 'failed', '-': '' };
-
-/** The end state of each run of a finish call, from its answer's one character a run ('' when refused). */
-export function decodeEndStates(codes: string): Array<JobState | ''> {
-  const out: Array<JobState | ''> = [];
-  for (const c of codes) out.push(END_STATES[c] ?? '');
-  return out;
-}
-
-/** The jobs of a take reply, each as [id, take sequence]: for probes and tests that drive the scripts. */
-export function takenTokens(flat: Array<unknown>): Array<[string, string]> {
-  const out: Array<[string, string]> = [];
-  for (let i = 1, k = 0; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, k++) {
-    out.push([String(flat[i]), String(Number(flat[0]) + k)]);
-  }
-  return out;
-}
-
-/**
- * Builds the jobs taken by executor `worker` from a take reply (see lua/includes/take): a flat
- * list, the first job's take sequence (the next jobs have the next numbers), then per job id,
- * description, submitted, and nil, or for a job that failed before [retries, due, error].
- */
-export function decodeTaken(flat: Array<unknown>, worker: string): Job[] {
-  const jobs: Job[] = [];
-  const first = Number(flat[0]);
-  for (let i = 1, seq = first; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, seq++) {
-    const job: Record<string, unknown> = {
-      id: String(flat[i]), takeSeq: seq, retries: 0,
-      submitted: Number(flat[i + 2]), state: 'scheduled', worker, subject: '', submitter: '',
-    };
-    const retried = flat[i + 3] as Array<Buffer | null> | null;
-    if (retried) {
-      const [retries, due, error] = retried;
-      job.retries = Number(retries);
-      if (due) job.due = Number(due);
-      if (error) job.error = error.toString();
-    }
-    jobs.push(assignDescription(job, flat[i + 1] as Buffer) as unknown as Job);
-  }
-  return jobs;
 }

@@ -3,12 +3,11 @@ import type { Redis } from 'ioredis';
 import { ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { leaseJobId, queueKeys, type QueueKeys } from '../redis/keys.js';
-import { runScript } from '../redis/scripts.js';
-import { packStrings, type StringValue } from '../redis/string-array.js';
-import { decodeJob, decodeJobObject, JOB_STATES, packDescription, type Job, type JobState } from './job.js';
+import { QueueStore, type GroupChange } from '../redis/queue-store.js';
+import { decodeJob, decodeJobObject, JOB_STATES, type Job, type JobState } from './job.js';
 import { checkSpec, type CheckedSpec, type SubmitSpec } from './validate.js';
 import { readEvents, type QueueEvent } from './events.js';
-import { EMPTY_GROUP, readGroupStates } from './group-state.js';
+import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
 import { Batcher } from './batcher.js';
 
 /** Options shared by every part that opens a queue. */
@@ -99,22 +98,6 @@ export function newJobId(): string {
 }
 
 /**
- * Packs checked specs into the submit script's job list: one MessagePack array of the per-job
- * fields, flat, so that a call carries one argument however many jobs it holds (see
- * redis/string-array). A job has four fields (id, description, group, priority), six when some
- * job of the call is a periodic task's run (tracker and occurrence, '' for the others).
- */
-export function packSubmits(specs: CheckedSpec[], limit = MAX_SUBMIT_BYTES): { packed: Buffer; width: number } {
-  const periodic = specs.some((s) => s.tracker !== undefined || s.occurrence !== undefined);
-  const fields: StringValue[] = [];
-  for (const s of specs) {
-    fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority);
-    if (periodic) fields.push(s.tracker ?? '', s.occurrence === undefined ? '' : String(s.occurrence));
-  }
-  return { packed: packStrings(fields, limit, 'specs'), width: periodic ? 6 : 4 };
-}
-
-/**
  * A queue as seen by producers and operators.
  * @example
  * const queue = new Queue('mail', { connection: 'redis://127.0.0.1:6379' });
@@ -138,6 +121,8 @@ export class Queue {
   });
   readonly maxEvents: number;
   readonly connection: ConnectionOption;
+  /** The queue's script calls (see src/redis/queue-store.ts). */
+  private readonly store: QueueStore;
 
   constructor(name: string, opts: QueueOptions) {
     this.keys = queueKeys(name);
@@ -148,6 +133,7 @@ export class Queue {
     this.owned = owned;
     this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
     this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
+    this.store = new QueueStore(client, name, { maxEvents: this.maxEvents });
   }
 
   /** Validates a spec (throws {@link ValidationError} naming the field) and gives it an id. */
@@ -233,16 +219,14 @@ export class Queue {
    * written.
    */
   private async write<A>(checked: CheckedSpec[]): Promise<Job<A>[] | number> {
-    const { packed, width } = packSubmits(checked);
-    const [submitted, flags, reserved] = await runScript<[number, number[], number?]>(this.client, 'submit', [this.keys.marker], [
-      this.keys.prefix, this.maxEvents, width, packed,
-    ]);
-    if (reserved) return reserved - 1;
+    const r = await this.store.submit(checked, MAX_SUBMIT_BYTES);
+    if (r.reserved !== undefined) return r.reserved;
+    const submitted = r.submitted;
     // Ids that existed already are read back together (one round trip on the pipelined connection).
     const existing = new Map<number, Job<A>>();
     const reads: Promise<void>[] = [];
-    flags.forEach((added, i) => {
-      if (added !== 1) reads.push(this.getJob<A>(checked[i].id!).then((job) => void existing.set(i, job!)));
+    r.added.forEach((added, i) => {
+      if (!added) reads.push(this.getJob<A>(checked[i].id!).then((job) => void existing.set(i, job!)));
     });
     await Promise.all(reads);
     return checked.map((c, i): Job<A> => existing.get(i) ?? {
@@ -273,14 +257,12 @@ export class Queue {
    * A finished job is left alone (resolves its state); an unknown id resolves null.
    */
   async cancel(id: string): Promise<JobState | 'cancelling' | null> {
-    const r = await runScript<string | null>(this.client, 'cancel', [this.keys.counts], [this.keys.prefix, this.maxEvents, id]);
-    return (r as JobState | 'cancelling') ?? null;
+    return this.store.cancel(id);
   }
 
   /** Puts a failed or cancelled job back as `waiting` (retries reset); resolves its state afterwards, or null. */
   async retry(id: string): Promise<JobState | null> {
-    const r = await runScript<string | null>(this.client, 'retry', [this.keys.counts], [this.keys.prefix, this.maxEvents, id]);
-    return (r as JobState) ?? null;
+    return this.store.retry(id);
   }
 
   /**
@@ -377,14 +359,9 @@ export class Queue {
    * A group with neither is not kept: groups can come and go by the million.
    */
   async groups(): Promise<GroupInfo[]> {
-    const [states, flat] = await Promise.all([
-      readGroupStates(this.client, this.keys.groups),
-      runScript<Array<string | number>>(this.client, 'running', [this.keys.leases], [this.keys.prefix]),
-    ]);
     // Runs in progress are counted from the leases: a group keeps its own count only while it
     // has a limit, and a group with runs but nothing waiting is not in the hash.
-    const running = new Map<string, number>();
-    for (let i = 0; i < flat.length; i += 2) running.set(String(flat[i]), Number(flat[i + 1]));
+    const [states, running] = await Promise.all([readGroupStates(this.client, this.keys.groups), this.store.running()]);
     const names = new Set([...states.keys(), ...running.keys()]);
     return [...names].sort().map((group) => {
       const g = states.get(group) ?? EMPTY_GROUP;
@@ -403,12 +380,12 @@ export class Queue {
 
   /** Stops handing out the group's jobs (running ones go on) until {@link resumeGroup}. */
   async pauseGroup(group: string): Promise<void> {
-    await this.setGroup(group, ['paused', '1']);
+    await this.setGroup(group, { paused: true });
   }
 
   /** Lets executors take the group's jobs again. */
   async resumeGroup(group: string): Promise<void> {
-    await this.setGroup(group, ['paused', '0']);
+    await this.setGroup(group, { paused: false });
   }
 
   /**
@@ -419,25 +396,25 @@ export class Queue {
    * lease, in the same atomic call).
    */
   async setGroupLimit(group: string, opts: { concurrency?: number; weight?: number }): Promise<void> {
-    const fields: Array<string | number> = [];
+    const change: GroupChange = {};
     if (opts.concurrency !== undefined) {
       if (!Number.isInteger(opts.concurrency) || opts.concurrency < 0) {
         throw new ValidationError('concurrency', 'must be a whole number >= 0 (0: no limit)');
       }
-      fields.push('limit', opts.concurrency);
+      change.limit = opts.concurrency;
     }
     if (opts.weight !== undefined) {
       if (!Number.isInteger(opts.weight) || opts.weight < 1 || opts.weight > 1000) {
         throw new ValidationError('weight', 'must be a whole number from 1 to 1000');
       }
-      fields.push('weight', opts.weight);
+      change.weight = opts.weight;
     }
-    await this.setGroup(group, fields);
+    await this.setGroup(group, change);
   }
 
-  private async setGroup(group: string, fields: Array<string | number>): Promise<void> {
+  private async setGroup(group: string, change: GroupChange): Promise<void> {
     this.check({ task: 'x', group });
-    await runScript(this.client, 'group', [this.keys.rotation], [this.keys.prefix, group, ...fields]);
+    await this.store.group(group, change);
   }
 
   /** Live executors (whose heartbeat has not expired). */

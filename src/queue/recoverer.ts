@@ -3,9 +3,7 @@
  * or lost Redis), clears stale marks of its own id at start, and removes finished jobs past
  * their keep age. Every live executor runs it; the script is atomic, so they never collide.
  */
-import type { Redis } from 'ioredis';
-import type { QueueKeys } from '../redis/keys.js';
-import { runScript } from '../redis/scripts.js';
+import type { QueueStore } from '../redis/queue-store.js';
 import { clearLongTimeout, setLongTimeout, type LongTimer } from './long-timer.js';
 
 /** How long finished jobs are kept: the newest `count`, each for at most `age` ms (-1: no bound). */
@@ -15,10 +13,8 @@ export interface Keep {
 }
 
 export interface RecovererDeps {
-  client: Redis;
-  keys: QueueKeys;
+  store: QueueStore;
   workerId: string;
-  maxEvents: number;
   retryDelay: number;
   everyMs: number;
   /**
@@ -52,12 +48,13 @@ export class Recoverer {
   /** One recovery pass; `own` also releases jobs still marked with this executor's id. */
   async pass(own: boolean): Promise<string[]> {
     // While Redis is unreachable, skip passes rather than queue them for the reconnect.
-    if (!own && this.d.client.status !== 'ready') return [];
+    if (!own && this.d.store.client.status !== 'ready') return [];
     try {
-      const [recovered] = await runScript<[string[], number]>(this.d.client, 'recover', [this.d.keys.leases], [
-        this.d.keys.prefix, this.d.maxEvents, this.d.retryDelay, 1000, own ? this.d.workerId : '',
-        this.d.keepSucceeded.age, this.d.keepFailed.age, 500, this.d.leaseMs ?? '',
-      ]);
+      const { recovered } = await this.d.store.recover({
+        retryDelay: this.d.retryDelay, maxLeases: 1000, ownWorkerId: own ? this.d.workerId : undefined,
+        keepSucceededAgeMs: this.d.keepSucceeded.age, keepFailedAgeMs: this.d.keepFailed.age, maxRemoved: 500,
+        leaseMs: this.d.leaseMs,
+      });
       return recovered;
     } catch (err) {
       this.d.onError(err);

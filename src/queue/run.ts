@@ -6,12 +6,13 @@ import { PermanentError, TimeoutError, UnknownTaskError } from '../errors.js';
 import type { Handlers, JobContext } from './context.js';
 import type { Job } from './job.js';
 import { clearLongTimeout, setLongTimeout, type LongTimer } from './long-timer.js';
+import type { OutcomeCode } from '../redis/wire.js';
 
 /** Why a run's signal aborted. */
 export type AbortReason = 'cancel' | 'timeout' | 'lost' | 'shutdown';
 
-/** Outcome codes of the finish script: success, failure (retried), permanent failure, cancelled, released. */
-export type OutcomeCode = 's' | 'f' | 'p' | 'c' | 'r';
+/** Outcome codes of the finish script (OUTCOME in src/redis/wire.ts): success, failure (retried), permanent failure, cancelled, released. */
+export type { OutcomeCode };
 
 export interface Outcome {
   code: OutcomeCode;

@@ -9,16 +9,18 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { ValidationError } from '../errors.js';
+import { SchemaMismatchError, ValidationError } from '../errors.js';
 import { connect, type ConnectionOption } from '../redis/connection.js';
 import { queueKeys, type QueueKeys } from '../redis/keys.js';
-import { preload, runScript } from '../redis/scripts.js';
-import { packStrings, type StringValue } from '../redis/string-array.js';
+import { loadLibrary } from '../redis/library.js';
+import { addRun, QueueStore, type FinishSettings, type Taken } from '../redis/queue-store.js';
+import type { StringValue } from '../redis/string-array.js';
+import { OUTCOME } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
 import { Dictionary } from './churn.js';
 import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
-import { decodeEndStates, decodeTaken, type Job, type JobState } from './job.js';
+import type { Job, JobState } from './job.js';
 import { clearLongTimeout, setLongTimeout, type LongTimer } from './long-timer.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
 import { Recoverer, type Keep } from './recoverer.js';
@@ -96,9 +98,6 @@ interface Finished {
   unstarted?: boolean;
 }
 
-/** A take's answer (from take, or the end of a finish call's): see lua/includes/take. */
-type TakeReply = [Array<Buffer | number | null>, Buffer | number];
-
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The event a run's end is reported as, by the state it ended in. */
@@ -133,6 +132,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly handlers: Handlers;
   private readonly logger?: JobLogger;
   private readonly client: Redis;
+  /** The queue's script calls, on `client`. */
+  private readonly store: QueueStore;
+  /** What every take and finish call asks for besides its size. */
+  private readonly settings: FinishSettings;
   private readonly blocking: Redis;
   private readonly subscriber: Redis;
   /** Runs in progress by job id (a plain object, not a Map: runs come and go all the time, see churn.ts). */
@@ -198,6 +201,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
     });
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.client = connect(options.connection, { blocking: true }).client;
+    this.store = new QueueStore(this.client, name, { maxEvents: this.opts.maxEvents });
+    this.settings = {
+      workerId: this.id, countingScheme: this.opts.countingScheme, leaseMs: this.opts.leaseMs, retryDelay: this.opts.retryDelay,
+    };
     this.blocking = connect(options.connection, { blocking: true }).client;
     this.subscriber = connect(options.connection, { blocking: true, subscriber: true }).client;
     for (const c of [this.client, this.blocking, this.subscriber]) {
@@ -220,7 +227,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       await pipe.exec();
     });
     this.heartbeat = new Heartbeat({
-      client: this.client, keys: this.keys, workerId: this.id, leaseMs: this.opts.leaseMs,
+      store: this.store, workerId: this.id, leaseMs: this.opts.leaseMs,
       concurrency, started: this.startedAt,
       held: () => this.runs.values().map((r) => ({ id: r.job.id, token: String(r.job.takeSeq) })),
       onLost: (ids) => this.abortRuns(ids, 'lost'),
@@ -228,26 +235,36 @@ export class Worker extends EventEmitter<WorkerEvents> {
       onError: (err) => this.emitError(err),
     });
     this.recoverer = new Recoverer({
-      client: this.client, keys: this.keys, workerId: this.id, maxEvents: this.opts.maxEvents,
+      store: this.store, workerId: this.id,
       retryDelay: this.opts.retryDelay, everyMs: Math.max(100, Math.floor(this.opts.leaseMs / 2)), leaseMs: this.opts.leaseMs,
       keepSucceeded, keepFailed,
       onError: (err) => this.emitError(err),
     });
-    if (options.autorun ?? true) void this.run();
+    // (a failure to start is an error event)
+    if (options.autorun ?? true) this.run().catch(() => undefined);
   }
 
-  /** Starts taking jobs (done by the constructor unless `autorun: false`). Resolves once the executor is up. */
+  /**
+   * Starts taking jobs (done by the constructor unless `autorun: false`). Resolves once the executor
+   * is up; a failure to start is an `error` event.
+   * @throws {SchemaMismatchError} when the queue holds data of another schema version.
+   */
   run(): Promise<void> {
     if (this.loopDone) return Promise.resolve();
     const up = (async () => {
-      await preload(this.client);
+      await this.store.ready();
+      await loadLibrary(this.client);
       await this.subscriber.subscribe(this.keys.cancel);
       this.subscriber.on('message', (_ch, id: string) => this.abortRuns([id], 'cancel'));
       await this.heartbeat.start();
       await this.recoverer.start();
     })();
-    this.loopDone = up.then(() => this.loop()).catch((err) => this.emitError(err));
-    return up.catch((err) => this.emitError(err));
+    this.loopDone = up.then(() => this.loop(), () => undefined).catch((err) => this.emitError(err));
+    return up.catch((err: unknown) => {
+      this.emitError(err);
+      // a queue this executor can never work on: whoever awaits run() is told too
+      if (err instanceof SchemaMismatchError) throw err;
+    });
   }
 
   /** Number of jobs running now. */
@@ -314,9 +331,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   /** Follows a take of `want` jobs: starts the jobs it brings, and tells the plan what it found. */
-  private trackTake(want: number, reply: Promise<[Job[], number]>, quiet: boolean): void {
+  private trackTake(want: number, reply: Promise<Taken>, quiet: boolean): void {
     const ticket = this.plan.sent(want);
-    void reply.then(([jobs, due]) => {
+    void reply.then(({ jobs, nextDue: due }) => {
       if (this.closing) {
         // Taken while close() began: hand them back untouched.
         this.releaseTaken(jobs);
@@ -334,16 +351,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     });
   }
 
-  private async take(n: number): Promise<[Job[], number]> {
-    const [flatJobs, nextDue] = await this.takeSizer.timed(runScript<TakeReply>(this.client, 'take', [this.keys.rotation], [
-      this.keys.prefix, this.opts.maxEvents, this.id, n, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
-    ], true));
-    return this.taken(flatJobs, nextDue);
-  }
-
-  /** The jobs and next stuck due time of a take reply (from take or finish). */
-  private taken(flat: TakeReply[0], due: TakeReply[1]): [Job[], number] {
-    return [decodeTaken(flat, this.id), Number(due)];
+  private take(n: number): Promise<Taken> {
+    return this.takeSizer.timed(this.store.take(n, this.settings));
   }
 
   /** Blocks on the wake-up marker for at most `ms`. */
@@ -405,14 +414,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   private async sendStarts(batch: Run[]): Promise<void> {
-    const args: Array<string | number> = [this.keys.prefix, this.opts.maxEvents, this.opts.leaseMs];
-    for (const r of batch) args.push(r.job.id, String(r.job.takeSeq));
+    const jobs: Job[] = [];
+    for (const r of batch) jobs.push(r.job);
     try {
-      const [started, lost, dropped] = await runScript<[number, string[], string[]]>(this.client, 'start', [this.keys.leases], args);
-      for (const r of batch) r.job.started = Number(started);
+      const { startedAt, lost, dropped } = await this.store.start(this.opts.leaseMs, jobs);
+      for (const r of batch) r.job.started = startedAt;
       if (lost.length) this.abortRuns(lost, 'lost');
       // Periodic runs wait for this answer: a run dropped by its task's tolerance ends cancelled unrun.
-      const drop = new Set(dropped ?? []);
+      const drop = new Set(dropped);
       for (const r of batch) r.open(!drop.has(r.job.id));
     } catch (err) {
       this.emitError(err);
@@ -426,32 +435,24 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const runs: StringValue[] = [];
     for (const f of batch) {
       let payload: string | Buffer = '';
-      if (f.outcome.code === 's') {
+      if (f.outcome.code === OUTCOME.success) {
         try {
           payload = packValue(f.outcome.result, this.opts.maxResultBytes, 'result');
         } catch (err) {
-          f.outcome = { code: 'p', error: err as Error };
+          f.outcome = { code: OUTCOME.permanent, error: err as Error };
         }
       }
       if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
-      runs.push(f.run.job.id, String(f.run.job.takeSeq), f.unstarted ? `+${f.outcome.code}` : f.outcome.code, payload);
+      addRun(runs, f.run.job.id, String(f.run.job.takeSeq), f.outcome.code, f.unstarted ?? false, payload);
     }
-    // The runs go as one argument. Results are capped at maxResultBytes each, so a batch stays
-    // far below what Redis takes in one argument.
-    const args = [
-      this.keys.prefix, this.opts.maxEvents, this.opts.retryDelay, keepSucceeded, keepFailed,
-      want, this.id, this.opts.countingScheme[0], this.opts.countingScheme[1], this.opts.leaseMs,
-      packStrings(runs, Infinity, 'runs'),
-    ];
-    // Binary-safe: the taken jobs hold their args (msgpack).
-    const reply = this.takeSizer.timed(runScript<[number, Buffer, ...TakeReply]>(this.client, 'finish', [this.keys.leases], args, true));
-    if (want > 0) this.trackTake(want, reply.then(([, , jobs, due]) => this.taken(jobs, due)), true);
+    const reply = this.takeSizer.timed(this.store.finish(this.settings, { succeeded: keepSucceeded, failed: keepFailed }, want, runs));
+    if (want > 0) this.trackTake(want, reply, true);
     let states: Array<JobState | ''>;
     let at: number;
     try {
       const r = await reply;
-      at = Number(r[0]);
-      states = decodeEndStates(r[1].toString());
+      at = r.finishedAt;
+      states = r.states;
     } catch (err) {
       this.emitError(err);
       return;

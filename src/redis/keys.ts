@@ -4,6 +4,7 @@
  * from the same prefix (see lua/includes/common.lua for the layout).
  */
 import { ValidationError } from '../errors.js';
+import { CANCEL_MARK, RUNNING_MARK, SCHEDULED_MARK } from './wire.js';
 
 const QUEUE_NAME = /^[A-Za-z0-9._-]{1,100}$/;
 
@@ -16,6 +17,8 @@ export function checkQueueName(name: string): void {
 
 export interface QueueKeys {
   prefix: string;
+  /** HASH of the queue's own facts: `schema`, the data format's version (see SCHEMA_VERSION in ./wire.ts). */
+  meta: string;
   rotation: string;
   marker: string;
   delayed: string;
@@ -36,7 +39,7 @@ export interface QueueKeys {
   worker(id: string): string;
 }
 
-const LEASE_MEMBER = /^\d+[:!?]([\s\S]*)$/;
+const LEASE_MEMBER = new RegExp(`^\\d+[${SCHEDULED_MARK}${RUNNING_MARK}\\${CANCEL_MARK}]([\\s\\S]*)$`);
 
 /**
  * The job id of a member of `leases`: the lease token (digits), a one-character mark of the run's
@@ -53,6 +56,7 @@ export function queueKeys(name: string): QueueKeys {
   const prefix = `{rota:${name}}:`;
   return {
     prefix,
+    meta: `${prefix}meta`,
     rotation: `${prefix}rotation`,
     marker: `${prefix}marker`,
     delayed: `${prefix}delayed`,

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Worker, PermanentError, PayloadTooLargeError, type Job, type SubmitSpec } from '../../src/index.js';
-import { packSubmits } from '../../src/queue/queue.js';
+import { packSubmits } from '../../src/redis/queue-store.js';
 import { closeAll, openQueue, rawClient, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
 afterEach(closeAll);
@@ -87,7 +87,7 @@ describe('submitting', () => {
   it('refuses a bulk that packs to more than one submit call carries, naming its size', () => {
     const q = queue(uniqueQueue());
     const specs = [0, 1].map(() => q.check({ task: 't', args: 'x'.repeat(100) }));
-    const size = packSubmits(specs).packed.length;
+    const size = packSubmits(specs, Infinity).packed.length;
     expect(() => packSubmits(specs, size)).not.toThrow();
     const err = (() => { try { packSubmits(specs, size - 1); } catch (e) { return e; } })();
     expect(err).toBeInstanceOf(PayloadTooLargeError);

@@ -3,12 +3,10 @@ import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Job, Queue, Worker } from '../../src/index.js';
 import { NodeProcess } from '../helpers/processes.js';
-import { readGroupStates } from '../../src/queue/group-state.js';
+import { readGroupStates } from '../../src/redis/group-state.js';
 import type { Redis } from 'ioredis';
 import { queueKeys, type QueueKeys } from '../../src/redis/keys.js';
-import { runScript } from '../../src/redis/scripts.js';
-import { packStrings } from '../../src/redis/string-array.js';
-import { takenTokens } from '../../src/queue/job.js';
+import { finishRuns, settings, storeOf, takeRuns } from '../helpers/store.js';
 import { closeAll, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
 const CHILD = new URL('../fixtures/fair-worker.ts', import.meta.url).pathname;
@@ -31,8 +29,7 @@ async function drainInOrder(q: Queue, ids: string[], w: Worker): Promise<Job[]> 
 
 /** Takes up to `n` jobs through the take script (executor exec-t, scheme (2, 1)): their ids and tokens, in take order. */
 async function takeRaw(raw: Redis, k: QueueKeys, n: number): Promise<Array<[string, string]>> {
-  const [flat] = await runScript<[Array<Buffer | number | null>, number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-t', n, 2, 1, 30_000]);
-  return takenTokens(flat);
+  return takeRuns(storeOf(raw, k), n, settings('exec-t'));
 }
 
 const ids = (taken: Array<[string, string]>) => taken.map(([id]) => id);
@@ -280,8 +277,8 @@ describe('fair selection', () => {
       const jobs = (group: string, n: number, priority: 'high' | 'low' = 'low') =>
         Array.from({ length: n }, (_, i) => ({ id: `${group}-${priority}-${i}`, task: 'noop', group, priority }));
       await q.submitBulk([...jobs('s', 3), ...jobs('rel', 3)]);
-      const ends = (await takeRaw(raw, k, 2)).flatMap(([id, token]) => [id, token, id.startsWith('s-') ? '+f' : '+r', 'x']);
-      await runScript(raw, 'finish', [k.leases], [k.prefix, 10_000, 0, 1000, 1000, 0, '', 2, 1, 30_000, packStrings(ends, Infinity, 'runs')]);
+      const ends = (await takeRaw(raw, k, 2)).map(([id, token]) => [id, token, id.startsWith('s-') ? '+f' : '+r', 'x'] as const);
+      await finishRuns(storeOf(raw, name), ends, settings('', { retryDelay: 0 }));
       await q.setGroupLimit('w3', { weight: 3 });
       await q.setGroupLimit('w2', { weight: 2 });
       await q.setGroupLimit('lim', { concurrency: 2 });

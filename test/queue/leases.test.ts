@@ -7,11 +7,9 @@
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Queue } from '../../src/index.js';
-import { decodeEndStates, takenTokens } from '../../src/queue/job.js';
 import { leaseJobId } from '../../src/redis/keys.js';
-import { runScript } from '../../src/redis/scripts.js';
-import { packStrings } from '../../src/redis/string-array.js';
 import { closeAll, openQueue, rawClient, uniqueQueue } from '../helpers/setup.js';
+import { finishRuns, settings, startRuns, storeOf, takeRuns } from '../helpers/store.js';
 
 const raws: Redis[] = [];
 afterEach(async () => {
@@ -25,25 +23,23 @@ async function taken(n: number): Promise<{ q: Queue; raw: Redis; runs: Array<[st
   const raw = rawClient();
   raws.push(raw);
   await q.submitBulk(Array.from({ length: n }, (_, i) => ({ task: 'x', group: `g${i}` })));
-  const k = q.keys;
-  const [jobs] = await runScript<[unknown[], number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-l', n, 2, 1, 30_000]);
-  return { q, raw, runs: takenTokens(jobs) };
+  return { q, raw, runs: await takeRuns(storeOf(raw, q.name), n, settings('exec-l')) };
 }
 
-function start(q: Queue, raw: Redis, runs: Array<[string, string]>): Promise<[number, string[], string[]]> {
-  return runScript(raw, 'start', [q.keys.leases], [q.keys.prefix, 10_000, 30_000, ...runs.flat()]);
+function start(q: Queue, raw: Redis, runs: Array<[string, string]>) {
+  return startRuns(storeOf(raw, q.name), runs);
 }
 
 /** Finishes `runs`, each as [id, token, outcome code]; answers the state each ended in. */
 async function finish(q: Queue, raw: Redis, runs: Array<[string, string, string]>): Promise<string[]> {
-  const k = q.keys;
-  const flat = runs.flatMap(([id, token, code]) => [id, token, code, '']);
-  const [, states] = await runScript<[number, string]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 2, 1, 30_000, packStrings(flat, Infinity, 'runs')]);
-  return decodeEndStates(states);
+  return (await finishRuns(storeOf(raw, q.name), runs, settings(''))).states;
 }
 
 /** The members of `leases` that are runs' (not the pad). */
 const leases = async (q: Queue, raw: Redis) => (await raw.zrange(q.keys.leases, 0, -1)).filter((m) => leaseJobId(m) !== null);
+
+/** A recovery pass: every expired lease, no stale marks of an executor, every finished job kept. */
+const RECOVER = { retryDelay: 1000, maxLeases: 1000, keepSucceededAgeMs: -1, keepFailedAgeMs: -1, maxRemoved: 500 };
 
 describe('leases', () => {
   it('name each run by token, condition and job id, and a finish claiming them as they are ends every run', async () => {
@@ -68,8 +64,8 @@ describe('leases', () => {
     expect(await q.cancel(id)).toBe('cancelling');
     expect(await leases(q, raw)).toEqual([`${token}?${id}`]);
     // the heartbeat keeps the marked lease and reports the cancel
-    const [lost, cancel] = await runScript<[string[], string[]]>(raw, 'heartbeat', [q.keys.workers], [q.keys.prefix, 'exec-l', 30_000, 60_000, '{}', id, token]);
-    expect([lost, cancel]).toEqual([[], [id]]);
+    const beat = await storeOf(raw, q.name).heartbeat({ workerId: 'exec-l', leaseMs: 30_000, ttlMs: 60_000, info: {}, held: [{ id, token }] });
+    expect(beat).toEqual({ lost: [], cancel: [id] });
     expect(await finish(q, raw, [[id, token, 's']])).toEqual(['cancelled']);
     expect(await leases(q, raw)).toEqual([]);
     expect(await q.counts()).toMatchObject({ cancelled: 1, running: 0 });
@@ -101,7 +97,7 @@ describe('leases', () => {
     expect(await raw.zrange(k.active, 0, -1)).toEqual([lostId]);
     // the other's lease expires: recovery ends its run as a failed attempt
     await raw.zadd(k.active, 1, lostId);
-    const [recovered] = await runScript<[string[], number]>(raw, 'recover', [k.leases], [k.prefix, 10_000, 1000, 1000, '', -1, -1, 500, '']);
+    const { recovered } = await storeOf(raw, q.name).recover(RECOVER);
     expect(recovered).toEqual([lostId]);
     expect((await q.getJob(lostId))!.state).toBe('stuck');
     expect(await raw.zcard(k.active)).toBe(0);
@@ -116,7 +112,7 @@ describe('leases', () => {
     // b's run ended, but an entry was left behind (nothing leaves one: the pass must still cope)
     expect(await finish(q, raw, [[b, bToken, '+s']])).toEqual(['success']);
     await raw.zadd(k.leases, 1, `${bToken}:${b}`);
-    const [recovered] = await runScript<[string[], number]>(raw, 'recover', [k.leases], [k.prefix, 10_000, 1000, 1000, '', -1, -1, 500, '']);
+    const { recovered } = await storeOf(raw, q.name).recover(RECOVER);
     expect(recovered).toEqual([a]);
     expect(await leases(q, raw)).toEqual([]);
     expect((await q.getJob(a))!.state).toBe('stuck');

@@ -4,9 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Queue, Worker, PermanentError, TimeoutError, type Job, type QueueEvent } from '../../src/index.js';
-import { decodeEndStates, takenTokens } from '../../src/queue/job.js';
-import { runScript } from '../../src/redis/scripts.js';
-import { packStrings } from '../../src/redis/string-array.js';
+import { finishRuns, settings, startRuns, storeOf, takeRuns } from '../helpers/store.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 import { executorScript } from '../fixtures/chaos.js';
@@ -332,24 +330,25 @@ describe('repeats after a reconnect', () => {
     try {
       const job = await q.submit({ task: 'x' });
       const k = q.keys;
-      const [jobs] = await runScript<[unknown[], number]>(raw, 'take', [k.rotation], [k.prefix, 10_000, 'exec-r', 1, 2, 1, 30_000]);
-      const taken = takenTokens(jobs as string[]);
+      const store = storeOf(raw, name);
+      const taken = await takeRuns(store, 1, settings('exec-r'));
       const token = await raw.hget(k.job(job.id), 'takeSeq');
       // one job, with the token the take wrote
       expect(taken).toEqual([[job.id, token]]);
       for (let i = 0; i < 2; i++) {
-        const [, lost] = await runScript<[number, string[]]>(raw, 'start', [k.leases], [k.prefix, 10_000, 30_000, job.id, token!]);
+        const { lost } = await startRuns(store, [[job.id, token!]]);
         expect(lost).toEqual([]);
       }
-      const finish = async () => decodeEndStates((await runScript<[number, string]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 1, 1, 1000, packStrings([job.id, token!, 's', ''], Infinity, 'runs')]))[1]);
+      const ends = settings('', { countingScheme: [1, 1], leaseMs: 1000 });
+      const finish = async () => (await finishRuns(store, [[job.id, token!, 's']], ends)).states;
       expect(await finish()).toEqual(['success']);
       const before = await raw.hgetall(k.job(job.id));
       expect(await finish()).toEqual(['success']);
       expect(await raw.hgetall(k.job(job.id))).toEqual(before);
       expect((await q.counts()).success).toBe(1);
       // A wrong token is refused.
-      const [, refused] = await runScript<[number, string]>(raw, 'finish', [k.leases], [k.prefix, 10_000, 1000, -1, -1, 0, '', 1, 1, 1000, packStrings([job.id, String(Number(token) + 1), 's', ''], Infinity, 'runs')]);
-      expect(decodeEndStates(refused)).toEqual(['']);
+      const { states: refused } = await finishRuns(store, [[job.id, String(Number(token) + 1), 's']], ends);
+      expect(refused).toEqual(['']);
     } finally {
       raw.disconnect();
     }

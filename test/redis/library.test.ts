@@ -1,9 +1,11 @@
 /** The scripts as one Redis function library: loaded on demand, and no call sees the last one's state. */
-import { appendFileSync, cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildLibrary } from '../../src/redis/scripts.js';
+import { buildLibrary, orderIncludes } from '../../src/redis/library.js';
+import { QueueStore } from '../../src/redis/queue-store.js';
+import { wireInclude } from '../../src/redis/wire.js';
 import { closeAll, openQueue, rawClient, uniqueQueue } from '../helpers/setup.js';
 import { parseEntry } from '../../src/queue/events.js';
 
@@ -55,14 +57,73 @@ describe('the function library', () => {
       expect(next.name).not.toBe(now.name);
       for (const l of [now, next]) await r.call('FUNCTION', 'LOAD', 'REPLACE', l.code);
       for (const l of [now, next]) {
-        const prefix = `{rota:${uniqueQueue()}}:`;
-        const [jobs] = (await r.call('FCALL', l.functions.get('take')!, 1, `${prefix}rotation`, prefix, 100, 'w', 1, 2, 1, 1000)) as [unknown[]];
-        expect(jobs).toEqual([]);
+        const store = new QueueStore(r, uniqueQueue(), { maxEvents: 100, library: l });
+        expect(await store.take(1, { workerId: 'w', countingScheme: [2, 1], leaseMs: 1000 })).toEqual({ jobs: [], nextDue: -1 });
       }
     } finally {
       await r.call('FUNCTION', 'DELETE', buildLibrary(copy).name).catch(() => undefined);
       r.disconnect();
       rmSync(copy, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the library builder', () => {
+  /** A folder of Lua files: name (without .lua) -> text. */
+  const folder = (files: Record<string, string>): string => {
+    const dir = mkdtempSync(join(tmpdir(), 'rota-lua-'));
+    mkdirSync(join(dir, 'includes'));
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, `${name}.lua`), text);
+    return dir;
+  };
+  const inc = (...names: string[]) => names.map((n) => `--- @include "includes/${n}"\n`).join('');
+
+  it('defines each include after those it declares, the generated wire include first', () => {
+    const dir = folder({
+      'includes/common': '-- mark common\n',
+      'includes/a': `${inc('b', 'common')}-- mark a\n`,
+      'includes/b': `${inc('c')}-- mark b\n`,
+      'includes/c': `${inc('common', 'wire')}-- mark c\n`,
+      submit: `${inc('a')}return 1\n`,
+    });
+    try {
+      expect(orderIncludes(dir, [['submit', inc('a')]])).toEqual(['includes/common', 'includes/c', 'includes/b', 'includes/a']);
+      const { code } = buildLibrary(dir);
+      const at = (text: string) => code.indexOf(text);
+      expect(at(wireInclude())).toBeGreaterThan(0);
+      const marks = ['common', 'c', 'b', 'a'].map((m) => at(`-- mark ${m}\n`));
+      expect(marks.every((m) => m > at(wireInclude()))).toBe(true);
+      expect(marks).toEqual([...marks].sort((x, y) => x - y));
+      expect(code).not.toContain('@include');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses includes that depend on each other in a cycle, naming it', () => {
+    const dir = folder({ 'includes/common': '', 'includes/a': inc('b'), 'includes/b': inc('a'), submit: inc('a') });
+    try {
+      expect(() => buildLibrary(dir)).toThrow('includes/a -> includes/b -> includes/a');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses an include that does not exist, naming who includes it', () => {
+    const dir = folder({ 'includes/common': '', 'includes/a': inc('missing'), submit: inc('a') });
+    try {
+      expect(() => buildLibrary(dir)).toThrow(/includes\/a\.lua includes "includes\/missing"/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a Lua file in place of the generated wire include', () => {
+    const dir = folder({ 'includes/common': '', 'includes/wire': 'local TAKEN_WIDTH = 4\n', submit: '' });
+    try {
+      expect(() => buildLibrary(dir)).toThrow(/generated from src\/redis\/wire\.ts/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,12 +1,11 @@
 /**
  * A group's state as the Lua scripts keep it: one packed value per group in the queue's `groups`
- * hash (see GROUP_FIELDS in lua/includes/common.lua), little-endian 32-bit integers in this order.
+ * hash, the fields of GROUP_FIELDS (./wire.ts) in order, as little-endian 32-bit integers.
  */
 import type { Redis } from 'ioredis';
+import { GROUP_FIELDS as FIELDS } from './wire.js';
 
-const FIELDS = ['running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready'] as const;
-
-/** `running` is kept only while the group has a limit (see countsRunning in common.lua). */
+/** `running` is kept only while the group has a limit (see countsRunning in lua/includes/common.lua). */
 export type GroupState = Record<(typeof FIELDS)[number], number>;
 
 /** The state of a group the hash does not hold: no jobs, default settings. */

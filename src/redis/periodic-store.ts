@@ -1,0 +1,168 @@
+/**
+ * The periodic scheduler's storage contract: one method per periodic Lua script
+ * (lua/periodic-*.lua), named arguments in, a decoded reply out. The periodic keys live below the
+ * queue's prefix and the scripts write the queue's jobs, so a periodic store shares its queue's
+ * store: the same client, and the same schema check (one `meta` per queue, one version for both).
+ */
+import type { Redis } from 'ioredis';
+import { periodicKeys, type PeriodicKeys } from '../periodic/keys.js';
+import type { Arg } from './library.js';
+import type { QueueStore } from './queue-store.js';
+import { CLAIM_FIELDS, STAGE_FIELDS } from './wire.js';
+
+export type ClaimField = (typeof CLAIM_FIELDS)[number];
+export type StageField = (typeof STAGE_FIELDS)[number];
+
+/** A task claimed by periodic-claim: its id, the claim's token, and its fields ('' when unset; args as packed bytes). */
+export type ClaimedTask = { id: string; token: string } & { [K in ClaimField]: K extends 'args' ? Buffer | string : string };
+
+/** A periodic-stage record: the fields of STAGE_FIELDS (see ./wire.ts), as strings or bytes. */
+export type StageRecord = Record<StageField, string | Buffer>;
+
+/** The answer of a claim: the scheduler-clock now, the earliest nextrun and staged scores left (null: none), the tasks. */
+export interface Claim {
+  now: number;
+  earliest: number | null;
+  staged: number | null;
+  tasks: ClaimedTask[];
+}
+
+/** A task's timer as periodic-upsert writes it. */
+export interface UpsertTask {
+  id: string;
+  /** Listed in p:all (an upsert), or not (an event rule's pending run). */
+  listed: boolean;
+  /** Next occurrence for the new timer (ms); null when the timer never elapses again. */
+  nextrun: number | null;
+  enabled: boolean;
+  now: number;
+  /** Change nothing when the task exists with a later nextrun (an older event after a newer one). */
+  keepLater: boolean;
+  /** The task hash's fields: field, value pairs. */
+  fields: Arg[];
+}
+
+/**
+ * One queue's periodic script calls.
+ * @example
+ * const periodic = new PeriodicStore(new QueueStore(client, 'mail', { maxEvents: 10_000 }));
+ */
+export class PeriodicStore {
+  readonly keys: PeriodicKeys;
+  readonly client: Redis;
+
+  constructor(readonly queue: QueueStore) {
+    this.keys = periodicKeys(queue.queue);
+    this.client = queue.client;
+  }
+
+  /** periodic-upsert: creates or replaces a task; answers whether it was created and its next occurrence. */
+  async upsert(t: UpsertTask): Promise<{ created: boolean; nextrun: number | null }> {
+    const [created, nextrun] = await this.queue.fcall<[number, string]>('periodic-upsert', this.keys.nextrun, [
+      this.keys.prefix, t.id, t.listed ? '1' : '0', t.nextrun ?? '', t.enabled ? '1' : '0', t.now, t.keepLater ? '1' : '0', ...t.fields,
+    ]);
+    return { created: created === 1, nextrun: scoreOf(nextrun) };
+  }
+
+  /** periodic-enable: enables a task (next occurrence `nextrun`, null: none); false when there is no such task. */
+  async enable(id: string, nextrun: number | null, now: number): Promise<boolean> {
+    return (await this.queue.fcall<number>('periodic-enable', this.keys.nextrun, [this.keys.prefix, id, '1', nextrun ?? '', now])) === 1;
+  }
+
+  /** periodic-enable: disables a task; false when there is no such task. */
+  async disable(id: string, now: number): Promise<boolean> {
+    return (await this.queue.fcall<number>('periodic-enable', this.keys.nextrun, [this.keys.prefix, id, '0', '', now])) === 1;
+  }
+
+  /** periodic-remove: removes tasks; answers the ids removed. */
+  remove(ids: readonly string[]): Promise<string[]> {
+    return this.queue.fcall<string[]>('periodic-remove', this.keys.nextrun, [this.keys.prefix, 'ids', ...ids]);
+  }
+
+  /** periodic-remove: removes every task of an owner; answers the ids removed. */
+  removeOwner(owner: string): Promise<string[]> {
+    return this.queue.fcall<string[]>('periodic-remove', this.keys.nextrun, [this.keys.prefix, 'owner', owner]);
+  }
+
+  /** periodic-trigger: asks for a run now (at `now`, default the server clock); answers the trigger time, or null when there is no such task. */
+  async trigger(id: string, now?: number): Promise<number | null> {
+    const at = await this.queue.fcall<number | null>('periodic-trigger', this.keys.nextrun, [this.keys.prefix, id, now ?? '']);
+    return at === null || at === undefined ? null : Number(at);
+  }
+
+  /**
+   * periodic-claim: claims up to `max` tasks due by now + `lookaheadMs` for `claimTtlMs`, and
+   * trims their run histories to `keepCount` entries and `keepAgeMs` (-1: no bound). `now`
+   * defaults to the server clock.
+   */
+  async claim(o: { lookaheadMs: number; max: number; claimTtlMs: number; now?: number; keepCount: number; keepAgeMs: number }): Promise<Claim> {
+    // Binary-safe: the reply holds the tasks' args (msgpack).
+    const [now, first, staged, flat] = await this.queue.fcall<[Buffer | number, Buffer, Buffer, Array<Buffer | number>]>('periodic-claim', this.keys.nextrun, [
+      this.keys.prefix, o.lookaheadMs, o.max, o.claimTtlMs, o.now ?? '', o.keepCount, o.keepAgeMs,
+    ], true);
+    const width = CLAIM_FIELDS.length + 2;
+    const tasks: ClaimedTask[] = [];
+    for (let i = 0; i + width <= flat.length; i += width) {
+      const t: Record<string, string | Buffer> = { id: String(flat[i]), token: String(flat[i + 1]) };
+      CLAIM_FIELDS.forEach((field, k) => {
+        const v = flat[i + 2 + k];
+        t[field] = field === 'args' && Buffer.isBuffer(v) ? v : String(v);
+      });
+      tasks.push(t as ClaimedTask);
+    }
+    return { now: Number(String(now)), earliest: scoreOf(first), staged: scoreOf(staged), tasks };
+  }
+
+  /**
+   * periodic-stage: commits claimed tasks' plans; answers the earliest nextrun and staged scores
+   * afterwards, and per record whether it was committed (false: its claim was gone).
+   */
+  async stage(records: readonly StageRecord[]): Promise<{ earliest: number | null; staged: number | null; committed: boolean[] }> {
+    const [first, staged, results] = await this.queue.fcall<[string, string, number[]]>('periodic-stage', this.keys.nextrun, [
+      this.keys.prefix, ...records.map((r) => encodeRecord(STAGE_FIELDS.map((f) => r[f]))),
+    ]);
+    return { earliest: scoreOf(first), staged: scoreOf(staged), committed: results.map((r) => r === 1) };
+  }
+
+  /**
+   * periodic-release: submits up to `max` staged occurrences that are due (at `now`, default the
+   * server clock) through their overlap policies; answers the earliest staged score left, the
+   * jobs submitted, the occurrences skipped, and the jobs to cancel (cancel-previous).
+   */
+  async release(o: { now?: number; max: number; bufferPollMs: number; misfireGraceMs: number }): Promise<{
+    earliest: number | null; submitted: number; skipped: number; cancels: string[];
+  }> {
+    const [earliest, submitted, skipped, cancels] = await this.queue.fcall<[string, number, number, string[]]>('periodic-release', this.keys.staged, [
+      this.keys.prefix, this.queue.maxEvents, o.now ?? '', o.max, o.bufferPollMs, o.misfireGraceMs,
+    ]);
+    return { earliest: scoreOf(earliest), submitted: Number(submitted), skipped: Number(skipped), cancels };
+  }
+}
+
+/** A sorted-set score from a script reply ('' or null: none). */
+function scoreOf(v: Buffer | string | number | null): number | null {
+  if (v === null || v === undefined) return null;
+  const s = String(v);
+  return s === '' ? null : Number(s);
+}
+
+/**
+ * A record of the stage script: a MessagePack array of raw strings, in the formats Redis's
+ * cmsgpack reads (fixstr, str16, str32; it knows neither bin nor str8).
+ */
+export function encodeRecord(values: Array<string | Buffer>): Buffer {
+  const parts: Buffer[] = [Buffer.from([0xdc, values.length >> 8, values.length & 0xff])];
+  for (const v of values) {
+    const b = typeof v === 'string' ? Buffer.from(v) : v;
+    if (b.length < 32) parts.push(Buffer.from([0xa0 | b.length]));
+    else if (b.length < 0x10000) parts.push(Buffer.from([0xda, b.length >> 8, b.length & 0xff]));
+    else {
+      const h = Buffer.alloc(5);
+      h[0] = 0xdb;
+      h.writeUInt32BE(b.length, 1);
+      parts.push(h);
+    }
+    parts.push(b);
+  }
+  return Buffer.concat(parts);
+}

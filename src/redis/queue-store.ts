@@ -1,0 +1,309 @@
+/**
+ * The queue's storage contract: one method per Lua script of a queue (lua/<script>.lua), named
+ * arguments in, a decoded reply out. Every script call of Rota's queue side goes through here, so
+ * that each script's argument order and reply format is written once, beside its caller; the
+ * values the two sides share by position or code come from ./wire.ts.
+ *
+ * Every method first checks, once per store, that the queue holds this Rota's schema
+ * ({@link SchemaGate}); a queue of another schema rejects every call with a SchemaMismatchError.
+ */
+import type { Redis } from 'ioredis';
+import { assignDescription, packDescription, type Job, type JobDescription, type JobState, type Priority } from '../queue/job.js';
+import { queueKeys, type QueueKeys } from './keys.js';
+import { rotaLibrary, runFunction, type Arg, type Library } from './library.js';
+import { SchemaGate } from './schema.js';
+import { packStrings, type StringValue } from './string-array.js';
+import { END_CODES, END_REFUSED, SUBMIT_FIELDS, SUBMIT_WIDTH, TAKEN_WIDTH, UNSTARTED_PREFIX, type OutcomeCode } from './wire.js';
+
+/** Options of a {@link QueueStore}. */
+export interface QueueStoreOptions {
+  /** Length the events stream is capped at (approximately); 0 writes no events. */
+  maxEvents: number;
+  /** The function library to call; default Rota's own (tests pass another build). */
+  library?: Library;
+}
+
+/** A job to submit: its description and packed args, id, and periodic origin when it has one. */
+export interface SubmitJob extends JobDescription {
+  id?: string;
+  priority: Priority;
+  /** The args as MessagePack, empty when it has none. */
+  packedArgs: Buffer;
+}
+
+/** The answer of a submit: when it was submitted and, per job, whether it was added (false: its id existed). */
+export type SubmitReply =
+  | { submitted: number; added: boolean[]; reserved?: undefined }
+  /** Nothing was written: the job at `reserved` (from 0) has the id of a staged periodic occurrence. */
+  | { submitted: number; added?: undefined; reserved: number };
+
+/** What an executor's takes ask for, fixed for the executor (kept by it, passed to every take). */
+export interface TakeSettings {
+  workerId: string;
+  /** `[high, low]`: the counting scheme inside a group. */
+  countingScheme: readonly [number, number];
+  /** Lease of a taken job, ms. */
+  leaseMs: number;
+}
+
+/** The jobs a take handed out, and the next stuck job's due time (ms, -1: none). */
+export interface Taken {
+  jobs: Job[];
+  nextDue: number;
+}
+
+/** A taken job's lease: its id and take sequence (the lease token). */
+export interface Leased {
+  id: string;
+  takeSeq?: number;
+}
+
+/** What a finish call does besides ending its runs, fixed for the executor. */
+export interface FinishSettings extends TakeSettings {
+  /** Base of the retry backoff, ms. */
+  retryDelay: number;
+}
+
+/** The answer of a finish: its time, each run's end state ('' refused: its lease was lost), and what it took. */
+export interface Finished extends Taken {
+  finishedAt: number;
+  states: Array<JobState | ''>;
+}
+
+/** The answer of a start: its time, the runs whose lease was lost, and periodic runs dropped by their tolerance. */
+export interface Started {
+  startedAt: number;
+  lost: string[];
+  dropped: string[];
+}
+
+/** Settings of a recovery pass. */
+export interface RecoverOptions {
+  retryDelay: number;
+  /** Most expired leases handled. */
+  maxLeases: number;
+  /** Also end the runs still marked with this executor id (it restarted under it). */
+  ownWorkerId?: string;
+  /** Keep ages of finished jobs, ms (-1: forever). */
+  keepSucceededAgeMs: number;
+  keepFailedAgeMs: number;
+  /** Most finished jobs removed per state. */
+  maxRemoved: number;
+  /** Expired leases are left alone while Redis has been up for less than this (ms), when given. */
+  leaseMs?: number;
+}
+
+/** A group's settings to change. */
+export interface GroupChange {
+  paused?: boolean;
+  /** Concurrency limit; 0 lifts it. */
+  limit?: number;
+  weight?: number;
+}
+
+/** An executor's registry entry, as a heartbeat writes it. */
+export interface Beat {
+  workerId: string;
+  leaseMs: number;
+  /** Registry entry time to live, ms. */
+  ttlMs: number;
+  /** Executor info (host, pid, started, concurrency, running), stored as JSON. */
+  info: object;
+  /** The runs it holds, whose leases are extended. */
+  held: ReadonlyArray<{ id: string; token: string }>;
+}
+
+type RawTake = [Array<Buffer | number | null>, Buffer | number];
+
+/**
+ * One queue's script calls on one client.
+ * @example
+ * const store = new QueueStore(client, 'mail', { maxEvents: 10_000 });
+ * const { jobs } = await store.take(10, { workerId: 'w1', countingScheme: [2, 1], leaseMs: 30_000 });
+ */
+export class QueueStore {
+  readonly keys: QueueKeys;
+  private readonly gate: SchemaGate;
+  private readonly lib: Library;
+  /** The events stream's cap (approximate length; 0: no events). */
+  readonly maxEvents: number;
+
+  constructor(
+    readonly client: Redis,
+    readonly queue: string,
+    opts: QueueStoreOptions,
+  ) {
+    this.keys = queueKeys(queue);
+    this.gate = new SchemaGate(client, this.keys.meta, queue);
+    this.lib = opts.library ?? rotaLibrary();
+    this.maxEvents = opts.maxEvents;
+  }
+
+  /** Checks the queue's schema, once (see {@link SchemaGate}); later calls resolve at once. */
+  async ready(): Promise<void> {
+    if (!this.gate.passed) await this.gate.check();
+  }
+
+  /**
+   * Calls `script` with its one key and `args`, after the schema check. For the stores of this
+   * queue (./periodic-store.ts) only: everything else calls their methods.
+   */
+  async fcall<T>(script: string, key: string, args: Arg[], buffers = false): Promise<T> {
+    if (!this.gate.passed) await this.gate.check();
+    return runFunction<T>(this.client, this.lib, script, [key], args, buffers);
+  }
+
+  /**
+   * submit.lua: adds jobs as `waiting` (a job whose id exists is left as it is), one argument for
+   * the whole batch. Refuses, with a PayloadTooLargeError naming `specs`, a batch packing to more
+   * than `limit` bytes; writes nothing when an id is reserved for a staged periodic occurrence.
+   */
+  async submit(jobs: readonly SubmitJob[], limit: number): Promise<SubmitReply> {
+    const { packed, width } = packSubmits(jobs, limit);
+    const [submitted, flags, reserved] = await this.fcall<[number, number[], number?]>('submit', this.keys.marker, [
+      this.keys.prefix, this.maxEvents, width, packed,
+    ]);
+    if (reserved) return { submitted, reserved: reserved - 1 };
+    return { submitted, added: flags.map((f) => f === 1) };
+  }
+
+  /** take.lua: takes up to `n` jobs fairly for an executor, leased to it. */
+  async take(n: number, s: TakeSettings): Promise<Taken> {
+    // Binary-safe: the jobs hold their args (msgpack).
+    const [flat, due] = await this.fcall<RawTake>('take', this.keys.rotation, [
+      this.keys.prefix, this.maxEvents, s.workerId, n, s.countingScheme[0], s.countingScheme[1], s.leaseMs,
+    ], true);
+    return { jobs: decodeTaken(flat, s.workerId), nextDue: Number(due) };
+  }
+
+  /** start.lua: marks taken jobs `running` (extending their leases to now + `leaseMs`). */
+  async start(leaseMs: number, jobs: readonly Leased[]): Promise<Started> {
+    const args: Arg[] = [this.keys.prefix, this.maxEvents, leaseMs];
+    for (const j of jobs) args.push(j.id, String(j.takeSeq));
+    const [startedAt, lost, dropped] = await this.fcall<[number, string[], string[]]>('start', this.keys.leases, args);
+    return { startedAt: Number(startedAt), lost, dropped: dropped ?? [] };
+  }
+
+  /**
+   * finish.lua: ends a batch of runs (built with {@link addRun}), trims the finished sets to
+   * their keep counts (-1: keep all), and takes up to `take` jobs for the slots freed.
+   */
+  async finish(s: FinishSettings, keep: { succeeded: number; failed: number }, take: number, runs: StringValue[]): Promise<Finished> {
+    // The runs go as one argument: results are capped each, so a batch stays far below what Redis
+    // takes in one argument. Binary-safe reply: the taken jobs hold their args (msgpack).
+    const [at, codes, flat, due] = await this.fcall<[number, Buffer, ...RawTake]>('finish', this.keys.leases, [
+      this.keys.prefix, this.maxEvents, s.retryDelay, keep.succeeded, keep.failed,
+      take, s.workerId, s.countingScheme[0], s.countingScheme[1], s.leaseMs,
+      packStrings(runs, Infinity, 'runs'),
+    ], true);
+    return { finishedAt: Number(at), states: decodeEndStates(codes.toString()), jobs: decodeTaken(flat, s.workerId), nextDue: Number(due) };
+  }
+
+  /** heartbeat.lua: registers the executor and extends its leases; answers the runs lost and those to cancel. */
+  async heartbeat(b: Beat): Promise<{ lost: string[]; cancel: string[] }> {
+    const args: Arg[] = [this.keys.prefix, b.workerId, b.leaseMs, b.ttlMs, JSON.stringify(b.info)];
+    for (const h of b.held) args.push(h.id, h.token);
+    const [lost, cancel] = await this.fcall<[string[], string[]]>('heartbeat', this.keys.workers, args);
+    return { lost, cancel };
+  }
+
+  /** recover.lua: ends the runs whose lease expired, drops dead executors, removes old finished jobs. */
+  async recover(o: RecoverOptions): Promise<{ recovered: string[]; removed: number }> {
+    const [recovered, removed] = await this.fcall<[string[], number]>('recover', this.keys.leases, [
+      this.keys.prefix, this.maxEvents, o.retryDelay, o.maxLeases, o.ownWorkerId ?? '',
+      o.keepSucceededAgeMs, o.keepFailedAgeMs, o.maxRemoved, o.leaseMs ?? '',
+    ]);
+    return { recovered, removed: Number(removed) };
+  }
+
+  /** cancel.lua: cancels a job; answers its state afterwards ('cancelling' for a run being aborted), or null when there is none. */
+  async cancel(id: string): Promise<JobState | 'cancelling' | null> {
+    const r = await this.fcall<string | null>('cancel', this.keys.counts, [this.keys.prefix, this.maxEvents, id]);
+    return (r as JobState | 'cancelling') ?? null;
+  }
+
+  /** retry.lua: puts a failed or cancelled job back as waiting; answers its state afterwards, or null. */
+  async retry(id: string): Promise<JobState | null> {
+    const r = await this.fcall<string | null>('retry', this.keys.counts, [this.keys.prefix, this.maxEvents, id]);
+    return (r as JobState) ?? null;
+  }
+
+  /** group.lua: changes a group's settings; answers whether it is in the rotation afterwards. */
+  async group(group: string, change: GroupChange): Promise<boolean> {
+    const args: Arg[] = [this.keys.prefix, group];
+    if (change.paused !== undefined) args.push('paused', change.paused ? '1' : '0');
+    if (change.limit !== undefined) args.push('limit', change.limit);
+    if (change.weight !== undefined) args.push('weight', change.weight);
+    return (await this.fcall<number>('group', this.keys.rotation, args)) === 1;
+  }
+
+  /** running.lua: the runs in progress per group (read only). */
+  async running(): Promise<Map<string, number>> {
+    const flat = await this.fcall<Array<string | number>>('running', this.keys.leases, [this.keys.prefix]);
+    const out = new Map<string, number>();
+    for (let i = 0; i < flat.length; i += 2) out.set(String(flat[i]), Number(flat[i + 1]));
+    return out;
+  }
+}
+
+/**
+ * Packs jobs into submit.lua's job list: one MessagePack array of the per-job fields, flat, so
+ * that a call carries one argument however many jobs it holds (see ./string-array.ts). A job has
+ * the first SUBMIT_WIDTH of SUBMIT_FIELDS (id, description, group, priority), all of them when some
+ * job of the call is a periodic task's run (tracker and occurrence, '' for the others). Refuses,
+ * with a PayloadTooLargeError naming `specs`, a list over `limit` bytes.
+ */
+export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed: Buffer; width: number } {
+  const periodic = jobs.some((s) => s.tracker !== undefined || s.occurrence !== undefined);
+  const fields: StringValue[] = [];
+  // (in the order of SUBMIT_FIELDS)
+  for (const s of jobs) {
+    fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority);
+    if (periodic) fields.push(s.tracker ?? '', s.occurrence === undefined ? '' : String(s.occurrence));
+  }
+  return { packed: packStrings(fields, limit, 'specs'), width: periodic ? SUBMIT_FIELDS.length : SUBMIT_WIDTH };
+}
+
+/**
+ * Appends a run to a finish batch (see finish.lua ARGV[11]): job id, lease token, outcome
+ * (prefixed when its start was not sent: the finish marks it started first), payload (the packed
+ * result, or the error).
+ */
+export function addRun(runs: StringValue[], id: string, token: string, outcome: OutcomeCode, unstarted: boolean, payload: string | Buffer): void {
+  runs.push(id, token, unstarted ? UNSTARTED_PREFIX + outcome : outcome, payload);
+}
+
+const END_STATES: Record<string, JobState | ''> = { [END_REFUSED]: '' };
+for (const [state, code] of Object.entries(END_CODES)) END_STATES[code] = state as JobState;
+
+/** The end state of each run of a finish call, from its answer's one character a run ('' when refused). */
+export function decodeEndStates(codes: string): Array<JobState | ''> {
+  const out: Array<JobState | ''> = [];
+  for (const c of codes) out.push(END_STATES[c] ?? '');
+  return out;
+}
+
+/**
+ * The jobs taken by executor `worker` from a take reply (see lua/includes/take): a flat list, the
+ * first job's take sequence (the next jobs have the next numbers), then per job (TAKEN_WIDTH) id,
+ * description, submitted, and nil, or for a job that failed before [retries, due, error].
+ */
+export function decodeTaken(flat: Array<unknown>, worker: string): Job[] {
+  const jobs: Job[] = [];
+  const first = Number(flat[0]);
+  for (let i = 1, seq = first; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, seq++) {
+    const job: Record<string, unknown> = {
+      id: String(flat[i]), takeSeq: seq, retries: 0,
+      submitted: Number(flat[i + 2]), state: 'scheduled', worker, subject: '', submitter: '',
+    };
+    const retried = flat[i + 3] as Array<Buffer | null> | null;
+    if (retried) {
+      const [retries, due, error] = retried;
+      job.retries = Number(retries);
+      if (due) job.due = Number(due);
+      if (error) job.error = error.toString();
+    }
+    jobs.push(assignDescription(job, flat[i + 1] as Buffer) as unknown as Job);
+  }
+  return jobs;
+}

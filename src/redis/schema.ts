@@ -1,0 +1,45 @@
+/**
+ * The schema check: the first client to use a queue records the data format's version in the
+ * queue's `meta` hash; a client of another version refuses the queue before its first script call.
+ */
+import type { Redis } from 'ioredis';
+import { SchemaMismatchError } from '../errors.js';
+import { SCHEMA_VERSION } from './wire.js';
+
+/** One client's check of one queue's schema, made once, before its first script call. */
+export class SchemaGate {
+  /** True once the queue is known to hold this schema. */
+  passed = false;
+  private pending: Promise<void> | null = null;
+
+  constructor(
+    private readonly client: Redis,
+    private readonly metaKey: string,
+    private readonly queue: string,
+  ) {}
+
+  /**
+   * Records this schema when the queue has none (HSETNX), and reads the one it has: rejects with
+   * a {@link SchemaMismatchError} when that is another. A failed read (Redis unreachable) is
+   * tried again by the next call; a mismatch is answered to every call.
+   */
+  check(): Promise<void> {
+    this.pending ??= this.read().then(() => {
+      this.passed = true;
+    }, (err: unknown) => {
+      if (!(err instanceof SchemaMismatchError)) this.pending = null;
+      throw err;
+    });
+    return this.pending;
+  }
+
+  private async read(): Promise<void> {
+    const replies = await this.client.pipeline()
+      .hsetnx(this.metaKey, 'schema', String(SCHEMA_VERSION))
+      .hget(this.metaKey, 'schema')
+      .exec();
+    for (const [err] of replies ?? []) if (err) throw err;
+    const found = replies?.[1]?.[1] as string | null;
+    if (found !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, String(found), SCHEMA_VERSION);
+  }
+}

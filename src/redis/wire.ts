@@ -1,0 +1,144 @@
+/**
+ * Every value the Lua scripts and the TypeScript side share by position or by code: reply widths,
+ * single-letter codes, field orders, lease marks, the schema version. This module is their one
+ * definition: the library builder (./library.ts) turns {@link LUA_WIRE} into the include
+ * `includes/wire`, Lua `local` declarations loaded before every other include, and no Lua file
+ * defines these names itself (test/redis/wire.test.ts checks both).
+ *
+ * A change to any of these values changes the data format: bump {@link SCHEMA_VERSION}.
+ */
+
+/**
+ * The data format's version, recorded per queue as field `schema` of `{rota:<queue>}:meta` by the
+ * first client to use the queue; a client of another version refuses the queue
+ * (SchemaMismatchError).
+ */
+export const SCHEMA_VERSION = 1;
+
+/** Entries per job in a take reply (see lua/includes/take), after the first job's take sequence. */
+export const TAKEN_WIDTH = 4;
+
+/**
+ * The marks of a run's member of `leases` (token, mark, job id): the job is scheduled, running,
+ * or its cancel was requested.
+ */
+export const SCHEDULED_MARK = ':';
+export const RUNNING_MARK = '!';
+export const CANCEL_MARK = '?';
+
+/**
+ * The fields of a group's packed record in the `groups` hash, in order: little-endian 32-bit
+ * integers. `running` is kept only while the group has a limit (countsRunning in lua/includes/common).
+ */
+export const GROUP_FIELDS = ['running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready'] as const;
+
+/**
+ * A job's description (field `d` of its hash): one MessagePack array of these fields in this
+ * order (nil when absent), then the packed args when there are any. The scripts read priority
+ * and maxRetries by their position.
+ */
+export const DESCRIPTION = ['task', 'group', 'priority', 'maxRetries', 'subject', 'submitter', 'maxRuntime', 'tracker', 'occurrence'] as const;
+
+/**
+ * The fields of a job in a submit call's list, in order (see lua/includes/addJob): the first
+ * SUBMIT_WIDTH for a plain job, all of them when some job of the call is a periodic task's run.
+ */
+export const SUBMIT_FIELDS = ['id', 'description', 'group', 'priority', 'tracker', 'occurrence'] as const;
+export const SUBMIT_WIDTH = 4;
+
+/** A run's outcome as a finish call sends it (lua/finish.lua). */
+export const OUTCOME = { success: 's', failed: 'f', permanent: 'p', cancelled: 'c', released: 'r' } as const;
+export type OutcomeCode = (typeof OUTCOME)[keyof typeof OUTCOME];
+
+/** Prefix of the outcome of a run whose start was not sent: the finish marks it started first. */
+export const UNSTARTED_PREFIX = '+';
+
+/** Entries per run in a finish call's packed runs: job id, lease token, outcome, payload. */
+export const RUN_WIDTH = 4;
+
+/** The character a finish call answers each run's end state as. */
+export const END_CODES = { success: 's', waiting: 'w', cancelled: 'c', stuck: 'k', failed: 'f' } as const;
+/** The end code of a run the finish refused (its lease was lost). */
+export const END_REFUSED = '-';
+
+/** A periodic task's overlap policy, as the first character of its staged occurrences. */
+export const OVERLAP_CODE = { allow: 'a', skip: 's', 'buffer-one': 'b', 'cancel-previous': 'c' } as const;
+
+/** The task fields periodic-claim answers per claimed task, after its id and claim token. */
+export const CLAIM_FIELDS = [
+  'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'triggered', 'enabled',
+  'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime', 'overlap', 'rule', 'period',
+] as const;
+
+/**
+ * The fields of a periodic-stage record, in order: the claim's id and token, the plan the
+ * scheduler computed (the trigger served, the new nextrun and period, missed occurrences, the
+ * occurrences to stage), then the task's fields as the claim read them (`storedPeriod` is its
+ * `period`).
+ */
+export const STAGE_FIELDS = [
+  'id', 'token', 'triggered', 'nextrun', 'period', 'missed', 'missedFirst', 'missedLast', 'occurrences',
+  'overlap', 'rule', 'enabled', 'storedPeriod',
+  'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime',
+] as const;
+
+/** Fields of an events stream entry besides the states: changes with an error, failed periodic runs. */
+export const EVENT_ERRORS_FIELD = 'b';
+export const EVENT_PERIODIC_FAILED_FIELD = 'p';
+
+/** How a periodic task's run history marks an occurrence that was skipped, or missed. */
+export const HISTORY_SKIPPED = '~skipped@';
+export const HISTORY_MISSED = '~missed@';
+
+/** The Lua pattern of a `leases` member (token digits, a mark, the job id), capturing the id. */
+const LEASE_ID_PATTERN = `^%d+[${SCHEDULED_MARK}${RUNNING_MARK}${CANCEL_MARK}](.*)$`;
+
+/** A value the Lua side gets: a number, a string, a list of strings or a table of strings. */
+export type WireValue = number | string | readonly string[] | Readonly<Record<string, string>>;
+
+/** The names and values injected into the Lua library as `includes/wire`. */
+export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
+  SCHEMA_VERSION,
+  TAKEN_WIDTH,
+  SCHEDULED_MARK,
+  RUNNING_MARK,
+  CANCEL_MARK,
+  LEASE_ID_PATTERN,
+  GROUP_FIELDS,
+  DESCRIPTION,
+  SUBMIT_FIELDS,
+  SUBMIT_WIDTH,
+  RUN_WIDTH,
+  OUTCOME_SUCCESS: OUTCOME.success,
+  OUTCOME_FAILED: OUTCOME.failed,
+  OUTCOME_PERMANENT: OUTCOME.permanent,
+  OUTCOME_CANCELLED: OUTCOME.cancelled,
+  OUTCOME_RELEASED: OUTCOME.released,
+  UNSTARTED_PREFIX,
+  END_CODES,
+  END_REFUSED,
+  OVERLAP_CODE,
+  CLAIM_FIELDS,
+  STAGE_FIELDS,
+  EVENT_ERRORS_FIELD,
+  EVENT_PERIODIC_FAILED_FIELD,
+  HISTORY_SKIPPED,
+  HISTORY_MISSED,
+};
+
+function luaString(s: string): string {
+  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n')}'`;
+}
+
+function luaValue(v: WireValue): string {
+  if (typeof v === 'number') return String(v);
+  if (typeof v === 'string') return luaString(v);
+  if (Array.isArray(v)) return `{ ${v.map(luaString).join(', ')} }`;
+  return `{ ${Object.entries(v).map(([k, x]) => `[${luaString(k)}] = ${luaString(x)}`).join(', ')} }`;
+}
+
+/** The Lua source of the include `includes/wire`: one `local` per name of {@link LUA_WIRE}. */
+export function wireInclude(): string {
+  const lines = Object.entries(LUA_WIRE).map(([name, v]) => `local ${name} = ${luaValue(v)}`);
+  return `-- Generated from src/redis/wire.ts: values shared with the TypeScript side.\n${lines.join('\n')}\n`;
+}

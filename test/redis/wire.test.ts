@@ -1,0 +1,86 @@
+/**
+ * The values Lua and TypeScript share are defined once, in src/redis/wire.ts: the library gets
+ * them as the generated include `includes/wire`, and no Lua file keeps a copy of its own.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rotaLibrary, runFunction, WIRE_INCLUDE } from '../../src/redis/library.js';
+import { pack } from 'msgpackr';
+import { packDescription, unpackDescription } from '../../src/queue/job.js';
+import { LUA_WIRE, wireInclude } from '../../src/redis/wire.js';
+import { closeAll, rawClient } from '../helpers/setup.js';
+
+afterEach(closeAll);
+
+const LUA = join(import.meta.dirname, '../../lua');
+const files = [
+  ...readdirSync(LUA).filter((f) => f.endsWith('.lua')),
+  ...readdirSync(join(LUA, 'includes')).filter((f) => f.endsWith('.lua')).map((f) => `includes/${f}`),
+];
+
+describe('the wire values', () => {
+  it('are what the library defines, before any other include', () => {
+    const { code } = rotaLibrary();
+    const include = wireInclude();
+    expect(code.indexOf(include)).toBeGreaterThan(0);
+    // the first line after the library's header
+    expect(code.split('\n')[1]).toBe(include.split('\n')[0]);
+    expect(include.split('\n').filter((l) => l.startsWith('local ')).map((l) => l.split(' ')[1])).toEqual(Object.keys(LUA_WIRE));
+  });
+
+  /**
+   * Runs `body` (Lua, given ARGV) as one more function of a copy of Rota's library, where every
+   * helper and wire value is in scope; answers its reply.
+   */
+  async function runInLibrary<T>(body: string, args: Array<string | Buffer>): Promise<T> {
+    const lib = rotaLibrary();
+    const name = `${lib.name}x`;
+    const fn = `${name}_probe`;
+    const code = lib.code.replace(`#!lua name=${lib.name}`, `#!lua name=${name}`).replaceAll(`'${lib.name}_`, `'${name}_`) +
+      `\nredis.register_function('${fn}', function(KEYS, ARGV)\n${body}\nend)\n`;
+    const r = rawClient();
+    try {
+      await r.call('FUNCTION', 'LOAD', 'REPLACE', code);
+      return await runFunction<T>(r, { name, code, functions: new Map([['probe', fn]]) }, 'probe', ['k'], args, true);
+    } finally {
+      await r.call('FUNCTION', 'DELETE', name).catch(() => undefined);
+      r.disconnect();
+    }
+  }
+
+  it('reach the scripts as wire.ts has them', async () => {
+    const dump = `return cjson.encode({ ${Object.keys(LUA_WIRE).map((n) => `${n} = ${n}`).join(', ')} })`;
+    const got = JSON.parse(String(await runInLibrary<Buffer>(dump, [])));
+    expect(got).toEqual(JSON.parse(JSON.stringify(LUA_WIRE)));
+  });
+
+  it('give a job description one field order on both sides', async () => {
+    const d = { task: 't', group: 'g', priority: 'high' as const, maxRetries: 7, subject: 's', maxRuntime: 500, tracker: 'p', occurrence: 1234 };
+    // written here, read by the scripts (describeJob: priority and retry limit)
+    for (const args of [Buffer.alloc(0), pack({ a: 1 })]) {
+      const read = await runInLibrary<[Buffer, number]>('local p, m = describeJob(ARGV[1])\nreturn { p, m }', [Buffer.concat(packDescription(d, args))]);
+      expect([read[0].toString(), read[1]]).toEqual(['high', 7]);
+    }
+    // written by the scripts (a periodic run's, see periodic-stage), read here
+    const packed = await runInLibrary<Buffer>(
+      "return packDescription({ task = 't', group = 'g', priority = 'high', maxRetries = 7, subject = 's', maxRuntime = 500, tracker = 'p', occurrence = 1234 }, ARGV[1])",
+      [pack({ a: 1 })],
+    );
+    expect(unpackDescription(packed)).toEqual({ ...d, args: { a: 1 } });
+  });
+
+  it('are defined by no Lua file itself', () => {
+    expect(files).not.toContain(`${WIRE_INCLUDE}.lua`);
+    const copies: string[] = [];
+    for (const f of files) {
+      const text = readFileSync(join(LUA, f), 'utf8');
+      for (const name of Object.keys(LUA_WIRE)) {
+        // a local of that name (alone or in a list), a global assignment, or a function
+        const defines = new RegExp(`^\\s*(local\\s+(function\\s+)?([\\w\\s,]*,\\s*)?${name}\\b|${name}\\s*=[^=]|function\\s+${name}\\b)`, 'm');
+        if (defines.test(text)) copies.push(`${f}: ${name}`);
+      }
+    }
+    expect(copies).toEqual([]);
+  });
+});
