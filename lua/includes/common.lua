@@ -8,9 +8,7 @@
                        back when their turn ended, to the front when it did not). A group that
                        stops being runnable outside a take stays listed until a take pops it
                        and drops it (so no call searches the list); its `ready` flag says it is
-                       listed, so it is never listed twice. (Older builds kept the rotation
-                       in `ready`, a ZSET of turn numbers with a counter `rr`: recover.lua
-                       moves what they list into `rotation`.)
+                       listed, so it is never listed twice.
     seq          STRING take sequence (takeSeq; also the lease token)
     marker       ZSET  wake-up marker that idle executors block on (BZPOPMIN)
     delayed      ZSET  stuck job id -> due time (ms)
@@ -22,8 +20,6 @@
                        hash does: a finish removes the members its runs claim and, when all were
                        there, needs no read of the job hashes (see finish.lua). And a pad member
                        (LEASES_PAD) that keeps the set a skiplist
-    active       ZSET  older builds' leases: taken job id -> lease expiry (ms); read beside
-                       `leases` (leasedJobs) until the runs of those builds end
     counts       HASH  state -> number of jobs
     groups       HASH  group -> its packed state (see GROUP_FIELDS): running (taken, not finished;
                        counted only while the group has a limit, see countsRunning), stuck,
@@ -44,8 +40,7 @@
     j:<id>       HASH  the job: d (its packed description, see includes/addJob), copies of the
                        fields hot paths read (group; tracker, occurrence of a periodic run),
                        state, submitted, retries, worker, takeSeq, started, finished, due,
-                       result, error, cancel, progress (jobs written by older versions also
-                       hold copies of priority and maxRetries, which nothing reads now)
+                       result, error, cancel, progress
     j:<id>:logs  LIST  log lines of the job's runs
     done:<state> ZSET  finished job id -> finished time, per final state
     workers      ZSET  executor id -> registry expiry; w:<id> HASH executor info
@@ -315,22 +310,18 @@ local function leaseJobId(member)
   return string.match(member, '^%d+[:!?](.*)$')
 end
 
--- Every lease entry of the runs in progress, read from `leases` and the older builds' `active`,
--- with `score` (ms) at most `maxScore` when given (at most `limit` of each key): calls
--- visit(job id, key, member) for each.
+-- Every member of `leases` (the runs in progress; the pad is skipped), with its expiry (ms) at
+-- most `maxScore` when given (at most `limit` of them): calls visit(job id, member) for each.
 local function leasedJobs(prefix, visit, maxScore, limit)
-  for _, key in ipairs({ prefix .. 'leases', prefix .. 'active' }) do
-    local members
-    if maxScore then
-      members = call('ZRANGEBYSCORE', key, '-inf', str(maxScore), 'LIMIT', '0', str(limit))
-    else
-      members = call('ZRANGE', key, '0', '-1')
-    end
-    local legacy = key ~= prefix .. 'leases'
-    for _, member in ipairs(members) do
-      local id = legacy and member or leaseJobId(member)
-      if id then visit(id, key, member) end
-    end
+  local key, members = prefix .. 'leases', nil
+  if maxScore then
+    members = call('ZRANGEBYSCORE', key, '-inf', str(maxScore), 'LIMIT', '0', str(limit))
+  else
+    members = call('ZRANGE', key, '0', '-1')
+  end
+  for _, member in ipairs(members) do
+    local id = leaseJobId(member)
+    if id then visit(id, member) end
   end
 end
 

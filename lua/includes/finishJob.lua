@@ -56,7 +56,7 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
     local more = call('HMGET', jobKey, 'retries', 'd', 'tracker', 'occurrence')
     local retries = tonumber(more[1]) or 0
     local _, maxRetries = describeJob(more[2])
-    if outcome == 'f' and retries < (tonumber(maxRetries) or 0) then
+    if outcome == 'f' and retries < (maxRetries or 0) then
       state = 'stuck'
       local due = now + retryDelay * (2 ^ retries)
       a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', str(retries + 1), 'error', payload, 'due', str(due), 8

@@ -28,14 +28,12 @@ local function claimLeases(prefix, runs)
   return removed == n
 end
 
--- Removes (with the batch's other set writes) every lease entry the run of job `id` with lease
--- `token` may have: its member of `leases` under each mark, and an older build's in `active`.
+-- Removes (with the batch's other set writes) the member of `leases` the run of job `id` with
+-- lease `token` may have, under each mark.
 local function dropLeases(prefix, id, token)
   local rems = laterList(laterRems, prefix .. 'leases')
   local n = #rems
   rems[n + 1], rems[n + 2], rems[n + 3] = token .. SCHEDULED_MARK .. id, token .. RUNNING_MARK .. id, token .. CANCEL_MARK .. id
-  rems = laterList(laterRems, prefix .. 'active')
-  rems[#rems + 1] = id
 end
 
 -- The job of a run whose lease was verified: what the job hash would answer (reused).

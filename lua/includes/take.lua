@@ -19,8 +19,7 @@ local TAKEN_WIDTH = 4
 -- (written over from its start, its stale tail cleared at the end), the leases (counted, never
 -- cleared), and, emptied as a take begins: the groups whose turn ended (the back of the walk, in
 -- that order); the groups visited, by name, each with its record as the take leaves it ('' to
--- remove it, true while its fields are kept, false for a group popped and not reached, so that
--- one listed twice goes back once); the kept fields of the groups the walk will come back to,
+-- remove it, true while its fields are kept); the kept fields of the groups the walk will come back to,
 -- by name; the groups kept at the front of the rotation.
 local takenJobs, takenLeases, backOfWalk, visited, keptFields, frontOfRotation = {}, {}, {}, {}, {}, {}
 -- The tables kept fields are held in, handed out in turn (walkState) from the first each take.
@@ -103,9 +102,6 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
     end
     if wi <= #window then
       group, r, wi = window[wi], windowRecords[wi], wi + 1
-      -- listed twice (only while an older build's executors run beside this one, see
-      -- recover.lua): the later entry is dropped
-      if records[group] ~= nil then group = nil end
     elseif bi <= #back then
       group, bi = back[bi], bi + 1
       r = records[group]
@@ -235,13 +231,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
   -- (in their order, records unchanged) at the front; at the back the groups whose turn ended and
   -- that the walk did not reach again (a group's entry the walk reached was followed by a visit).
   if keeping then front[1] = keeping end
-  for k = wi, #window do
-    local group = window[k]
-    if records[group] == nil then
-      records[group] = false
-      front[#front + 1] = group
-    end
-  end
+  for k = wi, #window do front[#front + 1] = window[k] end
   local ng, np = 0, 2
   for group, r in next, records do
     -- (a group the walk came back to is listed: its turn ended with jobs left)
@@ -251,7 +241,7 @@ local function takeJobs(prefix, worker, n, high, low, lease, now)
     end
     if r == '' then
       gone[ng + 1], ng = group, ng + 1
-    elseif r then
+    else
       packed[np + 1], packed[np + 2], np = group, r, np + 2
     end
   end
