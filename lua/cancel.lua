@@ -12,6 +12,10 @@
   or its final state), or false when there is no such job.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/jobs"
+--- @include "includes/leases"
+--- @include "includes/groupChanges"
 
 local prefix = ARGV[1]
 local id = ARGV[3]

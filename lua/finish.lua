@@ -35,6 +35,9 @@
             taken (see includes/take), next stuck job's due time (ms) or -1 }.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/groups"
+--- @include "includes/setWrites"
 --- @include "includes/finishJob"
 --- @include "includes/take"
 --- @include "includes/finishRuns"

@@ -12,6 +12,9 @@
   Returns 1 when the group is in the rotation afterwards, else 0.
 ]]
 --- @include "includes/common"
+--- @include "includes/groups"
+--- @include "includes/groupRecord"
+--- @include "includes/leases"
 
 local prefix = ARGV[1]
 local group = ARGV[2]

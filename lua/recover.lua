@@ -23,6 +23,9 @@
   Returns { recovered job ids, removed finished jobs }.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/leases"
+--- @include "includes/setWrites"
 --- @include "includes/finishJob"
 
 local prefix = ARGV[1]

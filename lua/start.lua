@@ -18,6 +18,9 @@
   Returns { started time (ms), ids whose lease is lost, ids of dropped periodic runs }.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/leases"
+--- @include "includes/setWrites"
 --- @include "includes/periodicStart"
 
 local prefix = ARGV[1]

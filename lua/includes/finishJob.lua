@@ -14,6 +14,12 @@
   Returns the state the job ended in. The set and group changes of a batch are applied together:
   callers run finishBatch(prefix) after their last finishJob and before reading those keys.
 ]]
+--- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/jobs"
+--- @include "includes/groups"
+--- @include "includes/groupChanges"
+--- @include "includes/setWrites"
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
 -- may be retried); the end of any other run reads the group only in a queue with limits.
 local GROUP_READ = { r = true, f = true }

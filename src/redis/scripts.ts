@@ -1,7 +1,7 @@
 /**
  * Rota's Lua scripts, loaded into Redis as one function library (Redis 7+ `FUNCTION LOAD`) and
  * run with `FCALL`. Each file in `lua/` is one atomic operation; the `--- @include "name"` lines
- * name the helpers in `lua/includes/` it uses. The library holds every helper once and each
+ * name the helpers in `lua/includes/` it uses (and those of an include, the helpers it uses). The library holds every helper once and each
  * script as a function: the helpers are defined when the library loads, not on every call (as
  * they would be with EVAL, where defining them costs a call about as much as ten Redis commands).
  *
@@ -35,22 +35,50 @@ function luaDir(): string {
 
 const INCLUDE = /^--- @include "([^"]+)"\s*$/gm;
 
+/** The files of the library: each include and each script, as [name, text]. */
+export interface LibraryParts {
+  /** Each include once, after the includes it names (`includes/common` first). */
+  includes: Array<[string, string]>;
+  /** Each script of `lua/`, by file name. */
+  scripts: Array<[string, string]>;
+}
+
 /**
- * Builds the library from the scripts in `dir`: the includes they name, each once (`common`
- * first; an include may use what comes before it), then each script's body as the function
- * `rota_<hash>_<script>`. Every call begins with `beginCall()` (includes/common), which empties
- * what the last call collected.
+ * The scripts in `dir` and the includes they use. An include names the includes it uses itself
+ * with `--- @include` lines, as a script does: each include comes after the includes it names
+ * (depth first, in the order they are named), so that a file may use what those define.
+ */
+export function libraryParts(dir: string): LibraryParts {
+  const names = readdirSync(dir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
+  const scripts = names.map((script): [string, string] => [script, readFileSync(join(dir, `${script}.lua`), 'utf8')]);
+  const includes: Array<[string, string]> = [];
+  const placed = new Map<string, boolean>(); // name -> true once placed, false while its own are placed
+  const place = (name: string, by: string): void => {
+    const state = placed.get(name);
+    if (state) return;
+    if (state === false) throw new Error(`lua includes name each other in a cycle: ${by} and ${name}`);
+    const file = join(dir, `${name}.lua`);
+    if (!existsSync(file)) throw new Error(`${by} includes "${name}", which is not in ${dir}`);
+    placed.set(name, false);
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(INCLUDE)) place(m[1], name);
+    placed.set(name, true);
+    includes.push([name, text]);
+  };
+  place('includes/common', 'every script');
+  for (const [script, text] of scripts) for (const m of text.matchAll(INCLUDE)) place(m[1], script);
+  return { includes, scripts };
+}
+
+/**
+ * Builds the library from the scripts in `dir`: the includes they use (see libraryParts), then
+ * each script's body as the function `rota_<hash>_<script>`. Every call begins with
+ * `beginCall()` (includes/common), which empties what the last call collected.
  */
 export function buildLibrary(dir: string): Library {
-  const files = readdirSync(dir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
-  const includes: string[] = ['includes/common'];
-  const bodies: Array<[string, string]> = [];
-  for (const script of files) {
-    const text = readFileSync(join(dir, `${script}.lua`), 'utf8');
-    for (const m of text.matchAll(INCLUDE)) if (!includes.includes(m[1])) includes.push(m[1]);
-    bodies.push([script, text.replace(INCLUDE, '')]);
-  }
-  const helpers = includes.map((inc) => readFileSync(join(dir, `${inc}.lua`), 'utf8')).join('\n');
+  const parts = libraryParts(dir);
+  const bodies = parts.scripts.map(([script, text]): [string, string] => [script, text.replace(INCLUDE, '')]);
+  const helpers = parts.includes.map(([, text]) => text).join('\n');
   const hash = createHash('sha1').update(helpers);
   for (const [, body] of bodies) hash.update(body);
   const name = `rota_${hash.digest('hex').slice(0, 12)}`;
