@@ -4,7 +4,7 @@
   A repeat of a finish already applied with the same token (resent by the client after a
   reconnect) changes nothing and answers the state the job ended in.
   The runs' leases are removed first, by the members their runs claim (see `leases` in
-  includes/common: token, mark of the state the outcome code says, id). When every member was
+  includes/leases: token, mark of the state the outcome code says, id). When every member was
   there, each run holds its lease in that state with no cancel requested, and no job hash is
   read to check it; otherwise each run is checked against its job hash (a cancel request, a
   start that was sent but not applied, a repeat) and the lease members of those accepted are

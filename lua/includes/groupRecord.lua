@@ -77,7 +77,9 @@ local function unpackGroup(v)
     if groupPoolNext <= POOLED_GROUPS then groupPool[groupPoolNext] = g end
   end
   groupPoolNext = groupPoolNext + 1
-  local running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready = decodeGroup(v)
+  -- (decodeGroup written out: one call fewer a group a submit visits)
+  local running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready = 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0
+  if v then running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready = structUnpack(GROUP_FORMAT, v) end
   g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused, g.ready =
     running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused == 1, ready == 1
   return g
@@ -85,24 +87,19 @@ end
 
 -- The record of group `g` (what unpackGroup gives), or '' (see encodeGroup).
 local function packGroup(g)
-  return encodeGroup(g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused and 1 or 0, g.ready)
+  -- (encodeGroup, written out, as for unpackGroup)
+  local paused = g.paused and 1 or 0
+  if idleState(g.stuck, g.nr + g.nh + g.nl, g.limit, g.weight, paused, g.ready) then return '' end
+  return structPack(GROUP_FORMAT, g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, paused, g.ready and 1 or 0)
 end
 
--- What addListLengths checks: that a record has no limit, is not paused and is listed, as spans
--- of adjacent fields (flat: first byte, last byte, the bytes they must hold, ...).
-local LISTS_ONLY_SPANS = {}
-local listsOnly = { limit = 0, paused = 0, ready = 1 }
-for i = 1, #GROUP_FIELDS do
-  local value = listsOnly[GROUP_FIELDS[i]]
-  if value then
-    local at, s = (i - 1) * FIELD_BYTES + 1, LISTS_ONLY_SPANS
-    local n = #s
-    if n > 0 and s[n - 1] + 1 == at then
-      s[n - 1], s[n] = at + FIELD_BYTES - 1, s[n] .. INT_BYTES[value]
-    else
-      s[n + 1], s[n + 2], s[n + 3] = at, at + FIELD_BYTES - 1, INT_BYTES[value]
-    end
-  end
+-- What addListLengths checks: that a record has no limit (the bytes of field limit), and is not
+-- paused and is listed (the bytes of fields paused and ready, adjacent).
+local LIMIT_FROM, FLAGS_FROM = FIELD_AT.limit, FIELD_AT.paused
+local LIMIT_TO, FLAGS_TO = LIMIT_FROM + FIELD_BYTES - 1, FLAGS_FROM + 2 * FIELD_BYTES - 1
+local NO_LIMIT, UNPAUSED_LISTED = INT_BYTES[0], INT_BYTES[0] .. INT_BYTES[1]
+if FIELD_AT.ready ~= FLAGS_FROM + FIELD_BYTES then
+  local _ = GROUP_FIELDS_PAUSED_AND_READY_NOT_ADJACENT -- luacheck: ignore 113
 end
 -- Where the lengths of a group's three lists begin and end (nr, nh, nl, adjacent), and their
 -- format.
@@ -117,10 +114,7 @@ end
 -- nil when the group has a limit, is paused or is not listed, whose update takes more than that
 -- (see flushGroups).
 local function addListLengths(r, a, b, c)
-  local s = LISTS_ONLY_SPANS
-  for i = 1, #s, 3 do
-    if stringSub(r, s[i], s[i + 1]) ~= s[i + 2] then return nil end
-  end
+  if stringSub(r, LIMIT_FROM, LIMIT_TO) ~= NO_LIMIT or stringSub(r, FLAGS_FROM, FLAGS_TO) ~= UNPAUSED_LISTED then return nil end
   local nr, nh, nl = structUnpack(LISTS_FORMAT, r, LISTS_AT)
   return stringSub(r, 1, LISTS_AT - 1) .. structPack(LISTS_FORMAT, nr + a, nh + b, nl + c) .. stringSub(r, LISTS_END + 1)
 end

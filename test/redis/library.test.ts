@@ -1,9 +1,9 @@
 /** The scripts as one Redis function library: loaded on demand, and no call sees the last one's state. */
-import { appendFileSync, cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildLibrary } from '../../src/redis/scripts.js';
+import { buildLibrary, libraryParts } from '../../src/redis/scripts.js';
 import { closeAll, openQueue, rawClient, uniqueQueue } from '../helpers/setup.js';
 import { parseEntry } from '../../src/queue/events.js';
 
@@ -63,6 +63,28 @@ describe('the function library', () => {
       await r.call('FUNCTION', 'DELETE', buildLibrary(copy).name).catch(() => undefined);
       r.disconnect();
       rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
+  it('holds each include once, after the includes it names, and refuses a cycle or an include it does not have', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rota-lua-'));
+    const write = (name: string, ...includes: string[]) =>
+      writeFileSync(join(dir, `${name}.lua`), includes.map((i) => `--- @include "includes/${i}"\n`).join('') + `-- ${name}\n`);
+    try {
+      mkdirSync(join(dir, 'includes'));
+      write('includes/common');
+      write('includes/a', 'b', 'common');
+      write('includes/b', 'c');
+      write('includes/c', 'common');
+      write('submit', 'a');
+      write('take', 'c', 'b');
+      expect(libraryParts(dir).includes.map(([name]) => name)).toEqual(['includes/common', 'includes/c', 'includes/b', 'includes/a']);
+      write('includes/c', 'a');
+      expect(() => libraryParts(dir)).toThrow(/cycle/);
+      write('includes/c', 'd');
+      expect(() => libraryParts(dir)).toThrow(/includes\/c includes "includes\/d"/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
