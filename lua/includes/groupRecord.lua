@@ -94,21 +94,15 @@ local function packGroup(g)
 end
 
 -- What addListLengths checks: that a record has no limit (the bytes of field limit), and is not
--- paused and is listed (the bytes of fields paused and ready, adjacent).
+-- paused and is listed (the bytes of fields paused and ready, adjacent in CODEC_ORDER).
 local LIMIT_FROM, FLAGS_FROM = FIELD_AT.limit, FIELD_AT.paused
 local LIMIT_TO, FLAGS_TO = LIMIT_FROM + FIELD_BYTES - 1, FLAGS_FROM + 2 * FIELD_BYTES - 1
 local NO_LIMIT, UNPAUSED_LISTED = INT_BYTES[0], INT_BYTES[0] .. INT_BYTES[1]
-if FIELD_AT.ready ~= FLAGS_FROM + FIELD_BYTES then
-  local _ = GROUP_FIELDS_PAUSED_AND_READY_NOT_ADJACENT -- luacheck: ignore 113
-end
--- Where the lengths of a group's three lists begin and end (nr, nh, nl, adjacent), and their
--- format.
+-- Where the lengths of a group's three lists begin and end (nr, nh, nl, adjacent in CODEC_ORDER),
+-- and their format.
 local LISTS_AT = FIELD_AT.nr
 local LISTS_END = LISTS_AT + 3 * FIELD_BYTES - 1
 local LISTS_FORMAT = '<' .. FIELD_FORMAT .. FIELD_FORMAT .. FIELD_FORMAT
-if FIELD_AT.nh ~= LISTS_AT + FIELD_BYTES or FIELD_AT.nl ~= LISTS_AT + 2 * FIELD_BYTES then
-  local _ = GROUP_LIST_LENGTHS_NOT_ADJACENT -- luacheck: ignore 113
-end
 
 -- Record `r` with a, b, c added to the lengths of its lists :r, :h, :l, rewritten in place; or
 -- nil when the group has a limit, is paused or is not listed, whose update takes more than that
