@@ -12,8 +12,8 @@
   { retries, due, error }; empty when it took none. And the next stuck job's due time (ms) or
   -1. The caller flushes the changes (flushChanges).
 
-  The steps: promoteDue, then walkRotation, which visits one group after another (visitGroup,
-  taking from its lists with takeFrom), then writeBack.
+  The steps: promoteDue, then walkRotation, which visits one group after another (visitGroup),
+  then writeBack.
 ]]
 --- @include "includes/wire"
 --- @include "includes/common"
@@ -88,56 +88,8 @@ do
     return head, true
   end
 
-  -- Takes up to k jobs from list `list` (':r', ':h' or ':l') of `group`, with one RPOP: each is
-  -- marked scheduled with its lease and take sequence number, and added to the reply. Returns
-  -- how many it took, and how many of those were stuck.
-  local function takeFrom(group, list, k)
-    -- (one job is popped without a count: the answer is then the id, not a list of one)
-    local ids, got
-    if k == 1 then
-      ids = call('RPOP', prefix .. 'g:' .. group .. list)
-      one[1], ids, got = ids, one, ids and 1 or 0
-    else
-      ids = call('RPOP', prefix .. 'g:' .. group .. list, str(k)) or EMPTY
-      got = #ids
-    end
-    local n, nl, s, unstuck = taken, leaseEnd, seq, 0
-    for j = 1, got do
-      local id = ids[j]
-      local jobKey = prefix .. 'j:' .. id
-      local job, retried
-      if list == ':r' then
-        -- a stuck or released job: its state, and, when it failed before, its retry count,
-        -- retry time and last error
-        job = call('HMGET', jobKey, 'd', 'submitted', 'state', 'retries', 'due', 'error')
-        left(job[3])
-        if job[3] == 'stuck' then unstuck = unstuck + 1 end
-        retried = job[4] and { job[4], job[5], job[6] } or false
-      else
-        -- a waiting job of the high or low list, which has not failed since it was submitted
-        -- (a retry by hand puts a job back with its count reset, see retry.lua)
-        job = call('HMGET', jobKey, 'd', 'submitted')
-        retried = false
-      end
-      s = (s or call('INCRBY', prefix .. 'seq', str(wanted)) - wanted) + 1
-      local token = string.format('%d', s)
-      call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
-      leases[nl + 1], leases[nl + 2], nl = leaseAt, token .. SCHEDULED_MARK .. id, nl + 2
-      if n == 0 then
-        jobs[1] = s
-        scheduled = changedList('scheduled')
-      end
-      scheduled[#scheduled + 1] = id
-      local at = 1 + n * TAKEN_WIDTH
-      jobs[at + 1], jobs[at + 2], jobs[at + 3], jobs[at + 4] = id, job[1], job[2], retried
-      n = n + 1
-    end
-    taken, leaseEnd, seq = n, nl, s
-    return got, unstuck
-  end
-
   -- Visits `group` (its record `r`, or its kept fields `t`): it keeps the turn for `weight`
-  -- takes, each step taking the jobs that come from one list in a row (takeFrom): runnable
+  -- takes, each step taking the jobs that come from one list in a row (one RPOP): runnable
   -- stuck/released jobs first, then the counting scheme's choice, which is one list for as long
   -- as the other is empty. Then leaves it listed while runnable: at the back of the walk when its
   -- turn ended, else (the take reached `wanted` within its turn) at the front of the rotation.
@@ -175,7 +127,49 @@ do
         k = 1
       end
       if k > room then k = room end
-      local got, unstuck = takeFrom(group, list, k)
+      -- The step: up to k ids popped with one RPOP (one job without a count: the answer is then
+      -- the id, not a list of one), each marked scheduled with its lease and take sequence number,
+      -- and added to the reply.
+      local ids, got
+      if k == 1 then
+        ids = call('RPOP', prefix .. 'g:' .. group .. list)
+        one[1], ids, got = ids, one, ids and 1 or 0
+      else
+        ids = call('RPOP', prefix .. 'g:' .. group .. list, str(k)) or EMPTY
+        got = #ids
+      end
+      local n, leaseN, s, unstuck = taken, leaseEnd, seq, 0
+      for j = 1, got do
+        local id = ids[j]
+        local jobKey = prefix .. 'j:' .. id
+        local job, retried
+        if list == ':r' then
+          -- a stuck or released job: its state, and, when it failed before, its retry count,
+          -- retry time and last error
+          job = call('HMGET', jobKey, 'd', 'submitted', 'state', 'retries', 'due', 'error')
+          left(job[3])
+          if job[3] == 'stuck' then unstuck = unstuck + 1 end
+          retried = job[4] and { job[4], job[5], job[6] } or false
+        else
+          -- a waiting job of the high or low list, which has not failed since it was submitted
+          -- (a retry by hand puts a job back with its count reset, see retry.lua)
+          job = call('HMGET', jobKey, 'd', 'submitted')
+          retried = false
+        end
+        s = (s or call('INCRBY', prefix .. 'seq', str(wanted)) - wanted) + 1
+        local token = string.format('%d', s)
+        call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
+        leases[leaseN + 1], leases[leaseN + 2], leaseN = leaseAt, token .. SCHEDULED_MARK .. id, leaseN + 2
+        if n == 0 then
+          jobs[1] = s
+          scheduled = changedList('scheduled')
+        end
+        scheduled[#scheduled + 1] = id
+        local at = 1 + n * TAKEN_WIDTH
+        jobs[at + 1], jobs[at + 2], jobs[at + 3], jobs[at + 4] = id, job[1], job[2], retried
+        n = n + 1
+      end
+      taken, leaseEnd, seq = n, leaseN, s
       -- A list shorter than its count (counters and lists disagree, which cannot happen through
       -- these scripts) is empty now: its count is set right.
       if list == ':r' then
