@@ -12,6 +12,10 @@
   or its final state), or false when there is no such job.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/jobs"
+--- @include "includes/leases"
+--- @include "includes/groupChanges"
 
 local prefix = ARGV[1]
 local id = ARGV[3]
@@ -21,7 +25,7 @@ if not job then return false end
 local state = job[1]
 if state == 'scheduled' or state == 'running' then
   if job[5] ~= '1' then
-    -- its lease member is marked so (see `leases` in includes/common), keeping its expiry
+    -- its lease member is marked so (see includes/leases), keeping its expiry
     local held = leaseMember(job[4], state, nil, id)
     local expiry = call('ZSCORE', prefix .. 'leases', held)
     if expiry then

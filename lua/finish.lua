@@ -4,11 +4,11 @@
   A repeat of a finish already applied with the same token (resent by the client after a
   reconnect) changes nothing and answers the state the job ended in.
   The runs' leases are removed first, by the members their runs claim (see `leases` in
-  includes/common: token, mark of the state the outcome code says, id). When every member was
+  includes/leases: token, mark of the state the outcome code says, id). When every member was
   there, each run holds its lease in that state with no cancel requested, and no job hash is
-  read to check it; otherwise each run is checked against its job hash (a lease taken by an
-  older build, a cancel request, a start that was sent but not applied, a repeat) and the lease
-  entries of those accepted are removed in whatever form they have.
+  read to check it; otherwise each run is checked against its job hash (a cancel request, a
+  start that was sent but not applied, a repeat) and the lease members of those accepted are
+  removed under whichever mark they have.
   Finished-state sets are trimmed to their keep counts in bounded steps.
   Then, when ARGV[6] > 0, it takes up to that many jobs for the executor (see includes/take), so
   that the slots the runs freed are filled in the same call.
@@ -35,6 +35,9 @@
             taken (see includes/take), next stuck job's due time (ms) or -1 }.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/groups"
+--- @include "includes/setWrites"
 --- @include "includes/finishJob"
 --- @include "includes/take"
 --- @include "includes/finishRuns"

@@ -2,7 +2,7 @@
   Changes a group's settings (pause, concurrency limit, weight) and puts it in or takes it out
   of the round-robin rotation accordingly, waking executors when it becomes runnable. Setting a
   limit on a group that had none counts its runs in progress, and lifting it drops the count
-  (see countsRunning in includes/common).
+  (see countsRunning in includes/groups).
 
   KEYS[1] rotation (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -12,6 +12,9 @@
   Returns 1 when the group is in the rotation afterwards, else 0.
 ]]
 --- @include "includes/common"
+--- @include "includes/groups"
+--- @include "includes/groupRecord"
+--- @include "includes/leases"
 
 local prefix = ARGV[1]
 local group = ARGV[2]

@@ -14,6 +14,7 @@
   Returns { lost ids, ids to cancel }.
 ]]
 --- @include "includes/common"
+--- @include "includes/leases"
 
 local prefix = ARGV[1]
 local worker = ARGV[2]

@@ -24,6 +24,7 @@
   (only periodic-stage itself writes period, and only with the token). The reply holds args
   (msgpack), so read it binary-safe.
 ]]
+--- @include "includes/wire"
 --- @include "includes/periodic"
 
 local prefix = ARGV[1]

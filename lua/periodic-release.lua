@@ -28,6 +28,8 @@
             skipped, ids of jobs to cancel (cancel-previous) }.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/groupChanges"
 --- @include "includes/addJob"
 --- @include "includes/periodic"
 
@@ -77,7 +79,7 @@ if #watchedOrder > 0 then
   local lasts = call('HMGET', lastKey, unpack(watchedOrder))
   local helds = call('HMGET', bufKey, unpack(watchedOrder))
   for k, task in ipairs(watchedOrder) do
-    local id, st = lasts[k], nil
+    local id, st = lasts[k]
     if id then
       st = call('HGET', prefix .. 'j:' .. id, 'state')
     else

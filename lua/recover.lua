@@ -5,11 +5,7 @@
   - with ARGV[5] set, jobs still marked with that executor id are treated the same way (an
     executor starting again under its old id clears its stale marks);
   - executors whose registry entry has expired are dropped from the registry;
-  - finished jobs older than their keep age are removed, at most ARGV[8] per state;
-  - groups listed in the rotation of older builds (`ready`, a ZSET of turn numbers, with its
-    counter `rr`) join `rotation` in their turn order, so that an upgrade strands no group
-    (executors of an older build still running may list more there: the next pass moves those
-    too).
+  - finished jobs older than their keep age are removed, at most ARGV[8] per state.
 
   KEYS[1] leases   (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -27,14 +23,17 @@
   Returns { recovered job ids, removed finished jobs }.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/leases"
+--- @include "includes/setWrites"
 --- @include "includes/finishJob"
 
 local prefix = ARGV[1]
 local retryDelay = tonumber(ARGV[3])
 local mine = ARGV[5]
 local now = nowMs()
--- job id -> why its run ends, and -> the lease entry it was found by ({ key, member })
-local victims, entries = {}, {}
+-- job id -> why its run ends, and -> the member of `leases` it was found by
+local victims, members = {}, {}
 local settled = true
 if ARGV[9] and ARGV[9] ~= '' then
   -- pcall: an ACL user without INFO (it is in @dangerous) just gets no grace.
@@ -43,14 +42,14 @@ if ARGV[9] and ARGV[9] ~= '' then
   settled = uptime == nil or uptime * 1000 >= tonumber(ARGV[9])
 end
 if settled then
-  leasedJobs(prefix, function(id, key, member)
-    victims[id], entries[id] = 'lease expired', { key, member }
+  leasedJobs(prefix, function(id, member)
+    victims[id], members[id] = 'lease expired', member
   end, now, tonumber(ARGV[4]))
 end
 if mine ~= '' then
-  leasedJobs(prefix, function(id, key, member)
+  leasedJobs(prefix, function(id, member)
     if call('HGET', prefix .. 'j:' .. id, 'worker') == mine then
-      victims[id], entries[id] = 'executor ' .. mine .. ' restarted while running it', { key, member }
+      victims[id], members[id] = 'executor ' .. mine .. ' restarted while running it', member
     end
   end)
 end
@@ -66,21 +65,10 @@ for id, reason in pairs(victims) do
     recovered[#recovered + 1] = id
   end
   -- its lease ends with the run, or was stale
-  local entry = entries[id]
-  local rems = laterList(laterRems, entry[1])
-  rems[#rems + 1] = entry[2]
+  local rems = laterList(laterRems, prefix .. 'leases')
+  rems[#rems + 1] = members[id]
 end
 finishBatch(prefix)
-
-local legacy = prefix .. 'ready'
-if call('EXISTS', legacy) == 1 then
-  local names = call('ZRANGE', legacy, '0', '-1')
-  call('DEL', legacy, prefix .. 'rr')
-  local map = loadGroups(prefix, names, {})
-  -- their flag said listed in `ready`: listed nowhere now, so storeGroups lists the runnable ones
-  for _, name in ipairs(names) do map[name].ready = false end
-  if storeGroups(prefix, names, map) then wake(prefix) end
-end
 
 -- Recovered jobs are stuck (or failed), not runnable yet: wake one executor, whose take answers
 -- the next due time, so it sleeps until the retry instead of until its fallback timer.

@@ -10,6 +10,9 @@
   Returns the job's state afterwards ('waiting' when it was put back), or false when there is no such job.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/jobs"
+--- @include "includes/groupChanges"
 
 local prefix = ARGV[1]
 local id = ARGV[3]

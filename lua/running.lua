@@ -7,7 +7,7 @@
 
   Returns a flat list: group, count, group, count, ...
 ]]
---- @include "includes/common"
+--- @include "includes/leases"
 
 local out = {}
 for group, n in pairs(runningByGroup(ARGV[1])) do

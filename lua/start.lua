@@ -3,7 +3,7 @@
   matches (taken over by another executor) is left alone and reported. A start that was already
   applied (the client resent it after a reconnect) is accepted again without change.
 
-  A started job's lease member is marked running (see `leases` in includes/common) and its lease
+  A started job's lease member is marked running (see includes/leases) and its lease
   extended to now + ARGV[3] (a start is a heartbeat too).
 
   KEYS[1] leases   (every key is built from ARGV[1])
@@ -18,6 +18,9 @@
   Returns { started time (ms), ids whose lease is lost, ids of dropped periodic runs }.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/leases"
+--- @include "includes/setWrites"
 --- @include "includes/periodicStart"
 
 local prefix = ARGV[1]

@@ -17,6 +17,8 @@
   occurrence (staged ahead, not submitted yet): that id is reserved for it }.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/groupChanges"
 --- @include "includes/addJob"
 
 local prefix = ARGV[1]

@@ -18,6 +18,7 @@
   Returns { jobs, next stuck due time (ms) or -1 }, jobs as includes/take describes them.
 ]]
 --- @include "includes/common"
+--- @include "includes/changes"
 --- @include "includes/take"
 
 local jobs, nextDue = takeJobs(ARGV[1], ARGV[3], num(ARGV[4]), num(ARGV[5]), num(ARGV[6]), num(ARGV[7]), nowMs())

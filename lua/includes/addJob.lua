@@ -15,6 +15,9 @@
   in state `planned`, in no list and no count, so that at the occurrence the release only flips
   it to `waiting`. A planned job is not submitted: every reader treats it as absent.
 ]]
+--- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/groupChanges"
 
 -- The HSET arguments of the job being written (reused: the library keeps it across calls).
 local jobFields = { 'd', false, 'group', false, 'state', false }

@@ -14,6 +14,12 @@
   Returns the state the job ended in. The set and group changes of a batch are applied together:
   callers run finishBatch(prefix) after their last finishJob and before reading those keys.
 ]]
+--- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/jobs"
+--- @include "includes/groups"
+--- @include "includes/groupChanges"
+--- @include "includes/setWrites"
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
 -- may be retried); the end of any other run reads the group only in a queue with limits.
 local GROUP_READ = { [OUTCOME_RELEASED] = true, [OUTCOME_FAILED] = true }
@@ -56,7 +62,7 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
     local more = call('HMGET', jobKey, 'retries', 'd', 'tracker', 'occurrence')
     local retries = tonumber(more[1]) or 0
     local _, maxRetries = describeJob(more[2])
-    if outcome == OUTCOME_FAILED and retries < (tonumber(maxRetries) or 0) then
+    if outcome == OUTCOME_FAILED and retries < (maxRetries or 0) then
       state = 'stuck'
       local due = now + retryDelay * (2 ^ retries)
       a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', str(retries + 1), 'error', payload, 'due', str(due), 8

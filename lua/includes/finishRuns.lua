@@ -4,6 +4,10 @@
   includes/wire), the lease members a call's runs claim and how they are removed, and the tables
   a call fills and empties (reused across calls).
 ]]
+--- @include "includes/wire"
+--- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/setWrites"
 
 -- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
 -- (built as the library loads, when Lua's ipairs and pairs are not reachable yet)
@@ -28,14 +32,12 @@ local function claimLeases(prefix, runs)
   return removed == n
 end
 
--- Removes (with the batch's other set writes) every lease entry the run of job `id` with lease
--- `token` may have: its member of `leases` under each mark, and an older build's in `active`.
+-- Removes (with the batch's other set writes) the member of `leases` the run of job `id` with
+-- lease `token` may have, under each mark.
 local function dropLeases(prefix, id, token)
   local rems = laterList(laterRems, prefix .. 'leases')
   local n = #rems
   rems[n + 1], rems[n + 2], rems[n + 3] = token .. SCHEDULED_MARK .. id, token .. RUNNING_MARK .. id, token .. CANCEL_MARK .. id
-  rems = laterList(laterRems, prefix .. 'active')
-  rems[#rems + 1] = id
 end
 
 -- The job of a run whose lease was verified: what the job hash would answer (reused).
@@ -43,3 +45,24 @@ local verifiedJob = {}
 
 -- The end codes of the runs, and the states some run ended in (reused: the library keeps them).
 local states, ended = {}, {}
+
+-- Trims a finished-state set to `keep` jobs once it runs over by more than a twentieth of
+-- `keep` (so that a large set is trimmed in steps of many jobs, not one per call), removing at
+-- most 200 per call.
+local function trimFinished(prefix, state, keep)
+  keep = num(keep)
+  if keep < 0 then return end
+  local key = prefix .. 'done:' .. state
+  local excess = call('ZCARD', key) - keep
+  if excess <= math.floor(keep / 20) then return end
+  if excess > 200 then excess = 200 end
+  local ids = call('ZRANGE', key, '0', str(excess - 1))
+  local doomed = {}
+  for _, id in ipairs(ids) do
+    doomed[#doomed + 1] = prefix .. 'j:' .. id
+    doomed[#doomed + 1] = prefix .. 'j:' .. id .. ':logs'
+  end
+  if #doomed > 0 then call('DEL', unpack(doomed)) end
+  call('ZREMRANGEBYRANK', key, '0', str(excess - 1))
+  countDelta[state] = (countDelta[state] or 0) - #ids
+end

@@ -15,6 +15,7 @@
     p:wake          pub/sub channel schedulers listen on
   A task's hash field `staged` lists the p:staged members its last stage added.
 ]]
+--- @include "includes/common"
 
 -- The p:nextrun scores of records' task ids (rec.id), in record order, with one ZMSCORE per 1000.
 local function pTokens(nextrunKey, recs)
@@ -26,11 +27,6 @@ local function pTokens(nextrunKey, recs)
     for j = 1, #got do scores[k + j - 1] = got[j] end
   end
   return scores
-end
-
--- Adds a record to a task's run history (trimmed when the task is claimed, see pTrimHistory).
-local function pHistory(prefix, id, occurrence, member)
-  call('ZADD', prefix .. 'p:h:' .. id, occurrence, member)
 end
 
 -- Trims a task's run history to `keep` past entries (-1: all) and `age` ms (-1: forever).

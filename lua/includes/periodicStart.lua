@@ -7,6 +7,7 @@
     handler and ends it `cancelled`. Otherwise the task's `lastrun` becomes now.
   Returns true when the run is dropped.
 ]]
+--- @include "includes/common"
 local function periodicStart(prefix, now, id, tracker, worker)
   local jobKey = prefix .. 'j:' .. id
   if worker then

@@ -24,7 +24,7 @@ export interface QueueEvent {
   periodic?: { task: string; occurrence?: number };
 }
 
-/** Parses one stream entry's fields into events (see the key layout in lua/includes/common.lua). */
+/** Parses one stream entry's fields into events (key layout: docs/architecture.md). */
 export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
   const out: QueueEvent[] = [];
   let periodic: Map<string, [string, number | false]> | null = null;

@@ -89,9 +89,9 @@ export function assignDescription(target: Record<string, unknown>, packed: Buffe
   return target;
 }
 
-const NUMBER_FIELDS = new Set(['retries', 'maxRetries', 'submitted', 'started', 'finished', 'due', 'takeSeq', 'maxRuntime', 'occurrence', 'progress']);
-/** Hash fields that copy the description for the scripts (priority and maxRetries: jobs written by older versions). */
-const COPIES = new Set<string>(['group', 'priority', 'maxRetries', 'tracker', 'occurrence']);
+const NUMBER_FIELDS = new Set(['retries', 'submitted', 'started', 'finished', 'due', 'takeSeq', 'progress']);
+/** Hash fields that copy the description for the scripts' hot paths (see lua/includes/addJob). */
+const COPIES = new Set<string>(['group', 'tracker', 'occurrence']);
 
 /** Builds job `id` from an HGETALL reply given as a flat [field, value, ...] list of Buffers. */
 export function decodeJob(id: string, flat: Buffer[]): Job {

@@ -280,9 +280,8 @@ export class Queue {
         break;
       case 'scheduled':
       case 'running': {
-        // (older builds' leases are in `active`, by job id)
-        const [leased, legacy] = await Promise.all([this.client.zrange(this.keys.leases, 0, -1), this.client.zrange(this.keys.active, 0, -1)]);
-        ids = [...leased.map(leaseJobId).filter((id) => id !== null), ...legacy];
+        const leased = await this.client.zrange(this.keys.leases, 0, -1);
+        ids = leased.map(leaseJobId).filter((id) => id !== null);
         break;
       }
       case 'stuck':

@@ -1,11 +1,12 @@
 /**
  * A group's state as the Lua scripts keep it: one packed value per group in the queue's `groups`
- * hash, the fields of GROUP_FIELDS (./wire.ts) in order, as little-endian 32-bit integers.
+ * hash (see lua/includes/groupRecord.lua): the fields of GROUP_FIELDS (./wire.ts) in order, as
+ * little-endian 32-bit integers.
  */
 import type { Redis } from 'ioredis';
 import { GROUP_FIELDS as FIELDS } from './wire.js';
 
-/** `running` is kept only while the group has a limit (see countsRunning in lua/includes/common.lua). */
+/** `running` is kept only while the group has a limit (see countsRunning in lua/includes/groups.lua). */
 export type GroupState = Record<(typeof FIELDS)[number], number>;
 
 /** The state of a group the hash does not hold: no jobs, default settings. */
@@ -23,7 +24,7 @@ export function decodeGroupState(packed: Buffer): GroupState {
 /**
  * Every group of the hash at `key` with its state (HSCAN, a thousand at a time). The field with
  * the empty name is not a group: the scripts write it so that Redis keeps the hash a table
- * (GROUPS_PAD in lua/includes/common.lua).
+ * (GROUPS_PAD in lua/includes/groups.lua).
  */
 export async function readGroupStates(client: Redis, key: string): Promise<Map<string, GroupState>> {
   const out = new Map<string, GroupState>();

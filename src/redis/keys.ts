@@ -1,7 +1,7 @@
 /**
  * Key names of a queue, built in one place. Every key shares the hash tag `{rota:<queue>}`,
  * so a queue lives in one Redis Cluster slot. Lua scripts build the per-group and per-job keys
- * from the same prefix (see lua/includes/common.lua for the layout).
+ * from the same prefix (key layout: docs/architecture.md).
  */
 import { ValidationError } from '../errors.js';
 import { CANCEL_MARK, RUNNING_MARK, SCHEDULED_MARK } from './wire.js';
@@ -24,8 +24,6 @@ export interface QueueKeys {
   delayed: string;
   /** The runs in progress: ZSET of lease token + mark + job id -> lease expiry (see leaseJobId). */
   leases: string;
-  /** Older builds' leases: ZSET of job id -> lease expiry, read beside `leases`. */
-  active: string;
   counts: string;
   groups: string;
   events: string;
@@ -61,7 +59,6 @@ export function queueKeys(name: string): QueueKeys {
     marker: `${prefix}marker`,
     delayed: `${prefix}delayed`,
     leases: `${prefix}leases`,
-    active: `${prefix}active`,
     counts: `${prefix}counts`,
     groups: `${prefix}groups`,
     events: `${prefix}events`,

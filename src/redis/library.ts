@@ -69,20 +69,26 @@ export function orderIncludes(dir: string, scripts: Array<[string, string]>): st
   return order;
 }
 
-/**
- * Builds the library from the scripts in `dir`: the generated `includes/wire`, then the includes
- * the scripts name, each once and after those it names (see {@link orderIncludes}), then each
- * script's body as the function `rota_<hash>_<script>`. Every call begins with `beginCall()`
- * (includes/common), which empties what the last call collected.
- */
-export function buildLibrary(dir: string): Library {
+/** The library's parts from `dir`, each as [name, text]: the includes in library order, the
+ * generated `includes/wire` first (see {@link orderIncludes}), and the scripts by name. */
+export function libraryParts(dir: string): { includes: Array<[string, string]>; scripts: Array<[string, string]> } {
   if (existsSync(join(dir, `${WIRE_INCLUDE}.lua`))) {
     throw new Error(`${WIRE_INCLUDE} is generated from src/redis/wire.ts: remove ${WIRE_INCLUDE}.lua from ${dir}`);
   }
   const files = readdirSync(dir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
   const scripts = files.map((script): [string, string] => [script, readFileSync(join(dir, `${script}.lua`), 'utf8')]);
-  const includes = orderIncludes(dir, scripts);
-  const helpers = [wireInclude(), ...includes.map((inc) => readFileSync(join(dir, `${inc}.lua`), 'utf8').replace(INCLUDE, ''))].join('\n');
+  const includes = orderIncludes(dir, scripts).map((inc): [string, string] => [inc, readFileSync(join(dir, `${inc}.lua`), 'utf8')]);
+  return { includes: [[WIRE_INCLUDE, wireInclude()], ...includes], scripts };
+}
+
+/**
+ * Builds the library from the scripts in `dir`: its parts ({@link libraryParts}) without their
+ * `--- @include` lines, each script's body as the function `rota_<hash>_<script>`. Every call
+ * begins with `beginCall()` (includes/common), which empties what the last call collected.
+ */
+export function buildLibrary(dir: string): Library {
+  const { includes, scripts } = libraryParts(dir);
+  const helpers = includes.map(([, text]) => text.replace(INCLUDE, '')).join('\n');
   const bodies = scripts.map(([script, text]): [string, string] => [script, text.replace(INCLUDE, '')]);
   const hash = createHash('sha1').update(helpers);
   for (const [, body] of bodies) hash.update(body);

@@ -339,25 +339,4 @@ describe('fair selection', () => {
     expect(ids(await takeRaw(raw, k, 10))).toEqual(['j4']);
     raw.disconnect();
   });
-
-  it('serves the groups an older build listed in its rotation (a ZSET), in their turn order', async () => {
-    const name = uniqueQueue();
-    const q = queue(name);
-    const raw = rawClient();
-    const k = queueKeys(name);
-    const groups = ['c', 'a', 'd', 'b'];
-    for (const g of groups) await q.submitBulk(Array.from({ length: 2 }, () => ({ task: 'noop', group: g })));
-    // The older builds' layout: the same group records (flagged as listed), the rotation in `ready`
-    // with turn numbers and their counter in `rr`.
-    await raw.del(k.rotation);
-    await raw.zadd(`${k.prefix}ready`, 7, 'b', 4, 'd', 3, 'a', 9, 'c');
-    await raw.set(`${k.prefix}rr`, 9);
-    const done: Job[] = [];
-    const w = worker(name, { noop: () => undefined }, { concurrency: 1 });
-    w.on('completed', (j) => done.push(j));
-    await until(w, 'completed', () => done.length === 8);
-    expect(done.map((j) => j.group)).toEqual(['a', 'd', 'b', 'c', 'a', 'd', 'b', 'c']);
-    expect(await raw.exists(`${k.prefix}ready`, `${k.prefix}rr`)).toBe(0);
-    raw.disconnect();
-  });
 });

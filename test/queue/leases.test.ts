@@ -1,8 +1,7 @@
 /**
  * Leases, driven through the scripts: a finish whose runs all hold their leases as they claim
  * needs no check against the job hashes; every other case (a cancel request, a start applied
- * that the run did not claim, a lease held by an older build in `active`) is checked against
- * them, and no lease entry outlives its run.
+ * that the run did not claim) is checked against them, and no lease entry outlives its run.
  */
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -81,27 +80,6 @@ describe('leases', () => {
     expect(await q.counts()).toMatchObject({ success: 1, running: 1, scheduled: 0 });
     expect(await finish(q, raw, [[...b, 's']])).toEqual(['success']);
     expect(await q.counts()).toMatchObject({ success: 2, running: 0 });
-  });
-
-  it("held by an older build in `active` are listed, finished and recovered like the others", async () => {
-    const { q, raw, runs } = await taken(2);
-    const k = q.keys;
-    // as an older build leaves them: job id -> expiry, in `active`
-    for (const [id, token] of runs) {
-      await raw.zrem(k.leases, `${token}:${id}`);
-      await raw.zadd(k.active, Date.now() + 30_000, id);
-    }
-    expect((await q.jobs({ state: 'scheduled' })).map((j) => j.id).sort()).toEqual(runs.map(([id]) => id).sort());
-    const [[doneId, doneToken], [lostId]] = runs;
-    expect(await finish(q, raw, [[doneId, doneToken, '+s']])).toEqual(['success']);
-    expect(await raw.zrange(k.active, 0, -1)).toEqual([lostId]);
-    // the other's lease expires: recovery ends its run as a failed attempt
-    await raw.zadd(k.active, 1, lostId);
-    const { recovered } = await storeOf(raw, q.name).recover(RECOVER);
-    expect(recovered).toEqual([lostId]);
-    expect((await q.getJob(lostId))!.state).toBe('stuck');
-    expect(await raw.zcard(k.active)).toBe(0);
-    expect(await q.counts()).toMatchObject({ success: 1, stuck: 1, scheduled: 0 });
   });
 
   it('expired in `leases` are recovered, and a stale entry is dropped', async () => {

@@ -1,0 +1,95 @@
+--[[
+  The state changes of one script call, collected as they happen and flushed once
+  (flushChanges): one entry in the events stream, and one HINCRBY of `counts` per state whose
+  count changed.
+]]
+--- @include "includes/wire"
+--- @include "includes/common"
+
+-- Collected state changes of one script call; flushed as one stream entry: the ids per state
+-- (in the order states first occur), and the changes that carry an error. The lists per state
+-- and the count changes are kept across calls and emptied in place as each call begins (a
+-- state's list is in this call's order once it holds an id). A state's count grows by the ids
+-- its list holds when the changes are flushed, and by the changes with an error as they come;
+-- countDelta[state] is what else the call adds to (or takes from) a state's count.
+local stateIds, stateOrder = {}, {}
+local events = {}
+local countDelta = {}
+
+-- Failed runs of periodic tasks in this call: { job id, task id, occurrence, error }; flushed in
+-- the same stream entry (periodic.failed events users can alert on).
+local periodicFailures = {}
+
+onBeginCall(function()
+  for i = 1, #stateOrder do
+    local state = stateOrder[i]
+    -- a long list is let go (cjson walks the whole storage of a list it encodes)
+    if #stateIds[state] > 32 then stateIds[state] = nil else clearList(stateIds[state]) end
+  end
+  clearList(stateOrder)
+  if next(events) then events = {} end
+  for state in pairs(countDelta) do countDelta[state] = 0 end
+  if next(periodicFailures) then periodicFailures = {} end
+end)
+
+-- The list of ids that entered `state` in this call, for a caller about to add one or more
+-- (a state listed with no id would be an empty field of the stream entry).
+local function changedList(state)
+  return callList(stateIds, stateOrder, state)
+end
+
+-- Job `id` entered `state` (with error `err`, for stuck and failed).
+local function changed(id, state, err)
+  if err then
+    events[#events + 1] = { id, state, err }
+    countDelta[state] = (countDelta[state] or 0) + 1
+    return
+  end
+  -- (changedList's lookup, written out: two calls a change cost a finished job 2% more)
+  local ids = stateIds[state]
+  if not ids then
+    ids = {}
+    stateIds[state] = ids
+  end
+  local n = #ids
+  if n == 0 then stateOrder[#stateOrder + 1] = state end
+  ids[n + 1] = id
+end
+
+-- A job left `state`.
+local function left(state)
+  countDelta[state] = (countDelta[state] or 0) - 1
+end
+
+local function periodicFailed(id, tracker, occurrence, err)
+  periodicFailures[#periodicFailures + 1] = { id, tracker, tonumber(occurrence) or false, err or false }
+end
+
+-- The XADD argument list of flushChanges (reused: the library keeps it across calls).
+local entry = { 'XADD', false, 'MAXLEN', '~', false, '*' }
+
+-- Applies the count changes, and adds the stream entry (a field per state entered without an
+-- error, = JSON [job id, ...]; the errors and failed periodic runs as JSON lists) unless the
+-- stream is off (`maxEvents` <= 0) or nothing changed.
+local function flushChanges(prefix, maxEvents)
+  for i = 1, #stateOrder do
+    local state = stateOrder[i]
+    countDelta[state] = (countDelta[state] or 0) + #stateIds[state]
+  end
+  for state, d in pairs(countDelta) do
+    if d ~= 0 then call('HINCRBY', prefix .. 'counts', state, str(d)) end
+  end
+  if num(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0) then return end
+  local a, n = entry, 6
+  a[2], a[5] = prefix .. 'events', maxEvents
+  for _, state in ipairs(stateOrder) do
+    a[n + 1], a[n + 2], n = state, cjson.encode(stateIds[state]), n + 2
+  end
+  if #events > 0 then
+    a[n + 1], a[n + 2], n = EVENT_ERRORS_FIELD, cjson.encode(events), n + 2
+  end
+  if #periodicFailures > 0 then
+    a[n + 1], a[n + 2], n = EVENT_PERIODIC_FAILED_FIELD, cjson.encode(periodicFailures), n + 2
+  end
+  call(unpack(a, 1, n))
+end
