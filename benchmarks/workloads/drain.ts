@@ -3,11 +3,11 @@
  * process, or in forked processes) run them all. The measured phase is the drain; the fill is
  * measured too, so that Redis CPU over a job's whole life (submit + take + complete) is known.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { TS_EXEC_ARGV } from '../../test/helpers/processes.js';
-import { payload, type JobIn } from '../systems/types.js';
-import { addDeltas, groupOf, Phase, Seen, until, type RunContext, type RunResult } from './common.js';
+import { type JobIn, payload } from '../systems/types.js';
+import { addDeltas, groupOf, Phase, type RunContext, type RunResult, Seen, until } from './common.js';
 
 export interface DrainParams {
   jobs: number;
@@ -63,7 +63,13 @@ export async function runDrain(ctx: RunContext, p: DrainParams): Promise<RunResu
   if (p.processes === 0) {
     phase = await new Phase(ctx.admin).begin();
     let n = 0;
-    const exec = await ctx.adapter.startExecutor({ concurrency: p.concurrency, handler: (id) => { seen.add(id); n++; } });
+    const exec = await ctx.adapter.startExecutor({
+      concurrency: p.concurrency,
+      handler: (id) => {
+        seen.add(id);
+        n++;
+      },
+    });
     capped = !(await until(() => n >= p.jobs, p.capMs));
     seconds = phase.elapsed();
     await exec.close();
@@ -89,8 +95,16 @@ export async function runDrain(ctx: RunContext, p: DrainParams): Promise<RunResu
   const ran = seen.size + seen.duplicates;
   const lifecycle = addDeltas(filled.redis, m.redis);
   return {
-    jobs: ran, seconds, jobsPerSec: ran / seconds, redis: m.redis, nodeCpuUs, peakRssBytes,
-    expected: p.jobs, unique: seen.size, duplicates: seen.duplicates, capped,
+    jobs: ran,
+    seconds,
+    jobsPerSec: ran / seconds,
+    redis: m.redis,
+    nodeCpuUs,
+    peakRssBytes,
+    expected: p.jobs,
+    unique: seen.size,
+    duplicates: seen.duplicates,
+    capped,
     extra: {
       fillJobsPerSec: p.jobs / (filled.redis.ms / 1000),
       lifecycleRedisCpuUsPerJob: lifecycle.cpuUs / p.jobs,

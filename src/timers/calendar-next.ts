@@ -88,11 +88,17 @@ export function nextElapseMicros(spec: CalendarSpec, zone: string | null, afterU
   const c: Tm = clock.localtime(t0);
   const resetBelow = (level: 'month' | 'day' | 'hour' | 'min' | 'sec'): void => {
     switch (level) {
-      case 'month': c.mon = 0; // falls through
-      case 'day': c.mday = 1; // falls through
-      case 'hour': c.hour = 0; // falls through
-      case 'min': c.min = 0; // falls through
-      case 'sec': c.sec = 0; tmUsec = 0;
+      case 'month':
+        c.mon = 0; // falls through
+      case 'day':
+        c.mday = 1; // falls through
+      case 'hour':
+        c.hour = 0; // falls through
+      case 'min':
+        c.min = 0; // falls through
+      case 'sec':
+        c.sec = 0;
+        tmUsec = 0;
     }
   };
   for (let steps = 0; steps < MAX_STEPS; steps++) {

@@ -1,7 +1,7 @@
 /**
  * Runs Node scripts as child processes for fault tests: start, signal, kill -9, wait for messages.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
@@ -20,7 +20,11 @@ export class NodeProcess {
   readonly exited: Promise<number | null>;
 
   constructor(script: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
-    this.child = fork(script, args, { execArgv: [...TS_EXEC_ARGV], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(script, args, {
+      execArgv: [...TS_EXEC_ARGV],
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     this.child.on('message', (m) => {
       this.messages.push(m);
       for (const w of this.waiters.splice(0)) w();

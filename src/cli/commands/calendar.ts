@@ -30,7 +30,8 @@ function parseIterations(value: string): number {
 }
 
 function parseZone(value: string): string {
-  if (value !== 'UTC' && !isValidTimeZone(value)) throw new InvalidArgumentError('expected an IANA time zone such as Europe/Paris');
+  if (value !== 'UTC' && !isValidTimeZone(value))
+    throw new InvalidArgumentError('expected an IANA time zone such as Europe/Paris');
   return value;
 }
 
@@ -81,7 +82,8 @@ export function register(program: Command): void {
         const next = elapses(timer, from, opts.iterations);
         if (opts.json) {
           process.stdout.write(
-            JSON.stringify({ spec, kind: timer.kind, normalized: timer.normalized, next: next.map((d) => d.toISOString()) }) + '\n',
+            JSON.stringify({ spec, kind: timer.kind, normalized: timer.normalized, next: next.map((d) => d.toISOString()) }) +
+              '\n',
           );
         } else printText(spec, timer, next, index === 0);
       });
