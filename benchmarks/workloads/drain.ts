@@ -30,15 +30,25 @@ export async function fill(ctx: RunContext, jobs: number, groups: number, batch 
 interface Child {
   proc: ChildProcess;
   n: number;
-  done?: { ids: string[]; cpuUs: number; peakRssBytes: number };
+  done?: ExecutorDone;
 }
+
+/** What benchmarks/executor.ts reports when it stops. */
+interface ExecutorDone {
+  ids: string[];
+  cpuUs: number;
+  peakRssBytes: number;
+}
+
+/** The messages benchmarks/executor.ts sends. */
+type ExecutorMessage = { type: 'ready' } | { type: 'progress'; n: number } | ({ type: 'done' } & ExecutorDone);
 
 function forkExecutor(ctx: RunContext, concurrency: number): Promise<Child> {
   const script = fileURLToPath(new URL('../executor.ts', import.meta.url));
   const proc = fork(script, [], { execArgv: [...TS_EXEC_ARGV], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const child: Child = { proc, n: 0 };
   return new Promise((resolve, reject) => {
-    proc.on('message', (m: any) => {
+    proc.on('message', (m: ExecutorMessage) => {
       if (m.type === 'ready') resolve(child);
       else if (m.type === 'progress') child.n = m.n;
       else if (m.type === 'done') child.done = m;

@@ -38,7 +38,10 @@ function windowedJain(recs: Rec[], from: number, to: number): { index: number | 
   const byGroup = new Map<string, Rec[]>();
   for (const r of recs) {
     let a = byGroup.get(r.group);
-    if (!a) byGroup.set(r.group, (a = []));
+    if (!a) {
+      a = [];
+      byGroup.set(r.group, a);
+    }
     a.push(r);
   }
   let sum = 0;
@@ -109,7 +112,6 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
       handler: (id, group, data) => handler(id, group === 't0' ? 'heavy' : group, data),
     });
   let exec: Awaited<ReturnType<typeof startExec>>;
-  let seconds: number;
   let capped = false;
   let heavyRate: number;
   let jainIndex: { index: number | null; windows: number } = { index: null, windows: 0 };
@@ -142,7 +144,7 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
   }
   await Promise.all(lightPending);
   await until(() => recs.filter((r) => r.group !== 'heavy').length >= lightSubmitted, 5000, 5);
-  seconds = (performance.now() - t0) / 1000;
+  const seconds = (performance.now() - t0) / 1000;
   await exec.close();
   const m = await phase.end();
   const [p50, p99] = percentiles(lightWaits, [50, 99]);

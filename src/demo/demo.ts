@@ -57,7 +57,10 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
   const tenants = new Map<string, TenantView>();
   const tenant = (g: string) => {
     let t = tenants.get(g);
-    if (!t) tenants.set(g, (t = { group: g, submitted: 0, done: 0, waits: [] }));
+    if (!t) {
+      t = { group: g, submitted: 0, done: 0, waits: [] };
+      tenants.set(g, t);
+    }
     return t;
   };
   const handlers: Handlers = {

@@ -16,7 +16,7 @@ import { type QueueKeys, queueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { HISTORY_MISSED, HISTORY_SKIPPED } from '../redis/wire.js';
-import { parseTimer } from '../timers/index.js';
+import { parseTimer, type Timer } from '../timers/index.js';
 import {
   checkDefinition,
   checkId,
@@ -241,8 +241,8 @@ export class PeriodicTasks {
       for (const f of noLast) hp.zrevrange(this.keys.history(f.task.id), 0, 19);
       const hist = (await hp.exec())!;
       const sp = this.client.pipeline();
-      const candidates = noLast.map((f, k) => (hist[k][1] as string[]).filter((m) => !m.startsWith('~')));
-      candidates.forEach((ids) => ids.forEach((id) => sp.hget(this.qkeys.job(id), 'state')));
+      const candidates = noLast.map((_f, k) => (hist[k][1] as string[]).filter((m) => !m.startsWith('~')));
+      for (const ids of candidates) for (const id of ids) sp.hget(this.qkeys.job(id), 'state');
       const states = candidates.flat().length ? (await sp.exec())! : [];
       let at = 0;
       noLast.forEach((f, k) => {
@@ -356,7 +356,7 @@ export class PeriodicTasks {
     ids.forEach((id, i) => {
       const [nextrun, timer, timezone, task, group, enabled] = rows[i][1] as (string | null)[];
       if (!nextrun || !timer || enabled !== '1') return;
-      let t;
+      let t: Timer;
       try {
         t = parseTimer(timer, { timezone: timezone || undefined });
       } catch {
@@ -389,9 +389,9 @@ export class PeriodicTasks {
     }
     const res = jobs.length ? (await pipe.exec())! : [];
     const byId = new Map<string, { job: Record<string, Buffer>; logs: string[] }>();
-    jobs.forEach((e, k) =>
-      byId.set(e.member, { job: res[k * 2][1] as Record<string, Buffer>, logs: res[k * 2 + 1][1] as string[] }),
-    );
+    jobs.forEach((e, k) => {
+      byId.set(e.member, { job: res[k * 2][1] as Record<string, Buffer>, logs: res[k * 2 + 1][1] as string[] });
+    });
     // A staged occurrence (its job still `planned`) has not run yet.
     const planned = (e: { member: string }) => byId.get(e.member)?.job?.state?.toString() === 'planned';
     return entries
@@ -623,7 +623,7 @@ export function pendingId(ruleId: string, subject: string): string {
 }
 
 function isoDelay(text: string): number {
-  let t;
+  let t: Timer;
   try {
     t = parseTimer(text);
   } catch (err) {

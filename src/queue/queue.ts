@@ -209,7 +209,9 @@ export class Queue {
       }
       if (typeof out !== 'number') {
         const jobs = out;
-        rest.forEach((p, k) => p.resolve(jobs[k]));
+        rest.forEach((p, k) => {
+          p.resolve(jobs[k]);
+        });
         return;
       }
       // Nothing was written: the submit whose id is reserved fails, the others go again.

@@ -110,7 +110,10 @@ export class Run {
   get done(): Promise<Outcome> {
     const o = this.outcome;
     if (o) return Promise.resolve(o);
-    return new Promise<Outcome>((resolve) => (this.waiters ??= []).push(resolve));
+    return new Promise<Outcome>((resolve) => {
+      this.waiters ??= [];
+      this.waiters.push(resolve);
+    });
   }
 
   private begin(): void {
@@ -223,7 +226,8 @@ export class Run {
   /** Arms a timer the run's end stops; `ms` may be longer than Node's setTimeout takes (a maxRuntime of weeks). */
   private addTimer(fn: () => void, ms: number): void {
     if (this.outcome) return;
-    (this.timers ??= []).push(setLongTimeout(fn, ms));
+    this.timers ??= [];
+    this.timers.push(setLongTimeout(fn, ms));
   }
 
   private abortedOutcome(): Outcome {

@@ -7,6 +7,7 @@ import { type CalendarSpec, type Chain, MAX_YEAR, USEC_PER_SEC } from './calenda
 import { type Tm, WallClock } from './localtime.js';
 
 /** Largest instant systemd accepts as a base time (year 9999), in microseconds. */
+// biome-ignore lint/correctness/noPrecisionLoss: systemd's constant kept as written; as a double it is one microsecond larger (253402214400000000).
 const USEC_FORMATTABLE_MAX = 253402214399999999;
 /** systemd gives up after this many search steps (and so do we: every search is bounded). */
 const MAX_STEPS = 1000;

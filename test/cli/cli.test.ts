@@ -82,6 +82,7 @@ describe('rota CLI', () => {
     const tasks = join(dir, 'tasks.mjs');
     writeFileSync(
       tasks,
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the string is JavaScript source holding a template literal.
       "export default { greet: async ({ args, log }) => { log('hello', args.name); return `hi ${args.name}`; } };\n",
     );
     const sub = await rota([...q, 'submit', 'greet', '--args', '{"name":"ada"}']);

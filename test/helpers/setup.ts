@@ -2,7 +2,7 @@
 
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
-import { Queue, type QueueOptions, Worker, type WorkerOptions } from '../../src/index.js';
+import { type Handlers, Queue, type QueueOptions, Worker, type WorkerOptions } from '../../src/index.js';
 
 /** URL of the Redis server of this test run. */
 export function redisUrl(): string {
@@ -68,11 +68,7 @@ export function openQueue(name: string, opts: Partial<QueueOptions> = {}): Queue
 }
 
 /** An executor on the test Redis, closed after the test. */
-export function openWorker(
-  name: string,
-  handlers: Record<string, (ctx: any) => unknown>,
-  opts: Partial<WorkerOptions> = {},
-): Worker {
+export function openWorker(name: string, handlers: Handlers, opts: Partial<WorkerOptions> = {}): Worker {
   return track(new Worker(name, handlers, { connection: redisUrl(), ...opts }));
 }
 

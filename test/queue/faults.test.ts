@@ -103,7 +103,7 @@ describe('faults', () => {
     a.signal('SIGCONT');
     for (const id of ids) await a.waitFor((m) => m?.type === 'leaseLost' && m.id === id);
     for (const id of ids) await b.waitFor((m) => m?.type === 'completed' && m.id === id, 30_000);
-    expect(a.received().some((m: any) => m?.type === 'completed')).toBe(false);
+    expect(a.received().some((m) => m?.type === 'completed')).toBe(false);
 
     const runs = await readRuns(client(server.url), name);
     for (const id of ids) {

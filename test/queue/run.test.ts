@@ -63,7 +63,7 @@ describe('a run', () => {
   it('hands a handler that destructures or spreads its context working log and progress hooks and a signal, and ends with what it returned', async () => {
     const lines: string[] = [];
     const steps: number[] = [];
-    const seen: RunHooks = { log: (j, line) => lines.push(`${j.id} ${line}`), progress: (j, n) => steps.push(n) };
+    const seen: RunHooks = { log: (j, line) => lines.push(`${j.id} ${line}`), progress: (_j, n) => steps.push(n) };
     const run = new Run(
       job('work'),
       {
@@ -110,6 +110,7 @@ describe('a run', () => {
 
   it('fails a run whose handler returns a thenable that throws, rather than letting the error escape', async () => {
     const bad = {
+      // biome-ignore lint/suspicious/noThenProperty: the test needs a thenable that throws.
       then() {
         throw new Error('broken thenable');
       },

@@ -51,7 +51,9 @@ function printText(spec: string, timer: Timer, next: Date[], first: boolean): vo
   lines.push(`  Original form: ${spec}`, `           Kind: ${timer.kind}`, `Normalized form: ${timer.normalized}`);
   if (timer.timezone !== undefined) lines.push(`      Time zone: ${timer.timezone}`);
   if (next.length === 0) lines.push('    Next elapse: never');
-  next.forEach((d, i) => lines.push(`${i === 0 ? '    Next elapse' : `       Iter. #${i + 1}`}: ${d.toISOString()}`));
+  next.forEach((d, i) => {
+    lines.push(`${i === 0 ? '    Next elapse' : `       Iter. #${i + 1}`}: ${d.toISOString()}`);
+  });
   process.stdout.write(lines.join('\n') + '\n');
 }
 
