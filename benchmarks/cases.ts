@@ -11,11 +11,22 @@ export type CaseSpec =
   | { name: string; kind: 'fairness'; params: FairnessParams };
 
 export const CASE_NAMES = [
-  'ingest-serial', 'ingest-inflight', 'ingest-bulk50', 'ingest-bulk1000',
-  'drain-c1', 'drain-c10', 'drain-c100', 'drain-c100-2proc',
-  'latency-10', 'latency-50', 'latency-80',
-  'fairness-light', 'fairness-noflood',
-  'groups-1', 'groups-1000', 'groups-100000',
+  'ingest-serial',
+  'ingest-inflight',
+  'ingest-bulk50',
+  'ingest-bulk1000',
+  'drain-c1',
+  'drain-c10',
+  'drain-c100',
+  'drain-c100-2proc',
+  'latency-10',
+  'latency-50',
+  'latency-80',
+  'fairness-light',
+  'fairness-noflood',
+  'groups-1',
+  'groups-1000',
+  'groups-100000',
 ] as const;
 
 export function cases(quick: boolean): CaseSpec[] {
@@ -26,11 +37,23 @@ export function cases(quick: boolean): CaseSpec[] {
   const DRAIN = q(100_000, 5_000);
   const cap = q(15_000, 5_000);
   const drain = (name: string, jobs: number, concurrency: number, groups: number, processes = 0): CaseSpec => ({
-    name, kind: 'drain', params: { jobs, concurrency, groups, processes, capMs: cap },
+    name,
+    kind: 'drain',
+    params: { jobs, concurrency, groups, processes, capMs: cap },
   });
-  const fairness = { heavyJobs: q(20_000, 3_000), jobMs: 10, concurrency: 100, lightTenants: 10, lightEveryMs: 50, lightMs: q(3000, 1000), capMs: q(8000, 2500) };
+  const fairness = {
+    heavyJobs: q(20_000, 3_000),
+    jobMs: 10,
+    concurrency: 100,
+    lightTenants: 10,
+    lightEveryMs: 50,
+    lightMs: q(3000, 1000),
+    capMs: q(8000, 2500),
+  };
   const latency = (pct: number): CaseSpec => ({
-    name: `latency-${pct}`, kind: 'latency', loadPct: pct,
+    name: `latency-${pct}`,
+    kind: 'latency',
+    loadPct: pct,
     params: { durationMs: q(3000, 1200), concurrency: 100, groups: 1000, idleMs: pct === 10 ? q(3000, 1000) : 0 },
   });
   return [
@@ -42,7 +65,9 @@ export function cases(quick: boolean): CaseSpec[] {
     drain('drain-c10', DRAIN, 10, 1000),
     drain('drain-c100', DRAIN, 100, 1000),
     drain('drain-c100-2proc', DRAIN, 100, 1000, 2),
-    latency(10), latency(50), latency(80),
+    latency(10),
+    latency(50),
+    latency(80),
     { name: 'fairness-light', kind: 'fairness', params: { mode: 'flood', ...fairness } },
     { name: 'fairness-noflood', kind: 'fairness', params: { mode: 'noflood', ...fairness } },
     // The same number of jobs in each (as many as 100,000 groups of one job need): only the groups change.

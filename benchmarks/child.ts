@@ -41,8 +41,25 @@ async function handle(req: RunRequest): Promise<RunResult> {
       case 'latency':
         if (req.rate === undefined) {
           // Calibration: the maximum rate in the latency setup, reported as jobsPerSec.
-          const rate = await calibrate(ctx, { durationMs: req.quick ? 1200 : 2500, concurrency: s.params.concurrency, groups: s.params.groups, inFlight: 100 });
-          return { jobs: 0, seconds: 0, jobsPerSec: rate, redis: { cpuUs: 0, commands: 0, scriptCalls: 0, byCommand: {}, ms: 0 }, nodeCpuUs: 0, peakRssBytes: 0, expected: 0, unique: 0, duplicates: 0, capped: false, extra: {} };
+          const rate = await calibrate(ctx, {
+            durationMs: req.quick ? 1200 : 2500,
+            concurrency: s.params.concurrency,
+            groups: s.params.groups,
+            inFlight: 100,
+          });
+          return {
+            jobs: 0,
+            seconds: 0,
+            jobsPerSec: rate,
+            redis: { cpuUs: 0, commands: 0, scriptCalls: 0, byCommand: {}, ms: 0 },
+            nodeCpuUs: 0,
+            peakRssBytes: 0,
+            expected: 0,
+            unique: 0,
+            duplicates: 0,
+            capped: false,
+            extra: {},
+          };
         }
         return await runLatency(ctx, { ...s.params, rate: req.rate });
       case 'fairness':

@@ -22,7 +22,9 @@ process.once('message', async (init: Init) => {
   let rss: RssPeak | null = null;
   let exec: { close(): Promise<void> } | null = null;
   const progress = setInterval(() => {
-    if (ids.length !== reported) send({ type: 'progress', n: (reported = ids.length) });
+    if (ids.length === reported) return;
+    reported = ids.length;
+    send({ type: 'progress', n: reported });
   }, 5);
   process.on('message', async (m: { type: string }) => {
     if (m.type === 'go') {

@@ -14,7 +14,19 @@ export interface RedisSample {
 }
 
 /** Commands the harness itself sends (INFO sampling, FLUSHALL, CONFIG) or connection setup; left out of per-job counts. */
-const HARNESS_COMMANDS = new Set(['info', 'config|resetstat', 'config', 'flushall', 'client|setname', 'client', 'select', 'hello', 'ping', 'command', 'command|docs']);
+const HARNESS_COMMANDS = new Set([
+  'info',
+  'config|resetstat',
+  'config',
+  'flushall',
+  'client|setname',
+  'client',
+  'select',
+  'hello',
+  'ping',
+  'command',
+  'command|docs',
+]);
 const SCRIPT_COMMANDS = new Set(['evalsha', 'eval', 'evalsha_ro', 'eval_ro', 'fcall', 'fcall_ro']);
 
 export function parseInfo(text: string): Record<string, string> {
@@ -74,7 +86,13 @@ export function redisDelta(a: RedisSample, b: RedisSample): RedisDelta {
 export function addDeltas(a: RedisDelta, b: RedisDelta): RedisDelta {
   const byCommand = { ...a.byCommand };
   for (const [k, v] of Object.entries(b.byCommand)) byCommand[k] = (byCommand[k] ?? 0) + v;
-  return { cpuUs: a.cpuUs + b.cpuUs, commands: a.commands + b.commands, scriptCalls: a.scriptCalls + b.scriptCalls, byCommand, ms: a.ms + b.ms };
+  return {
+    cpuUs: a.cpuUs + b.cpuUs,
+    commands: a.commands + b.commands,
+    scriptCalls: a.scriptCalls + b.scriptCalls,
+    byCommand,
+    ms: a.ms + b.ms,
+  };
 }
 
 /** Samples this process's RSS every 50 ms and keeps the peak. */

@@ -33,7 +33,16 @@ export interface CaseRecord {
   /** Median percentile curve (0..100) of waits, where the workload has one. */
   dist?: number[];
   /** The measured runs (warm-up excluded). */
-  runs: Array<{ jobsPerSec: number; seconds: number; jobs: number; redisCpuUsPerJob: number; redisCommandsPerJob: number; p50Ms?: number | null; p99Ms?: number | null; byCommand: Record<string, number> }>;
+  runs: Array<{
+    jobsPerSec: number;
+    seconds: number;
+    jobs: number;
+    redisCpuUsPerJob: number;
+    redisCommandsPerJob: number;
+    p50Ms?: number | null;
+    p99Ms?: number | null;
+    byCommand: Record<string, number>;
+  }>;
 }
 
 const med = (xs: Array<number | null | undefined>) => {
@@ -54,7 +63,8 @@ export function summarize(name: string, system: SystemName, runs: RunResult[]): 
   for (const k of extraKeys) extra[k] = med(runs.map((r) => r.extra[k]));
   const verdicts = runs.map(exactlyOnceVerdict).filter((v) => v !== 'ok');
   const rec: CaseRecord = {
-    case: name, system,
+    case: name,
+    system,
     jobsPerSec: med(runs.map((r) => r.jobsPerSec)) ?? 0,
     jobsPerSecMin: Math.min(...runs.map((r) => r.jobsPerSec)),
     jobsPerSecMax: Math.max(...runs.map((r) => r.jobsPerSec)),
@@ -68,9 +78,14 @@ export function summarize(name: string, system: SystemName, runs: RunResult[]): 
     capped: runs.some((r) => r.capped),
     extra,
     runs: runs.map((r) => ({
-      jobsPerSec: r.jobsPerSec, seconds: r.seconds, jobs: r.jobs,
-      redisCpuUsPerJob: per(r, r.redis.cpuUs), redisCommandsPerJob: per(r, r.redis.commands),
-      p50Ms: r.extra.p50Ms, p99Ms: r.extra.p99Ms, byCommand: r.redis.byCommand,
+      jobsPerSec: r.jobsPerSec,
+      seconds: r.seconds,
+      jobs: r.jobs,
+      redisCpuUsPerJob: per(r, r.redis.cpuUs),
+      redisCommandsPerJob: per(r, r.redis.commands),
+      p50Ms: r.extra.p50Ms,
+      p99Ms: r.extra.p99Ms,
+      byCommand: r.redis.byCommand,
     })),
   };
   if ('p50Ms' in extra) rec.p50Ms = extra.p50Ms ?? undefined;
@@ -82,17 +97,43 @@ export function summarize(name: string, system: SystemName, runs: RunResult[]): 
 }
 
 const fmt = (n: number | null | undefined, digits = 0) =>
-  n === null || n === undefined || !Number.isFinite(n) ? '—' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  n === null || n === undefined || !Number.isFinite(n)
+    ? '—'
+    : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const fmtRate = (n: number) => fmt(n, 0);
 const fmtMs = (n: number | undefined | null) => (n === undefined || n === null ? '—' : n < 10 ? fmt(n, 2) : fmt(n, 0));
 
-export const TABLE_HEADER = ['case', 'system', 'jobs/s (median)', 'min–max', 'Redis µs/job', 'Redis busy', 'cmds/job', 'scripts/job', 'Node µs/job', 'RSS MB', 'p50 ms', 'p99 ms', 'once'];
+export const TABLE_HEADER = [
+  'case',
+  'system',
+  'jobs/s (median)',
+  'min–max',
+  'Redis µs/job',
+  'Redis busy',
+  'cmds/job',
+  'scripts/job',
+  'Node µs/job',
+  'RSS MB',
+  'p50 ms',
+  'p99 ms',
+  'once',
+];
 
 export function tableRow(r: CaseRecord): string[] {
   return [
-    r.case, r.system, fmtRate(r.jobsPerSec), `${fmtRate(r.jobsPerSecMin)}–${fmtRate(r.jobsPerSecMax)}`,
-    fmt(r.redisCpuUsPerJob, 1), `${fmt(r.redisBusy * 100, 0)}%`, fmt(r.redisCommandsPerJob, 1), fmt(r.scriptCallsPerJob, 2), fmt(r.nodeCpuUsPerJob, 0),
-    fmt(r.peakRssMB, 0), fmtMs(r.p50Ms), fmtMs(r.p99Ms), r.exactlyOnce === 'ok' ? (r.capped ? 'ok*' : 'ok') : `!!! ${r.exactlyOnce}`,
+    r.case,
+    r.system,
+    fmtRate(r.jobsPerSec),
+    `${fmtRate(r.jobsPerSecMin)}–${fmtRate(r.jobsPerSecMax)}`,
+    fmt(r.redisCpuUsPerJob, 1),
+    `${fmt(r.redisBusy * 100, 0)}%`,
+    fmt(r.redisCommandsPerJob, 1),
+    fmt(r.scriptCallsPerJob, 2),
+    fmt(r.nodeCpuUsPerJob, 0),
+    fmt(r.peakRssMB, 0),
+    fmtMs(r.p50Ms),
+    fmtMs(r.p99Ms),
+    r.exactlyOnce === 'ok' ? (r.capped ? 'ok*' : 'ok') : `!!! ${r.exactlyOnce}`,
   ];
 }
 
@@ -104,7 +145,11 @@ export function textTable(rows: string[][]): string {
 }
 
 function mdTable(rows: string[][]): string {
-  return [`| ${TABLE_HEADER.join(' | ')} |`, `|${TABLE_HEADER.map((_, i) => (i < 2 ? ':--' : '--:')).join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  return [
+    `| ${TABLE_HEADER.join(' | ')} |`,
+    `|${TABLE_HEADER.map((_, i) => (i < 2 ? ':--' : '--:')).join('|')}|`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
 }
 
 // ---------- targets ----------
@@ -122,30 +167,73 @@ export function targets(recs: CaseRecord[]): Target[] {
   const d = get('drain-c100', 'rota');
   const rb = ratio(d, get('drain-c100', 'bullmq'));
   const rg = ratio(d, get('drain-c100', 'groupmq'));
-  out.push({ name: 'drain c100, 1,000 groups: ≥ 3× BullMQ', value: rb === null ? 'not measured' : `${fmt(rb, 2)}× (${fmtRate(d!.jobsPerSec)} jobs/s)`, met: rb === null ? null : rb >= 3 });
-  out.push({ name: 'drain c100, 1,000 groups: ≥ 3× GroupMQ', value: rg === null ? 'not measured' : `${fmt(rg, 2)}×`, met: rg === null ? null : rg >= 3 });
+  out.push({
+    name: 'drain c100, 1,000 groups: ≥ 3× BullMQ',
+    value: rb === null ? 'not measured' : `${fmt(rb, 2)}× (${fmtRate(d!.jobsPerSec)} jobs/s)`,
+    met: rb === null ? null : rb >= 3,
+  });
+  out.push({
+    name: 'drain c100, 1,000 groups: ≥ 3× GroupMQ',
+    value: rg === null ? 'not measured' : `${fmt(rg, 2)}×`,
+    met: rg === null ? null : rg >= 3,
+  });
   const life = d?.extra.lifecycleRedisCpuUsPerJob;
-  out.push({ name: 'Redis CPU per job, submit + take + complete: ≤ 20 µs', value: life == null ? 'not measured' : `${fmt(life, 1)} µs (BullMQ ${fmt(get('drain-c100', 'bullmq')?.extra.lifecycleRedisCpuUsPerJob, 1)}, GroupMQ ${fmt(get('drain-c100', 'groupmq')?.extra.lifecycleRedisCpuUsPerJob, 1)})`, met: life == null ? null : life <= 20 });
+  out.push({
+    name: 'Redis CPU per job, submit + take + complete: ≤ 20 µs',
+    value:
+      life == null
+        ? 'not measured'
+        : `${fmt(life, 1)} µs (BullMQ ${fmt(get('drain-c100', 'bullmq')?.extra.lifecycleRedisCpuUsPerJob, 1)}, GroupMQ ${fmt(get('drain-c100', 'groupmq')?.extra.lifecycleRedisCpuUsPerJob, 1)})`,
+    met: life == null ? null : life <= 20,
+  });
   for (const c of ['ingest-bulk50', 'ingest-bulk1000']) {
     const r = ratio(get(c, 'rota'), get(c, 'bullmq'));
-    out.push({ name: `${c}: ≥ 3× BullMQ addBulk`, value: r === null ? 'not measured' : `${fmt(r, 2)}×`, met: r === null ? null : r >= 3 });
+    out.push({
+      name: `${c}: ≥ 3× BullMQ addBulk`,
+      value: r === null ? 'not measured' : `${fmt(r, 2)}×`,
+      met: r === null ? null : r >= 3,
+    });
   }
   const l50 = get('latency-50', 'rota');
-  out.push({ name: 'pickup p99 at 50% load: < 5 ms', value: l50?.p99Ms == null ? 'not measured' : `${fmtMs(l50.p99Ms)} ms`, met: l50?.p99Ms == null ? null : l50.p99Ms < 5 });
+  out.push({
+    name: 'pickup p99 at 50% load: < 5 ms',
+    value: l50?.p99Ms == null ? 'not measured' : `${fmtMs(l50.p99Ms)} ms`,
+    met: l50?.p99Ms == null ? null : l50.p99Ms < 5,
+  });
   const idle = get('latency-10', 'rota')?.extra.idleCommandsPerSec;
-  out.push({ name: 'no polling while idle (Redis commands/s from an idle executor)', value: idle == null ? 'not measured' : `${fmt(idle, 2)}/s (BullMQ ${fmt(get('latency-10', 'bullmq')?.extra.idleCommandsPerSec, 2)}/s, GroupMQ ${fmt(get('latency-10', 'groupmq')?.extra.idleCommandsPerSec, 2)}/s)`, met: idle == null ? null : idle < 2 });
+  out.push({
+    name: 'no polling while idle (Redis commands/s from an idle executor)',
+    value:
+      idle == null
+        ? 'not measured'
+        : `${fmt(idle, 2)}/s (BullMQ ${fmt(get('latency-10', 'bullmq')?.extra.idleCommandsPerSec, 2)}/s, GroupMQ ${fmt(get('latency-10', 'groupmq')?.extra.idleCommandsPerSec, 2)}/s)`,
+    met: idle == null ? null : idle < 2,
+  });
   const fl = get('fairness-light', 'rota');
   const fn = get('fairness-noflood', 'rota');
   if (fl?.p99Ms != null && fn?.p99Ms != null) {
     const x = fl.p99Ms / fn.p99Ms;
-    out.push({ name: 'noisy neighbour: light p99 ≤ 2× no-flood p99', value: `${fmtMs(fl.p99Ms)} ms vs ${fmtMs(fn.p99Ms)} ms (${fmt(x, 2)}×; BullMQ ${fmtMs(get('fairness-light', 'bullmq')?.p99Ms)} ms, GroupMQ ${fmtMs(get('fairness-light', 'groupmq')?.p99Ms)} ms)`, met: x <= 2 });
+    out.push({
+      name: 'noisy neighbour: light p99 ≤ 2× no-flood p99',
+      value: `${fmtMs(fl.p99Ms)} ms vs ${fmtMs(fn.p99Ms)} ms (${fmt(x, 2)}×; BullMQ ${fmtMs(get('fairness-light', 'bullmq')?.p99Ms)} ms, GroupMQ ${fmtMs(get('fairness-light', 'groupmq')?.p99Ms)} ms)`,
+      met: x <= 2,
+    });
     const h = fl.jobsPerSec / fn.jobsPerSec;
-    out.push({ name: 'noisy neighbour: heavy tenant drains at ≥ 95% of its rate alone', value: `${fmt(h * 100, 1)}% (${fmtRate(fl.jobsPerSec)} vs ${fmtRate(fn.jobsPerSec)} jobs/s)`, met: h >= 0.95 });
+    out.push({
+      name: 'noisy neighbour: heavy tenant drains at ≥ 95% of its rate alone',
+      value: `${fmt(h * 100, 1)}% (${fmtRate(fl.jobsPerSec)} vs ${fmtRate(fn.jobsPerSec)} jobs/s)`,
+      met: h >= 0.95,
+    });
   } else out.push({ name: 'noisy neighbour', value: 'not measured', met: null });
   const g1 = get('groups-1', 'rota');
   const g100k = get('groups-100000', 'rota');
   const gr = ratio(g100k, g1);
-  out.push({ name: '100,000 groups drain ≥ 80% as fast as 1 group', value: gr === null ? 'not measured' : `${fmt(gr * 100, 1)}% (${fmtRate(g100k!.jobsPerSec)} vs ${fmtRate(g1!.jobsPerSec)} jobs/s)`, met: gr === null ? null : gr >= 0.8 });
+  out.push({
+    name: '100,000 groups drain ≥ 80% as fast as 1 group',
+    value:
+      gr === null ? 'not measured' : `${fmt(gr * 100, 1)}% (${fmtRate(g100k!.jobsPerSec)} vs ${fmtRate(g1!.jobsPerSec)} jobs/s)`,
+    met: gr === null ? null : gr >= 0.8,
+  });
   return out;
 }
 
@@ -159,10 +247,16 @@ export function barsSvg(title: string, recs: CaseRecord[], caseNames: string[], 
   const systems = [...new Set(recs.map((r) => r.system))];
   const rows = caseNames.filter((c) => recs.some((r) => r.case === c));
   const max = Math.max(1, ...recs.filter((r) => rows.includes(r.case)).map((r) => r.jobsPerSecMax));
-  const barH = 14, gap = 10, left = 140, width = 720, plotW = width - left - 110;
+  const barH = 14,
+    gap = 10,
+    left = 140,
+    width = 720,
+    plotW = width - left - 110;
   const height = 40 + rows.length * (systems.length * barH + gap) + 30;
-  const parts: string[] = [`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`,
-    `<text x="10" y="18" font-size="14" font-weight="bold">${esc(title)}</text>`];
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`,
+    `<text x="10" y="18" font-size="14" font-weight="bold">${esc(title)}</text>`,
+  ];
   let y = 34;
   for (const c of rows) {
     parts.push(`<text x="${left - 8}" y="${y + (systems.length * barH) / 2 + 4}" text-anchor="end">${esc(c)}</text>`);
@@ -171,9 +265,14 @@ export function barsSvg(title: string, recs: CaseRecord[], caseNames: string[], 
       if (r) {
         const w = (r.jobsPerSec / max) * plotW;
         parts.push(`<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barH - 2}" fill="${COLORS[s]}"/>`);
-        const x0 = left + (r.jobsPerSecMin / max) * plotW, x1 = left + (r.jobsPerSecMax / max) * plotW;
-        parts.push(`<line x1="${x0.toFixed(1)}" x2="${x1.toFixed(1)}" y1="${y + barH / 2 - 1}" y2="${y + barH / 2 - 1}" stroke="#000" stroke-width="1"/>`);
-        parts.push(`<text x="${(left + Math.max(w, (r.jobsPerSecMax / max) * plotW) + 4).toFixed(1)}" y="${y + barH - 4}">${fmtRate(r.jobsPerSec)}</text>`);
+        const x0 = left + (r.jobsPerSecMin / max) * plotW,
+          x1 = left + (r.jobsPerSecMax / max) * plotW;
+        parts.push(
+          `<line x1="${x0.toFixed(1)}" x2="${x1.toFixed(1)}" y1="${y + barH / 2 - 1}" y2="${y + barH / 2 - 1}" stroke="#000" stroke-width="1"/>`,
+        );
+        parts.push(
+          `<text x="${(left + Math.max(w, (r.jobsPerSecMax / max) * plotW) + 4).toFixed(1)}" y="${y + barH - 4}">${fmtRate(r.jobsPerSec)}</text>`,
+        );
       }
       y += barH;
     }
@@ -181,7 +280,9 @@ export function barsSvg(title: string, recs: CaseRecord[], caseNames: string[], 
   }
   let lx = left;
   for (const s of systems) {
-    parts.push(`<rect x="${lx}" y="${y + 4}" width="10" height="10" fill="${COLORS[s]}"/><text x="${lx + 14}" y="${y + 13}">${s}</text>`);
+    parts.push(
+      `<rect x="${lx}" y="${y + 4}" width="10" height="10" fill="${COLORS[s]}"/><text x="${lx + 14}" y="${y + 13}">${s}</text>`,
+    );
     lx += 90;
   }
   parts.push(`<text x="${width - 10}" y="${y + 13}" text-anchor="end">${esc(unit)}, median; line: min–max</text></svg>`);
@@ -189,29 +290,53 @@ export function barsSvg(title: string, recs: CaseRecord[], caseNames: string[], 
 }
 
 /** Percentile curves of waits (log-scale x), one line per system and case (solid and dashed). */
-export function cdfSvg(title: string, series: Array<{ label: string; system: SystemName; dashed: boolean; dist: number[] }>): string {
-  const width = 720, height = 340, left = 50, right = 170, top = 30, bottom = 40;
-  const pw = width - left - right, ph = height - top - bottom;
+export function cdfSvg(
+  title: string,
+  series: Array<{ label: string; system: SystemName; dashed: boolean; dist: number[] }>,
+): string {
+  const width = 720,
+    height = 340,
+    left = 50,
+    right = 170,
+    top = 30,
+    bottom = 40;
+  const pw = width - left - right,
+    ph = height - top - bottom;
   const vals = series.flatMap((s) => s.dist).filter((v) => Number.isFinite(v) && v > 0);
-  const lo = Math.max(0.05, Math.min(...vals, 1)), hi = Math.max(...vals, 10);
-  const lx0 = Math.floor(Math.log10(lo)), lx1 = Math.ceil(Math.log10(hi));
+  const lo = Math.max(0.05, Math.min(...vals, 1)),
+    hi = Math.max(...vals, 10);
+  const lx0 = Math.floor(Math.log10(lo)),
+    lx1 = Math.ceil(Math.log10(hi));
   const X = (v: number) => left + ((Math.log10(Math.max(v, 10 ** lx0)) - lx0) / (lx1 - lx0)) * pw;
   const Y = (p: number) => top + ph - (p / 100) * ph;
-  const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`,
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`,
     `<text x="10" y="18" font-size="14" font-weight="bold">${esc(title)}</text>`,
-    `<rect x="${left}" y="${top}" width="${pw}" height="${ph}" fill="none" stroke="#999"/>`];
+    `<rect x="${left}" y="${top}" width="${pw}" height="${ph}" fill="none" stroke="#999"/>`,
+  ];
   for (let e = lx0; e <= lx1; e++) {
     const x = X(10 ** e);
-    parts.push(`<line x1="${x}" x2="${x}" y1="${top}" y2="${top + ph}" stroke="#eee"/><text x="${x}" y="${top + ph + 14}" text-anchor="middle">${10 ** e >= 1 ? 10 ** e : (10 ** e).toFixed(-e)} ms</text>`);
+    parts.push(
+      `<line x1="${x}" x2="${x}" y1="${top}" y2="${top + ph}" stroke="#eee"/><text x="${x}" y="${top + ph + 14}" text-anchor="middle">${10 ** e >= 1 ? 10 ** e : (10 ** e).toFixed(-e)} ms</text>`,
+    );
   }
-  for (const p of [0, 50, 90, 99, 100]) parts.push(`<text x="${left - 4}" y="${Y(p) + 4}" text-anchor="end">p${p}</text><line x1="${left}" x2="${left + pw}" y1="${Y(p)}" y2="${Y(p)}" stroke="#eee"/>`);
+  for (const p of [0, 50, 90, 99, 100])
+    parts.push(
+      `<text x="${left - 4}" y="${Y(p) + 4}" text-anchor="end">p${p}</text><line x1="${left}" x2="${left + pw}" y1="${Y(p)}" y2="${Y(p)}" stroke="#eee"/>`,
+    );
   series.forEach((s, i) => {
     const pts = s.dist.map((v, p) => `${X(v).toFixed(1)},${Y(p).toFixed(1)}`).join(' ');
-    parts.push(`<polyline points="${pts}" fill="none" stroke="${COLORS[s.system]}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5,3"' : ''}/>`);
+    parts.push(
+      `<polyline points="${pts}" fill="none" stroke="${COLORS[s.system]}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5,3"' : ''}/>`,
+    );
     const ly = top + 10 + i * 16;
-    parts.push(`<line x1="${left + pw + 10}" x2="${left + pw + 34}" y1="${ly}" y2="${ly}" stroke="${COLORS[s.system]}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5,3"' : ''}/><text x="${left + pw + 38}" y="${ly + 4}">${esc(s.label)}</text>`);
+    parts.push(
+      `<line x1="${left + pw + 10}" x2="${left + pw + 34}" y1="${ly}" y2="${ly}" stroke="${COLORS[s.system]}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5,3"' : ''}/><text x="${left + pw + 38}" y="${ly + 4}">${esc(s.label)}</text>`,
+    );
   });
-  parts.push(`<text x="${left + pw / 2}" y="${height - 6}" text-anchor="middle">wait from submit to pickup (log scale)</text></svg>`);
+  parts.push(
+    `<text x="${left + pw / 2}" y="${height - 6}" text-anchor="middle">wait from submit to pickup (log scale)</text></svg>`,
+  );
   return parts.join('\n');
 }
 
@@ -235,7 +360,13 @@ export interface RunInfo {
  * --rate or --quick) also writes latest.json, REPORT.md and the charts in `dir`, which the README
  * quotes. `kind` names any other run in its file name.
  */
-export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], caseOrder: string[], kind?: 'partial' | 'quick'): { json: string; md: string | null } {
+export function writeResults(
+  dir: string,
+  info: RunInfo,
+  recs: CaseRecord[],
+  caseOrder: string[],
+  kind?: 'partial' | 'quick',
+): { json: string; md: string | null } {
   mkdirSync(join(dir, 'runs'), { recursive: true });
   const stamp = info.date.replace(/[:]/g, '-').replace(/\..*$/, '');
   const body = JSON.stringify({ info, records: recs }, null, 1);
@@ -246,20 +377,45 @@ export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], cas
 
   const sorted = caseOrder.flatMap((c) => recs.filter((r) => r.case === c));
   const svgs: Array<[string, string]> = [
-    ['throughput-drain.svg', barsSvg('Drain throughput (no-op jobs)', recs, caseOrder.filter((c) => c.startsWith('drain') || c.startsWith('groups')))],
-    ['throughput-ingest.svg', barsSvg('Ingest throughput', recs, caseOrder.filter((c) => c.startsWith('ingest')))],
+    [
+      'throughput-drain.svg',
+      barsSvg(
+        'Drain throughput (no-op jobs)',
+        recs,
+        caseOrder.filter((c) => c.startsWith('drain') || c.startsWith('groups')),
+      ),
+    ],
+    [
+      'throughput-ingest.svg',
+      barsSvg(
+        'Ingest throughput',
+        recs,
+        caseOrder.filter((c) => c.startsWith('ingest')),
+      ),
+    ],
   ];
   const lightSeries = (['rota', 'bullmq', 'groupmq'] as SystemName[]).flatMap((s) =>
     (['fairness-light', 'fairness-noflood'] as const).flatMap((c) => {
       const r = recs.find((x) => x.case === c && x.system === s);
-      return r?.dist ? [{ label: `${s} ${c === 'fairness-light' ? 'flood' : 'no flood'}`, system: s, dashed: c !== 'fairness-light', dist: r.dist }] : [];
-    }));
-  if (lightSeries.length) svgs.push(['light-tenant-wait.svg', cdfSvg('Light-tenant wait, with and without a noisy neighbour', lightSeries)]);
+      return r?.dist
+        ? [
+            {
+              label: `${s} ${c === 'fairness-light' ? 'flood' : 'no flood'}`,
+              system: s,
+              dashed: c !== 'fairness-light',
+              dist: r.dist,
+            },
+          ]
+        : [];
+    }),
+  );
+  if (lightSeries.length)
+    svgs.push(['light-tenant-wait.svg', cdfSvg('Light-tenant wait, with and without a noisy neighbour', lightSeries)]);
   const latSeries = (['rota', 'bullmq', 'groupmq'] as SystemName[]).flatMap((s) => {
     const r = recs.find((x) => x.case === 'latency-50' && x.system === s);
     return r?.dist ? [{ label: `${s} at 50% load`, system: s, dashed: false, dist: r.dist }] : [];
   });
-  if (latSeries.length) svgs.push(['pickup-latency-50.svg', cdfSvg('Pickup latency at 50% of each system\'s maximum', latSeries)]);
+  if (latSeries.length) svgs.push(['pickup-latency-50.svg', cdfSvg("Pickup latency at 50% of each system's maximum", latSeries)]);
   for (const [name, svg] of svgs) writeFileSync(join(dir, name), svg);
 
   const t = targets(recs);
@@ -269,7 +425,7 @@ export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], cas
     `Run ${info.date} with \`${info.command}\` (${info.quick ? 'quick sizes' : 'full sizes'}, ${info.runs} measured runs per system after ${info.quick ? 'no' : 'one'} warm-up, interleaved), ${info.seconds.toFixed(0)} s.`,
     `Node ${info.node}, ${info.redis}, ${info.cpus}; load average at start ${info.loadavg.map((x) => x.toFixed(2)).join(' ')}. ${info.aof ? 'AOF on, appendfsync everysec.' : 'No persistence.'}`,
     '',
-    'This machine is shared (2 cores: Redis, the benchmark process and other engineers\' test runs compete), so figures are noisy; ratios within one run are more telling than absolute numbers.',
+    "This machine is shared (2 cores: Redis, the benchmark process and other engineers' test runs compete), so figures are noisy; ratios within one run are more telling than absolute numbers.",
     '',
     '## Targets (Rota)',
     '',
@@ -279,14 +435,21 @@ export function writeResults(dir: string, info: RunInfo, recs: CaseRecord[], cas
     '',
     '## Results',
     '',
-    'Redis µs/job: used_cpu_sys + used_cpu_user of the server over the measured phase, per job. Redis busy: that CPU time over the phase\'s wall time (near 100%, Redis bounds the case; well below, the clients do: their calls in flight, their pauses). cmds/job: every command the server executed (INFO commandstats, commands inside scripts included, the harness\'s own INFO/CONFIG left out); scripts/job: script calls (EVALSHA, EVAL, FCALL). Node µs/job: CPU of the benchmark process (and forked executors). RSS: peak resident set of the benchmark process. once: every job ran exactly once (ok* = the run hit its time cap; no job ran twice, the rest was still waiting).',
+    "Redis µs/job: used_cpu_sys + used_cpu_user of the server over the measured phase, per job. Redis busy: that CPU time over the phase's wall time (near 100%, Redis bounds the case; well below, the clients do: their calls in flight, their pauses). cmds/job: every command the server executed (INFO commandstats, commands inside scripts included, the harness's own INFO/CONFIG left out); scripts/job: script calls (EVALSHA, EVAL, FCALL). Node µs/job: CPU of the benchmark process (and forked executors). RSS: peak resident set of the benchmark process. once: every job ran exactly once (ok* = the run hit its time cap; no job ran twice, the rest was still waiting).",
     '',
     mdTable(sorted.map(tableRow)),
     '',
     ...svgs.map(([name]) => `![${name}](${name})\n`),
     '## Extra figures (medians)',
     '',
-    ...sorted.filter((r) => Object.keys(r.extra).length).map((r) => `- ${r.case} / ${r.system}: ${Object.entries(r.extra).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`),
+    ...sorted
+      .filter((r) => Object.keys(r.extra).length)
+      .map(
+        (r) =>
+          `- ${r.case} / ${r.system}: ${Object.entries(r.extra)
+            .map(([k, v]) => `${k} ${fmt(v, 2)}`)
+            .join(', ')}`,
+      ),
     '',
     '## Method',
     '',

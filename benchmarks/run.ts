@@ -4,17 +4,17 @@
  * system in its own child process), prints a table as it goes, and writes results/runs/<date>.json;
  * a full run also writes results/latest.json and results/REPORT.md with SVG charts.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { TS_EXEC_ARGV } from '../test/helpers/processes.js';
 import { RedisServer } from '../test/helpers/redis-server.js';
-import { cases, CASE_NAMES, type CaseSpec } from './cases.js';
+import { CASE_NAMES, type CaseSpec, cases } from './cases.js';
 import type { RunReply, RunRequest } from './child.js';
 import { parseInfo } from './measure.js';
-import { exactlyOnceVerdict, summarize, tableRow, targets, textTable, writeResults, type CaseRecord } from './report.js';
+import { type CaseRecord, exactlyOnceVerdict, summarize, tableRow, targets, textTable, writeResults } from './report.js';
 import { SYSTEMS, type SystemName } from './systems/types.js';
 import type { RunResult } from './workloads/common.js';
 
@@ -81,7 +81,11 @@ async function main(): Promise<void> {
   const redisVersion = parseInfo((await admin.info('server')) as string).redis_version;
   const children = new Map(opts.systems.map((s) => [s, new SystemProcess(s)]));
   await Promise.all([...children.values()].map((c) => c.ready));
-  console.log(`rota bench: ${selected.length} cases × ${opts.systems.join(', ')}; ${warmups} warm-up + ${runs} runs each; redis ${redisVersion} on ${server.url}${opts.aof ? ' (AOF everysec)' : ''}; load ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(
+    `rota bench: ${selected.length} cases × ${opts.systems.join(', ')}; ${warmups} warm-up + ${runs} runs each; redis ${redisVersion} on ${server.url}${opts.aof ? ' (AOF everysec)' : ''}; load ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
 
   const records: CaseRecord[] = [];
   let seq = 0;
@@ -100,7 +104,9 @@ async function main(): Promise<void> {
     if (m === undefined) {
       m = (await runOne(system, spec)).jobsPerSec;
       maxRates.set(system, m);
-      console.log(`  calibration        ${system.padEnd(8)} maximum ${fmt(m)} jobs/s (one-by-one submits, 100 in flight, executor running)`);
+      console.log(
+        `  calibration        ${system.padEnd(8)} maximum ${fmt(m)} jobs/s (one-by-one submits, 100 in flight, executor running)`,
+      );
     }
     return m;
   };
@@ -127,7 +133,9 @@ async function main(): Promise<void> {
         const verdict = exactlyOnceVerdict(r);
         if (verdict !== 'ok') failed = true;
         const lat = r.extra.p99Ms != null ? `  p50 ${r.extra.p50Ms?.toFixed(2)} ms  p99 ${r.extra.p99Ms.toFixed(2)} ms` : '';
-        process.stdout.write(`  ${spec.name.padEnd(18)} ${s.padEnd(8)} ${warm ? 'warm-up' : `run ${k - warmups + 1}/${runs}`}  ${fmt(r.jobsPerSec).padStart(8)} jobs/s  ${(r.redis.cpuUs / Math.max(1, r.jobs)).toFixed(1).padStart(6)} µs/job${lat}  ${verdict === 'ok' ? (r.capped ? 'ok (capped)' : 'ok') : `!!! EXACTLY-ONCE ${verdict}`}\n`);
+        process.stdout.write(
+          `  ${spec.name.padEnd(18)} ${s.padEnd(8)} ${warm ? 'warm-up' : `run ${k - warmups + 1}/${runs}`}  ${fmt(r.jobsPerSec).padStart(8)} jobs/s  ${(r.redis.cpuUs / Math.max(1, r.jobs)).toFixed(1).padStart(6)} µs/job${lat}  ${verdict === 'ok' ? (r.capped ? 'ok (capped)' : 'ok') : `!!! EXACTLY-ONCE ${verdict}`}\n`,
+        );
       }
     }
     const caseRecs = opts.systems.filter((s) => results.get(s)!.length).map((s) => summarize(spec.name, s, results.get(s)!));
@@ -149,12 +157,29 @@ async function main(): Promise<void> {
 
   if (opts.out) {
     const command = `npm run bench --${process.argv.slice(2).length ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
-    const { json, md } = writeResults(resultsDir, {
-      date: new Date().toISOString(), command, quick: opts.quick, aof: opts.aof, runs,
-      node: process.version, redis: `Redis ${redisVersion}`, cpus: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,
-      loadavg: loadavg(), seconds: (performance.now() - t0) / 1000,
-    }, records, order, opts.only.length > 0 || opts.rate > 0 ? 'partial' : opts.quick ? 'quick' : undefined);
-    console.log(md ? `\nwrote ${json}, results/latest.json and ${md}` : `\nwrote ${json} (not a full run: latest.json and REPORT.md are left as they are)`);
+    const { json, md } = writeResults(
+      resultsDir,
+      {
+        date: new Date().toISOString(),
+        command,
+        quick: opts.quick,
+        aof: opts.aof,
+        runs,
+        node: process.version,
+        redis: `Redis ${redisVersion}`,
+        cpus: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,
+        loadavg: loadavg(),
+        seconds: (performance.now() - t0) / 1000,
+      },
+      records,
+      order,
+      opts.only.length > 0 || opts.rate > 0 ? 'partial' : opts.quick ? 'quick' : undefined,
+    );
+    console.log(
+      md
+        ? `\nwrote ${json}, results/latest.json and ${md}`
+        : `\nwrote ${json} (not a full run: latest.json and REPORT.md are left as they are)`,
+    );
   }
   console.log(`done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   if (failed || bad.length) process.exitCode = 1;

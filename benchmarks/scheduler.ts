@@ -22,8 +22,8 @@
  * full run (not --quick or --only) also writes benchmarks/results/scheduler.json, which the README quotes.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
+import { Redis } from 'ioredis';
 import { PeriodicTasks } from '../src/index.js';
 import { parseEntry } from '../src/queue/events.js';
 import { queueKeys } from '../src/redis/keys.js';
@@ -80,13 +80,23 @@ async function stop(procs: NodeProcess[]): Promise<void> {
 
 async function define(tasks: PeriodicTasks, n: number, timer: (i: number) => string): Promise<void> {
   for (let i = 0; i < n; i += 1000) {
-    await Promise.all(Array.from({ length: Math.min(1000, n - i) }, (_, k) =>
-      tasks.upsert({ id: `t${i + k}`, task: 'noop', timer: timer(i + k), overlap: 'allow' })));
+    await Promise.all(
+      Array.from({ length: Math.min(1000, n - i) }, (_, k) =>
+        tasks.upsert({ id: `t${i + k}`, task: 'noop', timer: timer(i + k), overlap: 'allow' }),
+      ),
+    );
   }
 }
 
 /** Reads back every job of the window from the tasks' histories and the events stream. */
-async function collect(redis: Redis, queue: string, n: number, from: number, to: number, every: (i: number) => number[]): Promise<Omit<Result, 'case' | 'system' | 'tasks'>> {
+async function collect(
+  redis: Redis,
+  queue: string,
+  n: number,
+  from: number,
+  to: number,
+  every: (i: number) => number[],
+): Promise<Omit<Result, 'case' | 'system' | 'tasks'>> {
   const qk = queueKeys(queue);
   const adds = new Map<string, number>();
   let last = '-';
@@ -192,16 +202,32 @@ async function bullBurst(url: string, n: number, rounds: number): Promise<Result
   const connection = { host: u.hostname, port: Number(u.port), maxRetriesPerRequest: null };
   const queue = new BullQueue(name, { connection });
   const late: Array<{ id: string; planned: number; processed: number; scheduler: string }> = [];
-  const worker = new BullWorker(name, async (job) => {
-    // Scheduler job ids end with the planned time: repeat:<scheduler>:<millis>.
-    const planned = Number(job.id!.split(':').pop());
-    late.push({ id: job.id!, planned, processed: job.processedOn ?? Date.now(), scheduler: job.repeatJobKey ?? job.id!.split(':')[1] });
-  }, { connection, concurrency: 1000 });
+  const worker = new BullWorker(
+    name,
+    async (job) => {
+      // Scheduler job ids end with the planned time: repeat:<scheduler>:<millis>.
+      const planned = Number(job.id!.split(':').pop());
+      late.push({
+        id: job.id!,
+        planned,
+        processed: job.processedOn ?? Date.now(),
+        scheduler: job.repeatJobKey ?? job.id!.split(':')[1],
+      });
+    },
+    { connection, concurrency: 1000 },
+  );
   // A cron pattern, so that all schedulers are due at the same second (`every` anchors each
   // scheduler at its own creation time, which spreads them out).
   for (let i = 0; i < n; i += 500) {
-    await Promise.all(Array.from({ length: Math.min(500, n - i) }, (_, k) =>
-      queue.upsertJobScheduler(`s${i + k}`, { pattern: '*/5 * * * * *' }, { name: 'noop', data: {}, opts: { removeOnComplete: true } })));
+    await Promise.all(
+      Array.from({ length: Math.min(500, n - i) }, (_, k) =>
+        queue.upsertJobScheduler(
+          `s${i + k}`,
+          { pattern: '*/5 * * * * *' },
+          { name: 'noop', data: {}, opts: { removeOnComplete: true } },
+        ),
+      ),
+    );
   }
   const from = Math.ceil((Date.now() + 1500) / 5000) * 5000;
   const to = from + (rounds - 1) * 5000;
@@ -219,9 +245,14 @@ async function bullBurst(url: string, n: number, rounds: number): Promise<Result
   for (const c of perOcc.values()) duplicates += c - 1;
   const expected = n * rounds;
   return {
-    case: `burst: ${n} tasks due at the same second, every 5 s`, system: 'bullmq job schedulers', tasks: n,
-    occurrences: expected, jobs: inWindow.length, lateness: stats(inWindow.map((l) => l.processed - l.planned)),
-    duplicates, misses: Math.max(0, expected - perOcc.size),
+    case: `burst: ${n} tasks due at the same second, every 5 s`,
+    system: 'bullmq job schedulers',
+    tasks: n,
+    occurrences: expected,
+    jobs: inWindow.length,
+    lateness: stats(inWindow.map((l) => l.processed - l.planned)),
+    duplicates,
+    misses: Math.max(0, expected - perOcc.size),
   };
 }
 
@@ -251,9 +282,15 @@ async function main(): Promise<void> {
     await redis.flushall();
     const idle = runs('idle') ? await rotaIdle(url, redis, burstN, idleMs) : NaN;
     console.log(`idle: ${idle.toFixed(1)} Redis commands per minute from 3 replicas holding ${burstN} tasks`);
-    const rows = results.map((r) =>
-      `| ${r.case} | ${r.system} | ${r.lateness.p50} | ${r.lateness.p99} | ${r.lateness.max} | ${r.duplicates} | ${r.misses} | ${r.jobs}/${r.occurrences} |`);
-    const table = ['| case | system | p50 ms | p99 ms | max ms | duplicates | misses | jobs/occurrences |', '|---|---|---|---|---|---|---|---|', ...rows].join('\n');
+    const rows = results.map(
+      (r) =>
+        `| ${r.case} | ${r.system} | ${r.lateness.p50} | ${r.lateness.p99} | ${r.lateness.max} | ${r.duplicates} | ${r.misses} | ${r.jobs}/${r.occurrences} |`,
+    );
+    const table = [
+      '| case | system | p50 ms | p99 ms | max ms | duplicates | misses | jobs/occurrences |',
+      '|---|---|---|---|---|---|---|---|',
+      ...rows,
+    ].join('\n');
     console.log(`\n${table}\n\nidle: ${idle.toFixed(1)} commands/min (3 replicas, ${burstN} tasks)`);
     if (only !== null) return;
     const at = new Date().toISOString();

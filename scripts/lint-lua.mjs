@@ -54,7 +54,13 @@ function topLevelNames(text) {
       continue;
     }
     m = /^local ([A-Za-z_][\w\s,]*?)\s*(=|--|$)/.exec(line);
-    if (m) names.push(...m[1].split(',').map((n) => n.trim()).filter(Boolean));
+    if (m)
+      names.push(
+        ...m[1]
+          .split(',')
+          .map((n) => n.trim())
+          .filter(Boolean),
+      );
   }
   return names;
 }
@@ -86,7 +92,10 @@ try {
   for (const report of luacheck([libraryFile])) {
     const m = REPORT.exec(report);
     // (a message's own line numbers are of the library too)
-    if (m) problems.push(`${origin[Number(m[2]) - 1]}:${m[3]}: ${m[4].replace(/on line (\d+)/g, (_, n) => `at ${origin[Number(n) - 1]}`)}`);
+    if (m)
+      problems.push(
+        `${origin[Number(m[2]) - 1]}:${m[3]}: ${m[4].replace(/on line (\d+)/g, (_, n) => `at ${origin[Number(n) - 1]}`)}`,
+      );
     else if (!/^Total:/.test(report)) problems.push(report);
   }
 } finally {
@@ -111,7 +120,9 @@ for (const [name, text, isScript] of files) {
   for (const report of luacheck([file], ['--only', '111', '112', '113', ...globals])) {
     const m = REPORT.exec(report);
     if (!m) continue;
-    problems.push(`${relative(root, m[1])}:${m[2]}:${m[3]}: ${m[4].replace('undefined variable', 'a name no declared include defines')}`);
+    problems.push(
+      `${relative(root, m[1])}:${m[2]}:${m[3]}: ${m[4].replace('undefined variable', 'a name no declared include defines')}`,
+    );
   }
 }
 

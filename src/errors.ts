@@ -70,6 +70,8 @@ export class SchemaMismatchError extends RotaError {
     readonly found: string,
     readonly expected: number,
   ) {
-    super(`queue "${queue}" holds data of schema version ${found}, but this Rota reads and writes schema version ${expected}; nothing was written`);
+    super(
+      `queue "${queue}" holds data of schema version ${found}, but this Rota reads and writes schema version ${expected}; nothing was written`,
+    );
   }
 }

@@ -6,7 +6,7 @@
  * how data is laid out (a hash as one flat list instead of a table) can cost instructions and
  * still save time, through the misses it spares.
  */
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,9 +35,23 @@ export async function startCallgrindServer(server: string, cacheSim = false): Pr
   const dir = mkdtempSync(join(tmpdir(), 'rota-callgrind-'));
   const port = await freePort();
   // Names uncompressed: each dump (one per phase) then names its functions on its own.
-  const proc = spawn('valgrind', ['--tool=callgrind', '--compress-strings=no', `--cache-sim=${cacheSim ? 'yes' : 'no'}`,
-    `--callgrind-out-file=${join(dir, 'cg.out')}`, server, '--port', String(port), '--save', '', '--appendonly', 'no'],
-  { stdio: 'ignore' });
+  const proc = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--compress-strings=no',
+      `--cache-sim=${cacheSim ? 'yes' : 'no'}`,
+      `--callgrind-out-file=${join(dir, 'cg.out')}`,
+      server,
+      '--port',
+      String(port),
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+    ],
+    { stdio: 'ignore' },
+  );
   // The server goes with this process, whatever ends it.
   process.once('exit', () => proc.kill('SIGKILL'));
   const url = `redis://127.0.0.1:${port}`;
@@ -62,7 +76,12 @@ export async function startCallgrindServer(server: string, cacheSim = false): Pr
       const totals = /^(?:summary|totals): (.+)$/m.exec(text);
       if (!names || !totals) continue;
       const values = totals[1].trim().split(/\s+/).map(Number);
-      return Object.fromEntries(names[1].trim().split(/\s+/).map((name, i) => [name, values[i] ?? 0]));
+      return Object.fromEntries(
+        names[1]
+          .trim()
+          .split(/\s+/)
+          .map((name, i) => [name, values[i] ?? 0]),
+      );
     }
     throw new Error(`no callgrind dump for ${phase} in ${dir}`);
   };

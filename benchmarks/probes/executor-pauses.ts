@@ -11,7 +11,7 @@
  *          [--concurrency 100] [--rounds 3]
  */
 import { readFileSync } from 'node:fs';
-import { PerformanceObserver, constants, type PerformanceEntry } from 'node:perf_hooks';
+import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { Queue, Worker } from '../../src/index.js';
 import { arg, labRedis, serverCpuUs, submitSpread } from './lab.js';
 
@@ -38,7 +38,10 @@ observer.observe({ entryTypes: ['gc'] });
 
 /** Count, total and longest pause (ms) of the collections of `kind` between `from` and `to`. */
 function pauses(kind: number, from: number, to: number): string {
-  const of = collections.filter((e) => (e as PerformanceEntry & { detail: { kind: number } }).detail.kind === kind && e.startTime >= from && e.startTime <= to);
+  const of = collections.filter(
+    (e) =>
+      (e as PerformanceEntry & { detail: { kind: number } }).detail.kind === kind && e.startTime >= from && e.startTime <= to,
+  );
   const total = of.reduce((s, e) => s + e.duration, 0);
   const longest = of.reduce((m, e) => Math.max(m, e.duration), 0);
   return `${of.length} (${total.toFixed(0)} ms, longest ${longest.toFixed(1)} ms)`;
@@ -56,13 +59,17 @@ for (let round = 1; round <= rounds; round++) {
   let t1 = 0;
   await new Promise<void>((resolve) => {
     // counted in the handler, as the harness's adapter does (no event listener builds job objects)
-    const w = new Worker('pauses', {
-      noop: () => {
-        if (++done < jobs) return;
-        t1 = performance.now();
-        setImmediate(() => void w.close().then(resolve));
+    const w = new Worker(
+      'pauses',
+      {
+        noop: () => {
+          if (++done < jobs) return;
+          t1 = performance.now();
+          setImmediate(() => void w.close().then(resolve));
+        },
       },
-    }, { connection: url, concurrency });
+      { connection: url, concurrency },
+    );
   });
   const cpu1 = await serverCpuUs(admin);
   const waits1 = serverWaits();
@@ -70,9 +77,11 @@ for (let round = 1; round <= rounds; round++) {
   await new Promise((r) => setTimeout(r, 50));
   const seconds = (t1 - t0) / 1000;
   const waits = waits0 === null || waits1 === null ? 'n/a' : `${Math.round((waits1 - waits0) / seconds)}/s`;
-  console.log(`round ${round}: ${Math.round(jobs / seconds)} jobs/s, Redis busy ${((cpu1 - cpu0) / 1e4 / seconds).toFixed(0)}%, ` +
-    `idle waits ${waits}; executor scavenges ${pauses(constants.NODE_PERFORMANCE_GC_MINOR, t0, t1)}, ` +
-    `full collections ${pauses(constants.NODE_PERFORMANCE_GC_MAJOR, t0, t1)}`);
+  console.log(
+    `round ${round}: ${Math.round(jobs / seconds)} jobs/s, Redis busy ${((cpu1 - cpu0) / 1e4 / seconds).toFixed(0)}%, ` +
+      `idle waits ${waits}; executor scavenges ${pauses(constants.NODE_PERFORMANCE_GC_MINOR, t0, t1)}, ` +
+      `full collections ${pauses(constants.NODE_PERFORMANCE_GC_MAJOR, t0, t1)}`,
+  );
   await q.close();
 }
 observer.disconnect();

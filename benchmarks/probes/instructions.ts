@@ -85,12 +85,16 @@ const misses = (phase: string, n: number) => {
   return `${phase}: D1 ${Math.round((e.D1mr + e.D1mw) / n)}, LL ${Math.round((e.DLmr + e.DLmw) / n)}`;
 };
 console.log(`${jobs} jobs over ${groups} groups; submit batches of ${submitBatch}, take and finish batches of ${batch}`);
-console.log(`instructions per job: submit ${per('submit', jobs)}, take ${per('take', jobs)}, finish ${per('finish', jobs)}; ` +
-  `lifecycle ${per('submit', jobs) + per('take', jobs) + per('finish', jobs)}`);
+console.log(
+  `instructions per job: submit ${per('submit', jobs)}, take ${per('take', jobs)}, finish ${per('finish', jobs)}; ` +
+    `lifecycle ${per('submit', jobs) + per('take', jobs) + per('finish', jobs)}`,
+);
 if (single > 0) console.log(`instructions per one-job submit call: ${per('single', single)}`);
 if (drain > 0) {
-  console.log(`drain of ${drain} jobs at concurrency ${concurrency}: ${per('drain', drain)} instructions per job ` +
-    `(take, start and finish calls, worker registry and heartbeat), ${(drain / drainCalls).toFixed(1)} jobs per script call`);
+  console.log(
+    `drain of ${drain} jobs at concurrency ${concurrency}: ${per('drain', drain)} instructions per job ` +
+      `(take, start and finish calls, worker registry and heartbeat), ${(drain / drainCalls).toFixed(1)} jobs per script call`,
+  );
 }
 if (cacheSim) {
   const phases = [misses('submit', jobs), misses('take', jobs), misses('finish', jobs)];

@@ -3,7 +3,7 @@
  * INFO commandstats before and after draining N jobs (bulk submit, one executor).
  * Usage: npx tsx benchmarks/probes/job-cost.ts [--jobs 10000] [--concurrency 100] [--groups 1000]
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Queue, Worker } from '../../src/index.js';
 import { arg, labRedis, serverCpuUs, submitSpread } from './lab.js';
 
@@ -48,9 +48,15 @@ for (const [cmd, n] of after.calls) {
 rows.sort((a, b) => b[1] - a[1]);
 const scripts = rows.filter(([c]) => c === 'evalsha' || c === 'eval' || c === 'fcall').reduce((s, [, n]) => s + n, 0);
 const total = rows.reduce((s, [, n]) => s + n, 0);
-console.log(`${jobs} jobs, ${groups} groups, concurrency ${concurrency}: ${(jobs / (ms / 1000)).toFixed(0)} jobs/s (submit + drain)`);
-console.log(`script calls per job: ${(scripts / jobs).toFixed(3)}; Redis commands per job (those run inside scripts included): ${(total / jobs).toFixed(3)}`);
-console.log(`Redis CPU per job: ${((after.cpuUs - before.cpuUs) / jobs).toFixed(1)} µs; Node CPU per job (submitter and executor, one process): ${((cpu.user + cpu.system) / jobs).toFixed(1)} µs`);
+console.log(
+  `${jobs} jobs, ${groups} groups, concurrency ${concurrency}: ${(jobs / (ms / 1000)).toFixed(0)} jobs/s (submit + drain)`,
+);
+console.log(
+  `script calls per job: ${(scripts / jobs).toFixed(3)}; Redis commands per job (those run inside scripts included): ${(total / jobs).toFixed(3)}`,
+);
+console.log(
+  `Redis CPU per job: ${((after.cpuUs - before.cpuUs) / jobs).toFixed(1)} µs; Node CPU per job (submitter and executor, one process): ${((cpu.user + cpu.system) / jobs).toFixed(1)} µs`,
+);
 for (const [cmd, n] of rows.slice(0, 25)) {
   const us = (after.usec.get(cmd) ?? 0) - (before.usec.get(cmd) ?? 0);
   console.log(`  ${cmd.padEnd(16)} ${(n / jobs).toFixed(3)} per job, ${(us / jobs).toFixed(2)} µs per job`);

@@ -1,11 +1,11 @@
 /** Shared parts of the single-system cost probes (job-cost, script-cost, periodic-cost, instructions). */
 import { Redis } from 'ioredis';
 import { RedisServer } from '../../src/dev/redis-server.js';
-import { cpuUsOf, parseInfo } from '../measure.js';
 import type { Queue } from '../../src/index.js';
 import { addRun, type FinishSettings, type QueueStore } from '../../src/redis/queue-store.js';
 import type { StringValue } from '../../src/redis/string-array.js';
-import { UNSTARTED_PREFIX, type OutcomeCode } from '../../src/redis/wire.js';
+import { type OutcomeCode, UNSTARTED_PREFIX } from '../../src/redis/wire.js';
+import { cpuUsOf, parseInfo } from '../measure.js';
 
 /** A numeric `--name value` command-line option. */
 export function arg(name: string, def: number): number {
@@ -57,7 +57,13 @@ export const PROBE_ARGS = 'x'.repeat(100);
 /** Submits `jobs` no-op jobs spread round-robin over `groups` groups, `batch` per submitBulk. */
 export async function submitSpread(q: Queue, jobs: number, groups: number, batch = 1000): Promise<void> {
   for (let i = 0; i < jobs; i += batch) {
-    await q.submitBulk(Array.from({ length: Math.min(batch, jobs - i) }, (_, k) => ({ task: 'noop', group: `g${(i + k) % groups}`, args: PROBE_ARGS })));
+    await q.submitBulk(
+      Array.from({ length: Math.min(batch, jobs - i) }, (_, k) => ({
+        task: 'noop',
+        group: `g${(i + k) % groups}`,
+        args: PROBE_ARGS,
+      })),
+    );
   }
 }
 
@@ -76,7 +82,12 @@ export async function takeAll(store: QueueStore, jobs: number, batch: number): P
 }
 
 /** Ends the taken runs through the finish script with `outcome` ('s', or '+s' with the start folded in), `batch` per call. */
-export async function finishAll(store: QueueStore, taken: Array<[string, string]>, batch: number, outcome: string): Promise<void> {
+export async function finishAll(
+  store: QueueStore,
+  taken: Array<[string, string]>,
+  batch: number,
+  outcome: string,
+): Promise<void> {
   const unstarted = outcome.startsWith(UNSTARTED_PREFIX);
   const code = (unstarted ? outcome.slice(UNSTARTED_PREFIX.length) : outcome) as OutcomeCode;
   for (let i = 0; i < taken.length; i += batch) {

@@ -6,9 +6,9 @@
  */
 import { Redis } from 'ioredis';
 import { PeriodicTasks } from '../../src/index.js';
-import { arg, labRedis, scriptUsec } from './lab.js';
-import { PeriodicStore, type ClaimedTask, type StageRecord } from '../../src/redis/periodic-store.js';
+import { type ClaimedTask, PeriodicStore, type StageRecord } from '../../src/redis/periodic-store.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
+import { arg, labRedis, scriptUsec } from './lab.js';
 
 const n = arg('tasks', 10_000);
 const batch = arg('batch', 500);
@@ -32,8 +32,11 @@ async function phase<T>(name: string, body: () => Promise<T>): Promise<T> {
 const tasks = new PeriodicTasks('pcost', { connection: url });
 // An interval timer every 10 s; the clock is injected (ARGV now) so every round is due at once.
 for (let i = 0; i < n; i += 1000) {
-  await Promise.all(Array.from({ length: Math.min(1000, n - i) }, (_, k) =>
-    tasks.upsert({ id: `t${i + k}`, task: 'noop', timer: 'every 10s', overlap: 'allow' })));
+  await Promise.all(
+    Array.from({ length: Math.min(1000, n - i) }, (_, k) =>
+      tasks.upsert({ id: `t${i + k}`, task: 'noop', timer: 'every 10s', overlap: 'allow' }),
+    ),
+  );
 }
 for (let round = 0; round < rounds; round++) {
   const first = Number((await admin.zrange(keys.nextrun, 0, 0, 'WITHSCORES'))[1]);
@@ -42,7 +45,14 @@ for (let round = 0; round < rounds; round++) {
   const claimed = await phase('claim', async () => {
     const out: ClaimedTask[] = [];
     for (;;) {
-      const { tasks: got } = await store.claim({ lookaheadMs: 2500, max: batch, claimTtlMs: 6000, now, keepCount: 100, keepAgeMs: -1 });
+      const { tasks: got } = await store.claim({
+        lookaheadMs: 2500,
+        max: batch,
+        claimTtlMs: 6000,
+        now,
+        keepCount: 100,
+        keepAgeMs: -1,
+      });
       if (got.length === 0) break;
       out.push(...got);
       if (out.length >= n) break;
@@ -50,18 +60,42 @@ for (let round = 0; round < rounds; round++) {
     return out;
   });
   // What the scheduler sends: the plan (one occurrence, the next 10 s later), then the task's fields.
-  const recs = claimed.map((t): StageRecord => ({
-    id: t.id, token: t.token, triggered: '', nextrun: String(Number(t.nextrun) + 10_000), period: '10000', missed: '0',
-    missedFirst: '', missedLast: '', occurrences: t.nextrun, overlap: t.overlap, rule: t.rule, enabled: t.enabled,
-    storedPeriod: t.period, task: t.task, group: t.group, args: t.args, subject: t.subject, submitter: t.submitter,
-    priority: t.priority, maxRetries: t.maxRetries, maxRuntime: t.maxRuntime,
-  }));
+  const recs = claimed.map(
+    (t): StageRecord => ({
+      id: t.id,
+      token: t.token,
+      triggered: '',
+      nextrun: String(Number(t.nextrun) + 10_000),
+      period: '10000',
+      missed: '0',
+      missedFirst: '',
+      missedLast: '',
+      occurrences: t.nextrun,
+      overlap: t.overlap,
+      rule: t.rule,
+      enabled: t.enabled,
+      storedPeriod: t.period,
+      task: t.task,
+      group: t.group,
+      args: t.args,
+      subject: t.subject,
+      submitter: t.submitter,
+      priority: t.priority,
+      maxRetries: t.maxRetries,
+      maxRuntime: t.maxRuntime,
+    }),
+  );
   await phase('stage', async () => {
     for (let i = 0; i < recs.length; i += batch) await store.stage(recs.slice(i, i + batch));
   });
   await phase('release', async () => {
     for (;;) {
-      const { submitted, skipped } = await store.release({ now: first + 1, max: batch, bufferPollMs: 1000, misfireGraceMs: 15_000 });
+      const { submitted, skipped } = await store.release({
+        now: first + 1,
+        max: batch,
+        bufferPollMs: 1000,
+        misfireGraceMs: 15_000,
+      });
       if (submitted + skipped === 0) break;
     }
   });

@@ -5,8 +5,8 @@
  */
 import { Redis } from 'ioredis';
 import { Queue } from '../../src/index.js';
-import { arg, finishAll, labRedis, scriptUsec, submitSpread, takeAll } from './lab.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
+import { arg, finishAll, labRedis, scriptUsec, submitSpread, takeAll } from './lab.js';
 
 const jobs = arg('jobs', 20_000);
 const groups = arg('groups', 1000);
@@ -22,7 +22,9 @@ async function phase(name: string, body: () => Promise<void>): Promise<void> {
   await body();
   const ms = performance.now() - t0;
   const us = (await scriptUsec(admin)) - before;
-  console.log(`${name.padEnd(8)} ${(us / jobs).toFixed(2).padStart(7)} µs Redis per job   (${(jobs / (ms / 1000)).toFixed(0)} jobs/s)`);
+  console.log(
+    `${name.padEnd(8)} ${(us / jobs).toFixed(2).padStart(7)} µs Redis per job   (${(jobs / (ms / 1000)).toFixed(0)} jobs/s)`,
+  );
 }
 
 const q = new Queue('cost', { connection: url });
@@ -33,7 +35,10 @@ await phase('take', async () => {
 });
 await phase('start', async () => {
   for (let i = 0; i < taken.length; i += batch) {
-    await store.start(60_000, taken.slice(i, i + batch).map(([id, seq]) => ({ id, takeSeq: Number(seq) })));
+    await store.start(
+      60_000,
+      taken.slice(i, i + batch).map(([id, seq]) => ({ id, takeSeq: Number(seq) })),
+    );
   }
 });
 await phase('finish', () => finishAll(store, taken, batch, 's'));

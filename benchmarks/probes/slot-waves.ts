@@ -30,7 +30,9 @@ const cpu = async () => {
   return { user: Number(info.used_cpu_user) * 1e6, sys: Number(info.used_cpu_sys) * 1e6 };
 };
 
-console.log(`${jobs} jobs of ${runMs} ms, one executor of ${concurrency} slots, ${lightTenants} light tenants every ${lightEvery} ms`);
+console.log(
+  `${jobs} jobs of ${runMs} ms, one executor of ${concurrency} slots, ${lightTenants} light tenants every ${lightEvery} ms`,
+);
 for (let round = 1; round <= rounds; round++) {
   await admin.flushall();
   const q = new Queue('waves', { connection: url });
@@ -43,20 +45,26 @@ for (let round = 1; round <= rounds; round++) {
   const waits: number[] = [];
   let heavyDone = 0;
   let t1 = 0;
-  const w = new Worker('waves', {
-    noop: async ({ job, args }) => {
-      const now = performance.now();
-      const heavy = job.group === HEAVY;
-      if (heavy) starts.push(now - t0);
-      else waits.push(now - (args as { t: number }).t);
-      await sleep(runMs);
-      if (heavy && ++heavyDone === jobs) t1 = performance.now();
+  const w = new Worker(
+    'waves',
+    {
+      noop: async ({ job, args }) => {
+        const now = performance.now();
+        const heavy = job.group === HEAVY;
+        if (heavy) starts.push(now - t0);
+        else waits.push(now - (args as { t: number }).t);
+        await sleep(runMs);
+        if (heavy && ++heavyDone === jobs) t1 = performance.now();
+      },
     },
-  }, { connection: url, concurrency });
+    { connection: url, concurrency },
+  );
   // The light tenants' timers fire in one turn: their jobs arrive together, as in the harness.
-  const timers = Array.from({ length: lightTenants }, (_, k) => setInterval(() => {
-    void q.submit({ task: 'noop', group: `light${k}`, args: { t: performance.now() } });
-  }, lightEvery));
+  const timers = Array.from({ length: lightTenants }, (_, k) =>
+    setInterval(() => {
+      void q.submit({ task: 'noop', group: `light${k}`, args: { t: performance.now() } });
+    }, lightEvery),
+  );
   while (t1 === 0) await sleep(5);
   const cpu1 = await cpu();
   const calls1 = (await scriptStats(admin)).calls;
@@ -64,12 +72,14 @@ for (let round = 1; round <= rounds; round++) {
   await w.close();
   const seconds = (t1 - t0) / 1000;
   const bins = new Set(starts.filter((s) => s >= 500).map((s) => Math.floor(s * 4)));
-  const span = Math.floor(((t1 - t0) - 500) * 4);
+  const span = Math.floor((t1 - t0 - 500) * 4);
   const [p50, p99] = percentiles(waits, [50, 99]);
-  console.log(`round ${round}: ${Math.round(jobs / seconds)} jobs/s; light waits p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms ` +
-    `(${waits.length} jobs); quarter-ms without a start ${((1 - bins.size / span) * 100).toFixed(0)}%; ` +
-    `Redis a job: user ${((cpu1.user - cpu0.user) / jobs).toFixed(1)} µs, system ${((cpu1.sys - cpu0.sys) / jobs).toFixed(1)} µs, ` +
-    `${((calls1 - calls0) / jobs).toFixed(2)} script calls`);
+  console.log(
+    `round ${round}: ${Math.round(jobs / seconds)} jobs/s; light waits p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms ` +
+      `(${waits.length} jobs); quarter-ms without a start ${((1 - bins.size / span) * 100).toFixed(0)}%; ` +
+      `Redis a job: user ${((cpu1.user - cpu0.user) / jobs).toFixed(1)} µs, system ${((cpu1.sys - cpu0.sys) / jobs).toFixed(1)} µs, ` +
+      `${((calls1 - calls0) / jobs).toFixed(2)} script calls`,
+  );
   await q.close();
 }
 await lab.close();

@@ -3,7 +3,7 @@
  * It has no fair groups in its open-source edition, so every tenant shares one queue (what users do today).
  */
 import { Queue, Worker } from 'bullmq';
-import { KEEP_COMPLETED, KEEP_FAILED, type ExecutorOptions, type JobIn, type Payload, type SystemAdapter } from './types.js';
+import { type ExecutorOptions, type JobIn, KEEP_COMPLETED, KEEP_FAILED, type Payload, type SystemAdapter } from './types.js';
 
 export function open(url: string, name: string): SystemAdapter {
   const u = new URL(url);
@@ -19,10 +19,14 @@ export function open(url: string, name: string): SystemAdapter {
       await queue.addBulk(jobs.map((j) => ({ name: 'bench', data: j.data })));
     },
     async startExecutor(opts: ExecutorOptions) {
-      const worker = new Worker(name, async (job) => {
-        const data = job.data as Payload;
-        await opts.handler(job.id!, '', data);
-      }, { connection: { ...connection, maxRetriesPerRequest: null }, concurrency: opts.concurrency });
+      const worker = new Worker(
+        name,
+        async (job) => {
+          const data = job.data as Payload;
+          await opts.handler(job.id!, '', data);
+        },
+        { connection: { ...connection, maxRetriesPerRequest: null }, concurrency: opts.concurrency },
+      );
       worker.on('error', (err) => console.error('bullmq worker error:', err.message));
       await worker.waitUntilReady();
       return { close: () => worker.close() };

@@ -4,9 +4,10 @@
  * add() calls issued together (Promise.all), which ioredis writes back to back on one connection.
  * Its autoBatch option is left off, because it acknowledges jobs before they reach Redis.
  */
-import { Redis } from 'ioredis';
+
 import { Queue, Worker } from 'groupmq';
-import { KEEP_COMPLETED, KEEP_FAILED, type ExecutorOptions, type JobIn, type Payload, type SystemAdapter } from './types.js';
+import { Redis } from 'ioredis';
+import { type ExecutorOptions, type JobIn, KEEP_COMPLETED, KEEP_FAILED, type Payload, type SystemAdapter } from './types.js';
 
 export function open(url: string, name: string): SystemAdapter {
   const redis = new Redis(url);
@@ -23,9 +24,15 @@ export function open(url: string, name: string): SystemAdapter {
     async startExecutor(opts: ExecutorOptions) {
       // Workers get their own connection, as the README's multi-process setups do.
       const wredis = new Redis(url, { maxRetriesPerRequest: null });
-      const wqueue = new Queue<Payload>({ redis: wredis, namespace: name, keepCompleted: KEEP_COMPLETED, keepFailed: KEEP_FAILED });
+      const wqueue = new Queue<Payload>({
+        redis: wredis,
+        namespace: name,
+        keepCompleted: KEEP_COMPLETED,
+        keepFailed: KEEP_FAILED,
+      });
       const worker = new Worker<Payload>({
-        queue: wqueue, concurrency: opts.concurrency,
+        queue: wqueue,
+        concurrency: opts.concurrency,
         handler: async (job) => {
           await opts.handler(job.id, job.groupId, job.data);
         },

@@ -1,6 +1,6 @@
 /** What every workload gets and gives back. */
 import type { Redis } from 'ioredis';
-import { addDeltas, cpuSince, redisDelta, RssPeak, sampleRedis, type RedisDelta, type RedisSample } from '../measure.js';
+import { addDeltas, cpuSince, type RedisDelta, type RedisSample, RssPeak, redisDelta, sampleRedis } from '../measure.js';
 import type { SystemAdapter, SystemName } from '../systems/types.js';
 
 export interface RunContext {

@@ -3,11 +3,11 @@
  * process, or in forked processes) run them all. The measured phase is the drain; the fill is
  * measured too, so that Redis CPU over a job's whole life (submit + take + complete) is known.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { TS_EXEC_ARGV } from '../../test/helpers/processes.js';
-import { payload, type JobIn } from '../systems/types.js';
-import { addDeltas, groupOf, Phase, Seen, until, type RunContext, type RunResult } from './common.js';
+import { type JobIn, payload } from '../systems/types.js';
+import { addDeltas, groupOf, Phase, type RunContext, type RunResult, Seen, until } from './common.js';
 
 export interface DrainParams {
   jobs: number;
@@ -30,15 +30,25 @@ export async function fill(ctx: RunContext, jobs: number, groups: number, batch 
 interface Child {
   proc: ChildProcess;
   n: number;
-  done?: { ids: string[]; cpuUs: number; peakRssBytes: number };
+  done?: ExecutorDone;
 }
+
+/** What benchmarks/executor.ts reports when it stops. */
+interface ExecutorDone {
+  ids: string[];
+  cpuUs: number;
+  peakRssBytes: number;
+}
+
+/** The messages benchmarks/executor.ts sends. */
+type ExecutorMessage = { type: 'ready' } | { type: 'progress'; n: number } | ({ type: 'done' } & ExecutorDone);
 
 function forkExecutor(ctx: RunContext, concurrency: number): Promise<Child> {
   const script = fileURLToPath(new URL('../executor.ts', import.meta.url));
   const proc = fork(script, [], { execArgv: [...TS_EXEC_ARGV], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const child: Child = { proc, n: 0 };
   return new Promise((resolve, reject) => {
-    proc.on('message', (m: any) => {
+    proc.on('message', (m: ExecutorMessage) => {
       if (m.type === 'ready') resolve(child);
       else if (m.type === 'progress') child.n = m.n;
       else if (m.type === 'done') child.done = m;
@@ -63,7 +73,13 @@ export async function runDrain(ctx: RunContext, p: DrainParams): Promise<RunResu
   if (p.processes === 0) {
     phase = await new Phase(ctx.admin).begin();
     let n = 0;
-    const exec = await ctx.adapter.startExecutor({ concurrency: p.concurrency, handler: (id) => { seen.add(id); n++; } });
+    const exec = await ctx.adapter.startExecutor({
+      concurrency: p.concurrency,
+      handler: (id) => {
+        seen.add(id);
+        n++;
+      },
+    });
     capped = !(await until(() => n >= p.jobs, p.capMs));
     seconds = phase.elapsed();
     await exec.close();
@@ -89,8 +105,16 @@ export async function runDrain(ctx: RunContext, p: DrainParams): Promise<RunResu
   const ran = seen.size + seen.duplicates;
   const lifecycle = addDeltas(filled.redis, m.redis);
   return {
-    jobs: ran, seconds, jobsPerSec: ran / seconds, redis: m.redis, nodeCpuUs, peakRssBytes,
-    expected: p.jobs, unique: seen.size, duplicates: seen.duplicates, capped,
+    jobs: ran,
+    seconds,
+    jobsPerSec: ran / seconds,
+    redis: m.redis,
+    nodeCpuUs,
+    peakRssBytes,
+    expected: p.jobs,
+    unique: seen.size,
+    duplicates: seen.duplicates,
+    capped,
     extra: {
       fillJobsPerSec: p.jobs / (filled.redis.ms / 1000),
       lifecycleRedisCpuUsPerJob: lifecycle.cpuUs / p.jobs,

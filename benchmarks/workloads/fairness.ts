@@ -9,9 +9,9 @@
  * tenant's drain rate without neighbours, the "FIFO" reference).
  */
 import { jain, nowMs, percentiles, sleep } from '../measure.js';
-import { payload, type Payload } from '../systems/types.js';
+import { type Payload, payload } from '../systems/types.js';
+import { Phase, type RunContext, type RunResult, Seen, until } from './common.js';
 import { fill } from './drain.js';
-import { Phase, Seen, until, type RunContext, type RunResult } from './common.js';
 
 export interface FairnessParams {
   mode: 'flood' | 'noflood';
@@ -38,7 +38,10 @@ function windowedJain(recs: Rec[], from: number, to: number): { index: number | 
   const byGroup = new Map<string, Rec[]>();
   for (const r of recs) {
     let a = byGroup.get(r.group);
-    if (!a) byGroup.set(r.group, (a = []));
+    if (!a) {
+      a = [];
+      byGroup.set(r.group, a);
+    }
     a.push(r);
   }
   let sum = 0;
@@ -90,23 +93,25 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
   let lightSubmitted = 0;
   const lightPending = new Set<Promise<void>>();
   const startLights = () => {
-    const timers = Array.from({ length: p.lightTenants }, (_, k) => setInterval(() => {
-      const pr = ctx.adapter.submit({ group: `L${k}`, data: lightPayload(k) });
-      lightSubmitted++;
-      lightPending.add(pr);
-      void pr.finally(() => lightPending.delete(pr));
-    }, p.lightEveryMs));
+    const timers = Array.from({ length: p.lightTenants }, (_, k) =>
+      setInterval(() => {
+        const pr = ctx.adapter.submit({ group: `L${k}`, data: lightPayload(k) });
+        lightSubmitted++;
+        lightPending.add(pr);
+        void pr.finally(() => lightPending.delete(pr));
+      }, p.lightEveryMs),
+    );
     return () => timers.forEach(clearInterval);
   };
 
   if (p.mode === 'flood') await fill(ctx, p.heavyJobs, 1, 1000, () => payload(nowMs()));
   // fill() names the single group t0; rename it for the record.
-  const startExec = () => ctx.adapter.startExecutor({
-    concurrency: p.concurrency,
-    handler: (id, group, data) => handler(id, group === 't0' ? 'heavy' : group, data),
-  });
+  const startExec = () =>
+    ctx.adapter.startExecutor({
+      concurrency: p.concurrency,
+      handler: (id, group, data) => handler(id, group === 't0' ? 'heavy' : group, data),
+    });
   let exec: Awaited<ReturnType<typeof startExec>>;
-  let seconds: number;
   let capped = false;
   let heavyRate: number;
   let jainIndex: { index: number | null; windows: number } = { index: null, windows: 0 };
@@ -139,20 +144,33 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
   }
   await Promise.all(lightPending);
   await until(() => recs.filter((r) => r.group !== 'heavy').length >= lightSubmitted, 5000, 5);
-  seconds = (performance.now() - t0) / 1000;
+  const seconds = (performance.now() - t0) / 1000;
   await exec.close();
   const m = await phase.end();
   const [p50, p99] = percentiles(lightWaits, [50, 99]);
   // A capped run left part of the backlog waiting: then only repeats are checked.
   const expected = capped ? seen.size : p.heavyJobs + lightSubmitted;
-  const dist = percentiles(lightWaits, Array.from({ length: 101 }, (_, i) => i));
+  const dist = percentiles(
+    lightWaits,
+    Array.from({ length: 101 }, (_, i) => i),
+  );
   return {
     dist,
-    jobs: seen.size, seconds, jobsPerSec: heavyRate, ...m,
-    expected, unique: seen.size, duplicates: seen.duplicates, capped,
+    jobs: seen.size,
+    seconds,
+    jobsPerSec: heavyRate,
+    ...m,
+    expected,
+    unique: seen.size,
+    duplicates: seen.duplicates,
+    capped,
     extra: {
-      p50Ms: p50, p99Ms: p99, lightJobs: lightWaits.length, heavyJobsPerSec: heavyRate,
-      jainIndex: jainIndex.index, jainWindows: jainIndex.windows,
+      p50Ms: p50,
+      p99Ms: p99,
+      lightJobs: lightWaits.length,
+      heavyJobsPerSec: heavyRate,
+      jainIndex: jainIndex.index,
+      jainWindows: jainIndex.windows,
     },
   };
 }

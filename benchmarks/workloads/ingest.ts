@@ -1,5 +1,5 @@
 /** Ingest: how fast jobs are accepted (serially, with 1,000 in flight, and in bulk batches). */
-import { payload, type JobIn } from '../systems/types.js';
+import { type JobIn, payload } from '../systems/types.js';
 import { groupOf, Phase, type RunContext, type RunResult } from './common.js';
 
 export interface IngestParams {
@@ -33,7 +33,14 @@ export async function runIngest(ctx: RunContext, p: IngestParams): Promise<RunRe
   const m = await phase.end();
   const stored = await adapter.waiting();
   return {
-    jobs: p.jobs, seconds, jobsPerSec: p.jobs / seconds, ...m,
-    expected: p.jobs, unique: stored, duplicates: Math.max(0, stored - p.jobs), capped: false, extra: {},
+    jobs: p.jobs,
+    seconds,
+    jobsPerSec: p.jobs / seconds,
+    ...m,
+    expected: p.jobs,
+    unique: stored,
+    duplicates: Math.max(0, stored - p.jobs),
+    capped: false,
+    extra: {},
   };
 }

@@ -3,9 +3,9 @@
  * maximum rate; pickup latency = handler start − submit call. Then the executor sits idle and the
  * Redis commands it causes per second are counted (a polling executor shows up here).
  */
-import { nowMs, percentiles, sampleRedis, redisDelta, sleep } from '../measure.js';
+import { nowMs, percentiles, redisDelta, sampleRedis, sleep } from '../measure.js';
 import { payload } from '../systems/types.js';
-import { groupOf, Phase, Seen, until, type RunContext, type RunResult } from './common.js';
+import { groupOf, Phase, type RunContext, type RunResult, Seen, until } from './common.js';
 
 export interface LatencyParams {
   /** Arrivals per second. */
@@ -21,7 +21,10 @@ export interface LatencyParams {
  * The system's own maximum in this setup: jobs submitted one by one with `inFlight` outstanding,
  * while the executor runs them, for `durationMs`; returns jobs completed per second.
  */
-export async function calibrate(ctx: RunContext, p: { durationMs: number; concurrency: number; groups: number; inFlight: number }): Promise<number> {
+export async function calibrate(
+  ctx: RunContext,
+  p: { durationMs: number; concurrency: number; groups: number; inFlight: number },
+): Promise<number> {
   let done = 0;
   const exec = await ctx.adapter.startExecutor({ concurrency: p.concurrency, handler: () => void done++ });
   await sleep(200);
@@ -98,11 +101,20 @@ export async function runLatency(ctx: RunContext, p: LatencyParams): Promise<Run
   }
   await exec.close();
   const [p50, p99, p999] = percentiles(waits, [50, 99, 99.9]);
-  const dist = percentiles(waits, Array.from({ length: 101 }, (_, i) => i));
+  const dist = percentiles(
+    waits,
+    Array.from({ length: 101 }, (_, i) => i),
+  );
   return {
     dist,
-    jobs: submitted, seconds, jobsPerSec: submitted / seconds, ...m,
-    expected: submitted, unique: seen.size, duplicates: seen.duplicates, capped,
+    jobs: submitted,
+    seconds,
+    jobsPerSec: submitted / seconds,
+    ...m,
+    expected: submitted,
+    unique: seen.size,
+    duplicates: seen.duplicates,
+    capped,
     extra: { rate: p.rate, p50Ms: p50, p99Ms: p99, p999Ms: p999, maxProducerLagMs: lagMs, idleCommandsPerSec },
   };
 }

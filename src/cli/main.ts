@@ -8,18 +8,25 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { register as registerCalendar } from './commands/calendar.js';
-import { register as registerJobs } from './commands/jobs.js';
-import { register as registerGroups } from './commands/groups.js';
-import { register as registerWorker } from './commands/worker.js';
 import { register as registerDemo } from './commands/demo.js';
+import { register as registerGroups } from './commands/groups.js';
+import { register as registerJobs } from './commands/jobs.js';
 import { register as registerPeriodic } from './commands/periodic.js';
+import { register as registerWorker } from './commands/worker.js';
 import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Signature every command module exports. */
 export type RegisterCommand = (program: Command) => void;
 
 /** The commands of the CLI, in help order. */
-const COMMANDS: RegisterCommand[] = [registerDemo, registerWorker, registerJobs, registerGroups, registerPeriodic, registerCalendar];
+const COMMANDS: RegisterCommand[] = [
+  registerDemo,
+  registerWorker,
+  registerJobs,
+  registerGroups,
+  registerPeriodic,
+  registerCalendar,
+];
 
 /** Options every command can read with `command.optsWithGlobals()`. */
 export interface GlobalOptions {
@@ -89,4 +96,3 @@ if (invokedDirectly()) {
     },
   );
 }
-

@@ -1,16 +1,20 @@
 /** What the CLI's commands share: opening the queue, printing tables and JSON, failing clearly. */
-import { InvalidArgumentError, type Command } from 'commander';
+
 import { readFileSync } from 'node:fs';
+import { type Command, InvalidArgumentError } from 'commander';
 import { Redis, type RedisOptions } from 'ioredis';
 import { RotaError } from '../errors.js';
-import { connectionError, maskUrl } from '../redis/connection.js';
 import { Queue } from '../queue/queue.js';
+import { connectionError, maskUrl } from '../redis/connection.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
 import type { GlobalOptions } from './main.js';
 
 /** A failure the CLI reports in one line, with the exit status it calls for. */
 export class CliError extends Error {
-  constructor(message: string, readonly exitCode: number) {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
     super(message);
   }
 }
@@ -30,7 +34,10 @@ export function connectionOf(g: GlobalOptions): RedisOptions {
   try {
     u = new URL(g.redis);
   } catch {
-    throw new CliError(`--redis: "${g.redis}" is not a URL (expected redis://[user:password@]host[:port][/db] or rediss://...)`, EXIT_INVALID);
+    throw new CliError(
+      `--redis: "${g.redis}" is not a URL (expected redis://[user:password@]host[:port][/db] or rediss://...)`,
+      EXIT_INVALID,
+    );
   }
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
     throw new CliError(`--redis: "${maskUrl(g.redis)}" is not a Redis URL (expected redis:// or rediss://)`, EXIT_INVALID);
@@ -64,7 +71,13 @@ export function connectionOf(g: GlobalOptions): RedisOptions {
  * @throws {CliError} naming the URL (password masked) and the cause.
  */
 export async function openClient(g: GlobalOptions): Promise<Redis> {
-  const client = new Redis({ ...connectionOf(g), lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null, connectTimeout: 3000 });
+  const client = new Redis({
+    ...connectionOf(g),
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+    connectTimeout: 3000,
+  });
   let last: Error | undefined;
   client.on('error', (err: Error) => (last = err));
   try {
@@ -79,7 +92,10 @@ export async function openClient(g: GlobalOptions): Promise<Redis> {
 }
 
 /** Runs `fn` with the queue named on the command line, closing it after; reports errors. */
-export async function withQueue(cmd: Command, fn: (queue: Queue, opts: ReturnType<typeof globals>) => Promise<void>): Promise<void> {
+export async function withQueue(
+  cmd: Command,
+  fn: (queue: Queue, opts: ReturnType<typeof globals>) => Promise<void>,
+): Promise<void> {
   const opts = globals(cmd);
   await run(async () => {
     const client = await openClient(opts);
@@ -113,7 +129,12 @@ export async function run(fn: () => Promise<void>): Promise<void> {
 export function printTable(columns: string[], rows: Array<Array<string | number | undefined>>): void {
   const cells = [columns, ...rows.map((r) => r.map((c) => (c === undefined ? '-' : String(c))))];
   const widths = columns.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
-  const lines = cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd());
+  const lines = cells.map((r) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd(),
+  );
   process.stdout.write(lines.join('\n') + '\n');
 }
 
@@ -131,7 +152,8 @@ export function iso(ms: number | undefined): string | undefined {
 export function intOption(name: string, min: number, max: number) {
   return (value: string): number => {
     const n = Number(value);
-    if (!/^\d+$/.test(value) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
+    if (!/^\d+$/.test(value) || n < min || n > max)
+      throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
     return n;
   };
 }

@@ -4,12 +4,13 @@
  * a time zone, an interval), one tenant flooding the queue while light tenants submit a few
  * jobs, a live view, and a summary showing the light tenants were served during the flood.
  */
+
+import { RedisServer } from '../dev/redis-server.js';
+import { PeriodicTasks, Scheduler } from '../periodic/index.js';
+import type { Handlers } from '../queue/context.js';
 import { Queue } from '../queue/queue.js';
 import { Worker } from '../queue/worker.js';
-import { PeriodicTasks, Scheduler } from '../periodic/index.js';
-import { RedisServer } from '../dev/redis-server.js';
 import { percentile, render, type TenantView } from './view.js';
-import type { Handlers } from '../queue/context.js';
 
 export interface DemoOptions {
   /** Redis URL; when absent a private redis-server is started and stopped. */
@@ -56,7 +57,10 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
   const tenants = new Map<string, TenantView>();
   const tenant = (g: string) => {
     let t = tenants.get(g);
-    if (!t) tenants.set(g, (t = { group: g, submitted: 0, done: 0, waits: [] }));
+    if (!t) {
+      t = { group: g, submitted: 0, done: 0, waits: [] };
+      tenants.set(g, t);
+    }
     return t;
   };
   const handlers: Handlers = {
@@ -69,7 +73,9 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
     cleanup: async ({ log }) => log('cleaned up'),
     ping: async () => 'pong',
   };
-  const workers = [1, 2].map((n) => new Worker(queueName, handlers, { connection: url!, concurrency: 8, id: `demo-executor-${n}` }));
+  const workers = [1, 2].map(
+    (n) => new Worker(queueName, handlers, { connection: url!, concurrency: 8, id: `demo-executor-${n}` }),
+  );
   const scheduler = new Scheduler(queueName, { connection: url });
   let stopping = false;
   const onSigint = () => {
@@ -98,7 +104,9 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
     const flood = opts.flood ?? 4000;
     for (let i = 0; i < flood; i += 1000) {
       const n = Math.min(1000, flood - i);
-      await queue.submitBulk(Array.from({ length: n }, () => ({ task: 'render', group: 'acme', args: { ms: 5 + Math.floor(Math.random() * 20) } })));
+      await queue.submitBulk(
+        Array.from({ length: n }, () => ({ task: 'render', group: 'acme', args: { ms: 5 + Math.floor(Math.random() * 20) } })),
+      );
       tenant('acme').submitted += n;
     }
     for (const g of LIGHT) tenant(g);
@@ -119,7 +127,9 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
       } else {
         const acme = tenant('acme');
         const light = LIGHT.flatMap((g) => tenant(g).waits);
-        out.write(`${((Date.now() - started) / 1000).toFixed(0)}s acme ${acme.done}/${acme.submitted}, light tenants wait p99 ${percentile(light, 99) ?? '-'} ms, periodic runs ${[...periodicRuns.values()].reduce((a, b) => a + b, 0)}\n`);
+        out.write(
+          `${((Date.now() - started) / 1000).toFixed(0)}s acme ${acme.done}/${acme.submitted}, light tenants wait p99 ${percentile(light, 99) ?? '-'} ms, periodic runs ${[...periodicRuns.values()].reduce((a, b) => a + b, 0)}\n`,
+        );
       }
     };
     const deadline = opts.durationS !== undefined ? started + opts.durationS * 1000 : Infinity;
@@ -143,7 +153,11 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
   }
   const summary: DemoSummary = {
     tenants: [...tenants.values()].map((t) => ({
-      group: t.group, submitted: t.submitted, done: t.done, waitP50: percentile(t.waits, 50), waitP99: percentile(t.waits, 99),
+      group: t.group,
+      submitted: t.submitted,
+      done: t.done,
+      waitP50: percentile(t.waits, 50),
+      waitP99: percentile(t.waits, 99),
     })),
     periodicRuns: Object.fromEntries(periodicRuns),
     floodDrainedMs,
@@ -155,7 +169,9 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
 export function describeSummary(s: DemoSummary): string {
   const lines = ['', 'Summary'];
   for (const t of s.tenants) {
-    lines.push(`  ${t.group.padEnd(6)} ${String(t.done).padStart(5)}/${t.submitted} jobs, wait p50 ${t.waitP50 ?? '-'} ms, p99 ${t.waitP99 ?? '-'} ms`);
+    lines.push(
+      `  ${t.group.padEnd(6)} ${String(t.done).padStart(5)}/${t.submitted} jobs, wait p50 ${t.waitP50 ?? '-'} ms, p99 ${t.waitP99 ?? '-'} ms`,
+    );
   }
   const acme = s.tenants.find((t) => t.group === 'acme');
   const light = s.tenants.filter((t) => t.group !== 'acme');
@@ -167,6 +183,12 @@ export function describeSummary(s: DemoSummary): string {
         `the light tenants waited at most ${worst} ms (p99): round-robin across groups served them between acme's jobs.`,
     );
   }
-  lines.push(`Periodic runs: ${Object.entries(s.periodicRuns).map(([k, v]) => `${k} ${v}×`).join(', ') || 'none yet'}`);
+  lines.push(
+    `Periodic runs: ${
+      Object.entries(s.periodicRuns)
+        .map(([k, v]) => `${k} ${v}×`)
+        .join(', ') || 'none yet'
+    }`,
+  );
   return lines.join('\n') + '\n';
 }

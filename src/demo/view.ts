@@ -30,7 +30,11 @@ const ms = (v: number | undefined) => (v === undefined ? '-' : `${Math.round(v)}
 
 /** Renders the view as lines of text. */
 export function render(v: DemoView): string[] {
-  const lines = [`Rota demo: ${(v.elapsedMs / 1000).toFixed(1)} s`, '', 'tenant        progress                         done/submitted   wait p50   wait p99'];
+  const lines = [
+    `Rota demo: ${(v.elapsedMs / 1000).toFixed(1)} s`,
+    '',
+    'tenant        progress                         done/submitted   wait p50   wait p99',
+  ];
   for (const t of v.tenants) {
     lines.push(
       `${t.group.padEnd(12)}  ${bar(t.done, t.submitted)}  ${`${t.done}/${t.submitted}`.padStart(14)}   ${ms(percentile(t.waits, 50)).padStart(8)}   ${ms(percentile(t.waits, 99)).padStart(8)}`,

@@ -3,9 +3,9 @@
  * A server listens on a free loopback port, keeps its data in a temporary directory,
  * and can be stopped gracefully, killed with SIGKILL, and restarted on the same port and data.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -98,9 +98,20 @@ export class RedisServer {
   async restart(): Promise<void> {
     if (this.proc) throw new Error('redis-server is already running');
     const args = [
-      '--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir,
-      '--save', '', '--daemonize', 'no', '--logfile', join(this.dir, 'redis.log'),
-      '--maxmemory-policy', 'noeviction',
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      this.dir,
+      '--save',
+      '',
+      '--daemonize',
+      'no',
+      '--logfile',
+      join(this.dir, 'redis.log'),
+      '--maxmemory-policy',
+      'noeviction',
     ];
     if (this.appendfsync) args.push('--appendonly', 'yes', '--appendfsync', this.appendfsync);
     else args.push('--appendonly', 'no');

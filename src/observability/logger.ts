@@ -1,6 +1,6 @@
 /** Logs: pino, JSON by default, pretty when stdout is a terminal and pino-pretty is installed. */
 import { createRequire } from 'node:module';
-import { pino, type Logger, type LoggerOptions } from 'pino';
+import { type Logger, type LoggerOptions, pino } from 'pino';
 
 export type { Logger };
 

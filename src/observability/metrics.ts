@@ -37,15 +37,26 @@ export async function serveMetrics(opts: MetricsOptions): Promise<MetricsServer>
   const { queue } = opts;
   const maxGroups = opts.maxGroups ?? 1000;
   new Gauge({
-    name: 'rota_jobs', help: 'Jobs per state', labelNames: ['queue', 'state'], registers: [registry],
+    name: 'rota_jobs',
+    help: 'Jobs per state',
+    labelNames: ['queue', 'state'],
+    registers: [registry],
     async collect() {
       for (const [state, n] of Object.entries(await queue.counts())) this.set({ queue: queue.name, state }, n);
     },
   });
   // Collected in registration order: the depth gauge reads the groups once and fills both gauges.
-  const running = new Gauge({ name: 'rota_group_running', help: 'Jobs running per group', labelNames: ['queue', 'group'], registers: [] });
+  const running = new Gauge({
+    name: 'rota_group_running',
+    help: 'Jobs running per group',
+    labelNames: ['queue', 'group'],
+    registers: [],
+  });
   new Gauge({
-    name: 'rota_group_waiting', help: 'Runnable jobs waiting per group', labelNames: ['queue', 'group'], registers: [registry],
+    name: 'rota_group_waiting',
+    help: 'Runnable jobs waiting per group',
+    labelNames: ['queue', 'group'],
+    registers: [registry],
     async collect() {
       const groups = (await queue.groups()).sort((a, b) => b.waiting - a.waiting).slice(0, maxGroups);
       this.reset();
@@ -58,15 +69,22 @@ export async function serveMetrics(opts: MetricsOptions): Promise<MetricsServer>
   });
   registry.registerMetric(running);
   const wait = new Histogram({
-    name: 'rota_submit_to_start_seconds', help: 'Time from submit to the start of a run, per group',
-    labelNames: ['queue', 'group'], buckets: WAIT_BUCKETS, registers: [registry],
+    name: 'rota_submit_to_start_seconds',
+    help: 'Time from submit to the start of a run, per group',
+    labelNames: ['queue', 'group'],
+    buckets: WAIT_BUCKETS,
+    registers: [registry],
   });
   const lateness = new Histogram({
-    name: 'rota_periodic_lateness_seconds', help: 'Time from a periodic occurrence to the submit of its job',
-    labelNames: ['queue', 'tracker'], buckets: WAIT_BUCKETS, registers: [registry],
+    name: 'rota_periodic_lateness_seconds',
+    help: 'Time from a periodic occurrence to the submit of its job',
+    labelNames: ['queue', 'tracker'],
+    buckets: WAIT_BUCKETS,
+    registers: [registry],
   });
   const observe = (job: Job) => {
-    if (job.started !== undefined) wait.observe({ queue: queue.name, group: job.group }, Math.max(0, job.started - job.submitted) / 1000);
+    if (job.started !== undefined)
+      wait.observe({ queue: queue.name, group: job.group }, Math.max(0, job.started - job.submitted) / 1000);
     if (job.tracker && job.occurrence !== undefined) {
       lateness.observe({ queue: queue.name, tracker: job.tracker }, Math.max(0, job.submitted - job.occurrence) / 1000);
     }

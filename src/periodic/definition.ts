@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
 import { packValue, zodError } from '../queue/validate.js';
-import { parseTimer, TimerSyntaxError, type Timer } from '../timers/index.js';
+import { parseTimer, type Timer, TimerSyntaxError } from '../timers/index.js';
 
 /** What happens when an occurrence comes while an earlier run of the task has not ended. */
 export type OverlapPolicy = 'skip' | 'buffer-one' | 'allow' | 'cancel-previous';
@@ -62,8 +62,23 @@ export interface PeriodicTaskDefinition<A = unknown> {
 }
 
 /** A stored periodic task, as {@link PeriodicTasks.get} reads it back. */
-export interface PeriodicTask<A = unknown> extends Required<Pick<PeriodicTaskDefinition<A>,
-  'id' | 'task' | 'timer' | 'group' | 'priority' | 'subject' | 'submitter' | 'enabled' | 'overlap' | 'catchup' | 'catchupWindow'>> {
+export interface PeriodicTask<A = unknown>
+  extends Required<
+    Pick<
+      PeriodicTaskDefinition<A>,
+      | 'id'
+      | 'task'
+      | 'timer'
+      | 'group'
+      | 'priority'
+      | 'subject'
+      | 'submitter'
+      | 'enabled'
+      | 'overlap'
+      | 'catchup'
+      | 'catchupWindow'
+    >
+  > {
   args: A;
   timezone?: string;
   owner?: string;
@@ -88,28 +103,29 @@ export const DEFAULT_CATCHUP_WINDOW = 5 * 60_000;
 const ID = /^[A-Za-z0-9._:-]{1,200}$/;
 const ms = z.number().int('must be a whole number of milliseconds').nonnegative('must be >= 0');
 
-const bytes = (max: number) =>
-  z.string().refine((s) => Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
+const bytes = (max: number) => z.string().refine((s) => Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
 
-const definitionSchema = z.object({
-  id: z.string().regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -'),
-  task: bytes(200).pipe(z.string().min(1, 'must not be empty')),
-  timer: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters'),
-  timezone: z.string().min(1, 'must not be empty').optional(),
-  group: bytes(200).pipe(z.string().min(1, 'must not be empty')).optional(),
-  args: z.unknown().optional(),
-  priority: z.enum(['high', 'low']).optional(),
-  subject: bytes(1000).optional(),
-  submitter: bytes(200).optional(),
-  enabled: z.boolean().optional(),
-  owner: z.string().regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -').optional(),
-  overlap: z.enum(['skip', 'buffer-one', 'allow', 'cancel-previous']).optional(),
-  catchup: z.enum(['latest', 'all', 'none']).optional(),
-  catchupWindow: ms.optional(),
-  tolerance: ms.optional(),
-  maxRuntime: z.number().int('must be a whole number of milliseconds').positive('must be > 0').optional(),
-  maxRetries: z.number().int().min(0).max(1000).optional(),
-}).strict();
+const definitionSchema = z
+  .object({
+    id: z.string().regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -'),
+    task: bytes(200).pipe(z.string().min(1, 'must not be empty')),
+    timer: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters'),
+    timezone: z.string().min(1, 'must not be empty').optional(),
+    group: bytes(200).pipe(z.string().min(1, 'must not be empty')).optional(),
+    args: z.unknown().optional(),
+    priority: z.enum(['high', 'low']).optional(),
+    subject: bytes(1000).optional(),
+    submitter: bytes(200).optional(),
+    enabled: z.boolean().optional(),
+    owner: z.string().regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -').optional(),
+    overlap: z.enum(['skip', 'buffer-one', 'allow', 'cancel-previous']).optional(),
+    catchup: z.enum(['latest', 'all', 'none']).optional(),
+    catchupWindow: ms.optional(),
+    tolerance: ms.optional(),
+    maxRuntime: z.number().int('must be a whole number of milliseconds').positive('must be > 0').optional(),
+    maxRetries: z.number().int().min(0).max(1000).optional(),
+  })
+  .strict();
 
 /** Checks a task or rule id (throws a ValidationError naming `field`). */
 export function checkId(id: unknown, field = 'id'): string {
@@ -158,13 +174,44 @@ export function checkDefinition(def: unknown, argsLimit: number): CheckedDefinit
 export function definitionFields(c: CheckedDefinition, now: number): Array<string | Buffer | number> {
   const d = c.def;
   return [
-    'id', d.id, 'task', d.task, 'timer', d.timer, 'timezone', d.timezone ?? '', 'kind', c.timer.kind,
-    'group', d.group ?? 'default', 'args', c.packedArgs, 'priority', d.priority ?? 'low',
-    'subject', d.subject ?? '', 'submitter', d.submitter ?? 'periodic', 'owner', d.owner ?? '',
-    'overlap', d.overlap ?? 'skip', 'catchup', d.catchup ?? 'latest',
-    'catchupWindow', d.catchupWindow ?? DEFAULT_CATCHUP_WINDOW, 'tolerance', d.tolerance ?? '',
-    'maxRuntime', c.maxRuntime ?? '', 'maxRetries', d.maxRetries ?? 0,
-    'interval', c.timer.intervalMs ?? '', 'updated', now,
+    'id',
+    d.id,
+    'task',
+    d.task,
+    'timer',
+    d.timer,
+    'timezone',
+    d.timezone ?? '',
+    'kind',
+    c.timer.kind,
+    'group',
+    d.group ?? 'default',
+    'args',
+    c.packedArgs,
+    'priority',
+    d.priority ?? 'low',
+    'subject',
+    d.subject ?? '',
+    'submitter',
+    d.submitter ?? 'periodic',
+    'owner',
+    d.owner ?? '',
+    'overlap',
+    d.overlap ?? 'skip',
+    'catchup',
+    d.catchup ?? 'latest',
+    'catchupWindow',
+    d.catchupWindow ?? DEFAULT_CATCHUP_WINDOW,
+    'tolerance',
+    d.tolerance ?? '',
+    'maxRuntime',
+    c.maxRuntime ?? '',
+    'maxRetries',
+    d.maxRetries ?? 0,
+    'interval',
+    c.timer.intervalMs ?? '',
+    'updated',
+    now,
   ];
 }
 

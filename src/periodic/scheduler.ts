@@ -21,20 +21,21 @@
  *    script tells it), or until `p:wake` is published (upsert, enable, trigger, emit), or at the
  *    latest after `fallbackWakeMs`. It never scans every task.
  */
+
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { connect, type ConnectionOption } from '../redis/connection.js';
-import { loadLibrary } from '../redis/library.js';
-import { PeriodicStore, type ClaimedTask, type StageRecord } from '../redis/periodic-store.js';
-import { QueueStore } from '../redis/queue-store.js';
-import { clearLongTimeout, setLongTimeout, type LongTimer } from '../queue/long-timer.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
+import { type ConnectionOption, connect } from '../redis/connection.js';
+import { loadLibrary } from '../redis/library.js';
+import { type ClaimedTask, PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
+import { QueueStore } from '../redis/queue-store.js';
 import type { Timer } from '../timers/index.js';
-import { checkTimer, DEFAULT_CATCHUP_WINDOW, type CatchupPolicy } from './definition.js';
+import { type CatchupPolicy, checkTimer, DEFAULT_CATCHUP_WINDOW } from './definition.js';
 import type { PeriodicKeys } from './keys.js';
-import { plan, type Plan } from './occurrences.js';
+import { type Plan, plan } from './occurrences.js';
 
 /** How much run history is kept per task. */
 export interface KeepRuns {
@@ -130,7 +131,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly store: PeriodicStore;
   private readonly subscriber: Redis;
   private readonly injected?: () => number;
-  private readonly o: Required<Omit<SchedulerOptions, 'connection' | 'id' | 'now' | 'keepRuns'>> & { keepCount: number; keepAge: number };
+  private readonly o: Required<Omit<SchedulerOptions, 'connection' | 'id' | 'now' | 'keepRuns'>> & {
+    keepCount: number;
+    keepAge: number;
+  };
   private offset = 0;
   private closing = false;
   private loopDone: Promise<void> | null = null;
@@ -230,8 +234,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         }
       }
       if (claimed.length >= this.o.batchSize || this.woken) continue;
-      const wait = Math.max(1, Math.min(this.o.fallbackWakeMs,
-        earliest === null ? this.o.fallbackWakeMs : earliest - this.o.lookaheadMs - this.now()));
+      const wait = Math.max(
+        1,
+        Math.min(this.o.fallbackWakeMs, earliest === null ? this.o.fallbackWakeMs : earliest - this.o.lookaheadMs - this.now()),
+      );
       await this.idle(wait);
     }
   }
@@ -254,21 +260,29 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private async claim(): Promise<[number, number | null, Claimed[]]> {
     const sent = Date.now();
     const claim = await this.store.claim({
-      lookaheadMs: this.o.lookaheadMs, max: this.o.batchSize, claimTtlMs: this.o.claimTtlMs,
-      now: this.injected ? Math.round(this.injected()) : undefined, keepCount: this.o.keepCount, keepAgeMs: this.o.keepAge,
+      lookaheadMs: this.o.lookaheadMs,
+      max: this.o.batchSize,
+      claimTtlMs: this.o.claimTtlMs,
+      now: this.injected ? Math.round(this.injected()) : undefined,
+      keepCount: this.o.keepCount,
+      keepAgeMs: this.o.keepAge,
     });
     if (!this.injected) this.offset = claim.now - Math.round((sent + Date.now()) / 2);
     this.planRelease(claim.staged);
-    const out = claim.tasks.map((t): Claimed => ({
-      id: t.id, token: t.token,
-      nextrun: t.nextrun === '' ? null : Number(t.nextrun),
-      timer: t.timer, timezone: t.timezone,
-      catchup: (t.catchup || 'latest') as CatchupPolicy,
-      catchupWindow: t.catchupWindow === '' ? DEFAULT_CATCHUP_WINDOW : Number(t.catchupWindow),
-      triggered: t.triggered === '' ? null : Number(t.triggered),
-      enabled: t.enabled === '1',
-      raw: t,
-    }));
+    const out = claim.tasks.map(
+      (t): Claimed => ({
+        id: t.id,
+        token: t.token,
+        nextrun: t.nextrun === '' ? null : Number(t.nextrun),
+        timer: t.timer,
+        timezone: t.timezone,
+        catchup: (t.catchup || 'latest') as CatchupPolicy,
+        catchupWindow: t.catchupWindow === '' ? DEFAULT_CATCHUP_WINDOW : Number(t.catchupWindow),
+        triggered: t.triggered === '' ? null : Number(t.triggered),
+        enabled: t.enabled === '1',
+        raw: t,
+      }),
+    );
     return [claim.now, claim.earliest, out];
   }
 
@@ -293,9 +307,17 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       let p: Plan;
       try {
         const timer = this.timerOf(c.timer, c.timezone);
-        p = c.nextrun === null
-          ? { occurrences: [], nextrun: null, period: 0, missed: null }
-          : plan({ timer, nextrun: c.nextrun, now, catchup: c.catchup, catchupWindow: c.catchupWindow, misfireGraceMs: this.o.misfireGraceMs });
+        p =
+          c.nextrun === null
+            ? { occurrences: [], nextrun: null, period: 0, missed: null }
+            : plan({
+                timer,
+                nextrun: c.nextrun,
+                now,
+                catchup: c.catchup,
+                catchupWindow: c.catchupWindow,
+                misfireGraceMs: this.o.misfireGraceMs,
+              });
         if (!c.enabled || (c.nextrun !== null && c.nextrun > now + this.o.lookaheadMs)) {
           // Claimed only for a trigger (a disabled task runs nothing else).
           p = { occurrences: [], nextrun: c.nextrun, period: 0, missed: null };
@@ -313,12 +335,27 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       }
       const t = c.raw;
       records.push({
-        id: c.id, token: c.token, triggered: String(c.triggered ?? ''), nextrun: String(p.nextrun ?? ''),
-        period: String(p.occurrences.length ? p.period : ''), missed: String(p.missed?.count ?? 0),
-        missedFirst: String(p.missed?.first ?? ''), missedLast: String(p.missed?.last ?? ''), occurrences: p.occurrences.join(','),
-        overlap: t.overlap, rule: t.rule, enabled: t.enabled, storedPeriod: t.period,
-        task: t.task, group: t.group, args: t.args, subject: t.subject, submitter: t.submitter, priority: t.priority,
-        maxRetries: t.maxRetries, maxRuntime: t.maxRuntime,
+        id: c.id,
+        token: c.token,
+        triggered: String(c.triggered ?? ''),
+        nextrun: String(p.nextrun ?? ''),
+        period: String(p.occurrences.length ? p.period : ''),
+        missed: String(p.missed?.count ?? 0),
+        missedFirst: String(p.missed?.first ?? ''),
+        missedLast: String(p.missed?.last ?? ''),
+        occurrences: p.occurrences.join(','),
+        overlap: t.overlap,
+        rule: t.rule,
+        enabled: t.enabled,
+        storedPeriod: t.period,
+        task: t.task,
+        group: t.group,
+        args: t.args,
+        subject: t.subject,
+        submitter: t.submitter,
+        priority: t.priority,
+        maxRetries: t.maxRetries,
+        maxRuntime: t.maxRuntime,
       });
     }
     if (records.length === 0) return null;
@@ -335,10 +372,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (at === null || this.closing) return;
     if (this.releaseTimer && this.releaseTimer.at <= at) return;
     if (this.releaseTimer) clearLongTimeout(this.releaseTimer.timer);
-    const timer = setLongTimeout(() => {
-      this.releaseTimer = null;
-      this.track(this.release());
-    }, Math.max(0, at - this.now()));
+    const timer = setLongTimeout(
+      () => {
+        this.releaseTimer = null;
+        this.track(this.release());
+      },
+      Math.max(0, at - this.now()),
+    );
     this.releaseTimer = { at, timer };
   }
 
@@ -360,8 +400,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         let released: Awaited<ReturnType<PeriodicStore['release']>>;
         try {
           released = await this.store.release({
-            now: this.injected ? Math.round(this.injected()) : undefined, max: this.o.batchSize,
-            bufferPollMs: this.o.bufferPollMs, misfireGraceMs: this.o.misfireGraceMs,
+            now: this.injected ? Math.round(this.injected()) : undefined,
+            max: this.o.batchSize,
+            bufferPollMs: this.o.bufferPollMs,
+            misfireGraceMs: this.o.misfireGraceMs,
           });
         } catch (err) {
           // Staged occurrences stay staged: the next release (here or in any replica) takes them.

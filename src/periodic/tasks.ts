@@ -8,20 +8,25 @@ import type { Redis } from 'ioredis';
 import { unpack } from 'msgpackr';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { connect, type ConnectionOption } from '../redis/connection.js';
-import { queueKeys, type QueueKeys } from '../redis/keys.js';
+import { decodeJobObject, type JobState, type Priority, unpackDescription } from '../queue/job.js';
+import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/queue.js';
+import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
+import { type ConnectionOption, connect } from '../redis/connection.js';
+import { type QueueKeys, queueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { HISTORY_MISSED, HISTORY_SKIPPED } from '../redis/wire.js';
-import { decodeJobObject, unpackDescription, type JobState, type Priority } from '../queue/job.js';
-import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/queue.js';
-import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
-import { parseTimer } from '../timers/index.js';
+import { parseTimer, type Timer } from '../timers/index.js';
 import {
-  checkDefinition, checkId, checkTimer, decodeTask, definitionFields,
-  type PeriodicTask, type PeriodicTaskDefinition,
+  checkDefinition,
+  checkId,
+  checkTimer,
+  decodeTask,
+  definitionFields,
+  type PeriodicTask,
+  type PeriodicTaskDefinition,
 } from './definition.js';
-import { periodicKeys, type PeriodicKeys } from './keys.js';
+import { type PeriodicKeys, periodicKeys } from './keys.js';
 
 /** Options of {@link PeriodicTasks}. */
 export interface PeriodicTasksOptions {
@@ -109,22 +114,26 @@ export interface EmittedEvent {
 }
 
 const eventName = z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
-const ruleSchema = z.object({
-  id: z.string(),
-  after: eventName,
-  delay: z.union([z.string().min(1, 'must not be empty'), z.number().int().nonnegative()]),
-  task: z.string().min(1, 'must not be empty').max(200),
-  group: z.string().min(1, 'must not be empty').max(200).optional(),
-  args: z.unknown().optional(),
-  priority: z.enum(['high', 'low']).optional(),
-  maxRetries: z.number().int().min(0).max(1000).optional(),
-}).strict();
+const ruleSchema = z
+  .object({
+    id: z.string(),
+    after: eventName,
+    delay: z.union([z.string().min(1, 'must not be empty'), z.number().int().nonnegative()]),
+    task: z.string().min(1, 'must not be empty').max(200),
+    group: z.string().min(1, 'must not be empty').max(200).optional(),
+    args: z.unknown().optional(),
+    priority: z.enum(['high', 'low']).optional(),
+    maxRetries: z.number().int().min(0).max(1000).optional(),
+  })
+  .strict();
 
-const emitSchema = z.object({
-  event: eventName,
-  subject: z.string().min(1, 'must not be empty').max(1000, 'must be at most 1000 characters'),
-  at: z.union([z.number().int().nonnegative(), z.date()]).optional(),
-}).strict();
+const emitSchema = z
+  .object({
+    event: eventName,
+    subject: z.string().min(1, 'must not be empty').max(1000, 'must be at most 1000 characters'),
+    at: z.union([z.number().int().nonnegative(), z.date()]).optional(),
+  })
+  .strict();
 
 /** Checks that `obj` has only the given keys (zod's strict error names no field). */
 function knownKeys(obj: object, shape: Record<string, unknown>): void {
@@ -172,7 +181,12 @@ export class PeriodicTasks {
     const now = this.clock();
     const next = c.timer.next(new Date(now))?.getTime();
     await this.store.upsert({
-      id: c.def.id, listed: true, nextrun: next ?? null, enabled: c.def.enabled !== false, now, keepLater: false,
+      id: c.def.id,
+      listed: true,
+      nextrun: next ?? null,
+      enabled: c.def.enabled !== false,
+      now,
+      keepLater: false,
       fields: definitionFields(c, now),
     });
     return (await this.get<A>(c.def.id))!;
@@ -185,11 +199,13 @@ export class PeriodicTasks {
 
   /** Every task defined with {@link upsert} (or only an owner's, including its rules' pending runs), sorted by id. */
   async list(opts: { owner?: string } = {}): Promise<PeriodicTask[]> {
-    const ids = (opts.owner !== undefined
-      ? await this.client.smembers(this.keys.owner(checkId(opts.owner, 'owner')))
-      : await this.client.smembers(this.keys.all)).sort();
+    const ids = (
+      opts.owner !== undefined
+        ? await this.client.smembers(this.keys.owner(checkId(opts.owner, 'owner')))
+        : await this.client.smembers(this.keys.all)
+    ).sort();
     const out: PeriodicTask[] = [];
-    for (let i = 0; i < ids.length; i += 500) out.push(...await this.read(ids.slice(i, i + 500)));
+    for (let i = 0; i < ids.length; i += 500) out.push(...(await this.read(ids.slice(i, i + 500))));
     return out;
   }
 
@@ -225,8 +241,8 @@ export class PeriodicTasks {
       for (const f of noLast) hp.zrevrange(this.keys.history(f.task.id), 0, 19);
       const hist = (await hp.exec())!;
       const sp = this.client.pipeline();
-      const candidates = noLast.map((f, k) => (hist[k][1] as string[]).filter((m) => !m.startsWith('~')));
-      candidates.forEach((ids) => ids.forEach((id) => sp.hget(this.qkeys.job(id), 'state')));
+      const candidates = noLast.map((_f, k) => (hist[k][1] as string[]).filter((m) => !m.startsWith('~')));
+      for (const ids of candidates) for (const id of ids) sp.hget(this.qkeys.job(id), 'state');
       const states = candidates.flat().length ? (await sp.exec())! : [];
       let at = 0;
       noLast.forEach((f, k) => {
@@ -294,12 +310,28 @@ export class PeriodicTasks {
    */
   async upcoming(opts: { limit?: number; until?: number | Date } = {}): Promise<UpcomingRun[]> {
     const limit = opts.limit ?? 20;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new ValidationError('limit', 'must be a whole number from 1 to 10000');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
+      throw new ValidationError('limit', 'must be a whole number from 1 to 10000');
     const until = opts.until === undefined ? Infinity : Number(opts.until);
     // Scores are the next occurrence, or up to a claim's TTL past it: read a little further.
-    const ids = await this.client.zrangebyscore(this.keys.nextrun, '-inf', until === Infinity ? '+inf' : until + 60_000, 'LIMIT', 0, limit * 2 + 100);
+    const ids = await this.client.zrangebyscore(
+      this.keys.nextrun,
+      '-inf',
+      until === Infinity ? '+inf' : until + 60_000,
+      'LIMIT',
+      0,
+      limit * 2 + 100,
+    );
     // Occurrences already staged (committed, due soon) come before the tasks' stored nextrun.
-    const staged = await this.client.zrangebyscore(this.keys.staged, '-inf', until === Infinity ? '+inf' : until, 'WITHSCORES', 'LIMIT', 0, limit);
+    const staged = await this.client.zrangebyscore(
+      this.keys.staged,
+      '-inf',
+      until === Infinity ? '+inf' : until,
+      'WITHSCORES',
+      'LIMIT',
+      0,
+      limit,
+    );
     const out: UpcomingRun[] = [];
     if (staged.length) {
       const sp = this.client.pipeline();
@@ -324,7 +356,7 @@ export class PeriodicTasks {
     ids.forEach((id, i) => {
       const [nextrun, timer, timezone, task, group, enabled] = rows[i][1] as (string | null)[];
       if (!nextrun || !timer || enabled !== '1') return;
-      let t;
+      let t: Timer;
       try {
         t = parseTimer(timer, { timezone: timezone || undefined });
       } catch {
@@ -357,27 +389,39 @@ export class PeriodicTasks {
     }
     const res = jobs.length ? (await pipe.exec())! : [];
     const byId = new Map<string, { job: Record<string, Buffer>; logs: string[] }>();
-    jobs.forEach((e, k) => byId.set(e.member, { job: res[k * 2][1] as Record<string, Buffer>, logs: res[k * 2 + 1][1] as string[] }));
+    jobs.forEach((e, k) => {
+      byId.set(e.member, { job: res[k * 2][1] as Record<string, Buffer>, logs: res[k * 2 + 1][1] as string[] });
+    });
     // A staged occurrence (its job still `planned`) has not run yet.
     const planned = (e: { member: string }) => byId.get(e.member)?.job?.state?.toString() === 'planned';
-    return entries.filter((e) => !planned(e)).map((e): RunRecord => {
-      if (e.member.startsWith(HISTORY_SKIPPED)) return { occurrence: e.occurrence, status: 'skipped' };
-      if (e.member.startsWith(HISTORY_MISSED)) {
-        const [, , count, last] = e.member.split('@');
-        return { occurrence: e.occurrence, status: 'missed', count: Number(count), until: Number(last) };
-      }
-      const got = byId.get(e.member)!;
-      const job = decodeJobObject(e.member, got.job ?? {});
-      if (!job) return { occurrence: e.occurrence, status: 'expired', jobId: e.member };
-      const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
-      const dropped = got.job.dropped?.toString();
-      return {
-        occurrence: e.occurrence, jobId: e.member,
-        status: dropped ? 'dropped' : job.state,
-        submitted: job.submitted, started: job.started, finished: job.finished, worker: job.worker,
-        ...hostPid, retries: job.retries, logs: got.logs, error: dropped ?? job.error, result: job.result,
-      };
-    });
+    return entries
+      .filter((e) => !planned(e))
+      .map((e): RunRecord => {
+        if (e.member.startsWith(HISTORY_SKIPPED)) return { occurrence: e.occurrence, status: 'skipped' };
+        if (e.member.startsWith(HISTORY_MISSED)) {
+          const [, , count, last] = e.member.split('@');
+          return { occurrence: e.occurrence, status: 'missed', count: Number(count), until: Number(last) };
+        }
+        const got = byId.get(e.member)!;
+        const job = decodeJobObject(e.member, got.job ?? {});
+        if (!job) return { occurrence: e.occurrence, status: 'expired', jobId: e.member };
+        const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
+        const dropped = got.job.dropped?.toString();
+        return {
+          occurrence: e.occurrence,
+          jobId: e.member,
+          status: dropped ? 'dropped' : job.state,
+          submitted: job.submitted,
+          started: job.started,
+          finished: job.finished,
+          worker: job.worker,
+          ...hostPid,
+          retries: job.retries,
+          logs: got.logs,
+          error: dropped ?? job.error,
+          result: job.result,
+        };
+      });
   }
 
   /**
@@ -398,8 +442,27 @@ export class PeriodicTasks {
     const old = await this.client.hget(rk, 'after');
     const multi = this.client.multi();
     if (old && old !== def.after) multi.srem(this.keys.event(old), def.id);
-    multi.hset(rk, 'id', def.id, 'after', def.after, 'delay', String(def.delay), 'delayMs', delayMs, 'task', def.task,
-      'group', def.group ?? 'default', 'args', args, 'priority', def.priority ?? 'low', 'maxRetries', def.maxRetries ?? 0);
+    multi.hset(
+      rk,
+      'id',
+      def.id,
+      'after',
+      def.after,
+      'delay',
+      String(def.delay),
+      'delayMs',
+      delayMs,
+      'task',
+      def.task,
+      'group',
+      def.group ?? 'default',
+      'args',
+      args,
+      'priority',
+      def.priority ?? 'low',
+      'maxRetries',
+      def.maxRetries ?? 0,
+    );
     multi.hsetnx(rk, 'created', now);
     multi.sadd(this.keys.event(def.after), def.id).sadd(this.keys.rules, def.id);
     await multi.exec();
@@ -413,9 +476,16 @@ export class PeriodicTasks {
     const s = (k: string) => h[k]?.toString();
     const delay = s('delay')!;
     return {
-      id: s('id')!, after: s('after')!, delay: /^\d+$/.test(delay) ? Number(delay) : delay, delayMs: Number(s('delayMs')),
-      task: s('task')!, group: s('group'), args: (h.args?.length ? unpack(h.args) : undefined) as A,
-      priority: s('priority') as Priority, maxRetries: Number(s('maxRetries')), created: Number(s('created')),
+      id: s('id')!,
+      after: s('after')!,
+      delay: /^\d+$/.test(delay) ? Number(delay) : delay,
+      delayMs: Number(s('delayMs')),
+      task: s('task')!,
+      group: s('group'),
+      args: (h.args?.length ? unpack(h.args) : undefined) as A,
+      priority: s('priority') as Priority,
+      maxRetries: Number(s('maxRetries')),
+      created: Number(s('created')),
     };
   }
 
@@ -460,10 +530,48 @@ export class PeriodicTasks {
       const id = pendingId(ruleId, e.subject);
       const timer = new Date(due).toISOString();
       const fields: Array<string | number | Buffer> = [
-        'id', id, 'task', rule.task, 'timer', timer, 'timezone', '', 'kind', 'once', 'group', rule.group, 'args', rule.args,
-        'priority', rule.priority, 'subject', e.subject, 'submitter', `rule:${ruleId}`, 'owner', ruleOwner(ruleId),
-        'overlap', 'allow', 'catchup', 'latest', 'catchupWindow', 0, 'tolerance', '', 'maxRuntime', '',
-        'maxRetries', rule.maxRetries, 'interval', '', 'rule', ruleId, 'event', e.event, 'updated', now,
+        'id',
+        id,
+        'task',
+        rule.task,
+        'timer',
+        timer,
+        'timezone',
+        '',
+        'kind',
+        'once',
+        'group',
+        rule.group,
+        'args',
+        rule.args,
+        'priority',
+        rule.priority,
+        'subject',
+        e.subject,
+        'submitter',
+        `rule:${ruleId}`,
+        'owner',
+        ruleOwner(ruleId),
+        'overlap',
+        'allow',
+        'catchup',
+        'latest',
+        'catchupWindow',
+        0,
+        'tolerance',
+        '',
+        'maxRuntime',
+        '',
+        'maxRetries',
+        rule.maxRetries,
+        'interval',
+        '',
+        'rule',
+        ruleId,
+        'event',
+        e.event,
+        'updated',
+        now,
       ];
       await this.store.upsert({ id, listed: false, nextrun: due, enabled: true, now, keepLater: true, fields });
       out.push(id);
@@ -478,8 +586,25 @@ export class PeriodicTasks {
 }
 
 const DEFINITION_KEYS: Record<string, true> = Object.fromEntries(
-  ['id', 'task', 'timer', 'timezone', 'group', 'args', 'priority', 'subject', 'submitter', 'enabled', 'owner', 'overlap',
-    'catchup', 'catchupWindow', 'tolerance', 'maxRuntime', 'maxRetries'].map((k) => [k, true]),
+  [
+    'id',
+    'task',
+    'timer',
+    'timezone',
+    'group',
+    'args',
+    'priority',
+    'subject',
+    'submitter',
+    'enabled',
+    'owner',
+    'overlap',
+    'catchup',
+    'catchupWindow',
+    'tolerance',
+    'maxRuntime',
+    'maxRetries',
+  ].map((k) => [k, true]),
 );
 
 function ruleOwner(ruleId: string): string {
@@ -498,7 +623,7 @@ export function pendingId(ruleId: string, subject: string): string {
 }
 
 function isoDelay(text: string): number {
-  let t;
+  let t: Timer;
   try {
     t = parseTimer(text);
   } catch (err) {

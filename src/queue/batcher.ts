@@ -27,7 +27,10 @@ export class Batcher<T> {
   private readonly defer: (flush: () => void) => void;
   private readonly maxInFlight: number;
 
-  constructor(private readonly send: (items: T[]) => Promise<void>, opts: BatcherOptions = {}) {
+  constructor(
+    private readonly send: (items: T[]) => Promise<void>,
+    opts: BatcherOptions = {},
+  ) {
     this.onSent = opts.onSent ?? (() => {});
     this.defer = opts.defer ?? setImmediate;
     this.maxInFlight = opts.maxInFlight ?? Infinity;

@@ -22,6 +22,7 @@ export interface JobContext<A = unknown> {
  * A task's code. What it resolves to is stored as the job's result: a value as
  * `SubmitSpec.args` takes, at most `maxResultBytes` packed; any other fails the run for good.
  */
+// biome-ignore lint/suspicious/noExplicitAny: `any` lets a handler declare its own args type and still fit `Handlers`.
 export type Handler<A = any, R = unknown> = (ctx: JobContext<A>) => Promise<R> | R;
 
 /** Task names mapped to their handlers. */

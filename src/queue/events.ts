@@ -1,5 +1,5 @@
 /** Reads the queue's events stream: one entry per script call, holding every state change it made. */
-import { connect, type ConnectionOption } from '../redis/connection.js';
+import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EVENT_ERRORS_FIELD, EVENT_PERIODIC_FAILED_FIELD } from '../redis/wire.js';
 import { JOB_STATES, type JobState } from './job.js';
 

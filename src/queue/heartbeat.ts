@@ -45,11 +45,20 @@ export class Heartbeat {
   private async run(): Promise<void> {
     const held = this.d.held();
     const info = {
-      host: hostname(), pid: process.pid, started: this.d.started,
-      concurrency: this.d.concurrency, running: held.length,
+      host: hostname(),
+      pid: process.pid,
+      started: this.d.started,
+      concurrency: this.d.concurrency,
+      running: held.length,
     };
     try {
-      const { lost, cancel } = await this.d.store.heartbeat({ workerId: this.d.workerId, leaseMs: this.d.leaseMs, ttlMs: this.d.leaseMs * 3, info, held });
+      const { lost, cancel } = await this.d.store.heartbeat({
+        workerId: this.d.workerId,
+        leaseMs: this.d.leaseMs,
+        ttlMs: this.d.leaseMs * 3,
+        info,
+        held,
+      });
       if (lost.length) this.d.onLost(lost);
       if (cancel.length) this.d.onCancel(cancel);
     } catch (err) {

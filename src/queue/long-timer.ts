@@ -10,7 +10,10 @@ export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 class ChainedTimer {
   private timer: NodeJS.Timeout;
 
-  constructor(private readonly fn: () => void, private remaining: number) {
+  constructor(
+    private readonly fn: () => void,
+    private remaining: number,
+  ) {
     this.timer = this.arm();
   }
 

@@ -1,14 +1,14 @@
 /** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
 import type { Redis } from 'ioredis';
 import { ValidationError } from '../errors.js';
-import { connect, type ConnectionOption } from '../redis/connection.js';
-import { leaseJobId, queueKeys, type QueueKeys } from '../redis/keys.js';
-import { QueueStore, type GroupChange } from '../redis/queue-store.js';
-import { decodeJob, decodeJobObject, JOB_STATES, type Job, type JobState } from './job.js';
-import { checkSpec, type CheckedSpec, type SubmitSpec } from './validate.js';
-import { readEvents, type QueueEvent } from './events.js';
+import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
+import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
+import { type GroupChange, QueueStore } from '../redis/queue-store.js';
 import { Batcher } from './batcher.js';
+import { type QueueEvent, readEvents } from './events.js';
+import { decodeJob, decodeJobObject, JOB_STATES, type Job, type JobState } from './job.js';
+import { type CheckedSpec, checkSpec, type SubmitSpec } from './validate.js';
 
 /** Options shared by every part that opens a queue. */
 export interface QueueOptions {
@@ -79,7 +79,10 @@ interface PendingSubmit {
 }
 
 function reservedIdError(field: string): ValidationError {
-  return new ValidationError(field, 'is the id of a periodic occurrence staged ahead and not submitted yet (reserved for it); nothing was written');
+  return new ValidationError(
+    field,
+    'is the id of a periodic occurrence staged ahead and not submitted yet (reserved for it); nothing was written',
+  );
 }
 
 let idCounter = 0;
@@ -93,7 +96,9 @@ export function newJobId(): string {
     idMs = now;
     idTime = now.toString(36);
   }
-  const random = Math.floor(Math.random() * 2_176_782_336).toString(36).padStart(6, '0');
+  const random = Math.floor(Math.random() * 2_176_782_336)
+    .toString(36)
+    .padStart(6, '0');
   return `${idTime}${idCounter.toString(36).padStart(4, '0')}${random}`;
 }
 
@@ -204,7 +209,9 @@ export class Queue {
       }
       if (typeof out !== 'number') {
         const jobs = out;
-        rest.forEach((p, k) => p.resolve(jobs[k]));
+        rest.forEach((p, k) => {
+          p.resolve(jobs[k]);
+        });
         return;
       }
       // Nothing was written: the submit whose id is reserved fails, the others go again.
@@ -229,12 +236,25 @@ export class Queue {
       if (!added) reads.push(this.getJob<A>(checked[i].id!).then((job) => void existing.set(i, job!)));
     });
     await Promise.all(reads);
-    return checked.map((c, i): Job<A> => existing.get(i) ?? {
-      id: c.id!, task: c.task, group: c.group, args: c.args as A, priority: c.priority,
-      subject: c.subject ?? '', submitter: c.submitter ?? '', state: 'waiting', retries: 0,
-      maxRetries: c.maxRetries, submitted, maxRuntime: c.maxRuntime, tracker: c.tracker,
-      occurrence: c.occurrence,
-    });
+    return checked.map(
+      (c, i): Job<A> =>
+        existing.get(i) ?? {
+          id: c.id!,
+          task: c.task,
+          group: c.group,
+          args: c.args as A,
+          priority: c.priority,
+          subject: c.subject ?? '',
+          submitter: c.submitter ?? '',
+          state: 'waiting',
+          retries: 0,
+          maxRetries: c.maxRetries,
+          submitted,
+          maxRuntime: c.maxRuntime,
+          tracker: c.tracker,
+          occurrence: c.occurrence,
+        },
+    );
   }
 
   /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
@@ -335,9 +355,12 @@ export class Queue {
       if (sub && start) waits.push(Number(start) - Number(sub));
     }
     waits.sort((a, b) => a - b);
-    const pct = (p: number) => (waits.length ? waits[Math.min(waits.length - 1, Math.floor((p / 100) * waits.length))] : undefined);
+    const pct = (p: number) =>
+      waits.length ? waits[Math.min(waits.length - 1, Math.floor((p / 100) * waits.length))] : undefined;
     return {
-      windowMs, counts: await this.counts(), finished: { success, failed, cancelled },
+      windowMs,
+      counts: await this.counts(),
+      finished: { success, failed, cancelled },
       perSecond: (success + failed + cancelled) / (windowMs / 1000),
       waitMs: { p50: pct(50), p90: pct(90), p99: pct(99), max: waits.at(-1) },
     };

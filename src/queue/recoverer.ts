@@ -4,7 +4,7 @@
  * their keep age. Every live executor runs it; the script is atomic, so they never collide.
  */
 import type { QueueStore } from '../redis/queue-store.js';
-import { clearLongTimeout, setLongTimeout, type LongTimer } from './long-timer.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 
 /** How long finished jobs are kept: the newest `count`, each for at most `age` ms (-1: no bound). */
 export interface Keep {
@@ -37,10 +37,13 @@ export class Recoverer {
     await this.pass(true);
     const schedule = () => {
       const jitter = 0.75 + Math.random() * 0.5;
-      this.timer = setLongTimeout(async () => {
-        await this.pass(false);
-        if (this.timer) schedule();
-      }, Math.round(this.d.everyMs * jitter));
+      this.timer = setLongTimeout(
+        async () => {
+          await this.pass(false);
+          if (this.timer) schedule();
+        },
+        Math.round(this.d.everyMs * jitter),
+      );
     };
     schedule();
   }
@@ -51,8 +54,12 @@ export class Recoverer {
     if (!own && this.d.store.client.status !== 'ready') return [];
     try {
       const { recovered } = await this.d.store.recover({
-        retryDelay: this.d.retryDelay, maxLeases: 1000, ownWorkerId: own ? this.d.workerId : undefined,
-        keepSucceededAgeMs: this.d.keepSucceeded.age, keepFailedAgeMs: this.d.keepFailed.age, maxRemoved: 500,
+        retryDelay: this.d.retryDelay,
+        maxLeases: 1000,
+        ownWorkerId: own ? this.d.workerId : undefined,
+        keepSucceededAgeMs: this.d.keepSucceeded.age,
+        keepFailedAgeMs: this.d.keepFailed.age,
+        maxRemoved: 500,
         leaseMs: this.d.leaseMs,
       });
       return recovered;

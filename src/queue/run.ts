@@ -3,10 +3,10 @@
  * turns how the handler ended into an outcome for the finish script.
  */
 import { PermanentError, TimeoutError, UnknownTaskError } from '../errors.js';
+import type { OutcomeCode } from '../redis/wire.js';
 import type { Handlers, JobContext } from './context.js';
 import type { Job } from './job.js';
-import { clearLongTimeout, setLongTimeout, type LongTimer } from './long-timer.js';
-import type { OutcomeCode } from '../redis/wire.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 
 /** Why a run's signal aborted. */
 export type AbortReason = 'cancel' | 'timeout' | 'lost' | 'shutdown';
@@ -27,7 +27,10 @@ export interface RunHooks {
 
 /** Reason text put on a run's signal. */
 class RunAborted extends Error {
-  constructor(readonly reason: AbortReason, message: string) {
+  constructor(
+    readonly reason: AbortReason,
+    message: string,
+  ) {
     super(message);
     this.name = 'AbortError';
   }
@@ -107,7 +110,10 @@ export class Run {
   get done(): Promise<Outcome> {
     const o = this.outcome;
     if (o) return Promise.resolve(o);
-    return new Promise<Outcome>((resolve) => (this.waiters ??= []).push(resolve));
+    return new Promise<Outcome>((resolve) => {
+      this.waiters ??= [];
+      this.waiters.push(resolve);
+    });
   }
 
   private begin(): void {
@@ -121,11 +127,17 @@ export class Run {
       this.failed(err);
       return;
     }
-    if (returned !== null && (typeof returned === 'object' || typeof returned === 'function') &&
-      typeof (returned as PromiseLike<unknown>).then === 'function') {
+    if (
+      returned !== null &&
+      (typeof returned === 'object' || typeof returned === 'function') &&
+      typeof (returned as PromiseLike<unknown>).then === 'function'
+    ) {
       // adopted through Promise.resolve (the same promise when it is a native one): a thenable
       // whose then throws fails the run instead of escaping
-      Promise.resolve(returned).then((result) => this.succeeded(result), (err: unknown) => this.failed(err));
+      Promise.resolve(returned).then(
+        (result) => this.succeeded(result),
+        (err: unknown) => this.failed(err),
+      );
     } else {
       this.succeeded(returned);
     }
@@ -214,7 +226,8 @@ export class Run {
   /** Arms a timer the run's end stops; `ms` may be longer than Node's setTimeout takes (a maxRuntime of weeks). */
   private addTimer(fn: () => void, ms: number): void {
     if (this.outcome) return;
-    (this.timers ??= []).push(setLongTimeout(fn, ms));
+    this.timers ??= [];
+    this.timers.push(setLongTimeout(fn, ms));
   }
 
   private abortedOutcome(): Outcome {

@@ -36,7 +36,9 @@ export function installShutdownHandlers(workers: Worker | Worker[], opts: Shutdo
     }
     closing = true;
     const running = list.reduce((n, w) => n + w.running, 0);
-    log(`rota: ${sig} received, closing ${list.length} executor(s) with ${running} running job(s) (timeout ${opts.timeout ?? 30_000} ms)`);
+    log(
+      `rota: ${sig} received, closing ${list.length} executor(s) with ${running} running job(s) (timeout ${opts.timeout ?? 30_000} ms)`,
+    );
     void (async () => {
       let code = 0;
       try {

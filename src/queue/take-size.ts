@@ -67,7 +67,10 @@ export class TakeSizer {
   /** Times the answer to a call just sent (a refused call is not timed); returns it unchanged. */
   timed<T>(reply: Promise<T>): Promise<T> {
     const sent = performance.now();
-    void reply.then(() => this.answeredIn(performance.now() - sent), () => {});
+    void reply.then(
+      () => this.answeredIn(performance.now() - sent),
+      () => {},
+    );
     return reply;
   }
 

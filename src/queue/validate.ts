@@ -172,7 +172,10 @@ function unserializable(v: unknown): Problem | null {
 export function packValue(value: unknown, limit: number, field: string): Buffer {
   const problem = unserializable(value);
   if (problem) {
-    const path = problem.at.reverse().map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('');
+    const path = problem.at
+      .reverse()
+      .map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`))
+      .join('');
     throw new ValidationError(`${field}${path}`, problem.reason);
   }
   const packed = value === undefined ? Buffer.alloc(0) : pack(value);
@@ -196,8 +199,17 @@ export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): Chec
   if (!parsed.success) throw zodError(where, parsed.error);
   const packedArgs = packValue(spec.args, argsLimit, where ? `${where}.args` : 'args');
   return {
-    task: spec.task, group: spec.group ?? 'default', args: spec.args, priority: spec.priority ?? 'low',
-    subject: spec.subject, submitter: spec.submitter, maxRetries: spec.maxRetries ?? 3, id: spec.id,
-    maxRuntime: spec.maxRuntime, tracker: spec.tracker, occurrence: spec.occurrence, packedArgs,
+    task: spec.task,
+    group: spec.group ?? 'default',
+    args: spec.args,
+    priority: spec.priority ?? 'low',
+    subject: spec.subject,
+    submitter: spec.submitter,
+    maxRetries: spec.maxRetries ?? 3,
+    id: spec.id,
+    maxRuntime: spec.maxRuntime,
+    tracker: spec.tracker,
+    occurrence: spec.occurrence,
+    packedArgs,
   };
 }

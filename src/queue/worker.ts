@@ -5,15 +5,16 @@
  * Its heartbeat, recovery pass and cancel listener are separate duties (heartbeat.ts,
  * recoverer.ts, and the subscription below).
  */
+
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ValidationError } from '../errors.js';
-import { connect, type ConnectionOption } from '../redis/connection.js';
-import { queueKeys, type QueueKeys } from '../redis/keys.js';
+import { type ConnectionOption, connect } from '../redis/connection.js';
+import { type QueueKeys, queueKeys } from '../redis/keys.js';
 import { loadLibrary } from '../redis/library.js';
-import { addRun, QueueStore, type FinishSettings, type Taken } from '../redis/queue-store.js';
+import { addRun, type FinishSettings, QueueStore, type Taken } from '../redis/queue-store.js';
 import type { StringValue } from '../redis/string-array.js';
 import { OUTCOME } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
@@ -21,10 +22,10 @@ import { Dictionary } from './churn.js';
 import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
 import type { Job, JobState } from './job.js';
-import { clearLongTimeout, setLongTimeout, type LongTimer } from './long-timer.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
-import { Recoverer, type Keep } from './recoverer.js';
-import { Run, type Outcome, type RunHooks } from './run.js';
+import { type Keep, Recoverer } from './recoverer.js';
+import { type Outcome, Run, type RunHooks } from './run.js';
 import { TakePlan } from './take-plan.js';
 import { TakeSizer } from './take-size.js';
 import { packValue } from './validate.js';
@@ -102,7 +103,10 @@ const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The event a run's end is reported as, by the state it ended in. */
 const REPORTED: Record<string, 'completed' | 'stuck' | 'failed' | 'cancelled' | undefined> = {
-  success: 'completed', stuck: 'stuck', failed: 'failed', cancelled: 'cancelled',
+  success: 'completed',
+  stuck: 'stuck',
+  failed: 'failed',
+  cancelled: 'cancelled',
 };
 
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
@@ -112,7 +116,10 @@ const CLOSE_FLUSH_MS = 5000;
 function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: LongTimer | undefined;
   return Promise.race([
-    p.then(() => true, () => true),
+    p.then(
+      () => true,
+      () => true,
+    ),
     new Promise<boolean>((resolve) => (timer = setLongTimeout(() => resolve(false), ms))),
   ]).finally(() => clearLongTimeout(timer));
 }
@@ -128,7 +135,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   readonly id: string;
   readonly name: string;
   readonly keys: QueueKeys;
-  private readonly opts: Required<Omit<WorkerOptions, 'id' | 'keepSucceeded' | 'keepFailed' | 'connection' | 'autorun' | 'logger'>>;
+  private readonly opts: Required<
+    Omit<WorkerOptions, 'id' | 'keepSucceeded' | 'keepFailed' | 'connection' | 'autorun' | 'logger'>
+  >;
   private readonly handlers: Handlers;
   private readonly logger?: JobLogger;
   private readonly client: Redis;
@@ -158,10 +167,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private paceTimer: NodeJS.Timeout | null = null;
   /** What a handler's log and progress calls write (batched with other side writes). */
   private readonly runHooks: RunHooks = {
-    log: (j, line) => this.sideWrites.add((pipe) => {
-      pipe.rpush(this.keys.logs(j.id), `${new Date().toISOString()} ${line}`);
-      pipe.ltrim(this.keys.logs(j.id), -1000, -1);
-    }),
+    log: (j, line) =>
+      this.sideWrites.add((pipe) => {
+        pipe.rpush(this.keys.logs(j.id), `${new Date().toISOString()} ${line}`);
+        pipe.ltrim(this.keys.logs(j.id), -1000, -1);
+      }),
     progress: (j, n) => this.sideWrites.add((pipe) => pipe.hset(this.keys.job(j.id), 'progress', n)),
   };
   private readonly takeSizer: TakeSizer;
@@ -173,14 +183,16 @@ export class Worker extends EventEmitter<WorkerEvents> {
     super();
     this.keys = queueKeys(name);
     this.name = name;
-    if (typeof handlers !== 'object' || handlers === null) throw new ValidationError('handlers', 'must map task names to functions');
+    if (typeof handlers !== 'object' || handlers === null)
+      throw new ValidationError('handlers', 'must map task names to functions');
     for (const [task, h] of Object.entries(handlers)) {
       if (typeof h !== 'function') throw new ValidationError(`handlers.${task}`, 'must be a function');
     }
     this.handlers = handlers;
     this.logger = options.logger;
     const concurrency = options.concurrency ?? 1;
-    if (!Number.isInteger(concurrency) || concurrency < 1) throw new ValidationError('concurrency', 'must be a whole number >= 1');
+    if (!Number.isInteger(concurrency) || concurrency < 1)
+      throw new ValidationError('concurrency', 'must be a whole number >= 1');
     const scheme = options.countingScheme ?? [2, 1];
     if (scheme.length !== 2 || !scheme.every((n) => Number.isInteger(n) && n >= 0) || scheme[0] + scheme[1] < 1) {
       throw new ValidationError('countingScheme', 'must be [high, low], whole numbers >= 0, not both 0');
@@ -197,13 +209,19 @@ export class Worker extends EventEmitter<WorkerEvents> {
     };
     this.takeSizer = new TakeSizer(concurrency);
     this.plan = new TakePlan({
-      concurrency, sizer: this.takeSizer, fallbackWakeMs: this.opts.fallbackWakeMs, wakeIn: (ms) => this.wakeIn(ms),
+      concurrency,
+      sizer: this.takeSizer,
+      fallbackWakeMs: this.opts.fallbackWakeMs,
+      wakeIn: (ms) => this.wakeIn(ms),
     });
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.client = connect(options.connection, { blocking: true }).client;
     this.store = new QueueStore(this.client, name, { maxEvents: this.opts.maxEvents });
     this.settings = {
-      workerId: this.id, countingScheme: this.opts.countingScheme, leaseMs: this.opts.leaseMs, retryDelay: this.opts.retryDelay,
+      workerId: this.id,
+      countingScheme: this.opts.countingScheme,
+      leaseMs: this.opts.leaseMs,
+      retryDelay: this.opts.retryDelay,
     };
     this.blocking = connect(options.connection, { blocking: true }).client;
     this.subscriber = connect(options.connection, { blocking: true, subscriber: true }).client;
@@ -219,7 +237,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const keepSucceeded = { count: 10_000, age: 86_400_000, ...options.keepSucceeded };
     const keepFailed = { count: 100_000, age: 7 * 86_400_000, ...options.keepFailed };
 
-    this.finishes = new Batcher((batch) => this.sendFinishes(batch, keepSucceeded.count, keepFailed.count), { onSent: () => this.wakeLoop() });
+    this.finishes = new Batcher((batch) => this.sendFinishes(batch, keepSucceeded.count, keepFailed.count), {
+      onSent: () => this.wakeLoop(),
+    });
     this.starts = new Batcher((batch) => this.sendStarts(batch));
     this.sideWrites = new Batcher(async (writes) => {
       const pipe = this.client.pipeline();
@@ -227,17 +247,24 @@ export class Worker extends EventEmitter<WorkerEvents> {
       await pipe.exec();
     });
     this.heartbeat = new Heartbeat({
-      store: this.store, workerId: this.id, leaseMs: this.opts.leaseMs,
-      concurrency, started: this.startedAt,
+      store: this.store,
+      workerId: this.id,
+      leaseMs: this.opts.leaseMs,
+      concurrency,
+      started: this.startedAt,
       held: () => this.runs.values().map((r) => ({ id: r.job.id, token: String(r.job.takeSeq) })),
       onLost: (ids) => this.abortRuns(ids, 'lost'),
       onCancel: (ids) => this.abortRuns(ids, 'cancel'),
       onError: (err) => this.emitError(err),
     });
     this.recoverer = new Recoverer({
-      store: this.store, workerId: this.id,
-      retryDelay: this.opts.retryDelay, everyMs: Math.max(100, Math.floor(this.opts.leaseMs / 2)), leaseMs: this.opts.leaseMs,
-      keepSucceeded, keepFailed,
+      store: this.store,
+      workerId: this.id,
+      retryDelay: this.opts.retryDelay,
+      everyMs: Math.max(100, Math.floor(this.opts.leaseMs / 2)),
+      leaseMs: this.opts.leaseMs,
+      keepSucceeded,
+      keepFailed,
       onError: (err) => this.emitError(err),
     });
     // (a failure to start is an error event)
@@ -259,7 +286,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
       await this.heartbeat.start();
       await this.recoverer.start();
     })();
-    this.loopDone = up.then(() => this.loop(), () => undefined).catch((err) => this.emitError(err));
+    this.loopDone = up
+      .then(
+        () => this.loop(),
+        () => undefined,
+      )
+      .catch((err) => this.emitError(err));
     return up.catch((err: unknown) => {
       this.emitError(err);
       // a queue this executor can never work on: whoever awaits run() is told too
@@ -324,31 +356,39 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /** Wakes the loop in `ms` (at least 1), unless a wake-up is set already: the pace allows the free slots' jobs then. */
   private wakeIn(ms: number): void {
     if (this.paceTimer) return;
-    this.paceTimer = setTimeout(() => {
-      this.paceTimer = null;
-      this.wakeLoop();
-    }, Math.max(1, Math.ceil(ms)));
+    this.paceTimer = setTimeout(
+      () => {
+        this.paceTimer = null;
+        this.wakeLoop();
+      },
+      Math.max(1, Math.ceil(ms)),
+    );
   }
 
   /** Follows a take of `want` jobs: starts the jobs it brings, and tells the plan what it found. */
   private trackTake(want: number, reply: Promise<Taken>, quiet: boolean): void {
     const ticket = this.plan.sent(want);
-    void reply.then(({ jobs, nextDue: due }) => {
-      if (this.closing) {
-        // Taken while close() began: hand them back untouched.
-        this.releaseTaken(jobs);
-        return;
-      }
-      for (const job of jobs) this.start(job);
-      this.plan.answered(want, jobs.length, due, ticket);
-    }, (err: unknown) => {
-      if (this.closing) return;
-      if (!quiet) this.emitError(err);
-      this.plan.failedTake();
-    }).finally(() => {
-      this.plan.settled(want);
-      this.wakeLoop();
-    });
+    void reply
+      .then(
+        ({ jobs, nextDue: due }) => {
+          if (this.closing) {
+            // Taken while close() began: hand them back untouched.
+            this.releaseTaken(jobs);
+            return;
+          }
+          for (const job of jobs) this.start(job);
+          this.plan.answered(want, jobs.length, due, ticket);
+        },
+        (err: unknown) => {
+          if (this.closing) return;
+          if (!quiet) this.emitError(err);
+          this.plan.failedTake();
+        },
+      )
+      .finally(() => {
+        this.plan.settled(want);
+        this.wakeLoop();
+      });
   }
 
   private take(n: number): Promise<Taken> {
@@ -445,7 +485,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
       addRun(runs, f.run.job.id, String(f.run.job.takeSeq), f.outcome.code, f.unstarted ?? false, payload);
     }
-    const reply = this.takeSizer.timed(this.store.finish(this.settings, { succeeded: keepSucceeded, failed: keepFailed }, want, runs));
+    const reply = this.takeSizer.timed(
+      this.store.finish(this.settings, { succeeded: keepSucceeded, failed: keepFailed }, want, runs),
+    );
     if (want > 0) this.trackTake(want, reply, true);
     let states: Array<JobState | ''>;
     let at: number;
@@ -469,7 +511,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const error = () => f.outcome.error ?? new Error('failed');
     if (this.logger && state) {
       const line = { job: job.id, task: job.task, group: job.group, state, worker: this.id };
-      if (state === 'failed' || state === 'stuck') this.logger.warn({ ...line, err: error().message, retries: job.retries }, `job ${state}`);
+      if (state === 'failed' || state === 'stuck')
+        this.logger.warn({ ...line, err: error().message, retries: job.retries }, `job ${state}`);
       else this.logger.debug(line, `job ${state}`);
     }
     if (state === '') {
@@ -518,12 +561,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
     await new Promise((r) => setImmediate(r));
     this.recoverer.stop();
     // Acknowledge and release what we can; Redis may be unreachable, so not forever.
-    const flushed = await within((async () => {
-      await this.finishes.drain();
-      await this.starts.drain();
-      await this.sideWrites.drain();
-      await this.heartbeat.stop();
-    })(), CLOSE_FLUSH_MS);
+    const flushed = await within(
+      (async () => {
+        await this.finishes.drain();
+        await this.starts.drain();
+        await this.sideWrites.drain();
+        await this.heartbeat.stop();
+      })(),
+      CLOSE_FLUSH_MS,
+    );
     this.blocking.disconnect();
     this.subscriber.disconnect();
     if (flushed) {
@@ -531,8 +577,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
       return;
     }
     void this.heartbeat.stop();
-    this.emitError(new Error(`closing: Redis did not answer within ${CLOSE_FLUSH_MS} ms; ` +
-      'jobs not acknowledged or released are recovered when their leases expire'));
+    this.emitError(
+      new Error(
+        `closing: Redis did not answer within ${CLOSE_FLUSH_MS} ms; ` +
+          'jobs not acknowledged or released are recovered when their leases expire',
+      ),
+    );
     this.client.disconnect();
   }
 }

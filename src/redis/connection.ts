@@ -1,5 +1,5 @@
 /** Redis connections: a URL, ioredis options or a ready ioredis instance. */
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { type Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { ConnectionError } from '../errors.js';
 
 /** How to reach Redis: a `redis://` URL, ioredis options, or an ioredis client (Redis or Cluster). */
@@ -45,7 +45,10 @@ function retryStrategy(lastError: () => Error | undefined): (times: number) => n
  * `subscriber` clients (SUBSCRIBE only) skip the ready check. A client Rota creates from a
  * Cluster keeps the cluster's options, with these settings applied to each node's connection.
  */
-export function connect(conn: ConnectionOption, opts: { blocking?: boolean; reuse?: boolean; subscriber?: boolean } = {}): OwnedClient {
+export function connect(
+  conn: ConnectionOption,
+  opts: { blocking?: boolean; reuse?: boolean; subscriber?: boolean } = {},
+): OwnedClient {
   if (isClient(conn) && opts.reuse) return { client: conn as Redis, owned: false };
   let last: Error | undefined;
   const extra: RedisOptions = { retryStrategy: retryStrategy(() => last) };
@@ -54,7 +57,8 @@ export function connect(conn: ConnectionOption, opts: { blocking?: boolean; reus
   // in subscriber mode, looping reconnects (ioredis issues #2037, #2099): no ready check for it.
   if (opts.subscriber) extra.enableReadyCheck = false;
   let client: Redis | Cluster;
-  if (isClient(conn)) client = isCluster(conn) ? duplicateCluster(conn, extra) : conn.duplicate(withSentinelDefaults(conn.options, extra));
+  if (isClient(conn))
+    client = isCluster(conn) ? duplicateCluster(conn, extra) : conn.duplicate(withSentinelDefaults(conn.options, extra));
   else if (typeof conn === 'string') client = new Redis(conn, extra);
   else client = new Redis({ ...withSentinelDefaults(conn, {}), ...conn, ...extra });
   // Connection errors show up as failed commands (or as the executor's error events); without a
@@ -89,7 +93,12 @@ function duplicateCluster(cluster: Cluster, extra: RedisOptions): Cluster {
   };
   if (enableReadyCheck !== undefined) options.enableReadyCheck = enableReadyCheck;
   if (extra.maxRetriesPerRequest === null) {
-    Object.assign(options, { maxRedirections: 1000, retryDelayOnFailover: 200, retryDelayOnClusterDown: 200, retryDelayOnTryAgain: 200 });
+    Object.assign(options, {
+      maxRedirections: 1000,
+      retryDelayOnFailover: 200,
+      retryDelayOnClusterDown: 200,
+      retryDelayOnTryAgain: 200,
+    });
   }
   return cluster.duplicate([], options);
 }
@@ -132,7 +141,11 @@ export function connectionError(target: string, err: unknown): ConnectionError {
   const code = typeof e.code === 'string' ? e.code : '';
   if (CODES[code]) return new ConnectionError(where, code, CODES[code]);
   if (/CERT|SSL|TLS/i.test(code) || /certificate/i.test(e.message)) {
-    return new ConnectionError(where, code || 'TLS', `the server's TLS certificate is not trusted (${code || e.message}); pass its CA`);
+    return new ConnectionError(
+      where,
+      code || 'TLS',
+      `the server's TLS certificate is not trusted (${code || e.message}); pass its CA`,
+    );
   }
   return new ConnectionError(where, code || 'UNKNOWN', e.message);
 }

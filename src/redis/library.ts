@@ -56,7 +56,8 @@ export function orderIncludes(dir: string, scripts: Array<[string, string]>): st
   const state = new Map<string, 'visiting' | 'done'>();
   const visit = (inc: string, from: string, path: string[]) => {
     if (inc === WIRE_INCLUDE || state.get(inc) === 'done') return;
-    if (state.get(inc) === 'visiting') throw new Error(`Lua includes depend on each other in a cycle: ${[...path, inc].join(' -> ')}`);
+    if (state.get(inc) === 'visiting')
+      throw new Error(`Lua includes depend on each other in a cycle: ${[...path, inc].join(' -> ')}`);
     const file = join(dir, `${inc}.lua`);
     if (!existsSync(file)) throw new Error(`${from} includes "${inc}", but there is no ${inc}.lua in ${dir}`);
     state.set(inc, 'visiting');
@@ -75,9 +76,15 @@ export function libraryParts(dir: string): { includes: Array<[string, string]>; 
   if (existsSync(join(dir, `${WIRE_INCLUDE}.lua`))) {
     throw new Error(`${WIRE_INCLUDE} is generated from src/redis/wire.ts: remove ${WIRE_INCLUDE}.lua from ${dir}`);
   }
-  const files = readdirSync(dir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.lua'))
+    .map((f) => f.slice(0, -4))
+    .sort();
   const scripts = files.map((script): [string, string] => [script, readFileSync(join(dir, `${script}.lua`), 'utf8')]);
-  const includes = orderIncludes(dir, scripts).map((inc): [string, string] => [inc, readFileSync(join(dir, `${inc}.lua`), 'utf8')]);
+  const includes = orderIncludes(dir, scripts).map((inc): [string, string] => [
+    inc,
+    readFileSync(join(dir, `${inc}.lua`), 'utf8'),
+  ]);
   return { includes: [[WIRE_INCLUDE, wireInclude()], ...includes], scripts };
 }
 

@@ -5,7 +5,7 @@
  * store: the same client, and the same schema check (one `meta` per queue, one version for both).
  */
 import type { Redis } from 'ioredis';
-import { periodicKeys, type PeriodicKeys } from '../periodic/keys.js';
+import { type PeriodicKeys, periodicKeys } from '../periodic/keys.js';
 import type { Arg } from './library.js';
 import type { QueueStore } from './queue-store.js';
 import { CLAIM_FIELDS, STAGE_FIELDS } from './wire.js';
@@ -59,14 +59,24 @@ export class PeriodicStore {
   /** periodic-upsert: creates or replaces a task; answers whether it was created and its next occurrence. */
   async upsert(t: UpsertTask): Promise<{ created: boolean; nextrun: number | null }> {
     const [created, nextrun] = await this.queue.fcall<[number, string]>('periodic-upsert', this.keys.nextrun, [
-      this.keys.prefix, t.id, t.listed ? '1' : '0', t.nextrun ?? '', t.enabled ? '1' : '0', t.now, t.keepLater ? '1' : '0', ...t.fields,
+      this.keys.prefix,
+      t.id,
+      t.listed ? '1' : '0',
+      t.nextrun ?? '',
+      t.enabled ? '1' : '0',
+      t.now,
+      t.keepLater ? '1' : '0',
+      ...t.fields,
     ]);
     return { created: created === 1, nextrun: scoreOf(nextrun) };
   }
 
   /** periodic-enable: enables a task (next occurrence `nextrun`, null: none); false when there is no such task. */
   async enable(id: string, nextrun: number | null, now: number): Promise<boolean> {
-    return (await this.queue.fcall<number>('periodic-enable', this.keys.nextrun, [this.keys.prefix, id, '1', nextrun ?? '', now])) === 1;
+    return (
+      (await this.queue.fcall<number>('periodic-enable', this.keys.nextrun, [this.keys.prefix, id, '1', nextrun ?? '', now])) ===
+      1
+    );
   }
 
   /** periodic-enable: disables a task; false when there is no such task. */
@@ -95,11 +105,21 @@ export class PeriodicStore {
    * trims their run histories to `keepCount` entries and `keepAgeMs` (-1: no bound). `now`
    * defaults to the server clock.
    */
-  async claim(o: { lookaheadMs: number; max: number; claimTtlMs: number; now?: number; keepCount: number; keepAgeMs: number }): Promise<Claim> {
+  async claim(o: {
+    lookaheadMs: number;
+    max: number;
+    claimTtlMs: number;
+    now?: number;
+    keepCount: number;
+    keepAgeMs: number;
+  }): Promise<Claim> {
     // Binary-safe: the reply holds the tasks' args (msgpack).
-    const [now, first, staged, flat] = await this.queue.fcall<[Buffer | number, Buffer, Buffer, Array<Buffer | number>]>('periodic-claim', this.keys.nextrun, [
-      this.keys.prefix, o.lookaheadMs, o.max, o.claimTtlMs, o.now ?? '', o.keepCount, o.keepAgeMs,
-    ], true);
+    const [now, first, staged, flat] = await this.queue.fcall<[Buffer | number, Buffer, Buffer, Array<Buffer | number>]>(
+      'periodic-claim',
+      this.keys.nextrun,
+      [this.keys.prefix, o.lookaheadMs, o.max, o.claimTtlMs, o.now ?? '', o.keepCount, o.keepAgeMs],
+      true,
+    );
     const width = CLAIM_FIELDS.length + 2;
     const tasks: ClaimedTask[] = [];
     for (let i = 0; i + width <= flat.length; i += width) {
@@ -117,9 +137,12 @@ export class PeriodicStore {
    * periodic-stage: commits claimed tasks' plans; answers the earliest nextrun and staged scores
    * afterwards, and per record whether it was committed (false: its claim was gone).
    */
-  async stage(records: readonly StageRecord[]): Promise<{ earliest: number | null; staged: number | null; committed: boolean[] }> {
+  async stage(
+    records: readonly StageRecord[],
+  ): Promise<{ earliest: number | null; staged: number | null; committed: boolean[] }> {
     const [first, staged, results] = await this.queue.fcall<[string, string, number[]]>('periodic-stage', this.keys.nextrun, [
-      this.keys.prefix, ...records.map((r) => encodeRecord(STAGE_FIELDS.map((f) => r[f]))),
+      this.keys.prefix,
+      ...records.map((r) => encodeRecord(STAGE_FIELDS.map((f) => r[f]))),
     ]);
     return { earliest: scoreOf(first), staged: scoreOf(staged), committed: results.map((r) => r === 1) };
   }
@@ -130,11 +153,16 @@ export class PeriodicStore {
    * jobs submitted, the occurrences skipped, and the jobs to cancel (cancel-previous).
    */
   async release(o: { now?: number; max: number; bufferPollMs: number; misfireGraceMs: number }): Promise<{
-    earliest: number | null; submitted: number; skipped: number; cancels: string[];
+    earliest: number | null;
+    submitted: number;
+    skipped: number;
+    cancels: string[];
   }> {
-    const [earliest, submitted, skipped, cancels] = await this.queue.fcall<[string, number, number, string[]]>('periodic-release', this.keys.staged, [
-      this.keys.prefix, this.queue.maxEvents, o.now ?? '', o.max, o.bufferPollMs, o.misfireGraceMs,
-    ]);
+    const [earliest, submitted, skipped, cancels] = await this.queue.fcall<[string, number, number, string[]]>(
+      'periodic-release',
+      this.keys.staged,
+      [this.keys.prefix, this.queue.maxEvents, o.now ?? '', o.max, o.bufferPollMs, o.misfireGraceMs],
+    );
     return { earliest: scoreOf(earliest), submitted: Number(submitted), skipped: Number(skipped), cancels };
   }
 }

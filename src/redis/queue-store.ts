@@ -8,12 +8,12 @@
  * ({@link SchemaGate}); a queue of another schema rejects every call with a SchemaMismatchError.
  */
 import type { Redis } from 'ioredis';
-import { assignDescription, packDescription, type Job, type JobDescription, type JobState, type Priority } from '../queue/job.js';
-import { queueKeys, type QueueKeys } from './keys.js';
-import { rotaLibrary, runFunction, type Arg, type Library } from './library.js';
+import { assignDescription, type Job, type JobDescription, type JobState, type Priority, packDescription } from '../queue/job.js';
+import { type QueueKeys, queueKeys } from './keys.js';
+import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
 import { SchemaGate } from './schema.js';
 import { packStrings, type StringValue } from './string-array.js';
-import { END_CODES, END_REFUSED, SUBMIT_FIELDS, SUBMIT_WIDTH, TAKEN_WIDTH, UNSTARTED_PREFIX, type OutcomeCode } from './wire.js';
+import { END_CODES, END_REFUSED, type OutcomeCode, SUBMIT_FIELDS, SUBMIT_WIDTH, TAKEN_WIDTH, UNSTARTED_PREFIX } from './wire.js';
 
 /** Options of a {@link QueueStore}. */
 export interface QueueStoreOptions {
@@ -161,7 +161,10 @@ export class QueueStore {
   async submit(jobs: readonly SubmitJob[], limit: number): Promise<SubmitReply> {
     const { packed, width } = packSubmits(jobs, limit);
     const [submitted, flags, reserved] = await this.fcall<[number, number[], number?]>('submit', this.keys.marker, [
-      this.keys.prefix, this.maxEvents, width, packed,
+      this.keys.prefix,
+      this.maxEvents,
+      width,
+      packed,
     ]);
     if (reserved) return { submitted, reserved: reserved - 1 };
     return { submitted, added: flags.map((f) => f === 1) };
@@ -170,9 +173,12 @@ export class QueueStore {
   /** take.lua: takes up to `n` jobs fairly for an executor, leased to it. */
   async take(n: number, s: TakeSettings): Promise<Taken> {
     // Binary-safe: the jobs hold their args (msgpack).
-    const [flat, due] = await this.fcall<RawTake>('take', this.keys.rotation, [
-      this.keys.prefix, this.maxEvents, s.workerId, n, s.countingScheme[0], s.countingScheme[1], s.leaseMs,
-    ], true);
+    const [flat, due] = await this.fcall<RawTake>(
+      'take',
+      this.keys.rotation,
+      [this.keys.prefix, this.maxEvents, s.workerId, n, s.countingScheme[0], s.countingScheme[1], s.leaseMs],
+      true,
+    );
     return { jobs: decodeTaken(flat, s.workerId), nextDue: Number(due) };
   }
 
@@ -188,15 +194,38 @@ export class QueueStore {
    * finish.lua: ends a batch of runs (built with {@link addRun}), trims the finished sets to
    * their keep counts (-1: keep all), and takes up to `take` jobs for the slots freed.
    */
-  async finish(s: FinishSettings, keep: { succeeded: number; failed: number }, take: number, runs: StringValue[]): Promise<Finished> {
+  async finish(
+    s: FinishSettings,
+    keep: { succeeded: number; failed: number },
+    take: number,
+    runs: StringValue[],
+  ): Promise<Finished> {
     // The runs go as one argument: results are capped each, so a batch stays far below what Redis
     // takes in one argument. Binary-safe reply: the taken jobs hold their args (msgpack).
-    const [at, codes, flat, due] = await this.fcall<[number, Buffer, ...RawTake]>('finish', this.keys.leases, [
-      this.keys.prefix, this.maxEvents, s.retryDelay, keep.succeeded, keep.failed,
-      take, s.workerId, s.countingScheme[0], s.countingScheme[1], s.leaseMs,
-      packStrings(runs, Infinity, 'runs'),
-    ], true);
-    return { finishedAt: Number(at), states: decodeEndStates(codes.toString()), jobs: decodeTaken(flat, s.workerId), nextDue: Number(due) };
+    const [at, codes, flat, due] = await this.fcall<[number, Buffer, ...RawTake]>(
+      'finish',
+      this.keys.leases,
+      [
+        this.keys.prefix,
+        this.maxEvents,
+        s.retryDelay,
+        keep.succeeded,
+        keep.failed,
+        take,
+        s.workerId,
+        s.countingScheme[0],
+        s.countingScheme[1],
+        s.leaseMs,
+        packStrings(runs, Infinity, 'runs'),
+      ],
+      true,
+    );
+    return {
+      finishedAt: Number(at),
+      states: decodeEndStates(codes.toString()),
+      jobs: decodeTaken(flat, s.workerId),
+      nextDue: Number(due),
+    };
   }
 
   /** heartbeat.lua: registers the executor and extends its leases; answers the runs lost and those to cancel. */
@@ -210,8 +239,15 @@ export class QueueStore {
   /** recover.lua: ends the runs whose lease expired, drops dead executors, removes old finished jobs. */
   async recover(o: RecoverOptions): Promise<{ recovered: string[]; removed: number }> {
     const [recovered, removed] = await this.fcall<[string[], number]>('recover', this.keys.leases, [
-      this.keys.prefix, this.maxEvents, o.retryDelay, o.maxLeases, o.ownWorkerId ?? '',
-      o.keepSucceededAgeMs, o.keepFailedAgeMs, o.maxRemoved, o.leaseMs ?? '',
+      this.keys.prefix,
+      this.maxEvents,
+      o.retryDelay,
+      o.maxLeases,
+      o.ownWorkerId ?? '',
+      o.keepSucceededAgeMs,
+      o.keepFailedAgeMs,
+      o.maxRemoved,
+      o.leaseMs ?? '',
     ]);
     return { recovered, removed: Number(removed) };
   }
@@ -269,7 +305,14 @@ export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed
  * (prefixed when its start was not sent: the finish marks it started first), payload (the packed
  * result, or the error).
  */
-export function addRun(runs: StringValue[], id: string, token: string, outcome: OutcomeCode, unstarted: boolean, payload: string | Buffer): void {
+export function addRun(
+  runs: StringValue[],
+  id: string,
+  token: string,
+  outcome: OutcomeCode,
+  unstarted: boolean,
+  payload: string | Buffer,
+): void {
   runs.push(id, token, unstarted ? UNSTARTED_PREFIX + outcome : outcome, payload);
 }
 
@@ -293,8 +336,14 @@ export function decodeTaken(flat: Array<unknown>, worker: string): Job[] {
   const first = Number(flat[0]);
   for (let i = 1, seq = first; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, seq++) {
     const job: Record<string, unknown> = {
-      id: String(flat[i]), takeSeq: seq, retries: 0,
-      submitted: Number(flat[i + 2]), state: 'scheduled', worker, subject: '', submitter: '',
+      id: String(flat[i]),
+      takeSeq: seq,
+      retries: 0,
+      submitted: Number(flat[i + 2]),
+      state: 'scheduled',
+      worker,
+      subject: '',
+      submitter: '',
     };
     const retried = flat[i + 3] as Array<Buffer | null> | null;
     if (retried) {

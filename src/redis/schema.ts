@@ -24,17 +24,21 @@ export class SchemaGate {
    * tried again by the next call; a mismatch is answered to every call.
    */
   check(): Promise<void> {
-    this.pending ??= this.read().then(() => {
-      this.passed = true;
-    }, (err: unknown) => {
-      if (!(err instanceof SchemaMismatchError)) this.pending = null;
-      throw err;
-    });
+    this.pending ??= this.read().then(
+      () => {
+        this.passed = true;
+      },
+      (err: unknown) => {
+        if (!(err instanceof SchemaMismatchError)) this.pending = null;
+        throw err;
+      },
+    );
     return this.pending;
   }
 
   private async read(): Promise<void> {
-    const replies = await this.client.pipeline()
+    const replies = await this.client
+      .pipeline()
       .hsetnx(this.metaKey, 'schema', String(SCHEMA_VERSION))
       .hget(this.metaKey, 'schema')
       .exec();

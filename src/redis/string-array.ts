@@ -28,14 +28,25 @@ export function packStrings(values: StringValue[], limit: number, field: string)
     const v = values[i];
     const n = sizes[i];
     switch (header(n)) {
-      case 1: at = buf.writeUInt8(0xa0 | n, at); break;
-      case 2: at = buf.writeUInt16BE(0xd900 | n, at); break;
-      case 3: at = buf.writeUInt16BE(n, buf.writeUInt8(0xda, at)); break;
-      default: at = buf.writeUInt32BE(n, buf.writeUInt8(0xdb, at));
+      case 1:
+        at = buf.writeUInt8(0xa0 | n, at);
+        break;
+      case 2:
+        at = buf.writeUInt16BE(0xd900 | n, at);
+        break;
+      case 3:
+        at = buf.writeUInt16BE(n, buf.writeUInt8(0xda, at));
+        break;
+      default:
+        at = buf.writeUInt32BE(n, buf.writeUInt8(0xdb, at));
     }
     if (typeof v === 'string') at = writeUtf8(buf, v, n, at);
     else if (Buffer.isBuffer(v)) at += v.copy(buf, at);
-    else for (const part of v) { buf.set(part, at); at += part.length; }
+    else
+      for (const part of v) {
+        buf.set(part, at);
+        at += part.length;
+      }
   }
   return buf;
 }

@@ -37,7 +37,17 @@ export const GROUP_FIELDS = ['running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns
  * order (nil when absent), then the packed args when there are any. The scripts read priority
  * and maxRetries by their position.
  */
-export const DESCRIPTION = ['task', 'group', 'priority', 'maxRetries', 'subject', 'submitter', 'maxRuntime', 'tracker', 'occurrence'] as const;
+export const DESCRIPTION = [
+  'task',
+  'group',
+  'priority',
+  'maxRetries',
+  'subject',
+  'submitter',
+  'maxRuntime',
+  'tracker',
+  'occurrence',
+] as const;
 
 /**
  * The fields of a job in a submit call's list, in order (see lua/includes/addJob): the first
@@ -66,8 +76,24 @@ export const OVERLAP_CODE = { allow: 'a', skip: 's', 'buffer-one': 'b', 'cancel-
 
 /** The task fields periodic-claim answers per claimed task, after its id and claim token. */
 export const CLAIM_FIELDS = [
-  'nextrun', 'timer', 'timezone', 'catchup', 'catchupWindow', 'triggered', 'enabled',
-  'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime', 'overlap', 'rule', 'period',
+  'nextrun',
+  'timer',
+  'timezone',
+  'catchup',
+  'catchupWindow',
+  'triggered',
+  'enabled',
+  'task',
+  'group',
+  'args',
+  'subject',
+  'submitter',
+  'priority',
+  'maxRetries',
+  'maxRuntime',
+  'overlap',
+  'rule',
+  'period',
 ] as const;
 
 /**
@@ -77,9 +103,27 @@ export const CLAIM_FIELDS = [
  * `period`).
  */
 export const STAGE_FIELDS = [
-  'id', 'token', 'triggered', 'nextrun', 'period', 'missed', 'missedFirst', 'missedLast', 'occurrences',
-  'overlap', 'rule', 'enabled', 'storedPeriod',
-  'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime',
+  'id',
+  'token',
+  'triggered',
+  'nextrun',
+  'period',
+  'missed',
+  'missedFirst',
+  'missedLast',
+  'occurrences',
+  'overlap',
+  'rule',
+  'enabled',
+  'storedPeriod',
+  'task',
+  'group',
+  'args',
+  'subject',
+  'submitter',
+  'priority',
+  'maxRetries',
+  'maxRuntime',
 ] as const;
 
 /** Fields of an events stream entry besides the states: changes with an error, failed periodic runs. */
@@ -133,7 +177,9 @@ function luaValue(v: WireValue): string {
   if (typeof v === 'number') return String(v);
   if (typeof v === 'string') return luaString(v);
   if (Array.isArray(v)) return `{ ${v.map(luaString).join(', ')} }`;
-  return `{ ${Object.entries(v).map(([k, x]) => `[${luaString(k)}] = ${luaString(x)}`).join(', ')} }`;
+  return `{ ${Object.entries(v)
+    .map(([k, x]) => `[${luaString(k)}] = ${luaString(x)}`)
+    .join(', ')} }`;
 }
 
 /** The Lua source of the include `includes/wire`: one `local` per name of {@link LUA_WIRE}. */

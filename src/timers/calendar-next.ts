@@ -7,6 +7,7 @@ import { type CalendarSpec, type Chain, MAX_YEAR, USEC_PER_SEC } from './calenda
 import { type Tm, WallClock } from './localtime.js';
 
 /** Largest instant systemd accepts as a base time (year 9999), in microseconds. */
+// biome-ignore lint/correctness/noPrecisionLoss: systemd's constant kept as written; as a double it is one microsecond larger (253402214400000000).
 const USEC_FORMATTABLE_MAX = 253402214399999999;
 /** systemd gives up after this many search steps (and so do we: every search is bounded). */
 const MAX_STEPS = 1000;
@@ -88,11 +89,17 @@ export function nextElapseMicros(spec: CalendarSpec, zone: string | null, afterU
   const c: Tm = clock.localtime(t0);
   const resetBelow = (level: 'month' | 'day' | 'hour' | 'min' | 'sec'): void => {
     switch (level) {
-      case 'month': c.mon = 0; // falls through
-      case 'day': c.mday = 1; // falls through
-      case 'hour': c.hour = 0; // falls through
-      case 'min': c.min = 0; // falls through
-      case 'sec': c.sec = 0; tmUsec = 0;
+      case 'month':
+        c.mon = 0; // falls through
+      case 'day':
+        c.mday = 1; // falls through
+      case 'hour':
+        c.hour = 0; // falls through
+      case 'min':
+        c.min = 0; // falls through
+      case 'sec':
+        c.sec = 0;
+        tmUsec = 0;
     }
   };
   for (let steps = 0; steps < MAX_STEPS; steps++) {

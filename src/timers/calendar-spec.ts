@@ -42,9 +42,20 @@ export interface CalendarSpec {
 }
 
 const DAY_NAMES: ReadonlyArray<readonly [string, number]> = [
-  ['monday', 0], ['mon', 0], ['tuesday', 1], ['tue', 1], ['wednesday', 2], ['wed', 2],
-  ['thursday', 3], ['thu', 3], ['friday', 4], ['fri', 4], ['saturday', 5], ['sat', 5],
-  ['sunday', 6], ['sun', 6],
+  ['monday', 0],
+  ['mon', 0],
+  ['tuesday', 1],
+  ['tue', 1],
+  ['wednesday', 2],
+  ['wed', 2],
+  ['thursday', 3],
+  ['thu', 3],
+  ['friday', 4],
+  ['fri', 4],
+  ['saturday', 5],
+  ['sat', 5],
+  ['sunday', 6],
+  ['sun', 6],
 ];
 const DAY_ABBR = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
 
@@ -54,7 +65,10 @@ const at = (s: string, i: number): string => (i < s.length ? s[i]! : '');
 
 class Parser {
   i = 0;
-  constructor(readonly spec: string, readonly s: string) {}
+  constructor(
+    readonly spec: string,
+    readonly s: string,
+  ) {}
 
   fail(part: string, reason: string, pos = this.i): never {
     throw new TimerSyntaxError(this.spec, pos, part, reason);
@@ -79,7 +93,8 @@ class Parser {
       }
       const [name, nr] = hit;
       const after = at(s, this.i + name.length);
-      if (!['', '-', '.', ',', ' '].includes(after)) this.fail('weekday', `unexpected ${JSON.stringify(after)} after weekday`, this.i + name.length);
+      if (!['', '-', '.', ',', ' '].includes(after))
+        this.fail('weekday', `unexpected ${JSON.stringify(after)} after weekday`, this.i + name.length);
       bits |= 1 << nr;
       if (l >= 0) {
         if (l > nr) this.fail('weekday', 'weekday range runs backwards');
@@ -190,8 +205,16 @@ function constChain(...values: number[]): Chain {
 
 function emptySpec(): CalendarSpec {
   return {
-    weekdays: 0, year: null, month: null, day: null, hour: null, minute: null, usec: null,
-    endOfMonth: false, utc: false, timezone: null,
+    weekdays: 0,
+    year: null,
+    month: null,
+    day: null,
+    hour: null,
+    minute: null,
+    usec: null,
+    endOfMonth: false,
+    utc: false,
+    timezone: null,
   };
 }
 

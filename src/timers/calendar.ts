@@ -19,8 +19,8 @@ export interface CalendarTimer extends Timer {
  */
 export function parseCalendar(spec: string, timezone?: string): CalendarTimer {
   const parsed: CalendarSpec = parseCalendarSpec(spec);
-  const zone = parsed.utc ? null : parsed.timezone ?? (timezone === undefined || timezone === 'UTC' ? null : timezone);
-  const effectiveZone = parsed.utc ? 'UTC' : parsed.timezone ?? timezone;
+  const zone = parsed.utc ? null : (parsed.timezone ?? (timezone === undefined || timezone === 'UTC' ? null : timezone));
+  const effectiveZone = parsed.utc ? 'UTC' : (parsed.timezone ?? timezone);
   const nextMicros = (afterUs: number): number | null => nextElapseMicros(parsed, zone, afterUs);
   return {
     kind: 'calendar',

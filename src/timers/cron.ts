@@ -8,13 +8,24 @@
  * once, at its first occurrence; `*` and stepped fields follow real elapsed
  * time through both.
  */
-import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import { type CronExpression, CronExpressionParser } from 'cron-parser';
 import { TimerSyntaxError } from './errors.js';
 import type { Timer } from './types.js';
 
 const FIELD_NAMES_5 = ['minute', 'hour', 'day of month', 'month', 'day of week'];
 const FIELD_NAMES_6 = ['second', ...FIELD_NAMES_5];
-const MACROS = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@hourly', '@minutely', '@secondly', '@weekdays', '@weekends'];
+const MACROS = [
+  '@yearly',
+  '@annually',
+  '@monthly',
+  '@weekly',
+  '@daily',
+  '@hourly',
+  '@minutely',
+  '@secondly',
+  '@weekdays',
+  '@weekends',
+];
 
 /** Whether `spec` is written as a cron rule: a macro, or 5 or more fields. */
 export function looksLikeCron(spec: string): boolean {
@@ -50,7 +61,8 @@ export function parseCron(spec: string, timezone?: string): Timer {
   const lead = spec.length - spec.trimStart().length;
   const fields = s.split(/\s+/);
   if (s.startsWith('@')) {
-    if (!MACROS.includes(s.toLowerCase())) throw new TimerSyntaxError(spec, lead, 'cron macro', `unknown macro (use one of ${MACROS.join(', ')})`);
+    if (!MACROS.includes(s.toLowerCase()))
+      throw new TimerSyntaxError(spec, lead, 'cron macro', `unknown macro (use one of ${MACROS.join(', ')})`);
   } else if (fields.length !== 5 && fields.length !== 6) {
     throw new TimerSyntaxError(spec, lead, 'cron rule', `expected 5 or 6 fields, got ${fields.length}`);
   }

@@ -2,18 +2,38 @@
 import { TimerSyntaxError } from './errors.js';
 
 const UNIT_MS: Record<string, number> = {
-  ms: 1, msec: 1, millisecond: 1, milliseconds: 1,
-  s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,
-  m: 60_000, min: 60_000, mins: 60_000, minute: 60_000, minutes: 60_000,
-  h: 3_600_000, hr: 3_600_000, hrs: 3_600_000, hour: 3_600_000, hours: 3_600_000,
-  d: 86_400_000, day: 86_400_000, days: 86_400_000,
-  w: 604_800_000, week: 604_800_000, weeks: 604_800_000,
+  ms: 1,
+  msec: 1,
+  millisecond: 1,
+  milliseconds: 1,
+  s: 1000,
+  sec: 1000,
+  secs: 1000,
+  second: 1000,
+  seconds: 1000,
+  m: 60_000,
+  min: 60_000,
+  mins: 60_000,
+  minute: 60_000,
+  minutes: 60_000,
+  h: 3_600_000,
+  hr: 3_600_000,
+  hrs: 3_600_000,
+  hour: 3_600_000,
+  hours: 3_600_000,
+  d: 86_400_000,
+  day: 86_400_000,
+  days: 86_400_000,
+  w: 604_800_000,
+  week: 604_800_000,
+  weeks: 604_800_000,
 };
 
 /** Largest duration accepted (about 100 years), so arithmetic stays exact. */
 export const MAX_DURATION_MS = 100 * 365 * 86_400_000;
 
-const ISO_DURATION = /^P(?:(\d+(?:[.,]\d+)?)W|(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+(?:[.,]\d+)?)D)?(?:T(?:(\d+(?:[.,]\d+)?)H)?(?:(\d+(?:[.,]\d+)?)M)?(?:(\d+(?:[.,]\d+)?)S)?)?)$/i;
+const ISO_DURATION =
+  /^P(?:(\d+(?:[.,]\d+)?)W|(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+(?:[.,]\d+)?)D)?(?:T(?:(\d+(?:[.,]\d+)?)H)?(?:(\d+(?:[.,]\d+)?)M)?(?:(\d+(?:[.,]\d+)?)S)?)?)$/i;
 
 function check(ms: number, spec: string, pos: number): number {
   if (!Number.isFinite(ms) || ms < 1) throw new TimerSyntaxError(spec, pos, 'duration', 'must be at least 1ms');
@@ -34,7 +54,8 @@ export function looksLikeIsoDuration(text: string): boolean {
  */
 export function parseIsoDuration(text: string, spec: string, pos: number): number {
   const m = ISO_DURATION.exec(text);
-  if (!m || /T$/i.test(text)) throw new TimerSyntaxError(spec, pos, 'duration', 'expected an ISO-8601 duration such as PT15M or P1D');
+  if (!m || /T$/i.test(text))
+    throw new TimerSyntaxError(spec, pos, 'duration', 'expected an ISO-8601 duration such as PT15M or P1D');
   const [, w, y, mo, d, h, mi, s] = m;
   if (y !== undefined || mo !== undefined) {
     throw new TimerSyntaxError(spec, pos, 'duration', 'years and months have no fixed length; use days or a calendar event');
@@ -56,7 +77,12 @@ export function parseHumanDuration(text: string, spec: string, pos: number): num
     if (!m) throw new TimerSyntaxError(spec, pos + at, 'duration', 'expected a number and a unit such as 30s, 15m, 2h, 1d');
     const unit = UNIT_MS[m[2]!.toLowerCase()];
     if (unit === undefined) {
-      throw new TimerSyntaxError(spec, pos + at + m[0].indexOf(m[2]!), 'duration', `unknown unit ${JSON.stringify(m[2])} (use ms, s, m, h, d, w)`);
+      throw new TimerSyntaxError(
+        spec,
+        pos + at + m[0].indexOf(m[2]!),
+        'duration',
+        `unknown unit ${JSON.stringify(m[2])} (use ms, s, m, h, d, w)`,
+      );
     }
     total += Number(m[1]) * unit;
     at = re.lastIndex;
@@ -68,7 +94,13 @@ export function parseHumanDuration(text: string, spec: string, pos: number): num
 
 /** Canonical short text of a duration: `2h30m`, `1d`, `1m30s`, `250ms`. */
 export function formatDuration(ms: number): string {
-  const units: Array<[string, number]> = [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000], ['ms', 1]];
+  const units: Array<[string, number]> = [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+    ['ms', 1],
+  ];
   let rest = ms;
   let out = '';
   for (const [name, size] of units) {

@@ -2,7 +2,8 @@
  * Timers: systemd calendar events, cron rules, fixed intervals and one-shot
  * due dates, behind one function, {@link parseTimer}.
  */
-export { parseTimer, detectTimerKind } from './parse.js';
-export { TimerSyntaxError } from './errors.js';
-export type { Timer, TimerKind, ParseTimerOptions } from './types.js';
+
 export type { CalendarTimer } from './calendar.js';
+export { TimerSyntaxError } from './errors.js';
+export { detectTimerKind, parseTimer } from './parse.js';
+export type { ParseTimerOptions, Timer, TimerKind } from './types.js';

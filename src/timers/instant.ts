@@ -2,8 +2,7 @@
 import { TimerSyntaxError } from './errors.js';
 import { WallClock } from './localtime.js';
 
-const ISO_DATE_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 /** Whether `text` looks like an ISO-8601 date-time (a date, `T`, a time). */
 export function looksLikeIsoDateTime(text: string): boolean {
@@ -17,7 +16,12 @@ export function looksLikeIsoDateTime(text: string): boolean {
  * skipped by a DST gap moves forward by the gap). Returns epoch milliseconds.
  * `offset` is where `text` starts in `spec`, for error positions.
  */
-export function parseIsoInstant(text: string, timezone: string | undefined, spec: string, offset: number): { ms: number; hasOffset: boolean } {
+export function parseIsoInstant(
+  text: string,
+  timezone: string | undefined,
+  spec: string,
+  offset: number,
+): { ms: number; hasOffset: boolean } {
   const m = ISO_DATE_TIME.exec(text);
   const fail = (reason: string, at = 0): never => {
     throw new TimerSyntaxError(spec, offset + at, 'date-time', reason);

@@ -19,7 +19,13 @@ export function looksLikeInterval(spec: string): boolean {
   return /^every(\s|$)/i.test(s) || /^R\d*\//.test(s) || looksLikeIsoDuration(s);
 }
 
-function makeInterval(spec: string, intervalMs: number, anchorMs: number, count: number | undefined, timezone: string | undefined): Timer {
+function makeInterval(
+  spec: string,
+  intervalMs: number,
+  anchorMs: number,
+  count: number | undefined,
+  timezone: string | undefined,
+): Timer {
   let normalized: string;
   if (count !== undefined) normalized = `R${count}/${new Date(anchorMs).toISOString()}/${formatIsoDuration(intervalMs)}`;
   else if (anchorMs === 0) normalized = `every ${formatDuration(intervalMs)}`;
@@ -49,13 +55,20 @@ export function parseInterval(spec: string, timezone?: string): Timer {
   if (repeating) {
     const [, n, start, dur] = repeating;
     const count = n === '' ? undefined : Number(n);
-    if (count !== undefined && !(count >= 1 && count <= 1e9)) throw new TimerSyntaxError(spec, lead + 1, 'repetitions', 'must be between 1 and 1000000000');
+    if (count !== undefined && !(count >= 1 && count <= 1e9))
+      throw new TimerSyntaxError(spec, lead + 1, 'repetitions', 'must be between 1 and 1000000000');
     const startPos = lead + 2 + n!.length;
     const anchor = parseIsoInstant(start!, timezone, spec, startPos);
     const intervalMs = parseIsoDuration(dur!, spec, startPos + start!.length + 1);
     return makeInterval(spec, intervalMs, anchor.ms, count, anchor.hasOffset ? undefined : timezone);
   }
-  if (/^R/.test(s)) throw new TimerSyntaxError(spec, lead, 'repeating interval', 'expected R[n]/<start>/<duration>, e.g. R/2026-01-01T00:30:00Z/PT1H');
+  if (/^R/.test(s))
+    throw new TimerSyntaxError(
+      spec,
+      lead,
+      'repeating interval',
+      'expected R[n]/<start>/<duration>, e.g. R/2026-01-01T00:30:00Z/PT1H',
+    );
   if (looksLikeIsoDuration(s)) return makeInterval(spec, parseIsoDuration(s, spec, lead), 0, undefined, undefined);
   const every = /^every(\s+)/i.exec(s);
   if (!every) throw new TimerSyntaxError(spec, lead, 'interval', 'expected "every <duration>"');
@@ -63,7 +76,9 @@ export function parseInterval(spec: string, timezone?: string): Timer {
   const body = s.slice(every[0].length);
   const from = /\s+from\s+/i.exec(body);
   const durText = from ? body.slice(0, from.index) : body;
-  const intervalMs = looksLikeIsoDuration(durText) ? parseIsoDuration(durText, spec, bodyPos) : parseHumanDuration(durText, spec, bodyPos);
+  const intervalMs = looksLikeIsoDuration(durText)
+    ? parseIsoDuration(durText, spec, bodyPos)
+    : parseHumanDuration(durText, spec, bodyPos);
   if (!from) return makeInterval(spec, intervalMs, 0, undefined, undefined);
   const anchorPos = bodyPos + from.index + from[0].length;
   const anchor = parseIsoInstant(body.slice(from.index + from[0].length), timezone, spec, anchorPos);

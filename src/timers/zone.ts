@@ -33,7 +33,7 @@ function formatter(zone: string): Intl.DateTimeFormat {
   return f;
 }
 
-const ZONE_NAME = /^[A-Za-z0-9_+\-]+(\/[A-Za-z0-9_+\-]+)*$/;
+const ZONE_NAME = /^[A-Za-z0-9_+-]+(\/[A-Za-z0-9_+-]+)*$/;
 
 /**
  * Whether `name` is an IANA zone name this runtime knows, spelled with its
@@ -63,14 +63,29 @@ function exactOffset(zone: string, epochSec: number): number {
   let bc = false;
   for (const p of parts) {
     switch (p.type) {
-      case 'year': y = Number(p.value); break;
-      case 'month': mo = Number(p.value); break;
-      case 'day': d = Number(p.value); break;
-      case 'hour': h = Number(p.value); break;
-      case 'minute': mi = Number(p.value); break;
-      case 'second': s = Number(p.value); break;
-      case 'era': bc = p.value.startsWith('B'); break;
-      default: break;
+      case 'year':
+        y = Number(p.value);
+        break;
+      case 'month':
+        mo = Number(p.value);
+        break;
+      case 'day':
+        d = Number(p.value);
+        break;
+      case 'hour':
+        h = Number(p.value);
+        break;
+      case 'minute':
+        mi = Number(p.value);
+        break;
+      case 'second':
+        s = Number(p.value);
+        break;
+      case 'era':
+        bc = p.value.startsWith('B');
+        break;
+      default:
+        break;
     }
   }
   if (bc) y = 1 - y;

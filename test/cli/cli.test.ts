@@ -1,6 +1,6 @@
 /** The `rota` CLI, run from source, against the test Redis: output and exit codes, errors included. */
 import { execFile } from 'node:child_process';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,10 +17,19 @@ interface Result {
 
 function rota(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Result> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [...TS_EXEC_ARGV, BIN, ...args], { env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as NodeJS.ErrnoException).code === 'number' ? Number((err as NodeJS.ErrnoException).code) : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [...TS_EXEC_ARGV, BIN, ...args],
+      { env: { ...process.env, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as NodeJS.ErrnoException).code === 'number'
+            ? Number((err as NodeJS.ErrnoException).code)
+            : 1
+          : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -71,7 +80,11 @@ describe('rota CLI', () => {
     const q = ['--redis', redisUrl(), '--queue', name];
     const dir = mkdtempSync(join(tmpdir(), 'rota-cli-'));
     const tasks = join(dir, 'tasks.mjs');
-    writeFileSync(tasks, "export default { greet: async ({ args, log }) => { log('hello', args.name); return `hi ${args.name}`; } };\n");
+    writeFileSync(
+      tasks,
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the string is JavaScript source holding a template literal.
+      "export default { greet: async ({ args, log }) => { log('hello', args.name); return `hi ${args.name}`; } };\n",
+    );
     const sub = await rota([...q, 'submit', 'greet', '--args', '{"name":"ada"}']);
     const id = sub.stdout.trim();
     const worker = new NodeProcess(BIN, [...q, 'worker', '--tasks', tasks, '--concurrency', '2']);

@@ -21,14 +21,54 @@ beforeAll(async () => {
   secured = await RedisServer.start({ args: ['--requirepass', 'sesame'] });
   // a self-signed CA and a server certificate it signed, for 127.0.0.1
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: certs, stdio: 'ignore' });
-  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=rota-test-ca');
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=rota-test-ca',
+  );
   ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
   execFileSync('sh', ['-c', 'printf "subjectAltName=IP:127.0.0.1\\n" > san.cnf'], { cwd: certs });
-  ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'san.cnf');
+  ssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'san.cnf',
+  );
   tlsPort = await freePort();
   tlsServer = await RedisServer.start({
-    args: ['--tls-port', String(tlsPort), '--tls-cert-file', join(certs, 'server.crt'), '--tls-key-file', join(certs, 'server.key'),
-      '--tls-ca-cert-file', join(certs, 'ca.crt'), '--tls-auth-clients', 'no'],
+    args: [
+      '--tls-port',
+      String(tlsPort),
+      '--tls-cert-file',
+      join(certs, 'server.crt'),
+      '--tls-key-file',
+      join(certs, 'server.key'),
+      '--tls-ca-cert-file',
+      join(certs, 'ca.crt'),
+      '--tls-auth-clients',
+      'no',
+    ],
   });
 }, 60_000);
 
@@ -41,10 +81,13 @@ const opts = (redis: string, more: Partial<GlobalOptions> = {}): GlobalOptions =
 
 /** The CliError that opening a client with `g` fails with. */
 async function failure(g: GlobalOptions): Promise<CliError> {
-  const err = await openClient(g).then((c) => {
-    c.disconnect();
-    return null;
-  }, (e: unknown) => e);
+  const err = await openClient(g).then(
+    (c) => {
+      c.disconnect();
+      return null;
+    },
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(CliError);
   return err as CliError;
 }
@@ -80,7 +123,9 @@ describe('rota reaching Redis', () => {
   it('names an untrusted TLS certificate, and connects with --tls-ca', async () => {
     const url = `rediss://127.0.0.1:${tlsPort}`;
     const err = await failure(opts(url));
-    expect(err.message).toMatch(/TLS certificate is not trusted \((SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/);
+    expect(err.message).toMatch(
+      /TLS certificate is not trusted \((SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/,
+    );
     const client = await openClient(opts(url, { tlsCa: join(certs, 'ca.crt') }));
     try {
       expect(await client.ping()).toBe('PONG');

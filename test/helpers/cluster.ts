@@ -24,8 +24,11 @@ export async function startCluster(primaries = 3, replicas = 0): Promise<LocalCl
   const nodes = await Promise.all(
     Array.from({ length: count }, () => RedisServer.start({ cluster: true, args: ['--cluster-node-timeout', '1000'] })),
   );
-  execFileSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
-    '--cluster-replicas', String(replicas), '--cluster-yes'], { stdio: 'ignore' });
+  execFileSync(
+    'redis-cli',
+    ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
+    { stdio: 'ignore' },
+  );
   const ask = async <T>(fn: (c: Redis) => Promise<T>): Promise<T> => {
     for (const n of nodes) {
       if (!n.pid) continue;
@@ -69,17 +72,21 @@ export async function startCluster(primaries = 3, replicas = 0): Promise<LocalCl
 
 /** Whether `check` holds on every node that runs (a node that does not answer fails it). */
 async function everyLiveNode(nodes: RedisServer[], check: (c: Redis) => Promise<boolean>): Promise<boolean> {
-  const answers = await Promise.all(nodes.filter((n) => n.pid).map(async (n) => {
-    const c = new Redis(n.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    try {
-      await c.connect();
-      return await check(c);
-    } catch {
-      return false;
-    } finally {
-      c.disconnect();
-    }
-  }));
+  const answers = await Promise.all(
+    nodes
+      .filter((n) => n.pid)
+      .map(async (n) => {
+        const c = new Redis(n.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        try {
+          await c.connect();
+          return await check(c);
+        } catch {
+          return false;
+        } finally {
+          c.disconnect();
+        }
+      }),
+  );
   return answers.every(Boolean);
 }
 

@@ -1,7 +1,7 @@
 /**
  * Runs Node scripts as child processes for fault tests: start, signal, kill -9, wait for messages.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork, type Serializable } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
@@ -12,17 +12,24 @@ import { pathToFileURL } from 'node:url';
  */
 export const TS_EXEC_ARGV: readonly string[] = ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href];
 
+/** A message a child sent over IPC: an object whose fields a test reads. */
+export type ChildMessage = { readonly [field: string]: unknown };
+
 /** A child Node process, running a TypeScript (or JavaScript) script, that talks to the test over IPC. */
 export class NodeProcess {
   readonly child: ChildProcess;
-  private readonly messages: unknown[] = [];
+  private readonly messages: ChildMessage[] = [];
   private readonly waiters: Array<() => void> = [];
   readonly exited: Promise<number | null>;
 
   constructor(script: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
-    this.child = fork(script, args, { execArgv: [...TS_EXEC_ARGV], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(script, args, {
+      execArgv: [...TS_EXEC_ARGV],
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     this.child.on('message', (m) => {
-      this.messages.push(m);
+      this.messages.push(m as ChildMessage);
       for (const w of this.waiters.splice(0)) w();
     });
     this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
@@ -33,7 +40,7 @@ export class NodeProcess {
   }
 
   /** Resolves with the first message (received so far or later) that satisfies `pred`. */
-  async waitFor<T = unknown>(pred: (m: any) => boolean, timeoutMs = 20_000): Promise<T> {
+  async waitFor<T = unknown>(pred: (m: ChildMessage) => unknown, timeoutMs = 20_000): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.messages.find(pred);
@@ -51,12 +58,12 @@ export class NodeProcess {
   }
 
   /** All messages received so far. */
-  received(): unknown[] {
+  received(): ChildMessage[] {
     return [...this.messages];
   }
 
-  send(message: unknown): void {
-    this.child.send(message as any);
+  send(message: Serializable): void {
+    this.child.send(message);
   }
 
   signal(sig: NodeJS.Signals): void {

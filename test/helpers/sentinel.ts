@@ -2,7 +2,7 @@
  * A local Sentinel set-up for tests: a primary, a replica and three sentinels (redis-server
  * --sentinel), on free loopback ports, with a short down-after so failovers take seconds.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,13 +52,19 @@ export async function startSentinels(): Promise<LocalSentinels> {
   for (let i = 0; i < 3; i++) {
     const port = await freePort();
     const conf = join(dir, `sentinel-${i}.conf`);
-    writeFileSync(conf, [
-      `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
-      `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${primary.port} 2`,
-      `sentinel down-after-milliseconds ${MASTER_NAME} 1000`,
-      `sentinel failover-timeout ${MASTER_NAME} 10000`,
-      `sentinel parallel-syncs ${MASTER_NAME} 1`, '',
-    ].join('\n'));
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${primary.port} 2`,
+        `sentinel down-after-milliseconds ${MASTER_NAME} 1000`,
+        `sentinel failover-timeout ${MASTER_NAME} 10000`,
+        `sentinel parallel-syncs ${MASTER_NAME} 1`,
+        '',
+      ].join('\n'),
+    );
     const proc = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore', detached: true });
     const reap = () => proc.kill('SIGKILL');
     process.once('exit', reap);
@@ -66,22 +72,31 @@ export async function startSentinels(): Promise<LocalSentinels> {
     procs.push(proc);
     ports.push(port);
   }
-  await until('the replica in sync', () => ask(replica.port, async (c) => (await c.info('replication')).includes('master_link_status:up')), 20_000);
-  await until('the sentinels see the replica and each other', async () => {
-    for (const port of ports) {
-      const ok = await ask(port, async (c) => {
-        const replicas = (await c.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as unknown[];
-        const others = (await c.call('SENTINEL', 'SENTINELS', MASTER_NAME)) as unknown[];
-        return replicas.length === 1 && others.length === 2;
-      });
-      if (!ok) return false;
-    }
-    return true;
-  }, 30_000);
-  const primaryPort = () => ask(ports[0], async (c) => {
-    const [, port] = (await c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as [string, string];
-    return Number(port);
-  });
+  await until(
+    'the replica in sync',
+    () => ask(replica.port, async (c) => (await c.info('replication')).includes('master_link_status:up')),
+    20_000,
+  );
+  await until(
+    'the sentinels see the replica and each other',
+    async () => {
+      for (const port of ports) {
+        const ok = await ask(port, async (c) => {
+          const replicas = (await c.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as unknown[];
+          const others = (await c.call('SENTINEL', 'SENTINELS', MASTER_NAME)) as unknown[];
+          return replicas.length === 1 && others.length === 2;
+        });
+        if (!ok) return false;
+      }
+      return true;
+    },
+    30_000,
+  );
+  const primaryPort = () =>
+    ask(ports[0], async (c) => {
+      const [, port] = (await c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as [string, string];
+      return Number(port);
+    });
   return {
     primary,
     replica,
@@ -92,7 +107,11 @@ export async function startSentinels(): Promise<LocalSentinels> {
       await ask(ports[0], (c) => c.call('SENTINEL', 'FAILOVER', MASTER_NAME));
       await until('the failover', async () => (await primaryPort()) !== before, timeoutMs);
       const after = await primaryPort();
-      await until('the new primary writable', () => ask(after, async (c) => (await c.info('replication')).includes('role:master')), timeoutMs);
+      await until(
+        'the new primary writable',
+        () => ask(after, async (c) => (await c.info('replication')).includes('role:master')),
+        timeoutMs,
+      );
       return after;
     },
     async destroy() {

@@ -1,7 +1,8 @@
 /** Per-test helpers: the run's Redis URL, unique queue names, waiting on events. */
-import { inject } from 'vitest';
+
 import { Redis } from 'ioredis';
-import { Queue, Worker, type QueueOptions, type WorkerOptions } from '../../src/index.js';
+import { inject } from 'vitest';
+import { type Handlers, Queue, type QueueOptions, Worker, type WorkerOptions } from '../../src/index.js';
 
 /** URL of the Redis server of this test run. */
 export function redisUrl(): string {
@@ -21,7 +22,12 @@ export function rawClient(): Redis {
 }
 
 /** Resolves when `pred` holds, checking after each event of `emitter` named `event`. */
-export function until<T>(emitter: NodeJS.EventEmitter, event: string, pred: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+export function until<T>(
+  emitter: NodeJS.EventEmitter,
+  event: string,
+  pred: () => T | undefined | false,
+  timeoutMs = 20_000,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const check = () => {
       const v = pred();
@@ -62,7 +68,7 @@ export function openQueue(name: string, opts: Partial<QueueOptions> = {}): Queue
 }
 
 /** An executor on the test Redis, closed after the test. */
-export function openWorker(name: string, handlers: Record<string, (ctx: any) => unknown>, opts: Partial<WorkerOptions> = {}): Worker {
+export function openWorker(name: string, handlers: Handlers, opts: Partial<WorkerOptions> = {}): Worker {
   return track(new Worker(name, handlers, { connection: redisUrl(), ...opts }));
 }
 

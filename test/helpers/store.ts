@@ -1,9 +1,9 @@
 /** Driving the scripts directly in tests, through the stores (src/redis/queue-store.ts). */
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../../src/redis/keys.js';
-import { addRun, QueueStore, type FinishSettings, type Finished } from '../../src/redis/queue-store.js';
+import { addRun, type Finished, type FinishSettings, QueueStore } from '../../src/redis/queue-store.js';
 import type { StringValue } from '../../src/redis/string-array.js';
-import { UNSTARTED_PREFIX, type OutcomeCode } from '../../src/redis/wire.js';
+import { type OutcomeCode, UNSTARTED_PREFIX } from '../../src/redis/wire.js';
 
 /** The store of a queue (by name, or its keys) on client `raw` (events capped at 10,000). */
 export function storeOf(raw: Redis, queue: string | QueueKeys): QueueStore {
@@ -23,15 +23,26 @@ export async function takeRuns(store: QueueStore, n: number, s: FinishSettings):
 }
 
 /** Starts runs given as [id, token]. */
-export function startRuns(store: QueueStore, runs: ReadonlyArray<readonly [string, string]>, leaseMs = 30_000): ReturnType<QueueStore['start']> {
-  return store.start(leaseMs, runs.map(([id, token]) => ({ id, takeSeq: Number(token) })));
+export function startRuns(
+  store: QueueStore,
+  runs: ReadonlyArray<readonly [string, string]>,
+  leaseMs = 30_000,
+): ReturnType<QueueStore['start']> {
+  return store.start(
+    leaseMs,
+    runs.map(([id, token]) => ({ id, takeSeq: Number(token) })),
+  );
 }
 
 /**
  * Finishes runs given as [id, token, outcome code ('+' first: its start was not sent), payload],
  * keeping every finished job and taking nothing.
  */
-export function finishRuns(store: QueueStore, runs: ReadonlyArray<readonly [string, string, string, string?]>, s: FinishSettings): Promise<Finished> {
+export function finishRuns(
+  store: QueueStore,
+  runs: ReadonlyArray<readonly [string, string, string, string?]>,
+  s: FinishSettings,
+): Promise<Finished> {
   const flat: StringValue[] = [];
   for (const [id, token, code, payload] of runs) {
     const unstarted = code.startsWith(UNSTARTED_PREFIX);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Queue, Worker, serveMetrics, type Job } from '../../src/index.js';
+import { type Job, Queue, serveMetrics, Worker } from '../../src/index.js';
 import { redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
@@ -14,8 +14,11 @@ describe('Prometheus metrics', () => {
     open.push(queue);
     await queue.pauseGroup('held');
     await queue.submitBulk([
-      { task: 'noop', group: 'a' }, { task: 'noop', group: 'a' }, { task: 'noop', group: 'b' },
-      { task: 'noop', group: 'held' }, { task: 'noop', group: 'held' },
+      { task: 'noop', group: 'a' },
+      { task: 'noop', group: 'a' },
+      { task: 'noop', group: 'b' },
+      { task: 'noop', group: 'held' },
+      { task: 'noop', group: 'held' },
     ]);
     const worker = new Worker(name, { noop: () => undefined }, { connection: redisUrl(), concurrency: 2 });
     open.push(worker);

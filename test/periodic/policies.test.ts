@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { PeriodicTasks, Queue, Scheduler, Worker, type PeriodicTaskDefinition } from '../../src/index.js';
+import { type PeriodicTaskDefinition, PeriodicTasks, Queue, Scheduler, Worker } from '../../src/index.js';
 import { closeAll, eventually, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
 afterEach(closeAll);
@@ -10,7 +10,8 @@ function setup(now?: () => number) {
   const name = uniqueQueue('pol');
   const tasks = new PeriodicTasks(name, { connection: redisUrl(), now });
   const queue = new Queue(name, { connection: redisUrl() });
-  track(tasks); track(queue);
+  track(tasks);
+  track(queue);
   const scheduler = (opts: Partial<ConstructorParameters<typeof Scheduler>[1]> = {}) => {
     const s = new Scheduler(name, { connection: redisUrl(), now, ...opts });
     track(s);
@@ -24,14 +25,18 @@ describe('overlap', () => {
     const { name, tasks, scheduler } = setup();
     let running = 0;
     let most = 0;
-    const w = new Worker(name, {
-      slow: async () => {
-        running += 1;
-        most = Math.max(most, running);
-        await sleep(3000);
-        running -= 1;
+    const w = new Worker(
+      name,
+      {
+        slow: async () => {
+          running += 1;
+          most = Math.max(most, running);
+          await sleep(3000);
+          running -= 1;
+        },
       },
-    }, { connection: redisUrl(), concurrency: 4 });
+      { connection: redisUrl(), concurrency: 4 },
+    );
     track(w);
     await tasks.upsert({ id: 'slow', task: 'slow', timer: 'every 1s', maxRuntime: 10_000 });
     await scheduler().start();
@@ -45,7 +50,10 @@ describe('overlap', () => {
     expect(skipped.length).toBeGreaterThanOrEqual(3);
     for (const s of skipped) expect(s.occurrence % 1000).toBe(0);
     // no two runs overlap in time
-    const spans = jobs.filter((r) => r.started).map((r) => [r.started!, r.finished ?? Infinity]).sort((a, b) => a[0] - b[0]);
+    const spans = jobs
+      .filter((r) => r.started)
+      .map((r) => [r.started!, r.finished ?? Infinity])
+      .sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < spans.length; i++) expect(spans[i][0]).toBeGreaterThanOrEqual(spans[i - 1][1]);
   });
 
@@ -89,7 +97,10 @@ describe('overlap', () => {
       const r = await tasks.runs('sw');
       return r.length === 2 ? r : null;
     });
-    expect(runs.map((r) => [r.occurrence, r.status])).toEqual([[clock, 'skipped'], [t.nextrun, 'waiting']]);
+    expect(runs.map((r) => [r.occurrence, r.status])).toEqual([
+      [clock, 'skipped'],
+      [t.nextrun, 'waiting'],
+    ]);
     expect(await queue.getJob(`sw@${clock}`)).toBeNull();
   });
 
@@ -108,11 +119,22 @@ describe('overlap', () => {
 
 describe('catch-up after downtime (injected clock)', () => {
   const T0 = Date.UTC(2021, 5, 1, 12, 0, 30);
-  for (const [policy, expected] of [['latest', 1], ['all', 10], ['none', 0]] as const) {
+  for (const [policy, expected] of [
+    ['latest', 1],
+    ['all', 10],
+    ['none', 0],
+  ] as const) {
     it(`${policy}: all replicas down for 10 occurrences, then ${expected} submitted`, async () => {
       let clock = T0;
       const { tasks, queue, scheduler } = setup(() => clock);
-      const def: PeriodicTaskDefinition = { id: 'm', task: 'x', timer: '*:*:00', catchup: policy, catchupWindow: 15 * 60_000, overlap: 'allow' };
+      const def: PeriodicTaskDefinition = {
+        id: 'm',
+        task: 'x',
+        timer: '*:*:00',
+        catchup: policy,
+        catchupWindow: 15 * 60_000,
+        overlap: 'allow',
+      };
       const t = await tasks.upsert(def);
       expect(t.nextrun).toBe(T0 + 30_000);
       clock = T0 + 10 * 60_000; // 10 minutes later: occurrences 12:01 ... 12:10 were missed
@@ -141,7 +163,11 @@ describe('catch-up after downtime (injected clock)', () => {
 
 describe('catch-up of occurrences staged before the downtime (injected clock)', () => {
   const T0 = Date.UTC(2021, 5, 1, 12, 0, 30);
-  for (const [policy, expected] of [['latest', 1], ['all', 11], ['none', 0]] as const) {
+  for (const [policy, expected] of [
+    ['latest', 1],
+    ['all', 11],
+    ['none', 0],
+  ] as const) {
     it(`${policy}: a replica staged the next occurrence and died, all were down 10 minutes; then ${expected} submitted`, async () => {
       let clock = T0;
       const { tasks, queue, scheduler } = setup(() => clock);
@@ -155,12 +181,20 @@ describe('catch-up of occurrences staged before the downtime (injected clock)', 
       clock = first + 10 * 60_000 + 30_000; // 12:01 (staged) ... 12:11 were missed
       const s = scheduler();
       await s.start();
-      await until(async () => (await tasks.get('m'))!.nextrun === first + 11 * 60_000 &&
-        (await queue.client.zcard(`${queue.keys.prefix}p:staged`)) === 0);
+      await until(
+        async () =>
+          (await tasks.get('m'))!.nextrun === first + 11 * 60_000 &&
+          (await queue.client.zcard(`${queue.keys.prefix}p:staged`)) === 0,
+      );
       const runs = await tasks.runs('m', { limit: 100 });
       const jobs = runs.filter((r) => r.jobId).reverse();
       expect(jobs.map((j) => j.occurrence)).toEqual(
-        policy === 'all' ? Array.from({ length: 11 }, (_, i) => first + i * 60_000) : policy === 'latest' ? [first + 10 * 60_000] : []);
+        policy === 'all'
+          ? Array.from({ length: 11 }, (_, i) => first + i * 60_000)
+          : policy === 'latest'
+            ? [first + 10 * 60_000]
+            : [],
+      );
       const missed = runs.filter((r) => r.status === 'missed');
       expect(missed.reduce((n, r) => n + r.count!, 0)).toBe(11 - expected);
     });

@@ -75,7 +75,9 @@ describe('scheduler replicas', () => {
     for (const [id, n] of adds) expect(n, id).toBe(1);
     const counts = await queue.counts();
     expect(counts.waiting).toBe(adds.size);
-    console.log(`replicas: ${TASKS} tasks x ${expected} occurrences checked, ${adds.size} jobs, max lateness ${late} ms, ${killedHolding} occurrences fired late by a takeover`);
+    console.log(
+      `replicas: ${TASKS} tasks x ${expected} occurrences checked, ${adds.size} jobs, max lateness ${late} ms, ${killedHolding} occurrences fired late by a takeover`,
+    );
     await redis.quit();
     await tasks.close();
     await queue.close();

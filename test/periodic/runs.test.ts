@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { PeriodicTasks, Queue, Scheduler, Worker, type Job } from '../../src/index.js';
+import { type Job, PeriodicTasks, Queue, Scheduler, Worker } from '../../src/index.js';
 import { pendingId } from '../../src/periodic/tasks.js';
 import { parseEntry } from '../../src/queue/events.js';
 import { closeAll, eventually, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
@@ -12,7 +12,8 @@ function setup() {
   const name = uniqueQueue('runs');
   const tasks = new PeriodicTasks(name, { connection: redisUrl() });
   const queue = new Queue(name, { connection: redisUrl() });
-  track(tasks); track(queue);
+  track(tasks);
+  track(queue);
   const scheduler = async () => {
     const s = new Scheduler(name, { connection: redisUrl() });
     track(s);
@@ -38,7 +39,15 @@ describe('tolerance and timebox (Nuntium)', () => {
     await s.close();
     let calls = 0;
     const ended: Job[] = [];
-    const w = worker({ poll: async ({ log }) => { calls += 1; log('polled'); } }, 4);
+    const w = worker(
+      {
+        poll: async ({ log }) => {
+          calls += 1;
+          log('polled');
+        },
+      },
+      4,
+    );
     w.on('completed', (j) => ended.push(j));
     w.on('cancelled', (j) => ended.push(j));
     const runs = (await tasks.runs('poll')).filter((r) => r.jobId);
@@ -64,13 +73,14 @@ describe('tolerance and timebox (Nuntium)', () => {
     const aborted: number[] = [];
     const failed: Job[] = [];
     const w = worker({
-      box: ({ signal }) => new Promise((_, reject) => {
-        const t0 = Date.now();
-        signal.addEventListener('abort', () => {
-          aborted.push(Date.now() - t0);
-          reject(signal.reason);
-        });
-      }),
+      box: ({ signal }) =>
+        new Promise((_, reject) => {
+          const t0 = Date.now();
+          signal.addEventListener('abort', () => {
+            aborted.push(Date.now() - t0);
+            reject(signal.reason);
+          });
+        }),
     });
     w.on('failed', (j) => failed.push(j));
     await scheduler();
@@ -122,7 +132,7 @@ describe('event rules (Toucan)', () => {
 });
 
 describe('owners, enable/disable, trigger', () => {
-  it('removeByOwner removes all of an owner\'s tasks; disable stops firing and enable resumes; trigger runs once now', async () => {
+  it("removeByOwner removes all of an owner's tasks; disable stops firing and enable resumes; trigger runs once now", async () => {
     const { tasks, queue, scheduler } = setup();
     for (const id of ['a', 'b', 'c']) await tasks.upsert({ id, task: 'x', timer: 'daily', owner: 'chan-1' });
     await tasks.upsert({ id: 'd', task: 'x', timer: 'every 300ms', owner: 'chan-2', overlap: 'allow' });

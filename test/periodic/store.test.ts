@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler, ValidationError } from '../../src/index.js';
-import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
-import { queueKeys } from '../../src/redis/keys.js';
 import { parseEntry } from '../../src/queue/events.js';
+import { queueKeys } from '../../src/redis/keys.js';
+import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
 afterEach(closeAll);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -11,14 +11,22 @@ function setup(opts: { now?: () => number } = {}) {
   const name = uniqueQueue('p');
   const tasks = new PeriodicTasks(name, { connection: redisUrl(), ...opts });
   const queue = new Queue(name, { connection: redisUrl() });
-  track(tasks); track(queue);
+  track(tasks);
+  track(queue);
   return { name, tasks, queue };
 }
 
 describe('periodic store and single replica', () => {
   it('stores a definition and submits each occurrence once with job id <task>@<occurrence>', async () => {
     const { name, tasks, queue } = setup();
-    const t = await tasks.upsert({ id: 'tick', task: 'noop', timer: 'every 500ms', args: { n: 1 }, group: 'g1', overlap: 'allow' });
+    const t = await tasks.upsert({
+      id: 'tick',
+      task: 'noop',
+      timer: 'every 500ms',
+      args: { n: 1 },
+      group: 'g1',
+      overlap: 'allow',
+    });
     expect(t.enabled).toBe(true);
     expect(t.nextrun! % 500).toBe(0);
     expect(t.args).toEqual({ n: 1 });
@@ -110,12 +118,18 @@ describe('periodic store and single replica', () => {
     expect(await queue.cancel(jobId)).toBeNull();
     expect((await queue.counts()).waiting ?? 0).toBe(0);
     // Its id is reserved for it: a caller's bulk that uses it is refused whole.
-    const clash = queue.submitBulk([{ id: 'other', task: 'noop' }, { id: jobId, task: 'noop' }]);
+    const clash = queue.submitBulk([
+      { id: 'other', task: 'noop' },
+      { id: jobId, task: 'noop' },
+    ]);
     await expect(clash).rejects.toThrow(ValidationError);
     await expect(clash).rejects.toThrow(/specs\[1\]\.id.*staged ahead/);
     expect(await queue.getJob('other')).toBeNull();
     // Single submits sent together: only the one with the reserved id fails.
-    const [ok, refused] = await Promise.allSettled([queue.submit({ id: 'other', task: 'noop' }), queue.submit({ id: jobId, task: 'noop' })]);
+    const [ok, refused] = await Promise.allSettled([
+      queue.submit({ id: 'other', task: 'noop' }),
+      queue.submit({ id: jobId, task: 'noop' }),
+    ]);
     expect(ok).toMatchObject({ status: 'fulfilled', value: { id: 'other', state: 'waiting' } });
     expect((refused as PromiseRejectedResult).reason).toMatchObject({ name: 'ValidationError', field: 'id' });
     expect(await raw.hget(keys.job(jobId), 'state')).toBe('planned');

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Worker, PermanentError, PayloadTooLargeError, type Job, type SubmitSpec } from '../../src/index.js';
+import { type Job, PayloadTooLargeError, PermanentError, type SubmitSpec, Worker } from '../../src/index.js';
 import { packSubmits } from '../../src/redis/queue-store.js';
 import { closeAll, openQueue, rawClient, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
@@ -16,9 +16,14 @@ describe('queue basics', () => {
     ]);
     expect(submitted.map((j) => j.state)).toEqual(['waiting', 'waiting']);
     const done: Job[] = [];
-    const w = new Worker(name, { add: async ({ args }: { args: { a: number; b: number } }) => args.a + args.b }, {
-      connection: redisUrl(), concurrency: 2,
-    });
+    const w = new Worker(
+      name,
+      { add: async ({ args }: { args: { a: number; b: number } }) => args.a + args.b },
+      {
+        connection: redisUrl(),
+        concurrency: 2,
+      },
+    );
     track(w);
     w.on('completed', (job) => done.push(job));
     await until(w, 'completed', () => done.length === 2);
@@ -43,7 +48,15 @@ describe('queue basics', () => {
     const a = await q.submit({ task: 'boom', maxRetries: 5 });
     const b = await q.submit({ task: 'nope', maxRetries: 5 });
     const failed: Job[] = [];
-    const w = new Worker(name, { boom: () => { throw new PermanentError('bad invoice'); } }, { connection: redisUrl() });
+    const w = new Worker(
+      name,
+      {
+        boom: () => {
+          throw new PermanentError('bad invoice');
+        },
+      },
+      { connection: redisUrl() },
+    );
     track(w);
     w.on('failed', (job) => failed.push(job));
     await until(w, 'failed', () => failed.length === 2);
@@ -67,7 +80,16 @@ describe('submitting', () => {
       { task: 't', group: text(31), id: text(31, 'i'), args: text(31) },
       { task: 't', group: text(32), id: text(32, 'j'), args: text(254) },
       { task: 't', group: 'Zürich/東京 {x}:y', id: 'ü'.repeat(100), args: { big: text(70_000) } },
-      { task: 't', group: text(200), subject: text(1000, 's'), submitter: 'ops', priority: 'high' as const, maxRetries: 0, maxRuntime: 5000, args: [1, null, 'ä'] },
+      {
+        task: 't',
+        group: text(200),
+        subject: text(1000, 's'),
+        submitter: 'ops',
+        priority: 'high' as const,
+        maxRetries: 0,
+        maxRuntime: 5000,
+        args: [1, null, 'ä'],
+      },
     ];
     const jobs = await q.submitBulk(specs);
     for (const [i, spec] of specs.entries()) {
@@ -89,7 +111,13 @@ describe('submitting', () => {
     const specs = [0, 1].map(() => q.check({ task: 't', args: 'x'.repeat(100) }));
     const size = packSubmits(specs, Infinity).packed.length;
     expect(() => packSubmits(specs, size)).not.toThrow();
-    const err = (() => { try { packSubmits(specs, size - 1); } catch (e) { return e; } })();
+    const err = (() => {
+      try {
+        packSubmits(specs, size - 1);
+      } catch (e) {
+        return e;
+      }
+    })();
     expect(err).toBeInstanceOf(PayloadTooLargeError);
     expect(err).toMatchObject({ field: 'specs', size, limit: size - 1 });
   });
@@ -112,7 +140,10 @@ describe('submitting', () => {
   it('keeps the groups hash a table from its first group (no field scan per group), and lists only groups', async () => {
     const name = uniqueQueue();
     const q = queue(name);
-    await q.submitBulk([{ task: 'x', group: 'a' }, { task: 'x', group: 'b' }]);
+    await q.submitBulk([
+      { task: 'x', group: 'a' },
+      { task: 'x', group: 'b' },
+    ]);
     const raw = rawClient();
     try {
       expect(await raw.object('ENCODING', q.keys.groups)).toBe('hashtable');

@@ -5,10 +5,13 @@ import { Batcher } from '../../src/queue/batcher.js';
 function gated(maxInFlight?: number) {
   const calls: number[][] = [];
   const answers: Array<() => void> = [];
-  const batcher = new Batcher<number>((items) => {
-    calls.push(items);
-    return new Promise<void>((resolve) => answers.push(resolve));
-  }, { defer: (flush) => void Promise.resolve().then(flush), maxInFlight });
+  const batcher = new Batcher<number>(
+    (items) => {
+      calls.push(items);
+      return new Promise<void>((resolve) => answers.push(resolve));
+    },
+    { defer: (flush) => void Promise.resolve().then(flush), maxInFlight },
+  );
   const answer = async () => {
     answers.shift()!();
     // let the answered call's continuation send what waited

@@ -5,9 +5,13 @@ describe('collections for entries that come and go', () => {
   it('a dictionary counts, finds and removes values by any string key, prototype names and numbers included', () => {
     const d = new Dictionary<number>();
     const keys = ['job-1', '__proto__', 'constructor', 'toString', '123', '', 'hasOwnProperty'];
-    keys.forEach((k, i) => d.set(k, i));
+    keys.forEach((k, i) => {
+      d.set(k, i);
+    });
     expect(d.size).toBe(keys.length);
-    keys.forEach((k, i) => expect(d.get(k)).toBe(i));
+    keys.forEach((k, i) => {
+      expect(d.get(k)).toBe(i);
+    });
     // setting a key again replaces its value and is not counted twice
     d.set('job-1', 10);
     expect(d.size).toBe(keys.length);

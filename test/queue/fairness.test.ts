@@ -1,13 +1,13 @@
 /** Selection order: round-robin across groups, the counting scheme, weights, limits, pause. */
 import { EventEmitter } from 'node:events';
+import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Job, Queue, Worker } from '../../src/index.js';
-import { NodeProcess } from '../helpers/processes.js';
 import { readGroupStates } from '../../src/redis/group-state.js';
-import type { Redis } from 'ioredis';
-import { queueKeys, type QueueKeys } from '../../src/redis/keys.js';
-import { finishRuns, settings, storeOf, takeRuns } from '../helpers/store.js';
+import { type QueueKeys, queueKeys } from '../../src/redis/keys.js';
+import { NodeProcess } from '../helpers/processes.js';
 import { closeAll, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+import { finishRuns, settings, storeOf, takeRuns } from '../helpers/store.js';
 
 const CHILD = new URL('../fixtures/fair-worker.ts', import.meta.url).pathname;
 const children: NodeProcess[] = [];
@@ -71,8 +71,15 @@ describe('fair selection', () => {
     const specs = Array.from({ length: 60 }, (_, i) => ({ task: 'noop', group: 'g', priority: i % 2 ? 'high' : 'low' }) as const);
     const jobs = await q.submitBulk(specs);
     const w = worker(name, { noop: () => undefined }, { concurrency: 1, countingScheme: [2, 1] });
-    const ordered = await drainInOrder(q, jobs.map((j) => j.id), w);
-    const pattern = ordered.slice(0, 45).map((j) => (j.priority === 'high' ? 'H' : 'L')).join('');
+    const ordered = await drainInOrder(
+      q,
+      jobs.map((j) => j.id),
+      w,
+    );
+    const pattern = ordered
+      .slice(0, 45)
+      .map((j) => (j.priority === 'high' ? 'H' : 'L'))
+      .join('');
     expect(pattern).toBe('HHL'.repeat(15));
     expect(ordered.slice(45).every((j) => j.priority === 'low')).toBe(true);
   });
@@ -80,7 +87,10 @@ describe('fair selection', () => {
   it('keeps the counting scheme across three executor processes', async () => {
     const name = uniqueQueue();
     const q = queue(name);
-    const specs = Array.from({ length: 60 }, (_, i) => ({ task: 'noop', group: 'g', priority: i < 30 ? 'high' : 'low' }) as const);
+    const specs = Array.from(
+      { length: 60 },
+      (_, i) => ({ task: 'noop', group: 'g', priority: i < 30 ? 'high' : 'low' }) as const,
+    );
     const jobs = await q.submitBulk(specs);
     await startChildren(name, 3, 5);
     await waitAllFinal(q, 60);
@@ -116,7 +126,11 @@ describe('fair selection', () => {
       ...Array.from({ length: 60 }, () => ({ task: 'noop', group: 'light' })),
     ]);
     const w = worker(name, { noop: () => undefined }, { concurrency: 1 });
-    const ordered = await drainInOrder(q, jobs.map((j) => j.id), w);
+    const ordered = await drainInOrder(
+      q,
+      jobs.map((j) => j.id),
+      w,
+    );
     // Heavy runs out after 80 takes (60 heavy + 20 light).
     for (let i = 0; i + 4 <= 80; i++) {
       const heavyTakes = ordered.slice(i, i + 4).filter((j) => j.group === 'heavy').length;
@@ -134,16 +148,24 @@ describe('fair selection', () => {
     ]);
     const running = new Map<string, number>();
     const peak = new Map<string, number>();
-    const w = worker(name, {
-      work: async ({ job }) => {
-        const n = (running.get(job.group) ?? 0) + 1;
-        running.set(job.group, n);
-        peak.set(job.group, Math.max(peak.get(job.group) ?? 0, n));
-        await new Promise((r) => setTimeout(r, 30));
-        running.set(job.group, running.get(job.group)! - 1);
+    const w = worker(
+      name,
+      {
+        work: async ({ job }) => {
+          const n = (running.get(job.group) ?? 0) + 1;
+          running.set(job.group, n);
+          peak.set(job.group, Math.max(peak.get(job.group) ?? 0, n));
+          await new Promise((r) => setTimeout(r, 30));
+          running.set(job.group, running.get(job.group)! - 1);
+        },
       },
-    }, { concurrency: 8 });
-    await drainInOrder(q, jobs.map((j) => j.id), w);
+      { concurrency: 8 },
+    );
+    await drainInOrder(
+      q,
+      jobs.map((j) => j.id),
+      w,
+    );
     expect(peak.get('limited')).toBe(2);
     expect(peak.get('free')).toBeGreaterThan(2);
     const info = (await q.groups()).find((g) => g.group === 'limited')!;
@@ -157,14 +179,19 @@ describe('fair selection', () => {
     const release = new Map<string, () => void>();
     const begun: string[] = [];
     const done: string[] = [];
-    const w = worker(name, {
-      hold: ({ job }) => new Promise<void>((resolve) => {
-        release.set(job.id, resolve);
-        begun.push(job.id);
-        started.emit('start');
-      }),
-      noop: () => undefined,
-    }, { concurrency: 4 });
+    const w = worker(
+      name,
+      {
+        hold: ({ job }) =>
+          new Promise<void>((resolve) => {
+            release.set(job.id, resolve);
+            begun.push(job.id);
+            started.emit('start');
+          }),
+        noop: () => undefined,
+      },
+      { concurrency: 4 },
+    );
     w.on('completed', (j: Job) => done.push(j.id));
     const held = await q.submitBulk(Array.from({ length: 3 }, () => ({ task: 'hold', group: 'g' })));
     await until(started, 'start', () => begun.length === 3);
@@ -246,12 +273,28 @@ describe('fair selection', () => {
     const k = queueKeys(name);
     const job = (group: string, priority: 'high' | 'low') => ({ task: 'noop', group, priority });
     await q.setGroupLimit('w', { weight: 3 });
-    await q.submitBulk([...Array.from({ length: 4 }, () => job('w', 'high')), ...Array.from({ length: 4 }, () => job('w', 'low')), job('p', 'low')]);
+    await q.submitBulk([
+      ...Array.from({ length: 4 }, () => job('w', 'high')),
+      ...Array.from({ length: 4 }, () => job('w', 'low')),
+      job('p', 'low'),
+    ]);
     // Two takes of w's three a turn, by the counting scheme (2, 1): its turn and scheme moved on.
     await takeRaw(raw, k, 2);
     await q.pauseGroup('p');
     const before = await readGroupStates(raw, k.groups);
-    expect(before.get('w')).toEqual({ running: 0, stuck: 0, nr: 0, nh: 2, nl: 4, cnt: 2, turns: 2, limit: 0, weight: 3, paused: 0, ready: 1 });
+    expect(before.get('w')).toEqual({
+      running: 0,
+      stuck: 0,
+      nr: 0,
+      nh: 2,
+      nl: 4,
+      cnt: 2,
+      turns: 2,
+      limit: 0,
+      weight: 3,
+      paused: 0,
+      ready: 1,
+    });
     // Listed and runnable: only the lengths of its lists change. Paused: counted the same.
     await q.submitBulk([job('w', 'high'), job('w', 'low'), job('w', 'low'), job('p', 'high')]);
     await q.submit(job('w', 'high'));
@@ -282,7 +325,14 @@ describe('fair selection', () => {
       await q.setGroupLimit('w3', { weight: 3 });
       await q.setGroupLimit('w2', { weight: 2 });
       await q.setGroupLimit('lim', { concurrency: 2 });
-      await q.submitBulk([...jobs('w3', 9), ...jobs('mix', 3, 'high'), ...jobs('mix', 4), ...jobs('lim', 5), ...jobs('p', 3), ...jobs('w2', 5)]);
+      await q.submitBulk([
+        ...jobs('w3', 9),
+        ...jobs('mix', 3, 'high'),
+        ...jobs('mix', 4),
+        ...jobs('lim', 5),
+        ...jobs('p', 3),
+        ...jobs('w2', 5),
+      ]);
       await q.pauseGroup('p');
       return { q, k };
     };
@@ -310,7 +360,15 @@ describe('fair selection', () => {
     inBatches.push(...(await drain(batched, 7)));
     oneByOne.push(...(await drain(single, 1)));
     expect(inBatches.slice(4, 13)).toEqual([
-      'w3-low-2', 'mix-high-0', 'lim-low-0', 'w2-low-0', 'w2-low-1', 's-low-1', 'rel-low-1', 'w3-low-3', 'w3-low-4',
+      'w3-low-2',
+      'mix-high-0',
+      'lim-low-0',
+      'w2-low-0',
+      'w2-low-1',
+      's-low-1',
+      'rel-low-1',
+      'w3-low-3',
+      'w3-low-4',
     ]);
     // every runnable job: 3 of s and 3 of rel (the failed and the released ones again), 9 + 7 + 2 (the limit) + 5
     expect(inBatches).toHaveLength(3 + 3 + 9 + 7 + 2 + 5);

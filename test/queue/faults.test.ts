@@ -2,13 +2,14 @@
  * Fault tests (issue 3): real executor processes, a private redis-server per test, real kills.
  * Each scenario also runs for as long as you like with `npm run chaos` (test/fixtures/chaos.ts).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+
 import { Redis } from 'ioredis';
-import { Queue, Worker, type QueueEvent } from '../../src/index.js';
-import { NodeProcess } from '../helpers/processes.js';
-import { RedisServer } from '../helpers/redis-server.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Queue, type QueueEvent, Worker } from '../../src/index.js';
 import { executorScript, formatReport, runChaos } from '../fixtures/chaos.js';
 import { readRuns } from '../fixtures/runs.js';
+import { NodeProcess } from '../helpers/processes.js';
+import { RedisServer } from '../helpers/redis-server.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -71,7 +72,7 @@ describe('faults', () => {
     expect(r.executions).toBe(5000 + r.reRuns);
   }, 240_000);
 
-  it('frozen executor: its late completions are refused and each final record is the takeover\'s', async () => {
+  it("frozen executor: its late completions are refused and each final record is the takeover's", async () => {
     const server = await privateRedis();
     const name = `frozen-${Date.now().toString(36)}`;
     const q = queue(name, server.url);
@@ -87,10 +88,14 @@ describe('faults', () => {
     for (const id of ids) await b.waitFor((m) => m?.type === 'started' && m.id === id, 30_000);
     // A handler begins before its run's start reaches Redis (starts go in one call at the end of
     // the turn): read the jobs once that call is applied, well before their 2.5 s runs end.
-    const during = await eventually("B's starts applied", async () => {
-      const js = await Promise.all(ids.map((id) => q.getJob(id)));
-      return js.every((j) => j?.state !== 'scheduled') && js;
-    }, 2000);
+    const during = await eventually(
+      "B's starts applied",
+      async () => {
+        const js = await Promise.all(ids.map((id) => q.getJob(id)));
+        return js.every((j) => j?.state !== 'scheduled') && js;
+      },
+      2000,
+    );
     expect(during.map((j) => [j!.state, j!.worker])).toEqual(ids.map(() => ['running', 'exec-b']));
     expect(during.every((j) => j!.retries === 1 && /lease expired/.test(j!.error ?? ''))).toBe(true);
 
@@ -98,7 +103,7 @@ describe('faults', () => {
     a.signal('SIGCONT');
     for (const id of ids) await a.waitFor((m) => m?.type === 'leaseLost' && m.id === id);
     for (const id of ids) await b.waitFor((m) => m?.type === 'completed' && m.id === id, 30_000);
-    expect(a.received().some((m: any) => m?.type === 'completed')).toBe(false);
+    expect(a.received().some((m) => m?.type === 'completed')).toBe(false);
 
     const runs = await readRuns(client(server.url), name);
     for (const id of ids) {
@@ -178,9 +183,13 @@ describe('faults', () => {
     const name = `close-outage-${Date.now().toString(36)}`;
     const q = queue(name, server.url);
     const errors: Error[] = [];
-    const w = new Worker(name, {
-      hang: ({ signal }) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
-    }, { connection: server.url, leaseMs: 1000 });
+    const w = new Worker(
+      name,
+      {
+        hang: ({ signal }) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      },
+      { connection: server.url, leaseMs: 1000 },
+    );
     w.on('error', (e) => errors.push(e));
     cleanups.push(() => w.close());
     const job = await q.submit({ task: 'hang' });
@@ -193,7 +202,11 @@ describe('faults', () => {
     expect(errors.some((e) => /did not answer/.test(e.message))).toBe(true);
 
     await server.restart();
-    const w2 = new Worker(name, { hang: () => 'done' }, { connection: server.url, leaseMs: 1000, retryDelay: 50, fallbackWakeMs: 60_000 });
+    const w2 = new Worker(
+      name,
+      { hang: () => 'done' },
+      { connection: server.url, leaseMs: 1000, retryDelay: 50, fallbackWakeMs: 60_000 },
+    );
     w2.on('error', () => {});
     cleanups.push(() => w2.close());
     const t2 = Date.now();
@@ -204,7 +217,7 @@ describe('faults', () => {
     expect(final.retries).toBe(1);
   }, 60_000);
 
-  it('executor registry: live executors are listed with their details; a killed one\'s entry expires', async () => {
+  it("executor registry: live executors are listed with their details; a killed one's entry expires", async () => {
     const server = await privateRedis();
     const name = `registry-${Date.now().toString(36)}`;
     const q = queue(name, server.url);
@@ -214,19 +227,31 @@ describe('faults', () => {
     await q.submit({ task: 'hang', group: 'x' });
     await eventually('a running job to be reported', async () => (await q.workers()).some((w) => w.running === 1));
     const list = (await q.workers()).sort((x, y) => x.id.localeCompare(y.id));
-    expect(list.map((w) => [w.id, w.pid, w.concurrency])).toEqual([['reg-a', a.pid, 3], ['reg-b', b.pid, 1]]);
+    expect(list.map((w) => [w.id, w.pid, w.concurrency])).toEqual([
+      ['reg-a', a.pid, 3],
+      ['reg-b', b.pid, 1],
+    ]);
     for (const w of list) {
       expect(typeof w.host).toBe('string');
       expect(w.started).toBeGreaterThan(0);
     }
     await b.kill();
-    await eventually('the dead executor to leave the registry', async () => {
-      const ids = (await q.workers()).map((w) => w.id);
-      return ids.length === 1 && ids[0] === 'reg-a';
-    }, 20_000);
+    await eventually(
+      'the dead executor to leave the registry',
+      async () => {
+        const ids = (await q.workers()).map((w) => w.id);
+        return ids.length === 1 && ids[0] === 'reg-a';
+      },
+      20_000,
+    );
     // Its keys are gone too, not only hidden.
     const raw = client(server.url);
-    await eventually('the registry entry to be removed', async () => (await raw.zscore(`{rota:${name}}:workers`, 'reg-b')) === null && (await raw.exists(`{rota:${name}}:w:reg-b`)) === 0, 20_000);
+    await eventually(
+      'the registry entry to be removed',
+      async () =>
+        (await raw.zscore(`{rota:${name}}:workers`, 'reg-b')) === null && (await raw.exists(`{rota:${name}}:w:reg-b`)) === 0,
+      20_000,
+    );
   }, 60_000);
 
   it('an executor restarted under its id releases the jobs still marked with it at once', async () => {
@@ -237,7 +262,10 @@ describe('faults', () => {
     const env = { REDIS_URL: server.url, QUEUE: name, ID: 'pod-1', CONCURRENCY: '2', LEASE_MS: '60000', REPORT: '1' };
     const first = executor(env);
     await first.waitFor((m) => m?.type === 'ready');
-    const jobs = await q.submitBulk([{ task: 'work', args: { ms: 60_000 } }, { task: 'work', args: { ms: 60_000 } }]);
+    const jobs = await q.submitBulk([
+      { task: 'work', args: { ms: 60_000 } },
+      { task: 'work', args: { ms: 60_000 } },
+    ]);
     for (const j of jobs) await first.waitFor((m) => m?.type === 'started' && m.id === j.id);
     await first.kill();
 

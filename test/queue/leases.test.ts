@@ -51,7 +51,13 @@ describe('leases', () => {
     expect(await raw.object('ENCODING', q.keys.leases)).toBe('skiplist');
     expect(await raw.zrangebyscore(q.keys.leases, 2 ** 52, '+inf')).toHaveLength(1);
     // two runs whose start was never sent, one started
-    expect(await finish(q, raw, [[...runs[0], '+s'], [...runs[1], '+s'], [...runs[2], 's']])).toEqual(['success', 'success', 'success']);
+    expect(
+      await finish(q, raw, [
+        [...runs[0], '+s'],
+        [...runs[1], '+s'],
+        [...runs[2], 's'],
+      ]),
+    ).toEqual(['success', 'success', 'success']);
     expect(await leases(q, raw)).toEqual([]);
     expect(await q.counts()).toMatchObject({ success: 3, scheduled: 0, running: 0 });
   });
@@ -63,7 +69,13 @@ describe('leases', () => {
     expect(await q.cancel(id)).toBe('cancelling');
     expect(await leases(q, raw)).toEqual([`${token}?${id}`]);
     // the heartbeat keeps the marked lease and reports the cancel
-    const beat = await storeOf(raw, q.name).heartbeat({ workerId: 'exec-l', leaseMs: 30_000, ttlMs: 60_000, info: {}, held: [{ id, token }] });
+    const beat = await storeOf(raw, q.name).heartbeat({
+      workerId: 'exec-l',
+      leaseMs: 30_000,
+      ttlMs: 60_000,
+      info: {},
+      held: [{ id, token }],
+    });
     expect(beat).toEqual({ lost: [], cancel: [id] });
     expect(await finish(q, raw, [[id, token, 's']])).toEqual(['cancelled']);
     expect(await leases(q, raw)).toEqual([]);
@@ -75,7 +87,12 @@ describe('leases', () => {
     await start(q, raw, runs);
     // the first claims its start was not sent, the second holds a stale token
     const [a, b] = runs;
-    expect(await finish(q, raw, [[...a, '+s'], [b[0], String(Number(b[1]) + 1), 's']])).toEqual(['success', '']);
+    expect(
+      await finish(q, raw, [
+        [...a, '+s'],
+        [b[0], String(Number(b[1]) + 1), 's'],
+      ]),
+    ).toEqual(['success', '']);
     expect(await leases(q, raw)).toEqual([`${b[1]}!${b[0]}`]);
     expect(await q.counts()).toMatchObject({ success: 1, running: 1, scheduled: 0 });
     expect(await finish(q, raw, [[...b, 's']])).toEqual(['success']);

@@ -1,8 +1,8 @@
 /** Retries with backoff, cancellation, idempotent submit, and bad input that writes nothing. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Queue, ValidationError, PayloadTooLargeError, type Job } from '../../src/index.js';
-import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+import { type Job, PayloadTooLargeError, Queue, ValidationError } from '../../src/index.js';
 import { parseEntry } from '../../src/queue/events.js';
+import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
 afterEach(closeAll);
 const queue = openQueue;
@@ -27,16 +27,20 @@ describe('job lifecycle', () => {
     const q = queue(name);
     const attempts: Array<{ at: number; due?: number; retries: number; error?: string }> = [];
     const failedAt: number[] = [];
-    const w = worker(name, {
-      flaky: async ({ job }) => {
-        attempts.push({ at: Date.now(), due: job.due, retries: job.retries, error: job.error });
-        if (attempts.length <= 2) {
-          failedAt.push(Date.now());
-          throw new Error(`attempt ${attempts.length} failed`);
-        }
-        return 'ok';
+    const w = worker(
+      name,
+      {
+        flaky: async ({ job }) => {
+          attempts.push({ at: Date.now(), due: job.due, retries: job.retries, error: job.error });
+          if (attempts.length <= 2) {
+            failedAt.push(Date.now());
+            throw new Error(`attempt ${attempts.length} failed`);
+          }
+          return 'ok';
+        },
       },
-    }, { retryDelay: 100 });
+      { retryDelay: 100 },
+    );
     const stuck: Job[] = [];
     w.on('stuck', (j) => stuck.push(j));
     const job = await q.submit({ task: 'flaky', maxRetries: 3 });
@@ -47,10 +51,17 @@ describe('job lifecycle', () => {
     expect(final.state).toBe('success');
     expect(final.retries).toBe(2);
     expect(final.result).toBe('ok');
-    expect(stuck.map((j) => j.error)).toEqual([expect.stringContaining('attempt 1 failed'), expect.stringContaining('attempt 2 failed')]);
+    expect(stuck.map((j) => j.error)).toEqual([
+      expect.stringContaining('attempt 1 failed'),
+      expect.stringContaining('attempt 2 failed'),
+    ]);
     expect(attempts.map((a) => a.retries)).toEqual([0, 1, 2]);
     // a retried run is handed its last error
-    expect(attempts.map((a) => a.error)).toEqual([undefined, expect.stringContaining('attempt 1 failed'), expect.stringContaining('attempt 2 failed')]);
+    expect(attempts.map((a) => a.error)).toEqual([
+      undefined,
+      expect.stringContaining('attempt 1 failed'),
+      expect.stringContaining('attempt 2 failed'),
+    ]);
     for (let k = 1; k <= 2; k++) {
       const backoff = 100 * 2 ** (k - 1);
       // The due time is the failure time plus the backoff (server clock), and the retry starts no earlier.
@@ -65,11 +76,31 @@ describe('job lifecycle', () => {
     const seen: Job[] = [];
     const w = worker(name, { look: ({ job }) => void seen.push(job) });
     const args = { text: 'zß€😀', bytes: Buffer.from([0, 255, 7]), n: 2 ** 40, nested: [null, true, { a: 1.5 }] };
-    const job = await q.submit({ task: 'look', group: 'g:{1}', args, subject: 'a subject', submitter: 'me', priority: 'high', maxRetries: 5, maxRuntime: 60_000 });
+    const job = await q.submit({
+      task: 'look',
+      group: 'g:{1}',
+      args,
+      subject: 'a subject',
+      submitter: 'me',
+      priority: 'high',
+      maxRetries: 5,
+      maxRuntime: 60_000,
+    });
     await eventually(async () => seen.length === 1);
     expect(seen[0]).toMatchObject({
-      id: job.id, task: 'look', group: 'g:{1}', args, subject: 'a subject', submitter: 'me', priority: 'high',
-      maxRetries: 5, maxRuntime: 60_000, retries: 0, submitted: job.submitted, state: 'scheduled', worker: w.id,
+      id: job.id,
+      task: 'look',
+      group: 'g:{1}',
+      args,
+      subject: 'a subject',
+      submitter: 'me',
+      priority: 'high',
+      maxRetries: 5,
+      maxRuntime: 60_000,
+      retries: 0,
+      submitted: job.submitted,
+      state: 'scheduled',
+      worker: w.id,
     });
     expect(seen[0].takeSeq).toBeGreaterThan(0);
   });
@@ -87,7 +118,13 @@ describe('job lifecycle', () => {
     expect(done.started).toBeGreaterThan(0);
     expect(done.finished).toBeGreaterThanOrEqual(done.started!);
     const entries = (await rawClient().xrange(q.keys.events, '-', '+')) as Array<[string, string[]]>;
-    const mine = entries.map(([sid, f]) => parseEntry(sid, f).filter((e) => e.id === job.id).map((e) => e.state)).filter((x) => x.length);
+    const mine = entries
+      .map(([sid, f]) =>
+        parseEntry(sid, f)
+          .filter((e) => e.id === job.id)
+          .map((e) => e.state),
+      )
+      .filter((x) => x.length);
     expect(mine).toEqual([['waiting'], ['scheduled'], ['running', 'success']]);
     expect((await q.counts()).running ?? 0).toBe(0);
   });
@@ -95,12 +132,20 @@ describe('job lifecycle', () => {
   it('fails a job for good once maxRetries are used', async () => {
     const name = uniqueQueue();
     const q = queue(name);
-    const w = worker(name, { bad: () => { throw new Error('always'); } }, { retryDelay: 10 });
+    const w = worker(
+      name,
+      {
+        bad: () => {
+          throw new Error('always');
+        },
+      },
+      { retryDelay: 10 },
+    );
     const failed: Job[] = [];
     w.on('failed', (j) => failed.push(j));
     const job = await q.submit({ task: 'bad', maxRetries: 2 });
     await until(w, 'failed', () => failed.length === 1);
-    expect((await q.getJob(job.id))).toMatchObject({ state: 'failed', retries: 2, error: expect.stringContaining('always') });
+    expect(await q.getJob(job.id)).toMatchObject({ state: 'failed', retries: 2, error: expect.stringContaining('always') });
   });
 
   it('cancels a waiting job at once and a running job through its signal', async () => {
@@ -109,16 +154,20 @@ describe('job lifecycle', () => {
     let aborted = false;
     let started!: () => void;
     const running = new Promise<void>((r) => (started = r));
-    const w = worker(name, {
-      hold: ({ signal }) =>
-        new Promise((_resolve, reject) => {
-          started();
-          signal.addEventListener('abort', () => {
-            aborted = true;
-            reject(signal.reason);
-          });
-        }),
-    }, { concurrency: 1 });
+    const w = worker(
+      name,
+      {
+        hold: ({ signal }) =>
+          new Promise((_resolve, reject) => {
+            started();
+            signal.addEventListener('abort', () => {
+              aborted = true;
+              reject(signal.reason);
+            });
+          }),
+      },
+      { concurrency: 1 },
+    );
     const held = await q.submit({ task: 'hold', group: 'x' });
     const queued = await q.submit({ task: 'hold', group: 'x' });
     await running;
@@ -159,13 +208,18 @@ describe('job lifecycle', () => {
     const again = await q.submit({ id: 'invoice-42', task: 'send', args: { n: 2 } });
     expect(again.args).toEqual({ n: 1 });
     expect(again.submitted).toBe(first.submitted);
-    const bulk = await q.submitBulk([{ id: 'invoice-42', task: 'send' }, { id: 'invoice-43', task: 'send' }]);
+    const bulk = await q.submitBulk([
+      { id: 'invoice-42', task: 'send' },
+      { id: 'invoice-43', task: 'send' },
+    ]);
     expect(bulk.map((j) => j.id)).toEqual(['invoice-42', 'invoice-43']);
     expect((await q.counts()).waiting).toBe(2);
     expect((await q.groups()).find((g) => g.group === 'default')!.waiting).toBe(2);
     // An id repeated inside one bulk of new ids is written once; the repeat answers the first.
     const repeated = await q.submitBulk([
-      { id: 'invoice-50', task: 'send', args: { n: 1 } }, { id: 'invoice-51', task: 'send' }, { id: 'invoice-50', task: 'send', args: { n: 2 } },
+      { id: 'invoice-50', task: 'send', args: { n: 1 } },
+      { id: 'invoice-51', task: 'send' },
+      { id: 'invoice-50', task: 'send', args: { n: 2 } },
     ]);
     expect(repeated.map((j) => j.args)).toEqual([{ n: 1 }, undefined, { n: 1 }]);
     expect((await q.counts()).waiting).toBe(4);
@@ -228,9 +282,11 @@ describe('job lifecycle', () => {
     const w = worker(name, { echo: ({ args }) => args }, { concurrency: 2 });
     w.on('completed', (j) => done.push(j));
     await until(w, 'completed', () => done.length === groups.length);
-    for (const j of jobs) expect((await q.getJob(j.id))).toMatchObject({ state: 'success', result: j.group, group: j.group });
+    for (const j of jobs) expect(await q.getJob(j.id)).toMatchObject({ state: 'success', result: j.group, group: j.group });
     // Drained groups are not kept, but for one with a setting of its own.
-    expect(await q.groups()).toEqual([{ group: 'a:b:high', waiting: 0, running: 0, stuck: 0, paused: false, limit: 0, weight: 2 }]);
+    expect(await q.groups()).toEqual([
+      { group: 'a:b:high', waiting: 0, running: 0, stuck: 0, paused: false, limit: 0, weight: 2 },
+    ]);
     await q.setGroupLimit('a:b:high', { weight: 1 });
     expect(await q.groups()).toEqual([]);
     const r = rawClient();

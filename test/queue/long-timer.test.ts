@@ -1,8 +1,8 @@
 /** Timers longer than Node's setTimeout takes (2^31 ms): the helper, and a run's timebox through a real executor. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Job } from '../../src/index.js';
 import { clearLongTimeout, MAX_TIMEOUT_MS, setLongTimeout } from '../../src/queue/long-timer.js';
 import { closeAll, openQueue, openWorker, uniqueQueue } from '../helpers/setup.js';
-import type { Job } from '../../src/index.js';
 
 afterEach(closeAll);
 const DAY = 86_400_000;
@@ -54,13 +54,14 @@ describe('a run with a maxRuntime past 2^31 ms', () => {
     const q = openQueue(name);
     const job = await q.submit({ task: 'wait', maxRuntime: 2 ** 31 + 1000 });
     const w = openWorker(name, {
-      wait: ({ signal }) => new Promise<string>((resolve, reject) => {
-        const t = setTimeout(() => resolve('waited'), 50);
-        signal.addEventListener('abort', () => {
-          clearTimeout(t);
-          reject(signal.reason);
-        });
-      }),
+      wait: ({ signal }) =>
+        new Promise<string>((resolve, reject) => {
+          const t = setTimeout(() => resolve('waited'), 50);
+          signal.addEventListener('abort', () => {
+            clearTimeout(t);
+            reject(signal.reason);
+          });
+        }),
     });
     const ended = await new Promise<Job>((resolve) => {
       w.once('completed', resolve);

@@ -3,11 +3,11 @@
  * retention by count and age, the events stream, and repeats of start/finish after a reconnect.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Queue, Worker, PermanentError, TimeoutError, type Job, type QueueEvent } from '../../src/index.js';
-import { finishRuns, settings, startRuns, storeOf, takeRuns } from '../helpers/store.js';
+import { type Job, PermanentError, Queue, type QueueEvent, TimeoutError, Worker } from '../../src/index.js';
+import { executorScript } from '../fixtures/chaos.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
-import { executorScript } from '../fixtures/chaos.js';
+import { finishRuns, settings, startRuns, storeOf, takeRuns } from '../helpers/store.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -22,7 +22,11 @@ function queue(name: string): Queue {
   return q;
 }
 
-function worker(name: string, handlers: ConstructorParameters<typeof Worker>[1], opts: Partial<ConstructorParameters<typeof Worker>[2]> = {}): Worker {
+function worker(
+  name: string,
+  handlers: ConstructorParameters<typeof Worker>[1],
+  opts: Partial<ConstructorParameters<typeof Worker>[2]> = {},
+): Worker {
   const w = new Worker(name, handlers, { connection: redisUrl(), ...opts });
   w.on('error', () => {});
   open.push(w);
@@ -53,14 +57,18 @@ describe('graceful shutdown', () => {
     const q = queue(name);
     const reasons: string[] = [];
     const stubborn = async ({ signal }: { signal: AbortSignal }) => {
-      await new Promise((_r, reject) => signal.addEventListener('abort', () => {
-        reasons.push(String((signal.reason as Error).message));
-        reject(signal.reason);
-      }));
+      await new Promise((_r, reject) =>
+        signal.addEventListener('abort', () => {
+          reasons.push(String((signal.reason as Error).message));
+          reject(signal.reason);
+        }),
+      );
     };
     const w = worker(name, { quick: () => sleep(150).then(() => 'done'), stubborn }, { concurrency: 3 });
     const [quick, s1, s2] = await q.submitBulk([
-      { task: 'quick', group: 'a' }, { task: 'stubborn', group: 'b' }, { task: 'stubborn', group: 'c' },
+      { task: 'quick', group: 'a' },
+      { task: 'stubborn', group: 'b' },
+      { task: 'stubborn', group: 'c' },
     ]);
     await Promise.all([quick, s1, s2].map((j) => stateOf(q, j.id, ['running'])));
     await w.close({ timeout: 1000 });
@@ -102,11 +110,19 @@ describe('graceful shutdown', () => {
     const name = uniqueQueue('sigterm');
     const q = queue(name);
     const child = new NodeProcess(executorScript(), [], {
-      REDIS_URL: redisUrl(), QUEUE: name, ID: 'term-1', CONCURRENCY: '2', REPORT: '1', SHUTDOWN_TIMEOUT: '300',
+      REDIS_URL: redisUrl(),
+      QUEUE: name,
+      ID: 'term-1',
+      CONCURRENCY: '2',
+      REPORT: '1',
+      SHUTDOWN_TIMEOUT: '300',
     });
     open.push({ close: () => child.kill() });
     await child.waitFor((m) => m?.type === 'ready');
-    const jobs = await q.submitBulk([{ task: 'hang', group: 'a' }, { task: 'hang', group: 'b' }]);
+    const jobs = await q.submitBulk([
+      { task: 'hang', group: 'a' },
+      { task: 'hang', group: 'b' },
+    ]);
     for (const j of jobs) await child.waitFor((m) => m?.type === 'started' && m.id === j.id);
     child.signal('SIGTERM');
     expect(await child.exited).toBe(0);
@@ -125,15 +141,19 @@ describe('timebox', () => {
     let abortedAt = 0;
     let ignorerReturned = false;
     const failed: Array<[Job, Error]> = [];
-    const w = worker(name, {
-      ignore: async ({ signal }) => {
-        signal.addEventListener('abort', () => (abortedAt = Date.now()));
-        await sleep(6000);
-        ignorerReturned = true;
+    const w = worker(
+      name,
+      {
+        ignore: async ({ signal }) => {
+          signal.addEventListener('abort', () => (abortedAt = Date.now()));
+          await sleep(6000);
+          ignorerReturned = true;
+        },
+        polite: ({ signal }) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+        quick: () => 'ok',
       },
-      polite: ({ signal }) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
-      quick: () => 'ok',
-    }, { concurrency: 1, graceMs: 300 });
+      { concurrency: 1, graceMs: 300 },
+    );
     w.on('failed', (job, err) => failed.push([job, err]));
     const started = Date.now();
     const [ign, pol, quick] = await q.submitBulk([
@@ -151,25 +171,32 @@ describe('timebox', () => {
       expect(job.retries).toBe(0);
       expect(job.error).toMatch(/timed out: ran longer than its maxRuntime of 200 ms/);
     }
-    expect(failed.map(([j, e]) => [j.id, e instanceof TimeoutError])).toEqual([[ign.id, true], [pol.id, true]]);
+    expect(failed.map(([j, e]) => [j.id, e instanceof TimeoutError])).toEqual([
+      [ign.id, true],
+      [pol.id, true],
+    ]);
     expect(q3.result).toBe('ok');
   });
 });
 
 describe('retry wake-up', () => {
-  it('an idle executor wakes at a stuck job\'s due time, not at its fallback timer', async () => {
+  it("an idle executor wakes at a stuck job's due time, not at its fallback timer", async () => {
     const name = uniqueQueue('stuck-wake');
     const q = queue(name);
     let calls = 0;
     const done: Job[] = [];
     // Two slots: while the job runs, the loop blocks on the marker for work for the free slot.
-    const w = worker(name, {
-      flaky: async () => {
-        await sleep(100);
-        if (++calls === 1) throw new Error('first try fails');
-        return 'ok';
+    const w = worker(
+      name,
+      {
+        flaky: async () => {
+          await sleep(100);
+          if (++calls === 1) throw new Error('first try fails');
+          return 'ok';
+        },
       },
-    }, { concurrency: 2, retryDelay: 100, fallbackWakeMs: 60_000 });
+      { concurrency: 2, retryDelay: 100, fallbackWakeMs: 60_000 },
+    );
     w.on('completed', (j) => done.push(j));
     const job = await q.submit({ task: 'flaky' });
     await until(w, 'completed', () => done.length === 1, 20_000);
@@ -182,18 +209,32 @@ describe('retention', () => {
     const name = uniqueQueue('retention');
     const q = queue(name);
     const order: string[] = [];
-    const w = worker(name, {
-      ok: async ({ log }) => { log('hello'); await sleep(3); return 1; },
-      bad: () => { throw new PermanentError('no'); },
-    }, { keepSucceeded: { count: 3 }, keepFailed: { count: 2 } });
+    const w = worker(
+      name,
+      {
+        ok: async ({ log }) => {
+          log('hello');
+          await sleep(3);
+          return 1;
+        },
+        bad: () => {
+          throw new PermanentError('no');
+        },
+      },
+      { keepSucceeded: { count: 3 }, keepFailed: { count: 2 } },
+    );
     w.on('completed', (j) => order.push(j.id));
     const ok = await q.submitBulk(Array.from({ length: 10 }, () => ({ task: 'ok' })));
     const bad = await q.submitBulk(Array.from({ length: 5 }, () => ({ task: 'bad' })));
     await until(w, 'completed', () => order.length === 10);
-    await Promise.all(bad.map((j) => eventually('failed or removed', async () => {
-      const job = await q.getJob(j.id);
-      return !job || job.state === 'failed';
-    })));
+    await Promise.all(
+      bad.map((j) =>
+        eventually('failed or removed', async () => {
+          const job = await q.getJob(j.id);
+          return !job || job.state === 'failed';
+        }),
+      ),
+    );
     const raw = rawClient();
     try {
       const keptOk = await raw.zrange(`{rota:${name}}:done:success`, 0, -1);
@@ -221,10 +262,14 @@ describe('retention', () => {
     w.on('completed', (j) => done.push(j));
     const jobs = await q.submitBulk(Array.from({ length: 5 }, () => ({ task: 'ok' })));
     await until(w, 'completed', () => done.length === 5);
-    await eventually('old jobs to be removed', async () => {
-      const left = await Promise.all(jobs.map((j) => q.getJob(j.id)));
-      return left.every((j) => j === null);
-    }, 10_000);
+    await eventually(
+      'old jobs to be removed',
+      async () => {
+        const left = await Promise.all(jobs.map((j) => q.getJob(j.id)));
+        return left.every((j) => j === null);
+      },
+      10_000,
+    );
     expect((await q.counts()).success).toBe(0);
   });
 
@@ -290,10 +335,19 @@ describe('events stream', () => {
     })().catch(() => {});
     await sleep(200); // the reader is blocked on the stream
     let calls = 0;
-    const w = worker(name, {
-      flaky: () => { if (++calls === 1) throw new Error('first try fails'); return 'ok'; },
-      doomed: () => { throw new PermanentError('never'); },
-    }, { retryDelay: 50 });
+    const w = worker(
+      name,
+      {
+        flaky: () => {
+          if (++calls === 1) throw new Error('first try fails');
+          return 'ok';
+        },
+        doomed: () => {
+          throw new PermanentError('never');
+        },
+      },
+      { retryDelay: 50 },
+    );
     const flaky = await q.submit({ task: 'flaky', maxRetries: 2 });
     const doomed = await q.submit({ task: 'doomed' });
     await stateOf(q, flaky.id, ['success']);
@@ -302,11 +356,23 @@ describe('events stream', () => {
     ac.abort();
     await reading;
     const of = (id: string) => seen.filter((e) => e.id === id);
-    expect(of(flaky.id).map((e) => e.state)).toEqual(['waiting', 'scheduled', 'running', 'stuck', 'scheduled', 'running', 'success']);
+    expect(of(flaky.id).map((e) => e.state)).toEqual([
+      'waiting',
+      'scheduled',
+      'running',
+      'stuck',
+      'scheduled',
+      'running',
+      'success',
+    ]);
     expect(of(flaky.id).find((e) => e.state === 'stuck')!.error).toMatch(/first try fails/);
     expect(of(doomed.id).map((e) => e.state)).toEqual(['waiting', 'scheduled', 'running', 'failed']);
     expect(of(doomed.id).at(-1)!.error).toMatch(/never/);
-    expect(of(flaky.id).filter((e) => e.state !== 'stuck' && e.state !== 'failed').every((e) => e.error === undefined)).toBe(true);
+    expect(
+      of(flaky.id)
+        .filter((e) => e.state !== 'stuck' && e.state !== 'failed')
+        .every((e) => e.error === undefined),
+    ).toBe(true);
 
     // Resuming after the stuck event replays exactly what followed it.
     const stuck = of(flaky.id).find((e) => e.state === 'stuck')!;

@@ -36,7 +36,10 @@ describe('the schema version', () => {
     await raw.hset(`{rota:${name}}:meta`, 'schema', other);
     raw.disconnect();
     const expectMismatch = async (call: Promise<unknown>) => {
-      const err = await call.then(() => null, (e: unknown) => e);
+      const err = await call.then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(SchemaMismatchError);
       expect(err).toMatchObject({ queue: name, found: other, expected: SCHEMA_VERSION });
       expect((err as Error).message).toContain(`schema version ${other}`);

@@ -7,7 +7,9 @@ function planFor(concurrency: number, sizer = new TakeSizer(concurrency)) {
   const clock = { mono: 1000, wall: 1_700_000_000_000 };
   const wakes: number[] = [];
   const plan = new TakePlan({
-    concurrency, sizer, fallbackWakeMs: 30_000,
+    concurrency,
+    sizer,
+    fallbackWakeMs: 30_000,
     wakeIn: (ms) => wakes.push(ms),
     clock: { now: () => clock.mono, wall: () => clock.wall },
   });
@@ -109,7 +111,7 @@ describe('take plan: a dry queue', () => {
     expect(plan.forLoop(1, false)).toBe(5);
   });
 
-  it('counts the queue wet again when a finish call\'s take comes back full', () => {
+  it("counts the queue wet again when a finish call's take comes back full", () => {
     const { plan } = planFor(10);
     takeAndAnswer(plan, 5, 1);
     expect(plan.forLoop(1, false)).toBe(0);
@@ -172,7 +174,7 @@ describe('take plan: the pace under a backlog', () => {
     expect(wakes).toEqual([]);
   });
 
-  it('holds a backlog\'s takes to the pace, and asks to be woken when it allows the rest', () => {
+  it("holds a backlog's takes to the pace, and asks to be woken when it allows the rest", () => {
     const { plan, clock, wakes } = planFor(100, timed());
     takeAndAnswer(plan, 3, 3); // a backlog
     // the pace saved up two takes (6 starts): two full takes go at once

@@ -85,7 +85,7 @@ describe('start pace', () => {
   });
 });
 
-describe('an executor\'s take size', () => {
+describe("an executor's take size", () => {
   afterEach(closeAll);
 
   const runAll = async (jobs: number, handler: () => unknown) => {
@@ -103,7 +103,7 @@ describe('an executor\'s take size', () => {
     expect(w.takeSize).toBe(8);
   });
 
-  it('spreads a backlog\'s starts over the run time instead of refilling freed slots in waves', async () => {
+  it("spreads a backlog's starts over the run time instead of refilling freed slots in waves", async () => {
     // 40 slots of 50 ms jobs: the first 40 start together (nothing is timed yet) and end
     // together; refilled at once, they would start together again every cycle. Paced, they
     // start at about 1.25 × 40 ÷ 50 ms = one a ms.
@@ -113,14 +113,20 @@ describe('an executor\'s take size', () => {
     const starts: number[] = [];
     let running = 0;
     let most = 0;
-    const w = track(new Worker(name, {
-      t: async () => {
-        starts.push(performance.now());
-        most = Math.max(most, ++running);
-        await new Promise((r) => setTimeout(r, 50));
-        running--;
-      },
-    }, { connection: redisUrl(), concurrency: 40 }));
+    const w = track(
+      new Worker(
+        name,
+        {
+          t: async () => {
+            starts.push(performance.now());
+            most = Math.max(most, ++running);
+            await new Promise((r) => setTimeout(r, 50));
+            running--;
+          },
+        },
+        { connection: redisUrl(), concurrency: 40 },
+      ),
+    );
     let done = 0;
     w.on('completed', () => done++);
     await until(w, 'completed', () => done === jobs);
@@ -142,9 +148,17 @@ describe('an executor\'s take size', () => {
     const q = openQueue(name);
     await q.submitBulk(Array.from({ length: 4 }, () => ({ task: 'hang', group: 'g', maxRuntime: 300, maxRetries: 0 })));
     await q.submitBulk(Array.from({ length: 64 }, () => ({ task: 't', group: 'g' })));
-    const w = track(new Worker(name, { t: () => 'ok', hang: () => new Promise(() => {}) }, {
-      connection: redisUrl(), concurrency: 16, graceMs: 100,
-    }));
+    const w = track(
+      new Worker(
+        name,
+        { t: () => 'ok', hang: () => new Promise(() => {}) },
+        {
+          connection: redisUrl(),
+          concurrency: 16,
+          graceMs: 100,
+        },
+      ),
+    );
     let completed = 0;
     let failed = 0;
     w.on('completed', () => completed++);

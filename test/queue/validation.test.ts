@@ -1,6 +1,6 @@
 /** Input refused before anything is written: values nested too deep, and fields a spec does not have. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { PeriodicTasks, ValidationError, type Job } from '../../src/index.js';
+import { type Job, PeriodicTasks, ValidationError } from '../../src/index.js';
 import { MAX_DEPTH } from '../../src/queue/validate.js';
 import { closeAll, openQueue, openWorker, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
@@ -11,7 +11,8 @@ async function dump(name: string): Promise<Map<string, string>> {
   const r = rawClient();
   try {
     const out = new Map<string, string>();
-    for (const k of (await r.keys(`{rota:${name}}:*`)).sort()) out.set(k, ((await r.dumpBuffer(k)) ?? Buffer.alloc(0)).toString('hex'));
+    for (const k of (await r.keys(`{rota:${name}}:*`)).sort())
+      out.set(k, ((await r.dumpBuffer(k)) ?? Buffer.alloc(0)).toString('hex'));
     return out;
   } finally {
     r.disconnect();
@@ -45,7 +46,11 @@ describe('nesting depth', () => {
     expectRefused(await outcome(q.submit({ task: 'ok', args: nested(10_000) })), 'args', limit);
     expectRefused(await outcome(q.submit({ task: 'ok', args: nested(10_000, true) })), 'args', limit);
     expectRefused(await outcome(q.submit({ task: 'ok', args: nested(MAX_DEPTH + 1) })), 'args', limit);
-    expectRefused(await outcome(q.submitBulk([{ task: 'ok' }, { task: 'ok', args: { list: [nested(10_000)] } }])), 'specs[1].args', limit);
+    expectRefused(
+      await outcome(q.submitBulk([{ task: 'ok' }, { task: 'ok', args: { list: [nested(10_000)] } }])),
+      'specs[1].args',
+      limit,
+    );
     expect(await dump(name)).toEqual(before);
     expect((await q.counts()).waiting).toBe(2);
   });
@@ -57,7 +62,11 @@ describe('nesting depth', () => {
     const before = await dump(name);
     const limit = new RegExp(`more than ${MAX_DEPTH} levels deep`);
     expectRefused(await outcome(tasks.upsert({ id: 'deep', task: 't', timer: 'daily', args: nested(10_000) })), 'args', limit);
-    expectRefused(await outcome(tasks.rule({ id: 'deep', after: 'e', delay: 1000, task: 't', args: nested(10_000) })), 'args', limit);
+    expectRefused(
+      await outcome(tasks.rule({ id: 'deep', after: 'e', delay: 1000, task: 't', args: nested(10_000) })),
+      'args',
+      limit,
+    );
     expect(await dump(name)).toEqual(before);
   });
 
@@ -91,9 +100,16 @@ describe('unknown fields', () => {
     const typo = { task: 'ok', maxRetry: 10, priorty: 'high' } as never;
     expectRefused(await outcome(q.submit(typo)), 'maxRetry', /is not a known field; did you mean "maxRetries"\?/);
     expectRefused(await outcome(q.submit({ task: 'ok', priorty: 'high' } as never)), 'priorty', /did you mean "priority"\?/);
-    expectRefused(await outcome(q.submit({ task: 'ok', colour: 'red' } as never)), 'colour',
-      /is not a known field; known fields are task, group, priority, .*, args$/);
-    expectRefused(await outcome(q.submitBulk([{ task: 'ok' }, { task: 'ok', Group: 'g' } as never])), 'specs[1].Group', /did you mean "group"\?/);
+    expectRefused(
+      await outcome(q.submit({ task: 'ok', colour: 'red' } as never)),
+      'colour',
+      /is not a known field; known fields are task, group, priority, .*, args$/,
+    );
+    expectRefused(
+      await outcome(q.submitBulk([{ task: 'ok' }, { task: 'ok', Group: 'g' } as never])),
+      'specs[1].Group',
+      /did you mean "group"\?/,
+    );
     expectRefused(await outcome(q.submitBulk([typo])), 'maxRetry', /did you mean "maxRetries"/);
     expect(await dump(name)).toEqual(before);
     expect((await q.counts()).waiting).toBe(1);
@@ -102,7 +118,11 @@ describe('unknown fields', () => {
   it('names the field a periodic task definition likely misspells', async () => {
     const name = uniqueQueue();
     const tasks = track(new PeriodicTasks(name, { connection: redisUrl() }));
-    expectRefused(await outcome(tasks.upsert({ id: 'x', task: 't', timer: 'daily', timezon: 'UTC' } as never)), 'timezon', /did you mean "timezone"\?/);
+    expectRefused(
+      await outcome(tasks.upsert({ id: 'x', task: 't', timer: 'daily', timezon: 'UTC' } as never)),
+      'timezon',
+      /did you mean "timezone"\?/,
+    );
     expect(await dump(name)).toEqual(new Map());
   });
 });

@@ -14,7 +14,11 @@ function documentedAcl(): string[] {
   const doc = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
   const line = doc.split('\n').find((l) => l.startsWith('ACL SETUSER '));
   if (!line) throw new Error('docs/operations.md has no ACL SETUSER line');
-  return line.slice('ACL SETUSER '.length).trim().split(/\s+/).map((a) => (a === '>CHANGE-ME' ? '>s3cret' : a));
+  return line
+    .slice('ACL SETUSER '.length)
+    .trim()
+    .split(/\s+/)
+    .map((a) => (a === '>CHANGE-ME' ? '>s3cret' : a));
 }
 
 let server: RedisServer;
@@ -38,11 +42,15 @@ describe('the documented least-privilege ACL', () => {
     const tasks = new PeriodicTasks('acl', { connection });
     const scheduler = new Scheduler('acl', { connection });
     const ran: string[] = [];
-    const worker = new Worker('acl', {
-      mail: ({ args }) => {
-        ran.push(String(args));
+    const worker = new Worker(
+      'acl',
+      {
+        mail: ({ args }) => {
+          ran.push(String(args));
+        },
       },
-    }, { connection, concurrency: 2 });
+      { connection, concurrency: 2 },
+    );
     const errors: Error[] = [];
     worker.on('error', (e) => errors.push(e));
     scheduler.on('error', (e) => errors.push(e));

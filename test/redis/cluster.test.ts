@@ -5,7 +5,7 @@
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue, Worker } from '../../src/index.js';
-import { startCluster, type LocalCluster } from '../helpers/cluster.js';
+import { type LocalCluster, startCluster } from '../helpers/cluster.js';
 
 let cluster: LocalCluster;
 
@@ -50,10 +50,11 @@ describe('on a Redis Cluster', () => {
       completed.add(job.id);
       onCompleted();
     });
-    const reach = (pred: () => boolean) => new Promise<void>((resolve) => {
-      onCompleted = () => pred() && resolve();
-      onCompleted();
-    });
+    const reach = (pred: () => boolean) =>
+      new Promise<void>((resolve) => {
+        onCompleted = () => pred() && resolve();
+        onCompleted();
+      });
     try {
       await q.submitBulk(Array.from({ length: 300 }, (_, i) => ({ id: `a${i}`, task: 'work', group: `g${i % 7}` })));
       await reach(() => completed.size >= 50);

@@ -3,11 +3,11 @@ import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseEntry } from '../../src/queue/events.js';
 import { buildLibrary, orderIncludes } from '../../src/redis/library.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
 import { wireInclude } from '../../src/redis/wire.js';
 import { closeAll, openQueue, rawClient, uniqueQueue } from '../helpers/setup.js';
-import { parseEntry } from '../../src/queue/events.js';
 
 afterEach(closeAll);
 
@@ -30,7 +30,7 @@ describe('the function library', () => {
     }
   });
 
-  it('starts every call afresh: one call\'s state changes and counts are not carried into the next', async () => {
+  it("starts every call afresh: one call's state changes and counts are not carried into the next", async () => {
     const name = uniqueQueue();
     const q = openQueue(name);
     const r = rawClient();
@@ -38,7 +38,11 @@ describe('the function library', () => {
       await q.submit({ id: 'a', task: 't' });
       await q.submit({ id: 'b', task: 't', group: 'g2' });
       const entries = (await r.xrange(`{rota:${name}}:events`, '-', '+')) as Array<[string, string[]]>;
-      const waiting = entries.map(([id, fields]) => parseEntry(id, fields).filter((e) => e.state === 'waiting').map((e) => e.id));
+      const waiting = entries.map(([id, fields]) =>
+        parseEntry(id, fields)
+          .filter((e) => e.state === 'waiting')
+          .map((e) => e.id),
+      );
       expect(waiting).toEqual([['a'], ['b']]);
       expect((await q.counts()).waiting).toBe(2);
     } finally {

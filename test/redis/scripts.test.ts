@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 const LUA = join(import.meta.dirname, '../../lua');
 const files = [
   ...readdirSync(LUA).filter((f) => f.endsWith('.lua')),
-  ...readdirSync(join(LUA, 'includes')).filter((f) => f.endsWith('.lua')).map((f) => `includes/${f}`),
+  ...readdirSync(join(LUA, 'includes'))
+    .filter((f) => f.endsWith('.lua'))
+    .map((f) => `includes/${f}`),
 ];
 
 describe('the Lua scripts', () => {

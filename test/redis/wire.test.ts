@@ -4,10 +4,10 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { rotaLibrary, runFunction, WIRE_INCLUDE } from '../../src/redis/library.js';
 import { pack } from 'msgpackr';
+import { afterEach, describe, expect, it } from 'vitest';
 import { packDescription, unpackDescription } from '../../src/queue/job.js';
+import { rotaLibrary, runFunction, WIRE_INCLUDE } from '../../src/redis/library.js';
 import { LUA_WIRE, wireInclude } from '../../src/redis/wire.js';
 import { closeAll, rawClient } from '../helpers/setup.js';
 
@@ -16,7 +16,9 @@ afterEach(closeAll);
 const LUA = join(import.meta.dirname, '../../lua');
 const files = [
   ...readdirSync(LUA).filter((f) => f.endsWith('.lua')),
-  ...readdirSync(join(LUA, 'includes')).filter((f) => f.endsWith('.lua')).map((f) => `includes/${f}`),
+  ...readdirSync(join(LUA, 'includes'))
+    .filter((f) => f.endsWith('.lua'))
+    .map((f) => `includes/${f}`),
 ];
 
 describe('the wire values', () => {
@@ -26,7 +28,12 @@ describe('the wire values', () => {
     expect(code.indexOf(include)).toBeGreaterThan(0);
     // the first line after the library's header
     expect(code.split('\n')[1]).toBe(include.split('\n')[0]);
-    expect(include.split('\n').filter((l) => l.startsWith('local ')).map((l) => l.split(' ')[1])).toEqual(Object.keys(LUA_WIRE));
+    expect(
+      include
+        .split('\n')
+        .filter((l) => l.startsWith('local '))
+        .map((l) => l.split(' ')[1]),
+    ).toEqual(Object.keys(LUA_WIRE));
   });
 
   /**
@@ -37,7 +44,8 @@ describe('the wire values', () => {
     const lib = rotaLibrary();
     const name = `${lib.name}x`;
     const fn = `${name}_probe`;
-    const code = lib.code.replace(`#!lua name=${lib.name}`, `#!lua name=${name}`).replaceAll(`'${lib.name}_`, `'${name}_`) +
+    const code =
+      lib.code.replace(`#!lua name=${lib.name}`, `#!lua name=${name}`).replaceAll(`'${lib.name}_`, `'${name}_`) +
       `\nredis.register_function('${fn}', function(KEYS, ARGV)\n${body}\nend)\n`;
     const r = rawClient();
     try {
@@ -50,16 +58,29 @@ describe('the wire values', () => {
   }
 
   it('reach the scripts as wire.ts has them', async () => {
-    const dump = `return cjson.encode({ ${Object.keys(LUA_WIRE).map((n) => `${n} = ${n}`).join(', ')} })`;
+    const dump = `return cjson.encode({ ${Object.keys(LUA_WIRE)
+      .map((n) => `${n} = ${n}`)
+      .join(', ')} })`;
     const got = JSON.parse(String(await runInLibrary<Buffer>(dump, [])));
     expect(got).toEqual(JSON.parse(JSON.stringify(LUA_WIRE)));
   });
 
   it('give a job description one field order on both sides', async () => {
-    const d = { task: 't', group: 'g', priority: 'high' as const, maxRetries: 7, subject: 's', maxRuntime: 500, tracker: 'p', occurrence: 1234 };
+    const d = {
+      task: 't',
+      group: 'g',
+      priority: 'high' as const,
+      maxRetries: 7,
+      subject: 's',
+      maxRuntime: 500,
+      tracker: 'p',
+      occurrence: 1234,
+    };
     // written here, read by the scripts (describeJob: priority and retry limit)
     for (const args of [Buffer.alloc(0), pack({ a: 1 })]) {
-      const read = await runInLibrary<[Buffer, number]>('local p, m = describeJob(ARGV[1])\nreturn { p, m }', [Buffer.concat(packDescription(d, args))]);
+      const read = await runInLibrary<[Buffer, number]>('local p, m = describeJob(ARGV[1])\nreturn { p, m }', [
+        Buffer.concat(packDescription(d, args)),
+      ]);
       expect([read[0].toString(), read[1]]).toEqual(['high', 7]);
     }
     // written by the scripts (a periodic run's, see periodic-stage), read here
@@ -77,7 +98,10 @@ describe('the wire values', () => {
       const text = readFileSync(join(LUA, f), 'utf8');
       for (const name of Object.keys(LUA_WIRE)) {
         // a local of that name (alone or in a list), a global assignment, or a function
-        const defines = new RegExp(`^\\s*(local\\s+(function\\s+)?([\\w\\s,]*,\\s*)?${name}\\b|${name}\\s*=[^=]|function\\s+${name}\\b)`, 'm');
+        const defines = new RegExp(
+          `^\\s*(local\\s+(function\\s+)?([\\w\\s,]*,\\s*)?${name}\\b|${name}\\s*=[^=]|function\\s+${name}\\b)`,
+          'm',
+        );
         if (defines.test(text)) copies.push(`${f}: ${name}`);
       }
     }

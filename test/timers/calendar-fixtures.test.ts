@@ -3,8 +3,18 @@ import { describe, expect, it } from 'vitest';
 import { parseCalendar } from '../../src/timers/calendar.js';
 import { TimerSyntaxError } from '../../src/timers/errors.js';
 
-interface Accepted { spec: string; tz: string; base: string; normalized: string; next: string[] }
-interface Rejected { spec: string; tz: string; error: string }
+interface Accepted {
+  spec: string;
+  tz: string;
+  base: string;
+  normalized: string;
+  next: string[];
+}
+interface Rejected {
+  spec: string;
+  tz: string;
+  error: string;
+}
 
 const dir = new URL('../fixtures/calendar/', import.meta.url);
 const accepted = (JSON.parse(readFileSync(new URL('accepted.json', dir), 'utf8')) as { cases: Accepted[] }).cases;
@@ -36,9 +46,12 @@ describe('calendar events agree with systemd-analyze 252 (fixtures)', () => {
         const timer = parseCalendar(c.spec, c.tz);
         const got = elapses(c.spec, c.tz, c.base, c.next.length + 1);
         const want = c.next;
-        const sameNext = JSON.stringify(got.slice(0, want.length)) === JSON.stringify(want) && (want.length === 6 || got.length === want.length);
+        const sameNext =
+          JSON.stringify(got.slice(0, want.length)) === JSON.stringify(want) && (want.length === 6 || got.length === want.length);
         if (timer.normalized !== c.normalized || !sameNext) {
-          failures.push(`${JSON.stringify(c.spec)} tz=${c.tz} base=${c.base}\n  want ${c.normalized} ${want.join(' ')}\n  got  ${timer.normalized} ${got.join(' ')}`);
+          failures.push(
+            `${JSON.stringify(c.spec)} tz=${c.tz} base=${c.base}\n  want ${c.normalized} ${want.join(' ')}\n  got  ${timer.normalized} ${got.join(' ')}`,
+          );
         }
       } catch (err) {
         failures.push(`${JSON.stringify(c.spec)} tz=${c.tz}: threw ${(err as Error).message}`);

@@ -6,7 +6,10 @@ import { TS_EXEC_ARGV } from '../helpers/processes.js';
 const bin = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 function rota(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [...TS_EXEC_ARGV, bin, ...args], { encoding: 'utf8', env: { ...process.env, TZ: 'UTC' } });
+  const r = spawnSync(process.execPath, [...TS_EXEC_ARGV, bin, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, TZ: 'UTC' },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -20,12 +23,35 @@ describe('rota calendar', () => {
   });
 
   it('prints one JSON object per spec with --json, and exits 1 when a spec is invalid', () => {
-    const r = rota('calendar', '--json', '--from', '2026-03-28T12:00:00Z', '--iterations', '2', 'daily', 'every 2h30m', '25:00', '0 12 * * *');
+    const r = rota(
+      'calendar',
+      '--json',
+      '--from',
+      '2026-03-28T12:00:00Z',
+      '--iterations',
+      '2',
+      'daily',
+      'every 2h30m',
+      '25:00',
+      '0 12 * * *',
+    );
     expect(r.status).toBe(1);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).toHaveLength(4);
-    expect(lines[0]).toEqual({ spec: 'daily', kind: 'calendar', normalized: '*-*-* 00:00:00', next: ['2026-03-29T00:00:00.000Z', '2026-03-30T00:00:00.000Z'] });
-    expect(lines[1]).toMatchObject({ kind: 'interval', normalized: 'every 2h30m', next: ['2026-03-28T12:30:00.000Z', '2026-03-28T15:00:00.000Z'] });
+    expect(lines[0]).toEqual({
+      spec: 'daily',
+      kind: 'calendar',
+      normalized: '*-*-* 00:00:00',
+      next: ['2026-03-29T00:00:00.000Z', '2026-03-30T00:00:00.000Z'],
+    });
+    expect(lines[1]).toMatchObject({
+      kind: 'interval',
+      normalized: 'every 2h30m',
+      next: ['2026-03-28T12:30:00.000Z', '2026-03-28T15:00:00.000Z'],
+    });
     expect(lines[2]).toMatchObject({ spec: '25:00' });
     expect(String(lines[2]!.error)).toContain('hour at position 0');
     expect(lines[3]).toMatchObject({ kind: 'cron', next: ['2026-03-29T12:00:00.000Z', '2026-03-30T12:00:00.000Z'] });

@@ -30,7 +30,8 @@ function parseIterations(value: string): number {
 }
 
 function parseZone(value: string): string {
-  if (value !== 'UTC' && !isValidTimeZone(value)) throw new InvalidArgumentError('expected an IANA time zone such as Europe/Paris');
+  if (value !== 'UTC' && !isValidTimeZone(value))
+    throw new InvalidArgumentError('expected an IANA time zone such as Europe/Paris');
   return value;
 }
 
@@ -50,7 +51,9 @@ function printText(spec: string, timer: Timer, next: Date[], first: boolean): vo
   lines.push(`  Original form: ${spec}`, `           Kind: ${timer.kind}`, `Normalized form: ${timer.normalized}`);
   if (timer.timezone !== undefined) lines.push(`      Time zone: ${timer.timezone}`);
   if (next.length === 0) lines.push('    Next elapse: never');
-  next.forEach((d, i) => lines.push(`${i === 0 ? '    Next elapse' : `       Iter. #${i + 1}`}: ${d.toISOString()}`));
+  next.forEach((d, i) => {
+    lines.push(`${i === 0 ? '    Next elapse' : `       Iter. #${i + 1}`}: ${d.toISOString()}`);
+  });
   process.stdout.write(lines.join('\n') + '\n');
 }
 
@@ -81,7 +84,8 @@ export function register(program: Command): void {
         const next = elapses(timer, from, opts.iterations);
         if (opts.json) {
           process.stdout.write(
-            JSON.stringify({ spec, kind: timer.kind, normalized: timer.normalized, next: next.map((d) => d.toISOString()) }) + '\n',
+            JSON.stringify({ spec, kind: timer.kind, normalized: timer.normalized, next: next.map((d) => d.toISOString()) }) +
+              '\n',
           );
         } else printText(spec, timer, next, index === 0);
       });

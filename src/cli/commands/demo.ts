@@ -1,6 +1,6 @@
 /** `rota demo [--duration S]`: the one-command demo (see src/demo/demo.ts). */
 import type { Command } from 'commander';
-import { describeSummary, runDemo } from '../../demo/demo.js';
+import { type DemoSummary, describeSummary, runDemo } from '../../demo/demo.js';
 import { EXIT_UNREACHABLE } from '../exit-codes.js';
 import { CliError, intOption, printJson, run } from '../support.js';
 
@@ -16,7 +16,7 @@ export function register(program: Command): void {
       run(async () => {
         const redisGiven = cmd.parent?.getOptionValueSource('redis') === 'cli' || Boolean(process.env.REDIS_URL);
         const g = cmd.optsWithGlobals() as { redis: string };
-        let summary;
+        let summary: DemoSummary;
         try {
           summary = await runDemo({ redis: redisGiven ? g.redis : undefined, durationS: o.duration, flood: o.flood });
         } catch (err) {

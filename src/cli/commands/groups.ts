@@ -12,14 +12,16 @@ export function register(program: Command): void {
       withQueue(cmd, async (queue, g) => {
         const groups = await queue.groups();
         if (g.json) return groups.forEach(printJson);
-        printTable(['GROUP', 'WAITING', 'RUNNING', 'STUCK', 'PAUSED', 'LIMIT', 'WEIGHT'],
-          groups.map((x) => [x.group, x.waiting, x.running, x.stuck, x.paused ? 'yes' : 'no', x.limit || 'none', x.weight]));
+        printTable(
+          ['GROUP', 'WAITING', 'RUNNING', 'STUCK', 'PAUSED', 'LIMIT', 'WEIGHT'],
+          groups.map((x) => [x.group, x.waiting, x.running, x.stuck, x.paused ? 'yes' : 'no', x.limit || 'none', x.weight]),
+        );
       }),
     );
 
   const pausing = [
-    { name: 'pause-group', description: 'stop handing out a group\'s jobs (running ones go on)', paused: true },
-    { name: 'resume-group', description: 'hand out a paused group\'s jobs again', paused: false },
+    { name: 'pause-group', description: "stop handing out a group's jobs (running ones go on)", paused: true },
+    { name: 'resume-group', description: "hand out a paused group's jobs again", paused: false },
   ];
   for (const p of pausing) {
     program
@@ -36,9 +38,13 @@ export function register(program: Command): void {
 
   program
     .command('group-limit')
-    .description('set a group\'s concurrency limit (0: none) and round-robin weight')
+    .description("set a group's concurrency limit (0: none) and round-robin weight")
     .argument('<group>')
-    .option('--concurrency <n>', 'jobs of the group running at once, across all executors', intOption('--concurrency', 0, 1_000_000))
+    .option(
+      '--concurrency <n>',
+      'jobs of the group running at once, across all executors',
+      intOption('--concurrency', 0, 1_000_000),
+    )
     .option('--weight <n>', 'turns per round-robin round', intOption('--weight', 1, 1000))
     .action(async (group: string, o: { concurrency?: number; weight?: number }, cmd: Command) =>
       withQueue(cmd, async (queue) => {
@@ -55,8 +61,10 @@ export function register(program: Command): void {
       withQueue(cmd, async (queue, g) => {
         const workers = await queue.workers();
         if (g.json) return workers.forEach(printJson);
-        printTable(['ID', 'HOST', 'PID', 'STARTED', 'CONCURRENCY', 'RUNNING'],
-          workers.map((w) => [w.id, w.host, w.pid, new Date(w.started).toISOString(), w.concurrency, w.running]));
+        printTable(
+          ['ID', 'HOST', 'PID', 'STARTED', 'CONCURRENCY', 'RUNNING'],
+          workers.map((w) => [w.id, w.host, w.pid, new Date(w.started).toISOString(), w.concurrency, w.running]),
+        );
       }),
     );
 
@@ -69,9 +77,13 @@ export function register(program: Command): void {
         const s = await queue.stats();
         if (g.json) return printJson(s);
         printTable(['STATE', 'JOBS'], Object.entries(s.counts));
-        process.stdout.write(`\nlast minute: ${s.finished.success} succeeded, ${s.finished.failed} failed, ${s.finished.cancelled} cancelled (${s.perSecond.toFixed(1)}/s)\n`);
+        process.stdout.write(
+          `\nlast minute: ${s.finished.success} succeeded, ${s.finished.failed} failed, ${s.finished.cancelled} cancelled (${s.perSecond.toFixed(1)}/s)\n`,
+        );
         const w = s.waitMs;
-        process.stdout.write(`wait (submit to start): p50 ${w.p50 ?? '-'} ms, p90 ${w.p90 ?? '-'} ms, p99 ${w.p99 ?? '-'} ms, max ${w.max ?? '-'} ms\n`);
+        process.stdout.write(
+          `wait (submit to start): p50 ${w.p50 ?? '-'} ms, p90 ${w.p90 ?? '-'} ms, p99 ${w.p99 ?? '-'} ms, max ${w.max ?? '-'} ms\n`,
+        );
       }),
     );
 }

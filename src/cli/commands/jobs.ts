@@ -1,5 +1,5 @@
 /** Job commands: submit, jobs, job, cancel, retry. */
-import { InvalidArgumentError, type Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { FINAL_STATES, JOB_STATES, type Job, type JobState } from '../../queue/job.js';
 import { EXIT_INVALID, EXIT_NOT_FOUND } from '../exit-codes.js';
 import { CliError, intOption, iso, printJson, printTable, withQueue } from '../support.js';
@@ -13,7 +13,8 @@ function parseArgs(value: string): unknown {
 }
 
 function parseState(value: string): JobState {
-  if (!(JOB_STATES as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${JOB_STATES.join(', ')}`);
+  if (!(JOB_STATES as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`expected one of ${JOB_STATES.join(', ')}`);
   return value as JobState;
 }
 
@@ -35,12 +36,24 @@ export function register(program: Command): void {
     .option('--id <id>', 'job id (an existing id returns the existing job)')
     .option('--max-retries <n>', 'retries after failures', intOption('--max-retries', 0, 1000))
     .option('--json', 'print the job as JSON')
-    .action(async (task: string, o: { group: string; args?: unknown; priority: string; id?: string; maxRetries?: number }, cmd: Command) =>
-      withQueue(cmd, async (queue, g) => {
-        const job = await queue.submit({ task, group: o.group, args: o.args, priority: o.priority as 'high' | 'low', id: o.id, maxRetries: o.maxRetries });
-        if (g.json) printJson(job);
-        else process.stdout.write(`${job.id}\n`);
-      }),
+    .action(
+      async (
+        task: string,
+        o: { group: string; args?: unknown; priority: string; id?: string; maxRetries?: number },
+        cmd: Command,
+      ) =>
+        withQueue(cmd, async (queue, g) => {
+          const job = await queue.submit({
+            task,
+            group: o.group,
+            args: o.args,
+            priority: o.priority as 'high' | 'low',
+            id: o.id,
+            maxRetries: o.maxRetries,
+          });
+          if (g.json) printJson(job);
+          else process.stdout.write(`${job.id}\n`);
+        }),
     );
 
   program
@@ -59,7 +72,17 @@ export function register(program: Command): void {
         }
         printTable(
           ['ID', 'TASK', 'GROUP', 'PRIO', 'STATE', 'RETRIES', 'SUBMITTED', 'WORKER', 'ERROR'],
-          jobs.map((j) => [j.id, j.task, j.group, j.priority, j.state, `${j.retries}/${j.maxRetries}`, iso(j.submitted), j.worker, oneLine(j.error)]),
+          jobs.map((j) => [
+            j.id,
+            j.task,
+            j.group,
+            j.priority,
+            j.state,
+            `${j.retries}/${j.maxRetries}`,
+            iso(j.submitted),
+            j.worker,
+            oneLine(j.error),
+          ]),
         );
       }),
     );
@@ -72,7 +95,11 @@ export function register(program: Command): void {
     .action(async (id: string, _o: unknown, cmd: Command) =>
       withQueue(cmd, async (queue, g) => {
         const job = await queue.getJob(id);
-        if (!job) throw new CliError(`no job "${id}" in queue "${queue.name}" (never submitted, or removed by retention)`, EXIT_NOT_FOUND);
+        if (!job)
+          throw new CliError(
+            `no job "${id}" in queue "${queue.name}" (never submitted, or removed by retention)`,
+            EXIT_NOT_FOUND,
+          );
         const logs = await queue.jobLogs(id);
         if (g.json) {
           printJson({ ...job, logs });
@@ -90,7 +117,8 @@ export function register(program: Command): void {
       withQueue(cmd, async (queue) => {
         const before = await queue.getJob(id);
         if (!before) throw new CliError(`no job "${id}" in queue "${queue.name}"`, EXIT_NOT_FOUND);
-        if (FINAL_STATES.has(before.state)) throw new CliError(`job ${id} already ended ${before.state}; nothing to cancel`, EXIT_INVALID);
+        if (FINAL_STATES.has(before.state))
+          throw new CliError(`job ${id} already ended ${before.state}; nothing to cancel`, EXIT_INVALID);
         const state = await queue.cancel(id);
         process.stdout.write(`${id} ${state}\n`);
       }),
@@ -104,7 +132,8 @@ export function register(program: Command): void {
       withQueue(cmd, async (queue) => {
         const state = await queue.retry(id);
         if (state === null) throw new CliError(`no job "${id}" in queue "${queue.name}"`, EXIT_NOT_FOUND);
-        if (state !== 'waiting') throw new CliError(`job ${id} is ${state}; only failed or cancelled jobs can be retried`, EXIT_INVALID);
+        if (state !== 'waiting')
+          throw new CliError(`job ${id} is ${state}; only failed or cancelled jobs can be retried`, EXIT_INVALID);
         process.stdout.write(`${id} waiting\n`);
       }),
     );
@@ -112,11 +141,25 @@ export function register(program: Command): void {
 
 function printJob(job: Job, logs: string[]): void {
   const rows: Array<[string, unknown]> = [
-    ['id', job.id], ['task', job.task], ['group', job.group], ['state', job.state], ['priority', job.priority],
-    ['retries', `${job.retries}/${job.maxRetries}`], ['subject', job.subject || undefined], ['submitter', job.submitter || undefined],
-    ['submitted', iso(job.submitted)], ['started', iso(job.started)], ['finished', iso(job.finished)], ['due', iso(job.due)],
-    ['worker', job.worker], ['takeSeq', job.takeSeq], ['tracker', job.tracker], ['occurrence', iso(job.occurrence)],
-    ['progress', job.progress], ['args', JSON.stringify(job.args)], ['result', job.result === undefined ? undefined : JSON.stringify(job.result)],
+    ['id', job.id],
+    ['task', job.task],
+    ['group', job.group],
+    ['state', job.state],
+    ['priority', job.priority],
+    ['retries', `${job.retries}/${job.maxRetries}`],
+    ['subject', job.subject || undefined],
+    ['submitter', job.submitter || undefined],
+    ['submitted', iso(job.submitted)],
+    ['started', iso(job.started)],
+    ['finished', iso(job.finished)],
+    ['due', iso(job.due)],
+    ['worker', job.worker],
+    ['takeSeq', job.takeSeq],
+    ['tracker', job.tracker],
+    ['occurrence', iso(job.occurrence)],
+    ['progress', job.progress],
+    ['args', JSON.stringify(job.args)],
+    ['result', job.result === undefined ? undefined : JSON.stringify(job.result)],
   ];
   for (const [k, v] of rows) if (v !== undefined && v !== '') process.stdout.write(`${k.padStart(10)}: ${String(v)}\n`);
   if (job.error) process.stdout.write(`\nerror:\n${job.error}\n`);

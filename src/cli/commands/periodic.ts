@@ -1,10 +1,10 @@
 /** `rota scheduler` (a scheduler replica) and `rota periodic ...` (the periodic task store). */
-import { InvalidArgumentError, type Command } from 'commander';
-import { PeriodicTasks } from '../../periodic/tasks.js';
-import { Scheduler } from '../../periodic/scheduler.js';
-import type { PeriodicTaskDefinition } from '../../periodic/definition.js';
+import { type Command, InvalidArgumentError } from 'commander';
 import { createLogger } from '../../observability/logger.js';
 import { serveMetrics } from '../../observability/metrics.js';
+import type { PeriodicTaskDefinition } from '../../periodic/definition.js';
+import { Scheduler } from '../../periodic/scheduler.js';
+import { PeriodicTasks } from '../../periodic/tasks.js';
 import { Queue } from '../../queue/queue.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
 import { CliError, connectionOf, globals, intOption, iso, openClient, printJson, printTable, run } from '../support.js';
@@ -52,8 +52,10 @@ export function register(program: Command): void {
         scheduler.on('fired', (info) => log.debug(info, 'occurrence submitted'));
         await scheduler.start();
         log.info({ id: scheduler.id, queue: g.queue }, 'scheduler started');
-        const metrics = o.metricsPort === undefined ? undefined
-          : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection: connectionOf(g) }) });
+        const metrics =
+          o.metricsPort === undefined
+            ? undefined
+            : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection: connectionOf(g) }) });
         if (metrics) log.info({ url: metrics.url }, 'serving metrics');
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {
@@ -66,7 +68,9 @@ export function register(program: Command): void {
       }),
     );
 
-  const periodic = program.command('periodic').description('periodic tasks: list, add, remove, enable, disable, trigger, runs, next');
+  const periodic = program
+    .command('periodic')
+    .description('periodic tasks: list, add, remove, enable, disable, trigger, runs, next');
 
   periodic
     .command('list')
@@ -77,8 +81,20 @@ export function register(program: Command): void {
       withTasks(cmd, async (tasks, json) => {
         const list = await tasks.list({ owner: o.owner });
         if (json) return list.forEach(printJson);
-        printTable(['ID', 'TASK', 'TIMER', 'ZONE', 'ENABLED', 'NEXT RUN', 'LAST RUN', 'OVERLAP', 'OWNER'],
-          list.map((t) => [t.id, t.task, t.timer, t.timezone, t.enabled ? 'yes' : 'no', iso(t.nextrun), iso(t.lastrun), t.overlap, t.owner]));
+        printTable(
+          ['ID', 'TASK', 'TIMER', 'ZONE', 'ENABLED', 'NEXT RUN', 'LAST RUN', 'OVERLAP', 'OWNER'],
+          list.map((t) => [
+            t.id,
+            t.task,
+            t.timer,
+            t.timezone,
+            t.enabled ? 'yes' : 'no',
+            iso(t.nextrun),
+            iso(t.lastrun),
+            t.overlap,
+            t.owner,
+          ]),
+        );
       }),
     );
 
@@ -91,7 +107,7 @@ export function register(program: Command): void {
     .option('--tz <zone>', 'IANA time zone of the timer')
     .option('--group <group>', 'tenant group of its jobs')
     .option('--args <json>', 'arguments as JSON', parseJson)
-    .option('--owner <owner>', 'owner (remove all of an owner\'s tasks at once)')
+    .option('--owner <owner>', "owner (remove all of an owner's tasks at once)")
     .option('--overlap <policy>', 'skip | buffer-one | allow | cancel-previous')
     .option('--catchup <policy>', 'latest | all | none')
     .option('--max-runtime <ms>', 'timebox of each run', intOption('--max-runtime', 1, 2 ** 31))
@@ -100,8 +116,17 @@ export function register(program: Command): void {
     .action(async (id: string, task: string, timer: string, o: Record<string, unknown>, cmd: Command) =>
       withTasks(cmd, async (tasks, json) => {
         const def = {
-          id, task, timer, timezone: o.tz, group: o.group, args: o.args, owner: o.owner, overlap: o.overlap,
-          catchup: o.catchup, maxRuntime: o.maxRuntime, enabled: o.disabled ? false : undefined,
+          id,
+          task,
+          timer,
+          timezone: o.tz,
+          group: o.group,
+          args: o.args,
+          owner: o.owner,
+          overlap: o.overlap,
+          catchup: o.catchup,
+          maxRuntime: o.maxRuntime,
+          enabled: o.disabled ? false : undefined,
         } as PeriodicTaskDefinition;
         for (const k of Object.keys(def) as Array<keyof PeriodicTaskDefinition>) if (def[k] === undefined) delete def[k];
         const stored = await tasks.upsert(def);
@@ -110,7 +135,11 @@ export function register(program: Command): void {
       }),
     );
 
-  for (const [name, what] of [['remove', 'delete a periodic task'], ['enable', 'enable a periodic task'], ['disable', 'disable a periodic task']] as const) {
+  for (const [name, what] of [
+    ['remove', 'delete a periodic task'],
+    ['enable', 'enable a periodic task'],
+    ['disable', 'disable a periodic task'],
+  ] as const) {
     periodic
       .command(name)
       .description(what)
@@ -146,8 +175,18 @@ export function register(program: Command): void {
         if (!(await tasks.get(id))) throw notFound(id);
         const runs = await tasks.runs(id, { limit: o.limit });
         if (json) return runs.forEach(printJson);
-        printTable(['PLANNED', 'STATUS', 'JOB', 'STARTED', 'FINISHED', 'WORKER', 'ERROR'],
-          runs.map((r) => [iso(r.occurrence), r.status, r.jobId, iso(r.started), iso(r.finished), r.worker, r.error?.split('\n')[0]]));
+        printTable(
+          ['PLANNED', 'STATUS', 'JOB', 'STARTED', 'FINISHED', 'WORKER', 'ERROR'],
+          runs.map((r) => [
+            iso(r.occurrence),
+            r.status,
+            r.jobId,
+            iso(r.started),
+            iso(r.finished),
+            r.worker,
+            r.error?.split('\n')[0],
+          ]),
+        );
       }),
     );
 
@@ -161,8 +200,10 @@ export function register(program: Command): void {
         const next = await tasks.upcoming({ limit: o.limit });
         if (json) return next.forEach(printJson);
         const now = Date.now();
-        printTable(['WHEN', 'IN', 'ID', 'TASK', 'GROUP'],
-          next.map((n) => [iso(n.occurrence), `${Math.max(0, Math.round((n.occurrence - now) / 1000))}s`, n.id, n.task, n.group]));
+        printTable(
+          ['WHEN', 'IN', 'ID', 'TASK', 'GROUP'],
+          next.map((n) => [iso(n.occurrence), `${Math.max(0, Math.round((n.occurrence - now) / 1000))}s`, n.id, n.task, n.group]),
+        );
       }),
     );
 }

@@ -2,13 +2,13 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
+import { createLogger } from '../../observability/logger.js';
+import { type MetricsServer, serveMetrics } from '../../observability/metrics.js';
 import type { Handlers } from '../../queue/context.js';
+import { Queue } from '../../queue/queue.js';
 import { installShutdownHandlers } from '../../queue/shutdown.js';
 import { Worker } from '../../queue/worker.js';
 import { EXIT_INVALID } from '../exit-codes.js';
-import { createLogger } from '../../observability/logger.js';
-import { serveMetrics, type MetricsServer } from '../../observability/metrics.js';
-import { Queue } from '../../queue/queue.js';
 import { CliError, connectionOf, globals, intOption, openClient, run } from '../support.js';
 
 /** Loads handlers: the module's default export (an object of functions) or its named function exports. */
@@ -23,7 +23,10 @@ export async function loadHandlers(path: string): Promise<Handlers> {
   const handlers: Handlers = {};
   for (const [name, fn] of Object.entries(source)) if (typeof fn === 'function') handlers[name] = fn as Handlers[string];
   if (Object.keys(handlers).length === 0) {
-    throw new CliError(`${path} exports no task handlers (export an object of async functions as default, or named functions)`, EXIT_INVALID);
+    throw new CliError(
+      `${path} exports no task handlers (export an object of async functions as default, or named functions)`,
+      EXIT_INVALID,
+    );
   }
   return handlers;
 }
@@ -37,24 +40,49 @@ export function register(program: Command): void {
     .option('--concurrency <n>', 'jobs run at once', intOption('--concurrency', 1, 100_000), 1)
     .option('--id <id>', 'executor id (a fixed id clears its stale marks on restart)')
     .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
-    .option('--shutdown-timeout <ms>', 'how long running jobs may finish on shutdown', intOption('--shutdown-timeout', 0, 86_400_000), 30_000)
-    .action(async (o: { tasks: string; concurrency: number; id?: string; shutdownTimeout: number; metricsPort?: number }, cmd: Command) =>
-      run(async () => {
-        const g = globals(cmd);
-        const handlers = await loadHandlers(o.tasks);
-        (await openClient(g)).disconnect();
-        const log = createLogger({ name: 'rota-worker' });
-        const worker = new Worker(g.queue, handlers, { connection: connectionOf(g), concurrency: o.concurrency, id: o.id, logger: log });
-        worker.on('error', (err) => log.warn({ err }, 'executor error'));
-        await worker.run();
-        log.info({ id: worker.id, queue: g.queue, concurrency: o.concurrency, tasks: Object.keys(handlers) }, 'executor started');
-        let metrics: MetricsServer | undefined;
-        if (o.metricsPort !== undefined) {
-          metrics = await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection: connectionOf(g) }), workers: [worker] });
-          log.info({ url: metrics.url }, 'serving metrics');
-        }
-        installShutdownHandlers(worker, { timeout: o.shutdownTimeout, log: (m) => log.info(m), onClosed: () => metrics?.close() });
-        await new Promise(() => {});
-      }),
+    .option(
+      '--shutdown-timeout <ms>',
+      'how long running jobs may finish on shutdown',
+      intOption('--shutdown-timeout', 0, 86_400_000),
+      30_000,
+    )
+    .action(
+      async (
+        o: { tasks: string; concurrency: number; id?: string; shutdownTimeout: number; metricsPort?: number },
+        cmd: Command,
+      ) =>
+        run(async () => {
+          const g = globals(cmd);
+          const handlers = await loadHandlers(o.tasks);
+          (await openClient(g)).disconnect();
+          const log = createLogger({ name: 'rota-worker' });
+          const worker = new Worker(g.queue, handlers, {
+            connection: connectionOf(g),
+            concurrency: o.concurrency,
+            id: o.id,
+            logger: log,
+          });
+          worker.on('error', (err) => log.warn({ err }, 'executor error'));
+          await worker.run();
+          log.info(
+            { id: worker.id, queue: g.queue, concurrency: o.concurrency, tasks: Object.keys(handlers) },
+            'executor started',
+          );
+          let metrics: MetricsServer | undefined;
+          if (o.metricsPort !== undefined) {
+            metrics = await serveMetrics({
+              port: o.metricsPort,
+              queue: new Queue(g.queue, { connection: connectionOf(g) }),
+              workers: [worker],
+            });
+            log.info({ url: metrics.url }, 'serving metrics');
+          }
+          installShutdownHandlers(worker, {
+            timeout: o.shutdownTimeout,
+            log: (m) => log.info(m),
+            onClosed: () => metrics?.close(),
+          });
+          await new Promise(() => {});
+        }),
     );
 }
