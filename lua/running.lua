@@ -6,7 +6,9 @@
   ARGV[1] key prefix
 
   Returns a flat list: group, count, group, count, ...
+  Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
+--- @flags no-writes
 --- @include "includes/leases"
 
 local out = {}

@@ -75,3 +75,34 @@ export class SchemaMismatchError extends RotaError {
     );
   }
 }
+
+/**
+ * With `durability: 'replicated'`, no replica acknowledged a write within the timeout (`WAIT`).
+ * The write is on the primary, but a failover now could lose it: a submit may be repeated with
+ * the same `id`; an executor sends the outcome again.
+ */
+export class ReplicationError extends RotaError {
+  constructor(
+    readonly queue: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`queue "${queue}": no replica acknowledged the write within ${timeoutMs} ms (durability 'replicated')`);
+  }
+}
+
+/**
+ * A bulk submit written in several calls failed at one of them after the calls before it were
+ * written: `written` are the jobs those wrote (in order, the first of the bulk); none after
+ * them was written. `cause` is the failure.
+ */
+export class BulkSubmitError extends RotaError {
+  constructor(
+    readonly written: ReadonlyArray<{ id: string }>,
+    cause: unknown,
+  ) {
+    super(
+      `bulk submit stopped after ${written.length} jobs were written: ${cause instanceof Error ? cause.message : String(cause)}`,
+    );
+    this.cause = cause;
+  }
+}

@@ -4,8 +4,11 @@
  */
 
 export {
+  BulkSubmitError,
+  ConnectionError,
   PayloadTooLargeError,
   PermanentError,
+  ReplicationError,
   RotaError,
   SchemaMismatchError,
   TimeoutError,
@@ -19,7 +22,7 @@ export type { Handler, Handlers, JobContext } from './queue/context.js';
 export type { QueueEvent } from './queue/events.js';
 export type { Job, JobState, Priority } from './queue/job.js';
 export { FINAL_STATES, JOB_STATES } from './queue/job.js';
-export { type GroupInfo, Queue, type QueueOptions, type QueueStats, type WorkerInfo } from './queue/queue.js';
+export { type Durability, type GroupInfo, Queue, type QueueOptions, type QueueStats, type WorkerInfo } from './queue/queue.js';
 export type { Keep } from './queue/recoverer.js';
 export { installShutdownHandlers, type ShutdownOptions } from './queue/shutdown.js';
 export type { SubmitSpec } from './queue/validate.js';

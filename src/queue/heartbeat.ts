@@ -31,7 +31,8 @@ export class Heartbeat {
 
   /** Beats now, then every third of the lease (at most every 24.8 days, what setInterval takes: beating early is harmless). */
   start(): Promise<void> {
-    this.timer = setInterval(() => void this.beat(), Math.min(MAX_TIMEOUT_MS, Math.max(50, Math.floor(this.d.leaseMs / 3))));
+    // (a start tried again after a failed first beat keeps the one interval)
+    this.timer ??= setInterval(() => void this.beat(), Math.min(MAX_TIMEOUT_MS, Math.max(50, Math.floor(this.d.leaseMs / 3))));
     return this.beat();
   }
 

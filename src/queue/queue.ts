@@ -1,6 +1,6 @@
 /** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
 import type { Redis } from 'ioredis';
-import { ValidationError } from '../errors.js';
+import { BulkSubmitError, ValidationError } from '../errors.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
 import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
@@ -18,6 +18,26 @@ export interface QueueOptions {
   maxArgsBytes?: number;
   /** Length the events stream is capped at (approximately), in entries; 0 turns events off. Default 10,000. */
   maxEvents?: number;
+  /**
+   * `'replicated'`: a submit resolves only once a replica has it (`WAIT 1`), and rejects with a
+   * ReplicationError when none acknowledged it within `replicaTimeoutMs`; so no acknowledged
+   * submit is lost when a replica takes over. Default `'primary'`: acknowledged by the primary.
+   */
+  durability?: Durability;
+  /** How long a `'replicated'` write waits for a replica; default 1,000 ms. */
+  replicaTimeoutMs?: number;
+}
+
+/** Where a write must be before Rota acknowledges it: the primary, or a replica too. */
+export type Durability = 'primary' | 'replicated';
+
+/** The replica timeout a store gets for `durability` (0: it does not wait for replicas). */
+export function replicaTimeout(opts: { durability?: Durability; replicaTimeoutMs?: number }): number {
+  if (opts.durability === undefined || opts.durability === 'primary') return 0;
+  if (opts.durability !== 'replicated') throw new ValidationError('durability', `must be 'primary' or 'replicated'`);
+  const ms = opts.replicaTimeoutMs ?? 1000;
+  if (!Number.isInteger(ms) || ms < 1) throw new ValidationError('replicaTimeoutMs', 'must be a whole number of ms >= 1');
+  return ms;
 }
 
 /** Per-group view, as {@link Queue.groups} gives it. */
@@ -76,6 +96,25 @@ interface PendingSubmit {
   spec: CheckedSpec;
   resolve(job: Job): void;
   reject(err: unknown): void;
+}
+
+/** `items` in chunks of at most SUBMIT_CHUNK jobs, or bytes of packed args, each (at least one job). */
+function submitChunks<T>(items: readonly T[], specOf: (item: T) => CheckedSpec): T[][] {
+  const chunks: T[][] = [];
+  let chunk: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = specOf(item).packedArgs.length;
+    if (chunk.length === SUBMIT_CHUNK.jobs || (chunk.length > 0 && bytes + size > SUBMIT_CHUNK.bytes)) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(item);
+    bytes += size;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
 }
 
 function reservedIdError(field: string): ValidationError {
@@ -138,7 +177,7 @@ export class Queue {
     this.owned = owned;
     this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
     this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
-    this.store = new QueueStore(client, name, { maxEvents: this.maxEvents });
+    this.store = new QueueStore(client, name, { maxEvents: this.maxEvents, replicaTimeoutMs: replicaTimeout(opts) });
   }
 
   /** Validates a spec (throws {@link ValidationError} naming the field) and gives it an id. */
@@ -164,37 +203,37 @@ export class Queue {
   }
 
   /**
-   * Submits many jobs in one round trip, all or none; all are validated before any is written.
+   * Submits many jobs; all are validated before any is written. Up to 1,000 jobs (and 1 MiB of
+   * packed args) go in one script call, all or none. A larger bulk is written in calls of that
+   * size, one after the other, so that no call holds Redis for long (about 10 ms): each call is
+   * all or none, and when one fails the jobs of the calls before it stay written and the
+   * {@link BulkSubmitError} lists them.
    * @throws {ValidationError} when a field is bad, or an id is that of a periodic occurrence
-   * staged ahead of its time; nothing is written then.
-   * @throws {PayloadTooLargeError} (field `specs`) when the bulk packs to more than 512 MiB, what
-   * Redis takes in one argument; nothing is written then.
+   * staged ahead of its time; nothing is written then (in a bulk of several calls: nothing of
+   * that call and those after it).
+   * @throws {BulkSubmitError} when a call after the first failed: the jobs written before it.
    */
   async submitBulk<A = unknown>(specs: SubmitSpec<A>[]): Promise<Job<A>[]> {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
     const checked = specs.map((s, i) => this.check(s, specs.length > 1 ? `specs[${i}]` : ''));
-    if (checked.length === 0) return [];
-    const out = await this.write<A>(checked);
-    if (typeof out === 'number') throw reservedIdError(specs.length > 1 ? `specs[${out}].id` : 'id');
-    return out;
+    const written: Job<A>[] = [];
+    for (const chunk of submitChunks(checked, (c) => c)) {
+      let out: Job<A>[] | number;
+      try {
+        out = await this.write<A>(chunk);
+        if (typeof out === 'number') throw reservedIdError(specs.length > 1 ? `specs[${written.length + out}].id` : 'id');
+      } catch (err) {
+        if (written.length === 0) throw err;
+        throw new BulkSubmitError(written, err);
+      }
+      written.push(...out);
+    }
+    return written;
   }
 
   /** Sends submit() calls made together, in bulks of at most SUBMIT_CHUNK jobs or bytes of args. */
   private async sendSubmits(items: PendingSubmit[]): Promise<void> {
-    const chunks: PendingSubmit[][] = [];
-    let chunk: PendingSubmit[] = [];
-    let bytes = 0;
-    for (const item of items) {
-      if (chunk.length === SUBMIT_CHUNK.jobs || (chunk.length > 0 && bytes + item.spec.packedArgs.length > SUBMIT_CHUNK.bytes)) {
-        chunks.push(chunk);
-        chunk = [];
-        bytes = 0;
-      }
-      chunk.push(item);
-      bytes += item.spec.packedArgs.length;
-    }
-    chunks.push(chunk);
-    await Promise.all(chunks.map((c) => this.sendChunk(c)));
+    await Promise.all(submitChunks(items, (item) => item.spec).map((c) => this.sendChunk(c)));
   }
 
   private async sendChunk(items: PendingSubmit[]): Promise<void> {

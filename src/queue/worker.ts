@@ -23,7 +23,7 @@ import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
 import type { Job, JobState } from './job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
-import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from './queue.js';
+import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replicaTimeout } from './queue.js';
 import { type Keep, Recoverer } from './recoverer.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
 import { TakePlan } from './take-plan.js';
@@ -59,6 +59,13 @@ export interface WorkerOptions {
   maxResultBytes?: number;
   /** Events stream cap (see QueueOptions.maxEvents). */
   maxEvents?: number;
+  /**
+   * `'replicated'`: outcomes count as delivered only once a replica has them (`WAIT 1`); until
+   * then they are sent again, so none is lost when a replica takes over. Default `'primary'`.
+   */
+  durability?: Durability;
+  /** How long a `'replicated'` write waits for a replica; default 1,000 ms. */
+  replicaTimeoutMs?: number;
   /** Where to log job state changes (debug) and failures (warn): a pino logger or alike; default none. */
   logger?: JobLogger;
   /** Start taking jobs at once; default true. Otherwise call {@link Worker.run}. */
@@ -136,7 +143,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   readonly name: string;
   readonly keys: QueueKeys;
   private readonly opts: Required<
-    Omit<WorkerOptions, 'id' | 'keepSucceeded' | 'keepFailed' | 'connection' | 'autorun' | 'logger'>
+    Omit<
+      WorkerOptions,
+      'id' | 'keepSucceeded' | 'keepFailed' | 'connection' | 'autorun' | 'logger' | 'durability' | 'replicaTimeoutMs'
+    >
   >;
   private readonly handlers: Handlers;
   private readonly logger?: JobLogger;
@@ -159,6 +169,22 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private closed: Promise<void> | null = null;
   /** Runs whose lease was lost: their slot is free, their late outcome is still sent (and refused). */
   private readonly lostRuns = new Set<Run>();
+  /**
+   * Outcomes whose finish call failed (Redis refused it, or did not answer): each is sent again
+   * after a backoff, and its run's lease is extended by the heartbeat meanwhile, so a job runs
+   * again only when its lease is truly lost.
+   */
+  private readonly undelivered = new Set<Finished>();
+  private redeliveryTimer: NodeJS.Timeout | null = null;
+  /** What run() resolves: the executor is up (or closed before it was). */
+  private started: Promise<void> | null = null;
+  /** The wait before the start is tried again, and what ends it early (close). */
+  private startRetry: NodeJS.Timeout | null = null;
+  private startRetryWake: (() => void) | null = null;
+  /** close() gave up on Redis: outcomes are no longer sent again. */
+  private deliveryOver = false;
+  /** Finish calls failed in a row: the backoff of the next redelivery. */
+  private finishFailures = 0;
   /** Connections that reported an error since they were last ready (one error event per outage). */
   private readonly connDown = new Set<Redis>();
   private waiting = false;
@@ -216,7 +242,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     });
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.client = connect(options.connection, { blocking: true }).client;
-    this.store = new QueueStore(this.client, name, { maxEvents: this.opts.maxEvents });
+    this.store = new QueueStore(this.client, name, { maxEvents: this.opts.maxEvents, replicaTimeoutMs: replicaTimeout(options) });
     this.settings = {
       workerId: this.id,
       countingScheme: this.opts.countingScheme,
@@ -252,7 +278,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       leaseMs: this.opts.leaseMs,
       concurrency,
       started: this.startedAt,
-      held: () => this.runs.values().map((r) => ({ id: r.job.id, token: String(r.job.takeSeq) })),
+      held: () => this.held(),
       onLost: (ids) => this.abortRuns(ids, 'lost'),
       onCancel: (ids) => this.abortRuns(ids, 'cancel'),
       onError: (err) => this.emitError(err),
@@ -273,30 +299,52 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   /**
    * Starts taking jobs (done by the constructor unless `autorun: false`). Resolves once the executor
-   * is up; a failure to start is an `error` event.
+   * is up; a failure to start (Redis unreachable, the library not loadable yet) is an `error`
+   * event, and the start is tried again until it succeeds or the executor is closed.
    * @throws {SchemaMismatchError} when the queue holds data of another schema version.
    */
   run(): Promise<void> {
-    if (this.loopDone) return Promise.resolve();
-    const up = (async () => {
-      await this.store.ready();
-      await loadLibrary(this.client);
-      await this.subscriber.subscribe(this.keys.cancel);
-      this.subscriber.on('message', (_ch, id: string) => this.abortRuns([id], 'cancel'));
-      await this.heartbeat.start();
-      await this.recoverer.start();
-    })();
+    if (this.loopDone) return this.started ?? Promise.resolve();
+    this.subscriber.on('message', (_ch, id: string) => this.abortRuns([id], 'cancel'));
+    const up = this.startUp();
+    this.started = up;
     this.loopDone = up
       .then(
         () => this.loop(),
         () => undefined,
       )
       .catch((err) => this.emitError(err));
-    return up.catch((err: unknown) => {
-      this.emitError(err);
-      // a queue this executor can never work on: whoever awaits run() is told too
-      if (err instanceof SchemaMismatchError) throw err;
-    });
+    return up;
+  }
+
+  /**
+   * Checks the queue's schema, loads the library, subscribes to cancels, registers the executor
+   * and makes the first recovery pass; a failure is an `error` event (and a warning in the log)
+   * and is tried again after a backoff (100 ms, doubling, 5 s at most) until it succeeds or the
+   * executor is closed. A queue of another schema version ends it: nothing can change that.
+   */
+  private async startUp(): Promise<void> {
+    for (let failures = 0; !this.closing; failures++) {
+      try {
+        await this.store.ready();
+        await loadLibrary(this.client);
+        await this.subscriber.subscribe(this.keys.cancel);
+        await this.heartbeat.start();
+        await this.recoverer.start();
+        return;
+      } catch (err) {
+        this.emitError(err);
+        if (err instanceof SchemaMismatchError) throw err;
+        this.logger?.warn(
+          { worker: this.id, err: err instanceof Error ? err.message : String(err) },
+          'executor cannot start yet; trying again',
+        );
+        await new Promise<void>((resolve) => {
+          this.startRetry = setTimeout(resolve, Math.min(100 * 2 ** failures, 5000));
+          this.startRetryWake = resolve;
+        });
+      }
+    }
   }
 
   /** Number of jobs running now. */
@@ -497,13 +545,39 @@ export class Worker extends EventEmitter<WorkerEvents> {
       states = r.states;
     } catch (err) {
       this.emitError(err);
+      this.redeliver(batch);
       return;
     }
+    this.finishFailures = 0;
     batch.forEach((f, i) => {
       // a start applied by this call is stamped with its time, as the script did
       if (f.unstarted) f.run.job.started = at;
       this.report(f, states[i] ?? '');
     });
+  }
+
+  /** The runs whose leases the heartbeat extends: those running, and those whose outcome waits to be delivered. */
+  private held(): Array<{ id: string; token: string }> {
+    const held = this.runs.values().map((r) => ({ id: r.job.id, token: String(r.job.takeSeq) }));
+    for (const f of this.undelivered) held.push({ id: f.run.job.id, token: String(f.run.job.takeSeq) });
+    return held;
+  }
+
+  /** Sends `batch` again after a backoff (100 ms, doubling, 5 s at most); at once while closing. */
+  private redeliver(batch: Finished[]): void {
+    if (this.deliveryOver) return;
+    for (const f of batch) this.undelivered.add(f);
+    if (this.redeliveryTimer) return;
+    const ms = this.closing ? 0 : Math.min(100 * 2 ** this.finishFailures++, 5000);
+    this.redeliveryTimer = setTimeout(() => this.resendUndelivered(), ms);
+  }
+
+  private resendUndelivered(): void {
+    if (this.redeliveryTimer) clearTimeout(this.redeliveryTimer);
+    this.redeliveryTimer = null;
+    const again = [...this.undelivered];
+    this.undelivered.clear();
+    for (const f of again) this.finishes.add(f);
   }
 
   private report(f: Finished, state: string): void {
@@ -546,6 +620,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private async shutdown(timeout: number): Promise<void> {
     this.closing = true;
     this.plan.close();
+    if (this.startRetry) clearTimeout(this.startRetry);
+    this.startRetryWake?.();
     if (this.paceTimer) clearTimeout(this.paceTimer);
     const end = Date.now() + timeout;
     this.wakeLoop();
@@ -563,7 +639,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
     // Acknowledge and release what we can; Redis may be unreachable, so not forever.
     const flushed = await within(
       (async () => {
-        await this.finishes.drain();
+        // (outcomes Redis refused are sent again until it takes them, or the time is up)
+        do {
+          this.resendUndelivered();
+          await this.finishes.drain();
+          if (this.undelivered.size > 0) await delay(100);
+        } while (this.undelivered.size > 0 && !this.deliveryOver);
         await this.starts.drain();
         await this.sideWrites.drain();
         await this.heartbeat.stop();
@@ -576,7 +657,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       await this.client.quit().catch(() => this.client.disconnect());
       return;
     }
+    this.deliveryOver = true;
     void this.heartbeat.stop();
+    if (this.redeliveryTimer) clearTimeout(this.redeliveryTimer);
     this.emitError(
       new Error(
         `closing: Redis did not answer within ${CLOSE_FLUSH_MS} ms; ` +

@@ -17,6 +17,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
+import { RotaError } from '../errors.js';
 import { wireInclude } from './wire.js';
 
 /** The function library: its code for FUNCTION LOAD, and the function name of each script. */
@@ -37,6 +38,8 @@ function luaDir(): string {
 }
 
 const INCLUDE = /^--- @include "([^"]+)"\s*$/gm;
+/** A script's function flags (`--- @flags no-writes`): Redis runs a `no-writes` function while it refuses writes. */
+const FLAGS = /^--- @flags ([a-z-]+(?: [a-z-]+)*)\s*$/m;
 
 /** The include generated from src/redis/wire.ts, emitted before every other include. */
 export const WIRE_INCLUDE = 'includes/wire';
@@ -97,6 +100,7 @@ export function buildLibrary(dir: string): Library {
   const { includes, scripts } = libraryParts(dir);
   const helpers = includes.map(([, text]) => text.replace(INCLUDE, '')).join('\n');
   const bodies = scripts.map(([script, text]): [string, string] => [script, text.replace(INCLUDE, '')]);
+  const texts = new Map(scripts);
   const hash = createHash('sha1').update(helpers);
   for (const [, body] of bodies) hash.update(body);
   const name = `rota_${hash.digest('hex').slice(0, 12)}`;
@@ -104,7 +108,11 @@ export function buildLibrary(dir: string): Library {
   const registered = bodies.map(([script, body]) => {
     const fn = `${name}_${script.replace(/-/g, '_')}`;
     functions.set(script, fn);
-    return `redis.register_function('${fn}', function(KEYS, ARGV)\nbeginCall()\n${body}\nend)\n`;
+    const flags = FLAGS.exec(texts.get(script) ?? '')?.[1].split(' ') ?? [];
+    const callback = `function(KEYS, ARGV)\nbeginCall()\n${body}\nend`;
+    if (flags.length === 0) return `redis.register_function('${fn}', ${callback})\n`;
+    const list = flags.map((f) => `'${f}'`).join(', ');
+    return `redis.register_function{function_name='${fn}', callback=${callback}, flags={${list}}}\n`;
   });
   return { name, code: `#!lua name=${name}\n${helpers}\n${registered.join('\n')}`, functions };
 }
@@ -117,21 +125,40 @@ export function rotaLibrary(): Library {
   return library;
 }
 
-/** The server could not load the library (Rota needs Redis 7.0 or newer). */
-export class ScriptLoadError extends Error {
-  constructor(cause: Error) {
-    super(`cannot load Rota's function library into Redis (it needs Redis 7.0 or newer): ${cause.message}`);
-    this.name = 'ScriptLoadError';
+/**
+ * The server could not load the library: it is not Redis 7.0 or newer, or the user may not run
+ * `FUNCTION LOAD` and nobody loaded the library for it yet.
+ */
+export class ScriptLoadError extends RotaError {}
+
+/** Whether `server` has `lib` loaded: its `version` function answers. */
+async function isLoaded(server: Redis, lib: Library): Promise<boolean> {
+  try {
+    await server.call('FCALL', lib.functions.get('version')!, '0');
+    return true;
+  } catch {
+    return false;
   }
 }
 
-/** Loads the library into one server unless it has it (another client may have loaded it first). */
+/**
+ * Loads the library into one server unless it has it (another client, or an administrator, may
+ * have loaded it first).
+ */
 async function loadInto(server: Redis, lib: Library): Promise<void> {
+  if (await isLoaded(server, lib)) return;
   try {
     await server.call('FUNCTION', 'LOAD', lib.code);
   } catch (err) {
-    if (err instanceof Error && /already exists/.test(err.message)) return;
-    throw new ScriptLoadError(err as Error);
+    const message = err instanceof Error ? err.message : String(err);
+    if (/already exists/.test(message)) return;
+    if (/^NOPERM/.test(message)) {
+      throw new ScriptLoadError(
+        `Rota's function library is not loaded, and this user may not load it: FUNCTION LOAD was refused (${message}). ` +
+          'Load it once with a user allowed FUNCTION LOAD (see docs/operations.md), or grant +function|load.',
+      );
+    }
+    throw new ScriptLoadError(`cannot load Rota's function library into Redis (it needs Redis 7.0 or newer): ${message}`);
   }
 }
 

@@ -7,7 +7,8 @@
  * Every method first checks, once per store, that the queue holds this Rota's schema
  * ({@link SchemaGate}); a queue of another schema rejects every call with a SchemaMismatchError.
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { ReplicationError } from '../errors.js';
 import { assignDescription, type Job, type JobDescription, type JobState, type Priority, packDescription } from '../queue/job.js';
 import { type QueueKeys, queueKeys } from './keys.js';
 import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
@@ -21,6 +22,11 @@ export interface QueueStoreOptions {
   maxEvents: number;
   /** The function library to call; default Rota's own (tests pass another build). */
   library?: Library;
+  /**
+   * When set, each submit and finish call waits (`WAIT 1`) up to this many ms for a replica to
+   * acknowledge it, and rejects with a {@link ReplicationError} when none did.
+   */
+  replicaTimeoutMs?: number;
 }
 
 /** A job to submit: its description and packed args, id, and periodic origin when it has one. */
@@ -127,6 +133,9 @@ export class QueueStore {
   private readonly lib: Library;
   /** The events stream's cap (approximate length; 0: no events). */
   readonly maxEvents: number;
+  private readonly replicaTimeoutMs: number;
+  /** The queue's Cluster slot, once asked for. */
+  private slot?: number;
 
   constructor(
     readonly client: Redis,
@@ -137,6 +146,7 @@ export class QueueStore {
     this.gate = new SchemaGate(client, this.keys.meta, queue);
     this.lib = opts.library ?? rotaLibrary();
     this.maxEvents = opts.maxEvents;
+    this.replicaTimeoutMs = opts.replicaTimeoutMs ?? 0;
   }
 
   /** Checks the queue's schema, once (see {@link SchemaGate}); later calls resolve at once. */
@@ -154,6 +164,31 @@ export class QueueStore {
   }
 
   /**
+   * With a replica timeout: waits until a replica has what this connection wrote so far (`WAIT 1`,
+   * sent to the primary that holds the queue), or rejects with a {@link ReplicationError}.
+   */
+  private async replicated(): Promise<void> {
+    if (this.replicaTimeoutMs <= 0) return;
+    const primary = await this.primary();
+    const acked = Number(await primary.call('WAIT', '1', String(this.replicaTimeoutMs)));
+    if (acked < 1) throw new ReplicationError(this.queue, this.replicaTimeoutMs);
+  }
+
+  /**
+   * The connection to the primary that holds the queue: the client itself, or in a Cluster the
+   * primary of the queue's slot (WAIT names no key, so a Cluster would send it to any node).
+   */
+  private async primary(): Promise<Redis> {
+    const cluster = this.client as unknown as Cluster;
+    if (typeof cluster.nodes !== 'function') return this.client;
+    this.slot ??= Number(await cluster.call('CLUSTER', 'KEYSLOT', this.keys.meta));
+    const [nodeKey] = cluster.slots[this.slot] ?? [];
+    const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
+    if (!node) throw new Error(`no primary is known for the slot of queue "${this.queue}" yet`);
+    return node;
+  }
+
+  /**
    * submit.lua: adds jobs as `waiting` (a job whose id exists is left as it is), one argument for
    * the whole batch. Refuses, with a PayloadTooLargeError naming `specs`, a batch packing to more
    * than `limit` bytes; writes nothing when an id is reserved for a staged periodic occurrence.
@@ -167,6 +202,7 @@ export class QueueStore {
       packed,
     ]);
     if (reserved) return { submitted, reserved: reserved - 1 };
+    await this.replicated();
     return { submitted, added: flags.map((f) => f === 1) };
   }
 
@@ -220,6 +256,7 @@ export class QueueStore {
       ],
       true,
     );
+    await this.replicated();
     return {
       finishedAt: Number(at),
       states: decodeEndStates(codes.toString()),

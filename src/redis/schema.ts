@@ -19,7 +19,7 @@ export class SchemaGate {
   ) {}
 
   /**
-   * Records this schema when the queue has none (HSETNX), and reads the one it has: rejects with
+   * Reads the queue's schema, recording this one when it has none (HSETNX): rejects with
    * a {@link SchemaMismatchError} when that is another. A failed read (Redis unreachable) is
    * tried again by the next call; a mismatch is answered to every call.
    */
@@ -37,13 +37,13 @@ export class SchemaGate {
   }
 
   private async read(): Promise<void> {
-    const replies = await this.client
-      .pipeline()
-      .hsetnx(this.metaKey, 'schema', String(SCHEMA_VERSION))
-      .hget(this.metaKey, 'schema')
-      .exec();
-    for (const [err] of replies ?? []) if (err) throw err;
-    const found = replies?.[1]?.[1] as string | null;
+    // A read first: a queue that has its schema needs no write, so the check passes while Redis
+    // refuses writes (maxmemory reached, a read-only replica).
+    let found = await this.client.hget(this.metaKey, 'schema');
+    if (found === null) {
+      await this.client.hsetnx(this.metaKey, 'schema', String(SCHEMA_VERSION));
+      found = await this.client.hget(this.metaKey, 'schema');
+    }
     if (found !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, String(found), SCHEMA_VERSION);
   }
 }

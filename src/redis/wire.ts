@@ -142,6 +142,7 @@ export type WireValue = number | string | readonly string[] | Readonly<Record<st
 
 /** The names and values injected into the Lua library as `includes/wire`. */
 export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
+  SCHEMA_VERSION,
   TAKEN_WIDTH,
   SCHEDULED_MARK,
   RUNNING_MARK,
