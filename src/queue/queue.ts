@@ -505,6 +505,9 @@ export class Queue {
   /** Sends the submit() calls still pending, then closes the connection Rota opened (a client that was passed in is left open). */
   async close(): Promise<void> {
     await this.submits.drain();
-    if (this.owned) await this.client.quit().catch(() => this.client.disconnect());
+    if (!this.owned) return;
+    // (QUIT would wait for a connection that is not there: an outage, refused credentials)
+    if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
+    else this.client.disconnect();
   }
 }

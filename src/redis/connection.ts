@@ -66,7 +66,45 @@ export function connect(
   // (`last` is the error of the current connection attempt: a refused AUTH answers after `connect`)
   client.on('error', (err: Error) => (last = err));
   client.on('connect', () => (last = undefined));
+  lastErrors.set(client, () => last);
   return { client: client as Redis, owned: true };
+}
+
+/** The last connection error of each client Rota opened (see {@link connect}). */
+const lastErrors = new WeakMap<object, () => Error | undefined>();
+
+/** Where `client` connects, for messages: a URL with the password masked, or its Sentinel or Cluster nodes. */
+export function targetOf(client: Redis | Cluster): string {
+  if (isCluster(client))
+    return `cluster ${
+      client
+        .nodes('master')
+        .map((n) => `${n.options.host}:${n.options.port}`)
+        .join(',') || '(no node reached)'
+    }`;
+  const o = client.options;
+  if (o.sentinels?.length) return `sentinel master "${o.name}" via ${o.sentinels.map((n) => `${n.host}:${n.port}`).join(',')}`;
+  if (o.path) return o.path;
+  const auth = o.password ? `${encodeURIComponent(o.username ?? '')}:***@` : '';
+  return `redis${o.tls ? 's' : ''}://${auth}${o.host ?? '127.0.0.1'}:${o.port ?? 6379}`;
+}
+
+/** Errors that say Redis was not reached, or refused the client's credentials. */
+const UNREACHED =
+  /^(WRONGPASS|NOAUTH)\b|Connection is closed|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|certificate/;
+
+/**
+ * `err` as a {@link ConnectionError} naming where `client` connects and the cause (its last
+ * connection error, when Rota opened it) when `err` says Redis was not reached; else `err`.
+ */
+export function asConnectionError(client: Redis | Cluster, err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const unreached =
+    err.name === 'MaxRetriesPerRequestError' ||
+    UNREACHED.test(err.message) ||
+    UNREACHED.test(String((err as NodeJS.ErrnoException).code));
+  if (!unreached) return err;
+  return connectionError(targetOf(client), lastErrors.get(client)?.() ?? err);
 }
 
 /**

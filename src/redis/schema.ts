@@ -4,6 +4,7 @@
  */
 import type { Redis } from 'ioredis';
 import { SchemaMismatchError } from '../errors.js';
+import { asConnectionError } from './connection.js';
 import { SCHEMA_VERSION } from './wire.js';
 
 /** One client's check of one queue's schema, made once, before its first script call. */
@@ -37,6 +38,15 @@ export class SchemaGate {
   }
 
   private async read(): Promise<void> {
+    try {
+      await this.readOnce();
+    } catch (err) {
+      // the first contact with Redis: a failure to reach it says where and why
+      throw asConnectionError(this.client, err);
+    }
+  }
+
+  private async readOnce(): Promise<void> {
     // A read first: a queue that has its schema needs no write, so the check passes while Redis
     // refuses writes (maxmemory reached, a read-only replica).
     let found = await this.client.hget(this.metaKey, 'schema');

@@ -4,7 +4,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Scheduler, Worker } from '../../src/index.js';
+import { ConnectionError, Queue, Scheduler, Worker } from '../../src/index.js';
 import { AUTH_RETRY_MS } from '../../src/redis/connection.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
@@ -62,4 +62,19 @@ describe('with a wrong password', () => {
     expect(await connectionsReceived()).toBe(after);
     expect(await connectedClients()).toBe(0);
   }, 20_000);
+});
+
+describe('a queue whose first call Redis refuses', () => {
+  it('rejects with a ConnectionError naming where and why, without the password', async () => {
+    const queue = new Queue('auth', { connection: wrongUrl() });
+    try {
+      const err = await queue.submit({ task: 't' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectionError);
+      expect((err as ConnectionError).reason).toBe('WRONGPASS');
+      expect((err as ConnectionError).message).toContain(`redis://:***@127.0.0.1:${server.port}`);
+      expect((err as ConnectionError).message).not.toContain('wrong');
+    } finally {
+      await queue.close();
+    }
+  });
 });
