@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { PeriodicTasks } from '../../src/index.js';
-import { type ClaimedTask, PeriodicStore, type StageRecord } from '../../src/redis/periodic-store.js';
+import { type ClaimedTask, claimedPart, PeriodicStore, type StageRecord } from '../../src/redis/periodic-store.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
 import { arg, labRedis, scriptUsec } from './lab.js';
 
@@ -71,18 +71,7 @@ for (let round = 0; round < rounds; round++) {
       missedFirst: '',
       missedLast: '',
       occurrences: t.nextrun,
-      overlap: t.overlap,
-      rule: t.rule,
-      enabled: t.enabled,
-      storedPeriod: t.period,
-      task: t.task,
-      group: t.group,
-      args: t.args,
-      subject: t.subject,
-      submitter: t.submitter,
-      priority: t.priority,
-      maxRetries: t.maxRetries,
-      maxRuntime: t.maxRuntime,
+      ...claimedPart(t),
     }),
   );
   await phase('stage', async () => {

@@ -30,7 +30,7 @@ import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-
 import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { loadLibrary } from '../redis/library.js';
-import { type ClaimedTask, PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
+import { type ClaimedTask, claimedPart, PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import type { Timer } from '../timers/index.js';
 import { type CatchupPolicy, checkTimer, DEFAULT_CATCHUP_WINDOW } from './definition.js';
@@ -333,7 +333,6 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         }
         p.occurrences = [...new Set([...p.occurrences, c.triggered])].sort((a, b) => a - b);
       }
-      const t = c.raw;
       records.push({
         id: c.id,
         token: c.token,
@@ -344,18 +343,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         missedFirst: String(p.missed?.first ?? ''),
         missedLast: String(p.missed?.last ?? ''),
         occurrences: p.occurrences.join(','),
-        overlap: t.overlap,
-        rule: t.rule,
-        enabled: t.enabled,
-        storedPeriod: t.period,
-        task: t.task,
-        group: t.group,
-        args: t.args,
-        subject: t.subject,
-        submitter: t.submitter,
-        priority: t.priority,
-        maxRetries: t.maxRetries,
-        maxRuntime: t.maxRuntime,
+        ...claimedPart(c.raw),
       });
     }
     if (records.length === 0) return null;

@@ -19,6 +19,33 @@ export type ClaimedTask = { id: string; token: string } & { [K in ClaimField]: K
 /** A periodic-stage record: the fields of STAGE_FIELDS (see ./wire.ts), as strings or bytes. */
 export type StageRecord = Record<StageField, string | Buffer>;
 
+/** The fields of a stage record that repeat its task's, as the claim read them. */
+type ClaimedPart = Pick<
+  StageRecord,
+  Exclude<
+    StageField,
+    'id' | 'token' | 'triggered' | 'nextrun' | 'period' | 'missed' | 'missedFirst' | 'missedLast' | 'occurrences'
+  >
+>;
+
+/** The part of a stage record that repeats the claimed task's fields (`storedPeriod` is its `period`). */
+export function claimedPart(t: ClaimedTask): ClaimedPart {
+  return {
+    overlap: t.overlap,
+    rule: t.rule,
+    enabled: t.enabled,
+    storedPeriod: t.period,
+    task: t.task,
+    group: t.group,
+    args: t.args,
+    subject: t.subject,
+    submitter: t.submitter,
+    priority: t.priority,
+    maxRetries: t.maxRetries,
+    maxRuntime: t.maxRuntime,
+  };
+}
+
 /** The answer of a claim: the scheduler-clock now, the earliest nextrun and staged scores left (null: none), the tasks. */
 export interface Claim {
   now: number;

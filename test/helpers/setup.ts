@@ -1,8 +1,9 @@
-/** Per-test helpers: the run's Redis URL, unique queue names, waiting on events. */
+/** Per-test helpers: the run's Redis URL (or a file's own server), unique queue names, waiting on events. */
 
 import { Redis } from 'ioredis';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { type Handlers, Queue, type QueueOptions, Worker, type WorkerOptions } from '../../src/index.js';
+import { RedisServer, type RedisServerOptions } from './redis-server.js';
 
 /** URL of the Redis server of this test run. */
 export function redisUrl(): string {
@@ -81,4 +82,21 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false | nu
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * A redis-server of a test file's own, for tests that change its settings or count its commands:
+ * started before the file's tests, with a client to inspect and configure it, and destroyed after.
+ */
+export function privateRedis(opts: RedisServerOptions = {}): { readonly server: RedisServer; readonly admin: Redis } {
+  const own = {} as { server: RedisServer; admin: Redis };
+  beforeAll(async () => {
+    own.server = await RedisServer.start(opts);
+    own.admin = new Redis(own.server.url);
+  });
+  afterAll(async () => {
+    own.admin?.disconnect();
+    await own.server?.destroy();
+  });
+  return own;
 }

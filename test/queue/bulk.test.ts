@@ -2,33 +2,21 @@
  * A large submitBulk goes in calls of at most 1,000 jobs, one after the other, so that no call
  * holds Redis for long; each call is all or none, and a failure names what was written before it.
  */
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BulkSubmitError, Queue, ValidationError } from '../../src/index.js';
-import { RedisServer } from '../helpers/redis-server.js';
+import { privateRedis } from '../helpers/setup.js';
 
-let server: RedisServer;
-let admin: Redis;
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  admin = new Redis(server.url);
-});
-
-afterAll(async () => {
-  admin.disconnect();
-  await server.destroy();
-});
+const own = privateRedis();
 
 /** FCALLs the server has run so far. */
 async function scriptCalls(): Promise<number> {
-  const m = /cmdstat_fcall:calls=(\d+)/.exec(await admin.info('commandstats'));
+  const m = /cmdstat_fcall:calls=(\d+)/.exec(await own.admin.info('commandstats'));
   return m ? Number(m[1]) : 0;
 }
 
 describe('a bulk submit larger than one call', () => {
   it('is written in calls of at most 1,000 jobs, in order', async () => {
-    const queue = new Queue('bulk', { connection: server.url });
+    const queue = new Queue('bulk', { connection: own.server.url });
     try {
       await queue.submit({ task: 't', id: 'first' });
       const before = await scriptCalls();
@@ -44,10 +32,10 @@ describe('a bulk submit larger than one call', () => {
   });
 
   it('keeps the calls before a failed one, and says which jobs they wrote', async () => {
-    const queue = new Queue('bulk-fail', { connection: server.url });
+    const queue = new Queue('bulk-fail', { connection: own.server.url });
     try {
       // an id reserved for a staged periodic occurrence: its call writes nothing
-      await admin.hset('{rota:bulk-fail}:j:reserved', 'state', 'planned');
+      await own.admin.hset('{rota:bulk-fail}:j:reserved', 'state', 'planned');
       const specs = Array.from({ length: 2500 }, (_, i) => ({ task: 't', id: i === 1200 ? 'reserved' : `j${i}` }));
       const err = await queue.submitBulk(specs).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(BulkSubmitError);

@@ -2,27 +2,15 @@
  * Redis out of memory (maxmemory reached): an outcome Redis refused is kept and delivered again
  * while the lease holds, so the job is not run a second time; and the queue's reads still answer.
  */
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Queue, Worker } from '../../src/index.js';
-import { RedisServer } from '../helpers/redis-server.js';
+import { privateRedis } from '../helpers/setup.js';
 
-let server: RedisServer;
-let admin: Redis;
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  admin = new Redis(server.url);
-});
-
-afterAll(async () => {
-  admin.disconnect();
-  await server.destroy();
-});
+const own = privateRedis();
 
 describe("delivery of a run's outcome", () => {
   it('is retried after Redis refused it (maxmemory reached), and the job runs once', async () => {
-    const queue = new Queue('oom', { connection: server.url });
+    const queue = new Queue('oom', { connection: own.server.url });
     let calls = 0;
     const refusals: Error[] = [];
     const worker = new Worker(
@@ -32,13 +20,13 @@ describe("delivery of a run's outcome", () => {
           calls += 1;
           if (calls === 1) {
             // Redis runs out of memory while the job runs, and gets it back half a second later.
-            await admin.config('SET', 'maxmemory', '1');
-            setTimeout(() => void admin.config('SET', 'maxmemory', '0'), 500);
+            await own.admin.config('SET', 'maxmemory', '1');
+            setTimeout(() => void own.admin.config('SET', 'maxmemory', '0'), 500);
           }
           return `result of run ${calls}`;
         },
       },
-      { connection: server.url, leaseMs: 3000 },
+      { connection: own.server.url, leaseMs: 3000 },
     );
     worker.on('error', (e) => refusals.push(e));
     try {
@@ -50,7 +38,7 @@ describe("delivery of a run's outcome", () => {
       expect(calls).toBe(1);
       expect(refusals.some((e) => /OOM/.test(e.message))).toBe(true);
     } finally {
-      await admin.config('SET', 'maxmemory', '0');
+      await own.admin.config('SET', 'maxmemory', '0');
       await worker.close();
       await queue.close();
     }
@@ -59,8 +47,8 @@ describe("delivery of a run's outcome", () => {
 
 describe('reads while Redis refuses writes', () => {
   it('answer: counts, groups, jobs, a job, executors', async () => {
-    const queue = new Queue('oom-reads', { connection: server.url });
-    const worker = new Worker('oom-reads', { work: () => 'done' }, { connection: server.url });
+    const queue = new Queue('oom-reads', { connection: own.server.url });
+    const worker = new Worker('oom-reads', { work: () => 'done' }, { connection: own.server.url });
     try {
       const done = new Promise<void>((resolve) => worker.on('completed', () => resolve()));
       const job = await queue.submit({ task: 'work', group: 'g1' });
@@ -68,8 +56,8 @@ describe('reads while Redis refuses writes', () => {
       await queue.submit({ task: 'work', group: 'g2', id: 'later' });
       await worker.close();
       // a fresh client, whose first calls (the schema check among them) meet the refusal
-      const reader = new Queue('oom-reads', { connection: server.url });
-      await admin.config('SET', 'maxmemory', '1');
+      const reader = new Queue('oom-reads', { connection: own.server.url });
+      await own.admin.config('SET', 'maxmemory', '1');
       try {
         await expect(reader.submit({ task: 'work' })).rejects.toThrow(/OOM/);
         expect(await reader.counts()).toMatchObject({ success: 1, waiting: 1 });
@@ -78,7 +66,7 @@ describe('reads while Redis refuses writes', () => {
         expect((await reader.jobs({ state: 'waiting' })).map((j) => j.id)).toEqual(['later']);
         expect(await reader.workers()).toBeInstanceOf(Array);
       } finally {
-        await admin.config('SET', 'maxmemory', '0');
+        await own.admin.config('SET', 'maxmemory', '0');
         await reader.close();
       }
     } finally {
