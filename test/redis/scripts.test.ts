@@ -1,14 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { LUA_DIR, luaFiles } from '../helpers/lua.js';
 
-const LUA = join(import.meta.dirname, '../../lua');
-const files = [
-  ...readdirSync(LUA).filter((f) => f.endsWith('.lua')),
-  ...readdirSync(join(LUA, 'includes'))
-    .filter((f) => f.endsWith('.lua'))
-    .map((f) => `includes/${f}`),
-];
+const LUA = LUA_DIR;
+const files = luaFiles;
 
 describe('the Lua scripts', () => {
   // Redis built with its own Lua (the official images, Redis built from source) refuses a script

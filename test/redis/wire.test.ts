@@ -2,24 +2,20 @@
  * The values Lua and TypeScript share are defined once, in src/redis/wire.ts: the library gets
  * them as the generated include `includes/wire`, and no Lua file keeps a copy of its own.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
 import { packDescription, unpackDescription } from '../../src/queue/job.js';
 import { rotaLibrary, runFunction, WIRE_INCLUDE } from '../../src/redis/library.js';
 import { LUA_WIRE, wireInclude } from '../../src/redis/wire.js';
+import { LUA_DIR, luaFiles } from '../helpers/lua.js';
 import { closeAll, rawClient } from '../helpers/setup.js';
 
 afterEach(closeAll);
 
-const LUA = join(import.meta.dirname, '../../lua');
-const files = [
-  ...readdirSync(LUA).filter((f) => f.endsWith('.lua')),
-  ...readdirSync(join(LUA, 'includes'))
-    .filter((f) => f.endsWith('.lua'))
-    .map((f) => `includes/${f}`),
-];
+const LUA = LUA_DIR;
+const files = luaFiles;
 
 describe('the wire values', () => {
   it('are what the library defines, before any other include', () => {
