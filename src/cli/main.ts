@@ -86,6 +86,11 @@ function invokedDirectly(): boolean {
 }
 
 if (invokedDirectly()) {
+  // A reader that stops early (`rota jobs | head`) closes the pipe: that ends the output, not in an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+  });
   main().then(
     (code) => {
       process.exitCode = code;

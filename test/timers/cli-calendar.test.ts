@@ -71,4 +71,12 @@ describe('rota calendar', () => {
     expect(rota('no-such-command').status).toBe(2);
     expect(rota('--help').status).toBe(0);
   });
+
+  it('ends quietly, exit status 0, when its reader stops early (rota calendar ... | head -1)', () => {
+    const command = [process.execPath, ...TS_EXEC_ARGV, bin, 'calendar', '--iterations', '2000', "'*:*:0/1'"].join(' ');
+    const r = spawnSync('bash', ['-o', 'pipefail', '-c', `${command} | head -1`], { encoding: 'utf8' });
+    expect(r.stdout).toBe('  Original form: *:*:0/1\n');
+    expect(r.stderr).not.toMatch(/EPIPE|Unhandled/);
+    expect(r.status).toBe(0);
+  });
 });
