@@ -6,7 +6,8 @@
     c cancel-previous  submit; the caller cancels the last job when it has not ended (returned)
     b buffer-one       submit when the last job has ended; else hold this one (looked at again
                        every ARGV[5] ms, in p:staged) while no other is held, and skip it when one is
-  (an upper-case code: the same, for a task already gone, whose last job is not recorded).
+  (an upper-case code: the same, for an event rule's pending-run task whose last run this is; the
+  task goes once the run is released, and its run history expires ARGV[7] ms later).
   Submitting flips the planned job to `waiting` and pushes it into its group. An occurrence more
   than ARGV[6] ms late (no replica ran meanwhile) follows its task's catch-up policy: `none` drops
   it as missed, `latest` keeps only the newest such occurrence of the task (and none when the
@@ -23,6 +24,8 @@
   ARGV[4] most occurrences to release in this call
   ARGV[5] buffer-one re-check interval (ms)
   ARGV[6] misfire grace (ms)
+  ARGV[7] run history age (ms, -1: forever): how long a released event-rule run's history outlives
+          its task (so that an older event arriving late is still recognised as older)
 
   Returns { earliest p:staged score afterwards ('' when none), jobs submitted, occurrences
             skipped, ids of jobs to cancel (cancel-previous) }.
@@ -206,6 +209,14 @@ for _, e in ipairs(entries) do
 end
 for k = 1, #gone, 500 do call('ZREM', KEYS[1], unpack(gone, k, math.min(#gone, k + 499))) end
 flushJobs(prefix, batch)
+-- An event rule's pending-run task goes with its last run; its history stays for a while.
+local age = tonumber(ARGV[7])
+for _, e in ipairs(entries) do
+  if e[6] and done[e[1]] == true and call('HGET', prefix .. 'p:t:' .. e[4], 'nextrun') == '' then
+    pRemove(prefix, e[4], true, true)
+    if age >= 0 then call('PEXPIRE', prefix .. 'p:h:' .. e[4], age) end
+  end
+end
 local lastPairs = {}
 for task, jobId in pairs(lastOut) do
   lastPairs[#lastPairs + 1] = task

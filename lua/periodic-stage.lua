@@ -55,7 +55,8 @@ for r = 1, #recs do
     results[r] = 1
     local missed = tonumber(f.missed)
     local rule, enabled, storedPeriod = f.rule, f.enabled, f.storedPeriod
-    -- a finished event-rule run's task goes now: an upper-case code tells the release so
+    -- an event rule's pending-run task goes once its last run is released: an upper-case code
+    -- tells the release so (until then a newer event can still replace the staged run)
     local gone = newNext == '' and rule ~= ''
     local code = OVERLAP_CODE[f.overlap] or OVERLAP_CODE.skip
     if gone then code = string.upper(code) end
@@ -84,33 +85,34 @@ for r = 1, #recs do
       history[#history + 1] = f.missedFirst
       history[#history + 1] = HISTORY_MISSED .. f.missedFirst .. '@' .. missed .. '@' .. f.missedLast
     end
-    if gone then
+    if #history > 0 then call('ZADD', prefix .. 'p:h:' .. id, unpack(history)) end
+    local fields = { 'nextrun', newNext }
+    if period ~= '' and period ~= storedPeriod then fields[#fields + 1] = 'period'; fields[#fields + 1] = period end
+    if triggered ~= '' then fields[#fields + 1] = 'triggered'; fields[#fields + 1] = '' end
+    local tk = prefix .. 'p:t:' .. id
+    -- `staged` lists the task's unreleased occurrences (for pUnstage): this stage's and those
+    -- of earlier stages still waiting
+    local before = call('HGET', tk, 'staged')
+    if before and before ~= '' then
+      local olds = {}
+      for m in string.gmatch(before, '[^,]+') do olds[#olds + 1] = m end
+      local present = call('ZMSCORE', prefix .. 'p:staged', unpack(olds))
+      for i = #olds, 1, -1 do
+        if present[i] then table.insert(members, 1, olds[i]) end
+      end
+    end
+    if gone and #members == 0 then
+      -- nothing of the rule's run is left to release (its occurrence was missed)
       pRemove(prefix, id, true)
     else
-      if #history > 0 then call('ZADD', prefix .. 'p:h:' .. id, unpack(history)) end
-      local fields = { 'nextrun', newNext }
-      if period ~= '' and period ~= storedPeriod then fields[#fields + 1] = 'period'; fields[#fields + 1] = period end
-      if triggered ~= '' then fields[#fields + 1] = 'triggered'; fields[#fields + 1] = '' end
-      local tk = prefix .. 'p:t:' .. id
-      -- `staged` lists the task's unreleased occurrences (for pUnstage): this stage's and those
-      -- of earlier stages still waiting
-      local before = call('HGET', tk, 'staged')
-      if before and before ~= '' then
-        local olds = {}
-        for m in string.gmatch(before, '[^,]+') do olds[#olds + 1] = m end
-        local present = call('ZMSCORE', prefix .. 'p:staged', unpack(olds))
-        for i = #olds, 1, -1 do
-          if present[i] then table.insert(members, 1, olds[i]) end
-        end
-      end
       if #members > 0 or before then fields[#fields + 1] = 'staged'; fields[#fields + 1] = table.concat(members, ',') end
       call('HSET', tk, unpack(fields))
-      if newNext ~= '' and enabled == '1' then
-        nextAdds[#nextAdds + 1] = newNext
-        nextAdds[#nextAdds + 1] = id
-      else
-        nextRems[#nextRems + 1] = id
-      end
+    end
+    if newNext ~= '' and enabled == '1' then
+      nextAdds[#nextAdds + 1] = newNext
+      nextAdds[#nextAdds + 1] = id
+    else
+      nextRems[#nextRems + 1] = id
     end
   end
 end

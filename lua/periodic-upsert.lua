@@ -10,12 +10,17 @@
   ARGV[4] next occurrence for the new timer (ms), '' when the timer never elapses again
   ARGV[5] enabled '1' | '0'
   ARGV[6] now (ms; created/updated)
-  ARGV[7] '1' to change nothing when the task exists with a later nextrun than ARGV[4] (an older
-          event arriving after a newer one), else '0'
+  ARGV[7] '' for a task definition. For an event rule's pending run, the event's time (ms): the
+          run is due at ARGV[4] and replaces the subject's run due earlier. Nothing changes when
+          the subject's newest run (pending, staged or released) is due at or after ARGV[4] (an
+          older event arriving after a newer one). A replaced run that was staged is dropped with
+          its planned job; one already released is not undone. Either way, when the event came
+          before that run was due, its history records `~replaced@<its occurrence>@<ARGV[4]>`.
   ARGV[8..] field, value pairs (id, task, timer, timezone, owner, ... see definitionFields)
 
   Returns { 1 created | 0 replaced, next occurrence or '' }.
 ]]
+--- @include "includes/wire"
 --- @include "includes/periodic"
 
 local prefix = ARGV[1]
@@ -30,8 +35,18 @@ for i = 8, #ARGV, 2 do
 end
 local old = call('HMGET', tk, 'timer', 'timezone', 'nextrun', 'owner')
 local created = old[1] == false
-if ARGV[7] == '1' and not created and old[3] and old[3] ~= '' and tonumber(old[3]) > tonumber(ARGV[4]) then
-  return { 0, old[3] }
+local hk = prefix .. 'p:h:' .. id
+if ARGV[7] ~= '' then
+  -- the subject's newest run: pending (nextrun), or staged or released (the newest history entry)
+  local top = call('ZREVRANGE', hk, 0, 0, 'WITHSCORES')
+  local pendingDue, entered = tonumber(old[3] or ''), tonumber(top[2] or '')
+  local newest = math.max(pendingDue or -1, entered or -1)
+  if newest >= tonumber(ARGV[4]) then return { 0, old[3] or '' } end
+  if entered and entered == newest and tonumber(ARGV[7]) < entered then
+    call('ZADD', hk, top[2], HISTORY_REPLACED .. top[2] .. '@' .. ARGV[4])
+  end
+  -- a released run's history was left to expire: it is this task's again
+  if created then call('PERSIST', hk) end
 end
 local nextrun = ARGV[4]
 local sameTimer = not created and old[1] == new['timer'] and old[2] == new['timezone']

@@ -84,6 +84,7 @@ for (let round = 0; round < rounds; round++) {
         max: batch,
         bufferPollMs: 1000,
         misfireGraceMs: 15_000,
+        keepAgeMs: -1,
       });
       if (submitted + skipped === 0) break;
     }

@@ -4,8 +4,10 @@
     p:nextrun       ZSET  enabled task id -> when a scheduler must look at it next (ms)
     p:all           SET   ids of tasks defined through upsert
     p:owner:<owner> SET   ids of an owner's tasks
-    p:h:<id>        ZSET  run history: job id, '~skipped@<occ>' or '~missed@<first>@<count>@<last>'
-                          -> occurrence (ms); an occurrence's job id is entered when it is staged
+    p:h:<id>        ZSET  run history: job id, '~skipped@<occ>', '~missed@<first>@<count>@<last>' or
+                          '~replaced@<occ>@<new occ>' -> occurrence (ms); an occurrence's job id is
+                          entered when it is staged. An event rule's run history outlives its
+                          pending-run task (which goes once its run is released) by the history age
     p:staged        ZSET  staged occurrences: <overlap code><job id>|<h|l><group> -> when to release it (ms):
                           its occurrence, or the next look at a run held by buffer-one. Its job
                           is `planned` until released (see periodic-stage, periodic-release)
@@ -80,16 +82,17 @@ local function pUnstage(prefix, id)
   if staged then call('HDEL', tk, 'staged') end
 end
 
--- Removes a task and its indexes (not its jobs), and its staged occurrences unless keepStaged.
--- Returns 1 when it existed.
-local function pRemove(prefix, id, keepStaged)
+-- Removes a task and its indexes (not its jobs), its staged occurrences unless keepStaged, and
+-- its run history unless keepHistory. Returns 1 when it existed.
+local function pRemove(prefix, id, keepStaged, keepHistory)
   local tk = prefix .. 'p:t:' .. id
   local owner = call('HGET', tk, 'owner')
   if not owner then return 0 end
   if not keepStaged then pUnstage(prefix, id) end
   call('HDEL', prefix .. 'p:last', id)
   if owner ~= '' then call('SREM', prefix .. 'p:owner:' .. owner, id) end
-  call('DEL', tk, prefix .. 'p:h:' .. id)
+  call('DEL', tk)
+  if not keepHistory then call('DEL', prefix .. 'p:h:' .. id) end
   call('ZREM', prefix .. 'p:nextrun', id)
   call('SREM', prefix .. 'p:all', id)
   return 1

@@ -392,6 +392,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
             max: this.o.batchSize,
             bufferPollMs: this.o.bufferPollMs,
             misfireGraceMs: this.o.misfireGraceMs,
+            keepAgeMs: this.o.keepAge,
           });
         } catch (err) {
           // Staged occurrences stay staged: the next release (here or in any replica) takes them.

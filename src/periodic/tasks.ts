@@ -15,7 +15,7 @@ import { type ConnectionOption, connect } from '../redis/connection.js';
 import { type QueueKeys, queueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
-import { HISTORY_MISSED, HISTORY_SKIPPED } from '../redis/wire.js';
+import { HISTORY_MISSED, HISTORY_REPLACED, HISTORY_SKIPPED } from '../redis/wire.js';
 import { parseTimer, type Timer } from '../timers/index.js';
 import {
   checkDefinition,
@@ -49,7 +49,7 @@ export interface UpcomingRun {
 }
 
 /** Status of a run in the history: a job state, or an occurrence that never became a job. */
-export type RunStatus = JobState | 'skipped' | 'missed' | 'dropped' | 'expired';
+export type RunStatus = JobState | 'skipped' | 'missed' | 'dropped' | 'expired' | 'replaced';
 
 /** One entry of a task's run history ({@link PeriodicTasks.runs}). Times are ms (server clock). */
 export interface RunRecord {
@@ -58,7 +58,8 @@ export interface RunRecord {
   /**
    * `skipped`: not submitted because an earlier run had not ended (overlap); `missed`: passed over
    * by the catch-up policy (`count` occurrences up to `until`); `dropped`: started too soon after
-   * the previous run (tolerance); `expired`: its job was removed by retention; else the job's state.
+   * the previous run (tolerance); `expired`: its job was removed by retention; `replaced`: an event
+   * rule's run that a newer event replaced before it was released; else the job's state.
    */
   status: RunStatus;
   jobId?: string;
@@ -78,6 +79,12 @@ export interface RunRecord {
   /** For `missed`: how many occurrences, and the last of them. */
   count?: number;
   until?: number;
+  /**
+   * An event rule's run that a newer event replaced: the occurrence of the run that replaced it.
+   * On a run with a job status, the newer event came before this run was due but after it was
+   * released, so it ran all the same.
+   */
+  replacedBy?: number;
 }
 
 /** An event rule (Toucan's "after event"): a run `delay` after each event, per subject. */
@@ -186,7 +193,7 @@ export class PeriodicTasks {
       nextrun: next ?? null,
       enabled: c.def.enabled !== false,
       now,
-      keepLater: false,
+      eventAt: null,
       fields: definitionFields(c, now),
     });
     return (await this.get<A>(c.def.id))!;
@@ -394,34 +401,53 @@ export class PeriodicTasks {
     });
     // A staged occurrence (its job still `planned`) has not run yet.
     const planned = (e: { member: string }) => byId.get(e.member)?.job?.state?.toString() === 'planned';
+    // `~replaced@<occurrence>@<new occurrence>`: on the run of that occurrence when it was released, else its own entry.
+    const replacedBy = new Map<number, number>();
+    for (const e of entries) {
+      if (e.member.startsWith(HISTORY_REPLACED)) replacedBy.set(e.occurrence, Number(e.member.split('@')[2]));
+    }
+    const released = new Set(jobs.filter((e) => !planned(e)).map((e) => e.occurrence));
     return entries
-      .filter((e) => !planned(e))
+      .filter((e) => !planned(e) && !(e.member.startsWith(HISTORY_REPLACED) && released.has(e.occurrence)))
       .map((e): RunRecord => {
-        if (e.member.startsWith(HISTORY_SKIPPED)) return { occurrence: e.occurrence, status: 'skipped' };
-        if (e.member.startsWith(HISTORY_MISSED)) {
-          const [, , count, last] = e.member.split('@');
-          return { occurrence: e.occurrence, status: 'missed', count: Number(count), until: Number(last) };
-        }
-        const got = byId.get(e.member)!;
-        const job = decodeJobObject(e.member, got.job ?? {});
-        if (!job) return { occurrence: e.occurrence, status: 'expired', jobId: e.member };
-        const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
-        const dropped = got.job.dropped?.toString();
-        return {
-          occurrence: e.occurrence,
-          jobId: e.member,
-          status: dropped ? 'dropped' : job.state,
-          submitted: job.submitted,
-          started: job.started,
-          finished: job.finished,
-          worker: job.worker,
-          ...hostPid,
-          retries: job.retries,
-          logs: got.logs,
-          error: dropped ?? job.error,
-          result: job.result,
-        };
+        const record = this.runRecord(e, byId);
+        const by = replacedBy.get(e.occurrence);
+        return by === undefined || record.status === 'skipped' || record.status === 'missed'
+          ? record
+          : { ...record, replacedBy: by };
       });
+  }
+
+  /** One run history entry read into a record (`byId`: the jobs of the entries that name one, with their logs). */
+  private runRecord(
+    e: { member: string; occurrence: number },
+    byId: Map<string, { job: Record<string, Buffer>; logs: string[] }>,
+  ): RunRecord {
+    if (e.member.startsWith(HISTORY_REPLACED)) return { occurrence: e.occurrence, status: 'replaced' };
+    if (e.member.startsWith(HISTORY_SKIPPED)) return { occurrence: e.occurrence, status: 'skipped' };
+    if (e.member.startsWith(HISTORY_MISSED)) {
+      const [, , count, last] = e.member.split('@');
+      return { occurrence: e.occurrence, status: 'missed', count: Number(count), until: Number(last) };
+    }
+    const got = byId.get(e.member)!;
+    const job = decodeJobObject(e.member, got.job ?? {});
+    if (!job) return { occurrence: e.occurrence, status: 'expired', jobId: e.member };
+    const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
+    const dropped = got.job.dropped?.toString();
+    return {
+      occurrence: e.occurrence,
+      jobId: e.member,
+      status: dropped ? 'dropped' : job.state,
+      submitted: job.submitted,
+      started: job.started,
+      finished: job.finished,
+      worker: job.worker,
+      ...hostPid,
+      retries: job.retries,
+      logs: got.logs,
+      error: dropped ?? job.error,
+      result: job.result,
+    };
   }
 
   /**
@@ -573,7 +599,7 @@ export class PeriodicTasks {
         'updated',
         now,
       ];
-      await this.store.upsert({ id, listed: false, nextrun: due, enabled: true, now, keepLater: true, fields });
+      await this.store.upsert({ id, listed: false, nextrun: due, enabled: true, now, eventAt: at, fields });
       out.push(id);
     }
     return out;

@@ -63,8 +63,12 @@ export interface UpsertTask {
   nextrun: number | null;
   enabled: boolean;
   now: number;
-  /** Change nothing when the task exists with a later nextrun (an older event after a newer one). */
-  keepLater: boolean;
+  /**
+   * For an event rule's pending run, the event's time (ms): the run replaces the subject's run due
+   * earlier, and nothing changes when the subject's newest run is due at `nextrun` or later (an
+   * older event arriving after a newer one). Null for a task definition.
+   */
+  eventAt: number | null;
   /** The task hash's fields: field, value pairs. */
   fields: Arg[];
 }
@@ -92,7 +96,7 @@ export class PeriodicStore {
       t.nextrun ?? '',
       t.enabled ? '1' : '0',
       t.now,
-      t.keepLater ? '1' : '0',
+      t.eventAt ?? '',
       ...t.fields,
     ]);
     return { created: created === 1, nextrun: scoreOf(nextrun) };
@@ -177,9 +181,10 @@ export class PeriodicStore {
   /**
    * periodic-release: submits up to `max` staged occurrences that are due (at `now`, default the
    * server clock) through their overlap policies; answers the earliest staged score left, the
-   * jobs submitted, the occurrences skipped, and the jobs to cancel (cancel-previous).
+   * jobs submitted, the occurrences skipped, and the jobs to cancel (cancel-previous). A released
+   * event-rule run's history is kept `keepAgeMs` after its task goes (-1: forever).
    */
-  async release(o: { now?: number; max: number; bufferPollMs: number; misfireGraceMs: number }): Promise<{
+  async release(o: { now?: number; max: number; bufferPollMs: number; misfireGraceMs: number; keepAgeMs: number }): Promise<{
     earliest: number | null;
     submitted: number;
     skipped: number;
@@ -188,7 +193,7 @@ export class PeriodicStore {
     const [earliest, submitted, skipped, cancels] = await this.queue.fcall<[string, number, number, string[]]>(
       'periodic-release',
       this.keys.staged,
-      [this.keys.prefix, this.queue.maxEvents, o.now ?? '', o.max, o.bufferPollMs, o.misfireGraceMs],
+      [this.keys.prefix, this.queue.maxEvents, o.now ?? '', o.max, o.bufferPollMs, o.misfireGraceMs, o.keepAgeMs],
     );
     return { earliest: scoreOf(earliest), submitted: Number(submitted), skipped: Number(skipped), cancels };
   }

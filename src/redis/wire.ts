@@ -130,9 +130,13 @@ export const STAGE_FIELDS = [
 export const EVENT_ERRORS_FIELD = 'b';
 export const EVENT_PERIODIC_FAILED_FIELD = 'p';
 
-/** How a periodic task's run history marks an occurrence that was skipped, or missed. */
+/**
+ * How a periodic task's run history marks an occurrence that was skipped, or missed, and an event
+ * rule's run that a newer event replaced (`~replaced@<its occurrence>@<the new run's occurrence>`).
+ */
 export const HISTORY_SKIPPED = '~skipped@';
 export const HISTORY_MISSED = '~missed@';
+export const HISTORY_REPLACED = '~replaced@';
 
 /** The Lua pattern of a `leases` member (token digits, a mark, the job id), capturing the id. */
 const LEASE_ID_PATTERN = `^%d+[${SCHEDULED_MARK}${RUNNING_MARK}${CANCEL_MARK}](.*)$`;
@@ -168,6 +172,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   EVENT_PERIODIC_FAILED_FIELD,
   HISTORY_SKIPPED,
   HISTORY_MISSED,
+  HISTORY_REPLACED,
 };
 
 function luaString(s: string): string {
