@@ -378,7 +378,21 @@ export class PeriodicTasks {
    */
   async runs(id: string, opts: { limit?: number } = {}): Promise<RunRecord[]> {
     const limit = opts.limit ?? 20;
-    const raw = await this.client.zrevrange(this.keys.history(checkId(id)), 0, limit - 1, 'WITHSCORES');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
+      throw new ValidationError('limit', 'must be a whole number from 1 to 10000');
+    const key = this.keys.history(checkId(id));
+    // Staged occurrences (the newest entries) are not runs yet: read on past them until `limit` runs.
+    const out: RunRecord[] = [];
+    for (let start = 0; out.length < limit; start += limit) {
+      const raw = await this.client.zrevrange(key, start, start + limit - 1, 'WITHSCORES');
+      out.push(...(await this.records(raw)));
+      if (raw.length < limit * 2) break;
+    }
+    return out.slice(0, limit);
+  }
+
+  /** The run records of history entries (`member, score` pairs), without the staged occurrences. */
+  private async records(raw: string[]): Promise<RunRecord[]> {
     const entries: Array<{ member: string; occurrence: number }> = [];
     for (let i = 0; i < raw.length; i += 2) entries.push({ member: raw[i], occurrence: Number(raw[i + 1]) });
     const jobs = entries.filter((e) => !e.member.startsWith('~'));
