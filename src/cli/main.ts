@@ -41,6 +41,8 @@ export interface GlobalOptions {
   tlsCert?: string;
   /** PEM file of the client certificate's private key. */
   tlsKey?: string;
+  /** Print times in UTC rather than in each periodic task's zone (or calendar's --tz). */
+  utc?: boolean;
 }
 
 /** The version in Rota's package.json (found from src/cli or dist/src/cli). */
@@ -78,6 +80,7 @@ export function buildProgram(): Command {
     .option('--tls-ca <file>', "CA certificate (PEM) to trust the server's TLS certificate with")
     .option('--tls-cert <file>', 'client TLS certificate (PEM)')
     .option('--tls-key <file>', "client TLS certificate's private key (PEM)")
+    .option('--utc', "print times in UTC (default: periodic tasks' times in their time zone)")
     .addHelpText('after', `\n${EXIT_CODES_HELP}`)
     .exitOverride();
   for (const register of COMMANDS) register(program);

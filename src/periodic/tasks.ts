@@ -27,6 +27,7 @@ import {
   type PeriodicTaskDefinition,
 } from './definition.js';
 import { type PeriodicKeys, periodicKeys } from './keys.js';
+import { liveReplicas } from './replicas.js';
 
 /** Options of {@link PeriodicTasks}. */
 export interface PeriodicTasksOptions {
@@ -173,13 +174,15 @@ export class PeriodicTasks {
   /**
    * Creates or replaces a task. Re-upserting with the same timer and time zone keeps its planned
    * next occurrence; a new timer plans from now. Wakes the schedulers.
-   * @throws {ValidationError} naming the bad field; nothing is written then.
+   * @throws {ValidationError} naming the bad field (`timer` for a new timer that has no occurrence
+   * after now, such as a one-shot due date in the past); nothing is written then.
    */
   async upsert<A = unknown>(def: PeriodicTaskDefinition<A>): Promise<PeriodicTask<A>> {
     if (typeof def === 'object' && def !== null) knownKeys(def, DEFINITION_KEYS);
     const c = checkDefinition(def, this.maxArgsBytes);
     const now = this.clock();
     const next = c.timer.next(new Date(now))?.getTime();
+    if (next === undefined) await this.refuseNeverDue(c.def.id, c.def.timer, c.def.timezone, now);
     await this.store.upsert({
       id: c.def.id,
       listed: true,
@@ -190,6 +193,19 @@ export class PeriodicTasks {
       fields: definitionFields(c, now),
     });
     return (await this.get<A>(c.def.id))!;
+  }
+
+  /**
+   * Refuses a new timer that has no occurrence after `now` (a one-shot due date in the past): the
+   * task would never run. Upserting again the timer a task already has (one that ran) is accepted.
+   */
+  private async refuseNeverDue(id: string, timer: string, timezone: string | undefined, now: number): Promise<void> {
+    const [storedTimer, storedZone] = await this.client.hmget(this.keys.task(id), 'timer', 'timezone');
+    if (storedTimer === timer && (storedZone || undefined) === timezone) return;
+    throw new ValidationError(
+      'timer',
+      `"${timer}" has no occurrence after now (${new Date(now).toISOString()}): the task would never run`,
+    );
   }
 
   /** Reads a task, or null when there is none. */
@@ -302,6 +318,15 @@ export class PeriodicTasks {
     const at = await this.store.trigger(checkId(id), this.injected ? Math.round(this.clock()) : undefined);
     if (at === null) return null;
     return { jobId: `${id}@${at}`, occurrence: at };
+  }
+
+  /**
+   * The ids of the scheduler replicas running against this queue. A replica renews its entry
+   * every 5 s; one that died without closing is listed for up to 15 s more. With none, nothing
+   * submits the tasks' runs (see {@link Scheduler}).
+   */
+  async schedulers(): Promise<string[]> {
+    return liveReplicas(this.client, this.keys.replicas);
   }
 
   /**
