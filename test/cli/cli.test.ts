@@ -40,7 +40,7 @@ describe('rota CLI', () => {
 
   it('pauses and resumes groups and sets limits', async () => {
     const q = ['--redis', redisUrl(), '--queue', uniqueQueue('cli')];
-    expect((await rota([...q, 'pause-group', 'acme'])).code).toBe(0);
+    expect((await rota([...q, 'pause-group', 'acme', '--create'])).code).toBe(0);
     expect((await rota([...q, 'group-limit', 'acme', '--concurrency', '3', '--weight', '2'])).code).toBe(0);
     let g = JSON.parse((await rota([...q, 'groups', '--json'])).stdout.trim());
     expect(g).toMatchObject({ group: 'acme', paused: true, limit: 3, weight: 2 });
