@@ -11,6 +11,8 @@ import type { Redis } from 'ioredis';
 export const REPLICA_BEAT_MS = 5000;
 /** How long an entry lasts without renewal (ms): three missed renewals. */
 export const REPLICA_TTL_MS = 3 * REPLICA_BEAT_MS;
+/** How long a stopping replica waits to remove its entry (ms). */
+const STOP_WAIT_MS = 1000;
 
 async function serverNow(client: Redis): Promise<number> {
   const [sec, usec] = await client.time();
@@ -40,12 +42,20 @@ export class ReplicaBeat {
     this.timer.unref();
   }
 
-  /** Stops renewing and removes the entry. */
+  /**
+   * Stops renewing and removes the entry. With Redis away it does not wait (the client retries
+   * through outages): the entry expires instead.
+   */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.beating;
-    await this.client.zrem(this.key, this.id).catch(() => {});
+    if (this.client.status !== 'ready') return;
+    let timeout: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.resolve(this.beating).then(() => this.client.zrem(this.key, this.id)),
+      new Promise((resolve) => (timeout = setTimeout(resolve, STOP_WAIT_MS))),
+    ]).catch(() => {});
+    clearTimeout(timeout);
   }
 
   /** Stops renewing and leaves the entry to expire (a crash). */

@@ -11,16 +11,21 @@ import { EXIT_NOT_FOUND } from '../exit-codes.js';
 import { CliError, connectionOf, globals, intOption, openClient, printJson, printTable, run } from '../support.js';
 import { timeFormat } from '../times.js';
 
-async function withTasks(
-  cmd: Command,
-  fn: (tasks: PeriodicTasks, json: boolean, queue: string, utc: boolean) => Promise<void>,
-): Promise<void> {
+/** What a periodic command reads from the global options. */
+interface TasksContext {
+  json: boolean;
+  queue: string;
+  /** Print times in UTC (`--utc`), not in the task's zone. */
+  utc: boolean;
+}
+
+async function withTasks(cmd: Command, fn: (tasks: PeriodicTasks, ctx: TasksContext) => Promise<void>): Promise<void> {
   const g = globals(cmd);
   await run(async () => {
     const client = await openClient(g);
     const tasks = new PeriodicTasks(g.queue, { connection: client });
     try {
-      await fn(tasks, Boolean(g.json), g.queue, Boolean(g.utc));
+      await fn(tasks, { json: Boolean(g.json), queue: g.queue, utc: Boolean(g.utc) });
     } finally {
       await tasks.close().catch(() => {});
       client.disconnect();
@@ -101,7 +106,7 @@ export function register(program: Command): void {
     .option('--owner <owner>', 'only tasks of this owner')
     .option('--json', 'print one JSON object per line')
     .action(async (o: { owner?: string }, cmd: Command) =>
-      withTasks(cmd, async (tasks, json, _queue, utc) => {
+      withTasks(cmd, async (tasks, { json, utc }) => {
         const list = await tasks.list({ owner: o.owner });
         if (json) return list.forEach(printJson);
         printTable(
@@ -140,7 +145,7 @@ export function register(program: Command): void {
     .option('--disabled', 'create it disabled')
     .option('--json', 'print the stored task as JSON')
     .action(async (id: string, task: string, timer: string, o: Record<string, unknown>, cmd: Command) =>
-      withTasks(cmd, async (tasks, json, queue, utc) => {
+      withTasks(cmd, async (tasks, { json, queue, utc }) => {
         const def = {
           id,
           task,
@@ -172,7 +177,7 @@ export function register(program: Command): void {
       .description(what)
       .argument('<id>')
       .action(async (id: string, _o: unknown, cmd: Command) =>
-        withTasks(cmd, async (tasks, _json, queue) => {
+        withTasks(cmd, async (tasks, { queue }) => {
           if (!(await tasks[name](id))) throw notFound(id);
           if (name === 'enable') await warnWithoutScheduler(tasks, queue);
           process.stdout.write(`${id} ${name === 'remove' ? 'removed' : `${name}d`}\n`);
@@ -185,7 +190,7 @@ export function register(program: Command): void {
     .description('run a periodic task now, once')
     .argument('<id>')
     .action(async (id: string, _o: unknown, cmd: Command) =>
-      withTasks(cmd, async (tasks, _json, queue) => {
+      withTasks(cmd, async (tasks, { queue }) => {
         const r = await tasks.trigger(id);
         if (!r) throw notFound(id);
         await warnWithoutScheduler(tasks, queue);
@@ -200,7 +205,7 @@ export function register(program: Command): void {
     .option('--limit <n>', 'at most this many', intOption('--limit', 1, 10_000), 20)
     .option('--json', 'print one JSON object per line')
     .action(async (id: string, o: { limit: number }, cmd: Command) =>
-      withTasks(cmd, async (tasks, json, _queue, utc) => {
+      withTasks(cmd, async (tasks, { json, utc }) => {
         const task = await tasks.get(id);
         if (!task) throw notFound(id);
         const runs = await tasks.runs(id, { limit: o.limit });
@@ -227,7 +232,7 @@ export function register(program: Command): void {
     .option('--limit <n>', 'how many occurrences', intOption('--limit', 1, 10_000), 10)
     .option('--json', 'print one JSON object per line')
     .action(async (o: { limit: number }, cmd: Command) =>
-      withTasks(cmd, async (tasks, json, _queue, utc) => {
+      withTasks(cmd, async (tasks, { json, utc }) => {
         const next = await tasks.upcoming({ limit: o.limit });
         if (json) return next.forEach(printJson);
         // each occurrence in its task's zone (an event rule's pending run has none: UTC)
