@@ -4,7 +4,8 @@
  * and exports `register(program)`; add one import and one line to
  * {@link COMMANDS} to plug in a new command.
  */
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { register as registerCalendar } from './commands/calendar.js';
@@ -13,7 +14,7 @@ import { register as registerGroups } from './commands/groups.js';
 import { register as registerJobs } from './commands/jobs.js';
 import { register as registerPeriodic } from './commands/periodic.js';
 import { register as registerWorker } from './commands/worker.js';
-import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
+import { EXIT_CODES_HELP, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Signature every command module exports. */
 export type RegisterCommand = (program: Command) => void;
@@ -40,26 +41,56 @@ export interface GlobalOptions {
   tlsCert?: string;
   /** PEM file of the client certificate's private key. */
   tlsKey?: string;
+  /** Print times in UTC rather than in each periodic task's zone (or calendar's --tz). */
+  utc?: boolean;
+}
+
+/** The version in Rota's package.json (found from src/cli or dist/src/cli). */
+export function packageVersion(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let up = 0; up < 4; up++, dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'rota' && pkg.version) return pkg.version;
+    } catch {
+      // not here: look one folder up
+    }
+  }
+  return 'unknown';
+}
+
+/**
+ * Every command answers a command-line error with one line and a pointer to its help (not the
+ * whole help text), on stderr, prefixed `rota:` as the commands' own errors are.
+ */
+function shortErrors(cmd: Command, path: string): void {
+  cmd
+    .showHelpAfterError(`(see: ${path} --help)`)
+    .configureOutput({ outputError: (message, write) => write(message.replace(/^error: /, 'rota: ')) });
+  for (const sub of cmd.commands) shortErrors(sub, `${path} ${sub.name()}`);
 }
 
 /** Builds the `rota` program with its global options and all commands. */
 export function buildProgram(): Command {
   const program = new Command('rota')
     .description('Rota: a fair distributed job queue and periodic-task scheduler for Redis')
+    .version(packageVersion(), '-V, --version', 'print the version of rota')
     .option('--redis <url>', 'Redis URL', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379')
     .option('--queue <name>', 'queue name', 'default')
     .option('--tls-ca <file>', "CA certificate (PEM) to trust the server's TLS certificate with")
     .option('--tls-cert <file>', 'client TLS certificate (PEM)')
     .option('--tls-key <file>', "client TLS certificate's private key (PEM)")
-    .showHelpAfterError()
+    .option('--utc', "print times in UTC (default: periodic tasks' times in their time zone)")
+    .addHelpText('after', `\n${EXIT_CODES_HELP}`)
     .exitOverride();
   for (const register of COMMANDS) register(program);
+  shortErrors(program, 'rota');
   return program;
 }
 
 /**
- * Runs the CLI and resolves to its exit status: 0 ok, 1 invalid input,
- * 2 usage error. Commands report invalid input by setting `process.exitCode`.
+ * Runs the CLI and resolves to its exit status (see ./exit-codes.ts): 0 ok, 1 invalid value,
+ * 2 usage error, 3 Redis unreachable, 4 not found. Commands report failures by setting `process.exitCode`.
  */
 export async function main(argv: string[] = process.argv): Promise<number> {
   const program = buildProgram();
@@ -67,8 +98,10 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
-      // Help and version exit 0; every other commander error is a usage error.
-      return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+      // Help and version exit 0; a value an option or argument refused is an invalid value;
+      // every other commander error (unknown option or command, missing argument) is a usage error.
+      if (err.exitCode === 0) return EXIT_OK;
+      return err.code === 'commander.invalidArgument' ? EXIT_INVALID : EXIT_USAGE;
     }
     throw err;
   }

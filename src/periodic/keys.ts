@@ -15,6 +15,7 @@
  *   p:last          HASH   task id -> id of the last job submitted for it
  *   p:buf           HASH   task id -> id of the job buffer-one holds back
  *   p:wake          pub/sub channel: schedulers re-read the earliest nextrun when told
+ *   p:replicas      ZSET   live scheduler replica id -> when its entry expires (ms, server clock)
  *   p:rule:<id>     HASH   an event rule (id, after, delay, delayMs, task, group, args, created)
  *   p:rules         SET    ids of every event rule
  *   p:ev:<event>    SET    ids of the rules that follow `event`
@@ -29,6 +30,7 @@ export interface PeriodicKeys {
   buf: string;
   all: string;
   wake: string;
+  replicas: string;
   rules: string;
   task(id: string): string;
   owner(owner: string): string;
@@ -48,6 +50,7 @@ export function periodicKeys(name: string): PeriodicKeys {
     buf: `${prefix}p:buf`,
     all: `${prefix}p:all`,
     wake: `${prefix}p:wake`,
+    replicas: `${prefix}p:replicas`,
     rules: `${prefix}p:rules`,
     task: (id) => `${prefix}p:t:${id}`,
     owner: (o) => `${prefix}p:owner:${o}`,

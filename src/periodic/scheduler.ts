@@ -36,6 +36,7 @@ import type { Timer } from '../timers/index.js';
 import { type CatchupPolicy, checkTimer, DEFAULT_CATCHUP_WINDOW } from './definition.js';
 import type { PeriodicKeys } from './keys.js';
 import { type Plan, plan } from './occurrences.js';
+import { ReplicaBeat } from './replicas.js';
 
 /** How much run history is kept per task. */
 export interface KeepRuns {
@@ -148,6 +149,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private releaseAgain = false;
   private readonly inflight = new Set<Promise<void>>();
   private readonly timerCache = new Map<string, Timer>();
+  /** This replica's entry among the live replicas (see ./replicas.ts). */
+  private readonly beat: ReplicaBeat;
 
   constructor(queueName: string, options: SchedulerOptions) {
     super();
@@ -169,6 +172,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.store = new PeriodicStore(new QueueStore(this.client, queueName, { maxEvents: this.o.maxEvents }));
     this.keys = this.store.keys;
     this.subscriber = connect(options.connection, { blocking: true, subscriber: true }).client;
+    this.beat = new ReplicaBeat(this.client, this.keys.replicas, this.id);
   }
 
   /** The scheduler's clock: the injected one, or the Redis server's time as estimated here. */
@@ -188,6 +192,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       await loadLibrary(this.client);
       this.subscriber.on('message', () => this.wake());
       await this.subscriber.subscribe(this.keys.wake);
+      await this.beat.start();
     } catch (err) {
       // A start that failed leaves nothing behind: no connection keeps reconnecting.
       this.destroy();
@@ -439,6 +444,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       await sleep(Math.min(Math.max(0, this.stagedAt - this.now()), deadline - Date.now()));
       await this.release();
     }
+    await this.beat.stop();
     this.subscriber.disconnect();
     await this.client.quit().catch(() => this.client.disconnect());
   }
@@ -446,6 +452,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Kills the replica without releasing anything (as a crash would; for tests). */
   destroy(): void {
     this.closing = true;
+    this.beat.abandon();
     this.wake();
     if (this.releaseTimer) clearLongTimeout(this.releaseTimer.timer);
     this.releaseTimer = null;

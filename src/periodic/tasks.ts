@@ -27,6 +27,7 @@ import {
   type PeriodicTaskDefinition,
 } from './definition.js';
 import { type PeriodicKeys, periodicKeys } from './keys.js';
+import { liveReplicas } from './replicas.js';
 
 /** Options of {@link PeriodicTasks}. */
 export interface PeriodicTasksOptions {
@@ -180,13 +181,15 @@ export class PeriodicTasks {
   /**
    * Creates or replaces a task. Re-upserting with the same timer and time zone keeps its planned
    * next occurrence; a new timer plans from now. Wakes the schedulers.
-   * @throws {ValidationError} naming the bad field; nothing is written then.
+   * @throws {ValidationError} naming the bad field (`timer` for a new timer that has no occurrence
+   * after now, such as a one-shot due date in the past); nothing is written then.
    */
   async upsert<A = unknown>(def: PeriodicTaskDefinition<A>): Promise<PeriodicTask<A>> {
     if (typeof def === 'object' && def !== null) knownKeys(def, DEFINITION_KEYS);
     const c = checkDefinition(def, this.maxArgsBytes);
     const now = this.clock();
     const next = c.timer.next(new Date(now))?.getTime();
+    if (next === undefined) await this.refuseNeverDue(c.def.id, c.def.timer, c.def.timezone, now);
     await this.store.upsert({
       id: c.def.id,
       listed: true,
@@ -197,6 +200,19 @@ export class PeriodicTasks {
       fields: definitionFields(c, now),
     });
     return (await this.get<A>(c.def.id))!;
+  }
+
+  /**
+   * Refuses a new timer that has no occurrence after `now` (a one-shot due date in the past): the
+   * task would never run. Upserting again the timer a task already has (one that ran) is accepted.
+   */
+  private async refuseNeverDue(id: string, timer: string, timezone: string | undefined, now: number): Promise<void> {
+    const [storedTimer, storedZone] = await this.client.hmget(this.keys.task(id), 'timer', 'timezone');
+    if (storedTimer === timer && (storedZone || undefined) === timezone) return;
+    throw new ValidationError(
+      'timer',
+      `"${timer}" has no occurrence after now (${new Date(now).toISOString()}): the task would never run`,
+    );
   }
 
   /** Reads a task, or null when there is none. */
@@ -312,6 +328,15 @@ export class PeriodicTasks {
   }
 
   /**
+   * The ids of the scheduler replicas running against this queue. A replica renews its entry
+   * every 5 s; one that died without closing is listed for up to 15 s more. With none, nothing
+   * submits the tasks' runs (see {@link Scheduler}).
+   */
+  async schedulers(): Promise<string[]> {
+    return liveReplicas(this.client, this.keys.replicas);
+  }
+
+  /**
    * The next occurrences across all enabled tasks (and pending event-rule runs), in time order:
    * at most `limit` (default 20), none after `until` (ms or Date).
    */
@@ -385,7 +410,21 @@ export class PeriodicTasks {
    */
   async runs(id: string, opts: { limit?: number } = {}): Promise<RunRecord[]> {
     const limit = opts.limit ?? 20;
-    const raw = await this.client.zrevrange(this.keys.history(checkId(id)), 0, limit - 1, 'WITHSCORES');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
+      throw new ValidationError('limit', 'must be a whole number from 1 to 10000');
+    const key = this.keys.history(checkId(id));
+    // Staged occurrences (the newest entries) are not runs yet: read on past them until `limit` runs.
+    const out: RunRecord[] = [];
+    for (let start = 0; out.length < limit; start += limit) {
+      const raw = await this.client.zrevrange(key, start, start + limit - 1, 'WITHSCORES');
+      out.push(...(await this.records(raw)));
+      if (raw.length < limit * 2) break;
+    }
+    return out.slice(0, limit);
+  }
+
+  /** The run records of history entries (`member, score` pairs), without the staged occurrences. */
+  private async records(raw: string[]): Promise<RunRecord[]> {
     const entries: Array<{ member: string; occurrence: number }> = [];
     for (let i = 0; i < raw.length; i += 2) entries.push({ member: raw[i], occurrence: Number(raw[i + 1]) });
     const jobs = entries.filter((e) => !e.member.startsWith('~'));

@@ -1,6 +1,6 @@
 /** Redis connections: a URL, ioredis options or a ready ioredis instance. */
 import { type Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import { ConnectionError } from '../errors.js';
+import { ConnectionError, ValidationError } from '../errors.js';
 
 /** How to reach Redis: a `redis://` URL, ioredis options, or an ioredis client (Redis or Cluster). */
 export type ConnectionOption = string | RedisOptions | Redis | Cluster;
@@ -17,6 +17,15 @@ export const AUTH_RETRY_MS = 5000;
 /** Reconnect delays for other failures: 50 ms more each attempt, at most a second. */
 const RETRY_STEP_MS = 50;
 const RETRY_MAX_MS = 1000;
+
+/**
+ * A command sent before a client Rota opened has ever reached Redis fails after this many
+ * reconnect attempts (the first attempt and two more, 150 ms apart in all): at once when nothing
+ * listens or the host name does not resolve, after at most three connect timeouts (10 s each by
+ * default) when the host does not answer. Once the client has reached Redis, a command waits
+ * through an outage for ioredis's `maxRetriesPerRequest` attempts (20 by default, about 10 s).
+ */
+export const FIRST_CONTACT_RETRIES = 2;
 
 /** Whether `err` says the server refused the client's credentials (retrying at once cannot help). */
 export function isAuthError(err: unknown): boolean {
@@ -59,8 +68,9 @@ export function connect(
   let client: Redis | Cluster;
   if (isClient(conn))
     client = isCluster(conn) ? duplicateCluster(conn, extra) : conn.duplicate(withSentinelDefaults(conn.options, extra));
-  else if (typeof conn === 'string') client = new Redis(conn, extra);
+  else if (typeof conn === 'string') client = new Redis(checkUrl(conn), extra);
   else client = new Redis({ ...withSentinelDefaults(conn, {}), ...conn, ...extra });
+  if (!isCluster(client)) failFast(client);
   // Connection errors show up as failed commands (or as the executor's error events); without a
   // listener ioredis would print every failed reconnect attempt during an outage.
   // (`last` is the error of the current connection attempt: a refused AUTH answers after `connect`)
@@ -68,6 +78,40 @@ export function connect(
   client.on('connect', () => (last = undefined));
   lastErrors.set(client, () => last);
   return { client: client as Redis, owned: true };
+}
+
+/** `url` when it is a `redis://` or `rediss://` URL. @throws {ValidationError} naming it (password masked) else. */
+function checkUrl(url: string): string {
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    throw new ValidationError(
+      'connection',
+      `"${url}" is not a URL (expected redis://[user:password@]host[:port][/db] or rediss://...)`,
+    );
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:')
+    throw new ValidationError('connection', `"${maskUrl(url)}" is not a Redis URL (expected redis:// or rediss://)`);
+  return url;
+}
+
+/**
+ * Makes a client Rota opened fail its commands as a {@link ConnectionError} naming where and why,
+ * and fail them after {@link FIRST_CONTACT_RETRIES} attempts until it first reaches Redis. ioredis
+ * reads `maxRetriesPerRequest` at each failed attempt, and rejects the waiting commands through
+ * `flushQueue` (with a MaxRetriesPerRequestError, which names neither).
+ */
+function failFast(client: Redis): void {
+  const later = client.options.maxRetriesPerRequest;
+  if (typeof later === 'number' && later > FIRST_CONTACT_RETRIES) {
+    client.options.maxRetriesPerRequest = FIRST_CONTACT_RETRIES;
+    client.once('ready', () => (client.options.maxRetriesPerRequest = later));
+  }
+  const internal = client as unknown as { flushQueue(error: Error, options?: object): void };
+  const flush = internal.flushQueue.bind(client);
+  internal.flushQueue = (error, options) =>
+    flush(error.name === 'MaxRetriesPerRequestError' ? (asConnectionError(client, error) as Error) : error, options);
 }
 
 /** The last connection error of each client Rota opened (see {@link connect}). */
@@ -91,14 +135,14 @@ export function targetOf(client: Redis | Cluster): string {
 
 /** Errors that say Redis was not reached, or refused the client's credentials. */
 const UNREACHED =
-  /^(WRONGPASS|NOAUTH)\b|Connection is closed|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|certificate/;
+  /^(WRONGPASS|NOAUTH|Protocol error)\b|Connection is closed|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|certificate/;
 
 /**
  * `err` as a {@link ConnectionError} naming where `client` connects and the cause (its last
  * connection error, when Rota opened it) when `err` says Redis was not reached; else `err`.
  */
 export function asConnectionError(client: Redis | Cluster, err: unknown): unknown {
-  if (!(err instanceof Error)) return err;
+  if (!(err instanceof Error) || err instanceof ConnectionError) return err;
   const unreached =
     err.name === 'MaxRetriesPerRequestError' ||
     UNREACHED.test(err.message) ||
@@ -157,6 +201,7 @@ const CAUSES: Array<[RegExp, string, string]> = [
   [/^WRONGPASS\b/, 'WRONGPASS', 'the user name or password was refused (WRONGPASS)'],
   [/^NOAUTH\b/, 'NOAUTH', 'the server asks for a password and none was given (NOAUTH)'],
   [/^NOPERM\b/, 'NOPERM', 'the user lacks a permission it needs (NOPERM)'],
+  [/^Protocol error\b/, 'PROTOCOL', 'what answers there does not speak the Redis protocol (an HTTP server? a wrong port?)'],
 ];
 const CODES: Record<string, string> = {
   ECONNREFUSED: 'nothing listens there (ECONNREFUSED)',

@@ -1,37 +1,11 @@
 /** The `rota` CLI, run from source, against the test Redis: output and exit codes, errors included. */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NodeProcess, TS_EXEC_ARGV } from '../helpers/processes.js';
+import { BIN, rota } from '../helpers/cli.js';
+import { NodeProcess } from '../helpers/processes.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
-
-const BIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function rota(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [...TS_EXEC_ARGV, BIN, ...args],
-      { env: { ...process.env, ...env }, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        const code = err
-          ? typeof (err as NodeJS.ErrnoException).code === 'number'
-            ? Number((err as NodeJS.ErrnoException).code)
-            : 1
-          : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
 
 describe('rota CLI', () => {
   it('submits, lists, shows, cancels and retries jobs', async () => {
@@ -66,7 +40,7 @@ describe('rota CLI', () => {
 
   it('pauses and resumes groups and sets limits', async () => {
     const q = ['--redis', redisUrl(), '--queue', uniqueQueue('cli')];
-    expect((await rota([...q, 'pause-group', 'acme'])).code).toBe(0);
+    expect((await rota([...q, 'pause-group', 'acme', '--create'])).code).toBe(0);
     expect((await rota([...q, 'group-limit', 'acme', '--concurrency', '3', '--weight', '2'])).code).toBe(0);
     let g = JSON.parse((await rota([...q, 'groups', '--json'])).stdout.trim());
     expect(g).toMatchObject({ group: 'acme', paused: true, limit: 3, weight: 2 });
@@ -109,7 +83,7 @@ describe('rota CLI', () => {
   it('says what is wrong, with exit codes that mean something', async () => {
     const q = ['--redis', redisUrl(), '--queue', uniqueQueue('cli')];
     const badJson = await rota([...q, 'submit', 'x', '--args', '{bad']);
-    expect(badJson.code).toBe(2);
+    expect(badJson.code).toBe(1);
     expect(badJson.stderr).toMatch(/--args must be JSON/);
     const badField = await rota([...q, 'submit', 'x', '--group', '']);
     expect(badField.code).toBe(1);

@@ -14,12 +14,21 @@ function rota(...args: string[]): { status: number | null; stdout: string; stder
 }
 
 describe('rota calendar', () => {
-  it('prints the normalized form and the next elapses in UTC', () => {
-    const r = rota('calendar', '--from', '2026-03-28T12:00:00Z', '--iterations', '3', '--tz', 'Europe/Paris', 'Mon..Fri 09:00');
+  it('prints the normalized form and the next elapses in the zone of --tz, or in UTC with --utc', () => {
+    const args = ['calendar', '--from', '2026-03-28T12:00:00Z', '--iterations', '3', '--tz', 'Europe/Paris', 'Mon..Fri 09:00'];
+    const r = rota(...args);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('Normalized form: Mon..Fri *-*-* 09:00:00');
-    expect(r.stdout).toContain('    Next elapse: 2026-03-30T07:00:00.000Z');
-    expect(r.stdout).toContain('       Iter. #3: 2026-04-01T07:00:00.000Z');
+    // 2026-03-29 is the spring-forward day in Paris: +01:00 before, +02:00 after
+    expect(r.stdout).toContain('    Next elapse: 2026-03-30T09:00:00+02:00');
+    expect(r.stdout).toContain('       Iter. #3: 2026-04-01T09:00:00+02:00');
+    const utc = rota('--utc', ...args);
+    expect(utc.stdout).toContain('    Next elapse: 2026-03-30T07:00:00.000Z');
+    expect(utc.stdout).toContain('       Iter. #3: 2026-04-01T07:00:00.000Z');
+    // a spec that names its zone is printed in that zone; one with neither zone nor --tz in UTC
+    const named = rota('calendar', '--from', '2026-03-28T12:00:00Z', '--tz', 'Europe/Paris', 'Sat *-*-* 10:00 America/New_York');
+    expect(named.stdout).toContain('    Next elapse: 2026-03-28T10:00:00-04:00');
+    expect(rota('calendar', '--from', '2026-03-28T12:00:00Z', 'daily').stdout).toContain('Next elapse: 2026-03-29T00:00:00.000Z');
   });
 
   it('prints one JSON object per spec with --json, and exits 1 when a spec is invalid', () => {
@@ -63,10 +72,10 @@ describe('rota calendar', () => {
     expect(r.stdout).toContain('Next elapse: never');
   });
 
-  it('exits 2 on usage errors', () => {
-    expect(rota('calendar', '--iterations', 'zero', 'daily').status).toBe(2);
-    expect(rota('calendar', '--tz', 'Mars/Olympus', 'daily').status).toBe(2);
-    expect(rota('calendar', '--from', 'soon', 'daily').status).toBe(2);
+  it('exits 1 on an invalid value and 2 on a usage error', () => {
+    expect(rota('calendar', '--iterations', 'zero', 'daily').status).toBe(1);
+    expect(rota('calendar', '--tz', 'Mars/Olympus', 'daily').status).toBe(1);
+    expect(rota('calendar', '--from', 'soon', 'daily').status).toBe(1);
     expect(rota('calendar').status).toBe(2);
     expect(rota('no-such-command').status).toBe(2);
     expect(rota('--help').status).toBe(0);

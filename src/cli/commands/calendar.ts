@@ -7,6 +7,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { parseTimer, type Timer, TimerSyntaxError } from '../../timers/index.js';
 import { isValidTimeZone } from '../../timers/zone.js';
 import { EXIT_INVALID } from '../exit-codes.js';
+import { zonedIso } from '../times.js';
 
 interface CalendarOptions {
   from?: Date;
@@ -46,13 +47,14 @@ export function elapses(timer: Timer, from: Date, n: number): Date[] {
   return out;
 }
 
-function printText(spec: string, timer: Timer, next: Date[], first: boolean): void {
+/** Prints one spec; its elapses in `zone` (UTC when absent). */
+function printText(spec: string, timer: Timer, next: Date[], first: boolean, zone: string | undefined): void {
   const lines = first ? [] : [''];
   lines.push(`  Original form: ${spec}`, `           Kind: ${timer.kind}`, `Normalized form: ${timer.normalized}`);
   if (timer.timezone !== undefined) lines.push(`      Time zone: ${timer.timezone}`);
   if (next.length === 0) lines.push('    Next elapse: never');
   next.forEach((d, i) => {
-    lines.push(`${i === 0 ? '    Next elapse' : `       Iter. #${i + 1}`}: ${d.toISOString()}`);
+    lines.push(`${i === 0 ? '    Next elapse' : `       Iter. #${i + 1}`}: ${zonedIso(d.getTime(), zone)}`);
   });
   process.stdout.write(lines.join('\n') + '\n');
 }
@@ -65,9 +67,10 @@ export function register(program: Command): void {
     .argument('<spec...>', 'timer specs; quote each one')
     .option('--from <iso>', 'compute elapses after this instant (default: now)', parseFrom)
     .option('--iterations <n>', 'how many elapses to show', parseIterations, 1)
-    .option('--tz <zone>', 'time zone for specs that name none (default: UTC)', parseZone)
-    .option('--json', 'print one JSON object per line')
-    .action((specs: string[], opts: CalendarOptions) => {
+    .option('--tz <zone>', 'time zone for specs that name none, and to print elapses in (default: UTC)', parseZone)
+    .option('--json', 'print one JSON object per line (elapses in UTC)')
+    .action((specs: string[], opts: CalendarOptions, cmd: Command) => {
+      const utc = Boolean(cmd.optsWithGlobals().utc);
       const from = opts.from ?? new Date();
       let invalid = false;
       specs.forEach((spec, index) => {
@@ -87,7 +90,7 @@ export function register(program: Command): void {
             JSON.stringify({ spec, kind: timer.kind, normalized: timer.normalized, next: next.map((d) => d.toISOString()) }) +
               '\n',
           );
-        } else printText(spec, timer, next, index === 0);
+        } else printText(spec, timer, next, index === 0, utc ? undefined : (timer.timezone ?? opts.tz));
       });
       if (invalid) process.exitCode = EXIT_INVALID;
     });

@@ -1,7 +1,8 @@
 /** `rota demo [--duration S]`: the one-command demo (see src/demo/demo.ts). */
 import type { Command } from 'commander';
 import { type DemoSummary, describeSummary, runDemo } from '../../demo/demo.js';
-import { EXIT_UNREACHABLE } from '../exit-codes.js';
+import { ValidationError } from '../../errors.js';
+import { EXIT_INVALID, EXIT_UNREACHABLE } from '../exit-codes.js';
 import { CliError, intOption, printJson, run } from '../support.js';
 
 /** Registers the `demo` command on `program`. */
@@ -20,6 +21,7 @@ export function register(program: Command): void {
         try {
           summary = await runDemo({ redis: redisGiven ? g.redis : undefined, durationS: o.duration, flood: o.flood });
         } catch (err) {
+          if (err instanceof ValidationError) throw new CliError(err.message.replace(/^connection:/, '--redis:'), EXIT_INVALID);
           throw new CliError((err as Error).message, EXIT_UNREACHABLE);
         }
         if (o.json) printJson(summary);

@@ -1,6 +1,25 @@
 /** Group commands: groups, pause-group, resume-group, group-limit; and workers, stats. */
 import type { Command } from 'commander';
-import { intOption, printJson, printTable, withQueue } from '../support.js';
+import type { GroupInfo, Queue } from '../../queue/queue.js';
+import { EXIT_NOT_FOUND } from '../exit-codes.js';
+import { CliError, intOption, printJson, printTable, withQueue } from '../support.js';
+
+/** The group named `group` as `rota groups` lists it, or null: no jobs and no settings of its own. */
+async function findGroup(queue: Queue, group: string): Promise<GroupInfo | null> {
+  return (await queue.groups()).find((g) => g.group === group) ?? null;
+}
+
+function noGroup(queue: Queue, group: string, hint: string): CliError {
+  return new CliError(
+    `no group "${group}" in queue "${queue.name}" (no jobs, no settings; see: rota groups)${hint}`,
+    EXIT_NOT_FOUND,
+  );
+}
+
+/** A group's settings in one line. */
+function describeGroup(g: GroupInfo): string {
+  return `group ${g.group}: concurrency ${g.limit || 'none'}, weight ${g.weight}, ${g.paused ? 'paused' : 'not paused'}; ${g.waiting} waiting, ${g.running} running, ${g.stuck} stuck`;
+}
 
 /** Registers the group, executor and stats commands on `program`. */
 export function register(program: Command): void {
@@ -19,26 +38,34 @@ export function register(program: Command): void {
       }),
     );
 
-  const pausing = [
-    { name: 'pause-group', description: "stop handing out a group's jobs (running ones go on)", paused: true },
-    { name: 'resume-group', description: "hand out a paused group's jobs again", paused: false },
-  ];
-  for (const p of pausing) {
-    program
-      .command(p.name)
-      .description(p.description)
-      .argument('<group>')
-      .action(async (group: string, _o: unknown, cmd: Command) =>
-        withQueue(cmd, async (queue) => {
-          await (p.paused ? queue.pauseGroup(group) : queue.resumeGroup(group));
-          process.stdout.write(`group ${group} ${p.paused ? 'paused' : 'resumed'}\n`);
-        }),
-      );
-  }
+  program
+    .command('pause-group')
+    .description("stop handing out a group's jobs (running ones go on)")
+    .argument('<group>')
+    .option('--create', 'pause a group that has no jobs yet (its jobs will wait when they come)')
+    .action(async (group: string, o: { create?: boolean }, cmd: Command) =>
+      withQueue(cmd, async (queue) => {
+        if (!o.create && !(await findGroup(queue, group))) throw noGroup(queue, group, '; --create pauses it ahead of its jobs');
+        await queue.pauseGroup(group);
+        process.stdout.write(`group ${group} paused\n`);
+      }),
+    );
+
+  program
+    .command('resume-group')
+    .description("hand out a paused group's jobs again")
+    .argument('<group>')
+    .action(async (group: string, _o: unknown, cmd: Command) =>
+      withQueue(cmd, async (queue) => {
+        if (!(await findGroup(queue, group))) throw noGroup(queue, group, '');
+        await queue.resumeGroup(group);
+        process.stdout.write(`group ${group} resumed\n`);
+      }),
+    );
 
   program
     .command('group-limit')
-    .description("set a group's concurrency limit (0: none) and round-robin weight")
+    .description("set a group's concurrency limit (0: none) and round-robin weight; with no option, show them")
     .argument('<group>')
     .option(
       '--concurrency <n>',
@@ -46,10 +73,19 @@ export function register(program: Command): void {
       intOption('--concurrency', 0, 1_000_000),
     )
     .option('--weight <n>', 'turns per round-robin round', intOption('--weight', 1, 1000))
-    .action(async (group: string, o: { concurrency?: number; weight?: number }, cmd: Command) =>
+    .option('--json', 'show the group as JSON')
+    .action(async (group: string, o: { concurrency?: number; weight?: number; json?: boolean }, cmd: Command) =>
       withQueue(cmd, async (queue) => {
-        await queue.setGroupLimit(group, o);
-        process.stdout.write(`group ${group}: ${JSON.stringify(o)}\n`);
+        const { json, ...settings } = o;
+        // Every option but --json is a setting: with none given, show the group's current ones.
+        if (Object.values(settings).every((v) => v === undefined)) {
+          const found = await findGroup(queue, group);
+          if (!found) throw noGroup(queue, group, '');
+          process.stdout.write(json ? `${JSON.stringify(found)}\n` : `${describeGroup(found)}\n`);
+          return;
+        }
+        await queue.setGroupLimit(group, settings);
+        process.stdout.write(`group ${group}: ${JSON.stringify(settings)}\n`);
       }),
     );
 
@@ -82,7 +118,9 @@ export function register(program: Command): void {
         );
         const w = s.waitMs;
         process.stdout.write(
-          `wait (submit to start): p50 ${w.p50 ?? '-'} ms, p90 ${w.p90 ?? '-'} ms, p99 ${w.p99 ?? '-'} ms, max ${w.max ?? '-'} ms\n`,
+          w.max === undefined
+            ? 'wait (submit to start): no job succeeded in the last minute\n'
+            : `wait (submit to start): p50 ${w.p50} ms, p90 ${w.p90} ms, p99 ${w.p99} ms, max ${w.max} ms\n`,
         );
       }),
     );

@@ -43,6 +43,8 @@ export function register(program: Command): void {
         cmd: Command,
       ) =>
         withQueue(cmd, async (queue, g) => {
+          // An id that exists answers the existing job (idempotent submit): say so.
+          const existed = o.id !== undefined && (await queue.getJob(o.id)) !== null;
           const job = await queue.submit({
             task,
             group: o.group,
@@ -51,6 +53,7 @@ export function register(program: Command): void {
             id: o.id,
             maxRetries: o.maxRetries,
           });
+          if (existed) process.stderr.write(`rota: job ${job.id} already existed (${job.state}); nothing was submitted\n`);
           if (g.json) printJson(job);
           else process.stdout.write(`${job.id}\n`);
         }),

@@ -2,20 +2,30 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { createLogger } from '../../observability/logger.js';
 import { serveMetrics } from '../../observability/metrics.js';
-import type { PeriodicTaskDefinition } from '../../periodic/definition.js';
+import type { PeriodicTask, PeriodicTaskDefinition } from '../../periodic/definition.js';
 import { Scheduler } from '../../periodic/scheduler.js';
 import { PeriodicTasks } from '../../periodic/tasks.js';
 import { Queue } from '../../queue/queue.js';
+import { parseTimer } from '../../timers/index.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
-import { CliError, connectionOf, globals, intOption, iso, openClient, printJson, printTable, run } from '../support.js';
+import { CliError, connectionOf, globals, intOption, openClient, printJson, printTable, run } from '../support.js';
+import { timeFormat } from '../times.js';
 
-async function withTasks(cmd: Command, fn: (tasks: PeriodicTasks, json: boolean) => Promise<void>): Promise<void> {
+/** What a periodic command reads from the global options. */
+interface TasksContext {
+  json: boolean;
+  queue: string;
+  /** Print times in UTC (`--utc`), not in the task's zone. */
+  utc: boolean;
+}
+
+async function withTasks(cmd: Command, fn: (tasks: PeriodicTasks, ctx: TasksContext) => Promise<void>): Promise<void> {
   const g = globals(cmd);
   await run(async () => {
     const client = await openClient(g);
     const tasks = new PeriodicTasks(g.queue, { connection: client });
     try {
-      await fn(tasks, Boolean(g.json));
+      await fn(tasks, { json: Boolean(g.json), queue: g.queue, utc: Boolean(g.utc) });
     } finally {
       await tasks.close().catch(() => {});
       client.disconnect();
@@ -28,6 +38,24 @@ function parseJson(value: string): unknown {
     return JSON.parse(value);
   } catch (err) {
     throw new InvalidArgumentError(`must be JSON (${(err as Error).message})`);
+  }
+}
+
+/** Warns on stderr when no scheduler replica runs against the queue: nothing would submit the runs. */
+async function warnWithoutScheduler(tasks: PeriodicTasks, queue: string): Promise<void> {
+  if ((await tasks.schedulers()).length > 0) return;
+  process.stderr.write(
+    `rota: warning: no scheduler replica is running for queue "${queue}"; the run happens only once one runs (rota scheduler --queue ${queue})\n`,
+  );
+}
+
+/** The zone a task's times are read in: its `timezone`, else the zone its timer spec names (else UTC). */
+function zoneOf(t: Pick<PeriodicTask, 'timer' | 'timezone'>): string | undefined {
+  if (t.timezone) return t.timezone;
+  try {
+    return parseTimer(t.timer).timezone;
+  } catch {
+    return undefined;
   }
 }
 
@@ -78,22 +106,25 @@ export function register(program: Command): void {
     .option('--owner <owner>', 'only tasks of this owner')
     .option('--json', 'print one JSON object per line')
     .action(async (o: { owner?: string }, cmd: Command) =>
-      withTasks(cmd, async (tasks, json) => {
+      withTasks(cmd, async (tasks, { json, utc }) => {
         const list = await tasks.list({ owner: o.owner });
         if (json) return list.forEach(printJson);
         printTable(
           ['ID', 'TASK', 'TIMER', 'ZONE', 'ENABLED', 'NEXT RUN', 'LAST RUN', 'OVERLAP', 'OWNER'],
-          list.map((t) => [
-            t.id,
-            t.task,
-            t.timer,
-            t.timezone,
-            t.enabled ? 'yes' : 'no',
-            iso(t.nextrun),
-            iso(t.lastrun),
-            t.overlap,
-            t.owner,
-          ]),
+          list.map((t) => {
+            const time = timeFormat(zoneOf(t), utc);
+            return [
+              t.id,
+              t.task,
+              t.timer,
+              t.timezone,
+              t.enabled ? 'yes' : 'no',
+              time(t.nextrun),
+              time(t.lastrun),
+              t.overlap,
+              t.owner,
+            ];
+          }),
         );
       }),
     );
@@ -114,7 +145,7 @@ export function register(program: Command): void {
     .option('--disabled', 'create it disabled')
     .option('--json', 'print the stored task as JSON')
     .action(async (id: string, task: string, timer: string, o: Record<string, unknown>, cmd: Command) =>
-      withTasks(cmd, async (tasks, json) => {
+      withTasks(cmd, async (tasks, { json, queue, utc }) => {
         const def = {
           id,
           task,
@@ -130,8 +161,9 @@ export function register(program: Command): void {
         } as PeriodicTaskDefinition;
         for (const k of Object.keys(def) as Array<keyof PeriodicTaskDefinition>) if (def[k] === undefined) delete def[k];
         const stored = await tasks.upsert(def);
+        if (stored.enabled && stored.nextrun !== undefined) await warnWithoutScheduler(tasks, queue);
         if (json) printJson(stored);
-        else process.stdout.write(`${stored.id}: next run ${iso(stored.nextrun) ?? 'never'}\n`);
+        else process.stdout.write(`${stored.id}: next run ${timeFormat(zoneOf(stored), utc)(stored.nextrun) ?? 'never'}\n`);
       }),
     );
 
@@ -145,8 +177,9 @@ export function register(program: Command): void {
       .description(what)
       .argument('<id>')
       .action(async (id: string, _o: unknown, cmd: Command) =>
-        withTasks(cmd, async (tasks) => {
+        withTasks(cmd, async (tasks, { queue }) => {
           if (!(await tasks[name](id))) throw notFound(id);
+          if (name === 'enable') await warnWithoutScheduler(tasks, queue);
           process.stdout.write(`${id} ${name === 'remove' ? 'removed' : `${name}d`}\n`);
         }),
       );
@@ -157,9 +190,10 @@ export function register(program: Command): void {
     .description('run a periodic task now, once')
     .argument('<id>')
     .action(async (id: string, _o: unknown, cmd: Command) =>
-      withTasks(cmd, async (tasks) => {
+      withTasks(cmd, async (tasks, { queue }) => {
         const r = await tasks.trigger(id);
         if (!r) throw notFound(id);
+        await warnWithoutScheduler(tasks, queue);
         process.stdout.write(`${r.jobId}\n`);
       }),
     );
@@ -171,18 +205,20 @@ export function register(program: Command): void {
     .option('--limit <n>', 'at most this many', intOption('--limit', 1, 10_000), 20)
     .option('--json', 'print one JSON object per line')
     .action(async (id: string, o: { limit: number }, cmd: Command) =>
-      withTasks(cmd, async (tasks, json) => {
-        if (!(await tasks.get(id))) throw notFound(id);
+      withTasks(cmd, async (tasks, { json, utc }) => {
+        const task = await tasks.get(id);
+        if (!task) throw notFound(id);
         const runs = await tasks.runs(id, { limit: o.limit });
         if (json) return runs.forEach(printJson);
+        const time = timeFormat(zoneOf(task), utc);
         printTable(
           ['PLANNED', 'STATUS', 'JOB', 'STARTED', 'FINISHED', 'WORKER', 'ERROR'],
           runs.map((r) => [
-            iso(r.occurrence),
+            time(r.occurrence),
             r.status,
             r.jobId,
-            iso(r.started),
-            iso(r.finished),
+            time(r.started),
+            time(r.finished),
             r.worker,
             r.error?.split('\n')[0],
           ]),
@@ -196,13 +232,26 @@ export function register(program: Command): void {
     .option('--limit <n>', 'how many occurrences', intOption('--limit', 1, 10_000), 10)
     .option('--json', 'print one JSON object per line')
     .action(async (o: { limit: number }, cmd: Command) =>
-      withTasks(cmd, async (tasks, json) => {
+      withTasks(cmd, async (tasks, { json, utc }) => {
         const next = await tasks.upcoming({ limit: o.limit });
         if (json) return next.forEach(printJson);
+        // each occurrence in its task's zone (an event rule's pending run has none: UTC)
+        const zones = new Map<string, string | undefined>();
+        for (const n of next) {
+          if (zones.has(n.id)) continue;
+          const t = await tasks.get(n.id);
+          zones.set(n.id, t ? zoneOf(t) : undefined);
+        }
         const now = Date.now();
         printTable(
           ['WHEN', 'IN', 'ID', 'TASK', 'GROUP'],
-          next.map((n) => [iso(n.occurrence), `${Math.max(0, Math.round((n.occurrence - now) / 1000))}s`, n.id, n.task, n.group]),
+          next.map((n) => [
+            timeFormat(zones.get(n.id), utc)(n.occurrence),
+            `${Math.max(0, Math.round((n.occurrence - now) / 1000))}s`,
+            n.id,
+            n.task,
+            n.group,
+          ]),
         );
       }),
     );

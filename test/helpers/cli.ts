@@ -1,0 +1,32 @@
+/** Runs the `rota` CLI from source (through tsx) as a user would, and collects what it printed. */
+import { execFile } from 'node:child_process';
+import { TS_EXEC_ARGV } from './processes.js';
+
+/** The CLI's entry point. */
+export const BIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+
+/** What one run of the CLI gave. */
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `rota ...args` (with `env` added to the environment) and resolves when it exits. */
+export function rota(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [...TS_EXEC_ARGV, BIN, ...args],
+      { env: { ...process.env, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as NodeJS.ErrnoException).code === 'number'
+            ? Number((err as NodeJS.ErrnoException).code)
+            : 1
+          : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
