@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type JobContext, PeriodicTasks, Queue, Scheduler, Worker } from '../../src/index.js';
 import { periodicKeys } from '../../src/periodic/keys.js';
 import { pendingId } from '../../src/periodic/tasks.js';
+import { rota } from '../helpers/cli.js';
 import { closeAll, redisUrl, track, uniqueQueue, eventually as until } from '../helpers/setup.js';
 
 afterEach(closeAll);
@@ -43,7 +44,7 @@ function setup() {
 
 describe('event rules: a newer event replaces a staged run', () => {
   it('the second event arrives inside the look-ahead: exactly one run, at the newer time; the history says which replaced which', async () => {
-    const { tasks, ran, scheduler, stagedOf } = setup();
+    const { name, tasks, ran, scheduler, stagedOf } = setup();
     await tasks.rule({ id: 'wb', after: 'user.seen', delay: 'PT2S', task: 'winback' });
     await scheduler(2500);
     const t0 = Date.now();
@@ -64,8 +65,12 @@ describe('event rules: a newer event replaces a staged run', () => {
       [t1 + 2000, 'success', undefined],
       [t0 + 2000, 'replaced', t1 + 2000],
     ]);
-    // the pending-run task went with its run; its history stays, so an older event arriving late is ignored
+    // the pending-run task went with its run; its history stays (the CLI shows it), so an older
+    // event arriving late is ignored
     await until(async () => (await tasks.get(id)) === null, 5000);
+    const cli = await rota(['--redis', redisUrl(), '--queue', name, '--utc', 'periodic', 'runs', id]);
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toContain(`replaced (replaced by ${new Date(t1 + 2000).toISOString()}`);
     expect(await tasks.emit({ event: 'user.seen', subject: 'u1', at: t0 + 500 })).toEqual([id]);
     expect(await tasks.get(id)).toBeNull();
     expect(await tasks.upcoming()).toEqual([]);

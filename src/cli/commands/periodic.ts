@@ -206,16 +206,17 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object per line')
     .action(async (id: string, o: { limit: number }, cmd: Command) =>
       withTasks(cmd, async (tasks, { json, utc }) => {
+        // (an event rule's released run leaves its history behind its task)
         const task = await tasks.get(id);
-        if (!task) throw notFound(id);
         const runs = await tasks.runs(id, { limit: o.limit });
+        if (!task && runs.length === 0) throw notFound(id);
         if (json) return runs.forEach(printJson);
-        const time = timeFormat(zoneOf(task), utc);
+        const time = timeFormat(task ? zoneOf(task) : undefined, utc);
         printTable(
           ['PLANNED', 'STATUS', 'JOB', 'STARTED', 'FINISHED', 'WORKER', 'ERROR'],
           runs.map((r) => [
             time(r.occurrence),
-            r.status,
+            r.replacedBy === undefined ? r.status : `${r.status} (replaced by ${time(r.replacedBy)})`,
             r.jobId,
             time(r.started),
             time(r.finished),
