@@ -3,6 +3,8 @@
     s success (payload: packed result)    f failure, retried with backoff while retries < maxRetries
     p permanent failure (no retry)        c cancelled
     r released back to the front of its group without counting a retry (graceful shutdown)
+    o success of a run that staged children (ctx.fanOut): they are committed with it (commitFanOut);
+      when its staging is gone it is a failure (f) instead
   A job whose cancel was requested ends cancelled whatever the outcome (but a release).
   `job` is HMGET of the job's takeSeq, state, cancel and group (what every outcome needs; a
   failure reads the rest itself; the group may be left out when the outcome is neither f nor r
@@ -39,6 +41,23 @@ local function beginFinishes(prefix, now)
   return at
 end
 
+-- Commits the children the run of job `id` with lease `token` staged (ctx.fanOut): its staging
+-- list `j:<id>:fan:<token>` (the number of children, then their submit chunks) becomes the
+-- parent's `j:<id>:fanout`, listed in `fanouts` for fanout.lua to submit chunk by chunk, and the
+-- job's child counts start. False when the staging is gone (it expired): nothing is committed.
+local function commitFanOut(at, jobKey, id, token)
+  local staged = jobKey .. ':fan:' .. token
+  local total = call('LPOP', staged)
+  if not total then return false end
+  local committed = jobKey .. ':fanout'
+  call('RENAME', staged, committed)
+  call('PERSIST', committed)
+  call('ZADD', at.prefix .. 'fanouts', at.nowS, id)
+  call('HSET', jobKey, CHILD_FIELDS.total, total, CHILD_FIELDS.running, '0', CHILD_FIELDS.success, '0',
+    CHILD_FIELDS.failed, '0', CHILD_FIELDS.cancelled, '0')
+  return true
+end
+
 local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, started)
   local prefix, now, nowS = at.prefix, at.now, at.nowS
   local group = job[4]
@@ -58,7 +77,14 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
   elseif outcome == OUTCOME_CANCELLED then
     state = 'cancelled'
     a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
+  elseif outcome == OUTCOME_FANNED_OUT and commitFanOut(at, jobKey, id, job[1]) then
+    state = 'success'
+    a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
+    if payload ~= '' then a[5], a[6], n = 'result', payload, 6 end
   else
+    if outcome == OUTCOME_FANNED_OUT then
+      outcome, payload = OUTCOME_FAILED, 'the children this run staged (ctx.fanOut) are gone (expired); the run is retried'
+    end
     local more = call('HMGET', jobKey, 'retries', 'd', 'tracker', 'occurrence')
     local retries = tonumber(more[1]) or 0
     local _, maxRetries = describeJob(more[2])

@@ -14,7 +14,16 @@ import { type QueueKeys, queueKeys } from './keys.js';
 import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
 import { SchemaGate } from './schema.js';
 import { packStrings, type StringValue } from './string-array.js';
-import { END_CODES, END_REFUSED, type OutcomeCode, SUBMIT_FIELDS, SUBMIT_WIDTH, TAKEN_WIDTH, UNSTARTED_PREFIX } from './wire.js';
+import {
+  CHILD_PREFIX,
+  END_CODES,
+  END_REFUSED,
+  type OutcomeCode,
+  SUBMIT_FIELDS,
+  SUBMIT_WIDTH,
+  TAKEN_WIDTH,
+  UNSTARTED_PREFIX,
+} from './wire.js';
 
 /** Options of a {@link QueueStore}. */
 export interface QueueStoreOptions {
@@ -58,10 +67,18 @@ export interface Taken {
   nextDue: number;
 }
 
-/** A taken job's lease: its id and take sequence (the lease token). */
+/** A taken job's lease: its id and take sequence (the lease token), and its parent when it is a fan-out child. */
 export interface Leased {
   id: string;
   takeSeq?: number;
+  parent?: string;
+}
+
+/** The answer of a fanout call: the parent served (null: none had children left), jobs added, chunks left. */
+export interface FannedOut {
+  parent: string | null;
+  added: number;
+  left: number;
 }
 
 /** What a finish call does besides ending its runs, fixed for the executor. */
@@ -218,10 +235,16 @@ export class QueueStore {
     return { jobs: decodeTaken(flat, s.workerId), nextDue: Number(due) };
   }
 
-  /** start.lua: marks taken jobs `running` (extending their leases to now + `leaseMs`). */
+  /**
+   * start.lua: marks taken jobs `running` (extending their leases to now + `leaseMs`); the runs of
+   * fan-out children go last, so that their parents count them.
+   */
   async start(leaseMs: number, jobs: readonly Leased[]): Promise<Started> {
-    const args: Arg[] = [this.keys.prefix, this.maxEvents, leaseMs];
-    for (const j of jobs) args.push(j.id, String(j.takeSeq));
+    let children = 0;
+    for (const j of jobs) if (j.parent !== undefined) children++;
+    const args: Arg[] = [this.keys.prefix, this.maxEvents, leaseMs, children];
+    for (const j of jobs) if (j.parent === undefined) args.push(j.id, String(j.takeSeq));
+    if (children > 0) for (const j of jobs) if (j.parent !== undefined) args.push(j.id, String(j.takeSeq));
     const [startedAt, lost, dropped] = await this.fcall<[number, string[], string[]]>('start', this.keys.leases, args);
     return { startedAt: Number(startedAt), lost, dropped: dropped ?? [] };
   }
@@ -263,6 +286,26 @@ export class QueueStore {
       jobs: decodeTaken(flat, s.workerId),
       nextDue: Number(due),
     };
+  }
+
+  /**
+   * fanout.lua: submits the next chunk (at most 1,000 jobs) of the committed children of fan-out
+   * parent `parent`, or of the parent waiting longest when none is given.
+   */
+  async fanout(parent?: string): Promise<FannedOut> {
+    const [id, added, left] = await this.fcall<[string | null, number, number]>('fanout', this.keys.fanouts, [
+      this.keys.prefix,
+      this.maxEvents,
+      parent ?? '',
+    ]);
+    return { parent: id ?? null, added: Number(added), left: Number(left) };
+  }
+
+  /** progress.lua: records runs' progress and lists the updates in the events stream; answers how many it wrote. */
+  async progress(updates: ReadonlyArray<{ id: string; progress: number }>): Promise<number> {
+    const args: Arg[] = [this.keys.prefix, this.maxEvents];
+    for (const u of updates) args.push(u.id, String(u.progress));
+    return Number(await this.fcall<number>('progress', this.keys.events, args));
   }
 
   /** heartbeat.lua: registers the executor and extends its leases; answers the runs lost and those to cancel. */
@@ -339,8 +382,8 @@ export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed
 
 /**
  * Appends a run to a finish batch (see finish.lua ARGV[11]): job id, lease token, outcome
- * (prefixed when its start was not sent: the finish marks it started first), payload (the packed
- * result, or the error).
+ * (prefixed when its start was not sent: the finish marks it started first; and when the job is a
+ * fan-out child: its parent counts it), payload (the packed result, or the error).
  */
 export function addRun(
   runs: StringValue[],
@@ -349,8 +392,10 @@ export function addRun(
   outcome: OutcomeCode,
   unstarted: boolean,
   payload: string | Buffer,
+  child = false,
 ): void {
-  runs.push(id, token, unstarted ? UNSTARTED_PREFIX + outcome : outcome, payload);
+  const code = child ? CHILD_PREFIX + outcome : outcome;
+  runs.push(id, token, unstarted ? UNSTARTED_PREFIX + code : code, payload);
 }
 
 const END_STATES: Record<string, JobState | ''> = { [END_REFUSED]: '' };
