@@ -28,10 +28,11 @@
            token, outcome (s|f|p|c|r), payload (result or error); an outcome prefixed with '+'
            (e.g. '+s') is of a run whose start was not sent: the run is marked started
            (`running`, its events and count) before it ends, as start.lua would (never a
-           periodic run's: those wait for their start's answer); an outcome prefixed with '^'
-           (after any '+') is of a fan-out child's run: its parent's child counts follow (see
-           includes/children). Outcome 'o' is a success whose run staged children: they are
-           committed with it (see includes/finishJob), or, when the staging is gone, the run fails.
+           periodic run's: those wait for their start's answer). Outcome 'o' is a success whose
+           run staged children: they are committed with it (see includes/finishJob), or, when the
+           staging is gone, the run fails.
+  ARGV[12] how many of the runs, the last ones, are runs of fan-out children (their parents count
+           them, see includes/children)
 
   Returns { finished time (ms), the end state of each run as one string of a character a run
             (END_CODES: s success, w waiting, c cancelled, k stuck, f failed, - refused), jobs
@@ -55,13 +56,12 @@ local runs = cmsgpack.unpack(ARGV[11])
 local at = beginFinishes(prefix, now)
 local limited = hasLimits(prefix)
 local verified = claimLeases(prefix, runs)
-local children = false
+local childFrom = #runs - RUN_WIDTH * num(ARGV[12]) + 1
 for i = 1, #runs, RUN_WIDTH do
   local id, token = runs[i], runs[i + 1]
   local outcome = runs[i + 2]
-  local unstarted, child
-  local code = RUN_CODES[outcome]
-  if code then outcome, unstarted, child = code[1], code[2], code[3] end
+  local unstarted = UNSTARTED[outcome]
+  if unstarted then outcome = unstarted end
   local jobKey = prefix .. 'j:' .. id
   local job
   if verified then
@@ -75,7 +75,6 @@ for i = 1, #runs, RUN_WIDTH do
   end
   if job[1] == token and (job[2] == 'running' or job[2] == 'scheduled') then
     if not verified then dropLeases(prefix, id, token) end
-    local wasRunning = job[2] == 'running'
     local started
     if unstarted and job[2] == 'scheduled' then
       -- its start, as start.lua applies it (the end state written next replaces `running`)
@@ -87,10 +86,8 @@ for i = 1, #runs, RUN_WIDTH do
     local state = finishJob(at, jobKey, id, job, outcome, runs[i + 3], retryDelay, started)
     states[#states + 1] = END_CODES[state]
     ended[state] = true
-    if child then
-      childEnded(id, wasRunning, state)
-      children = true
-    end
+    -- (a child's run counted as running unless this call applied its start)
+    if i >= childFrom then childEnded(id, started == nil and job[2] == 'running', state) end
   elseif job[1] == token and (job[2] == 'success' or (job[2] == 'waiting' and outcome == OUTCOME_RELEASED and call('HGET', jobKey, 'worker') == '')) then
     -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
     -- only this script ends a run with this token as success, or released (worker cleared).
@@ -100,7 +97,7 @@ for i = 1, #runs, RUN_WIDTH do
   end
 end
 finishBatch(prefix)
-if children then flushChildren(prefix, now) end
+if childFrom <= #runs then flushChildren(prefix, now) end
 -- A stuck job is not runnable yet, so nobody was woken for it: wake one executor, whose take
 -- finds nothing due and answers the next due time, so it sleeps until the retry instead of
 -- until its fallback timer.

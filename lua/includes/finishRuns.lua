@@ -9,18 +9,11 @@
 --- @include "includes/changes"
 --- @include "includes/setWrites"
 
--- The prefixed outcome codes, each { outcome, whether the run's start was not sent, whether the
--- run is a fan-out child's }: '+s' is an unstarted run's success, '^s' a started child's, '+^s'
--- an unstarted child's. A plain code ('s') is not listed: one lookup that finds nothing.
+-- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
 -- (built as the library loads, when Lua's ipairs and pairs are not reachable yet)
-local RUN_CODES = {}
+local UNSTARTED = {}
 local OUTCOMES = { OUTCOME_SUCCESS, OUTCOME_FAILED, OUTCOME_PERMANENT, OUTCOME_CANCELLED, OUTCOME_RELEASED, OUTCOME_FANNED_OUT }
-for i = 1, #OUTCOMES do
-  local o = OUTCOMES[i]
-  RUN_CODES[UNSTARTED_PREFIX .. o] = { o, true, false }
-  RUN_CODES[CHILD_PREFIX .. o] = { o, false, true }
-  RUN_CODES[UNSTARTED_PREFIX .. CHILD_PREFIX .. o] = { o, true, true }
-end
+for i = 1, #OUTCOMES do UNSTARTED[UNSTARTED_PREFIX .. OUTCOMES[i]] = OUTCOMES[i] end
 
 -- The lease members the runs claim (reused: the library keeps it across calls).
 local claimed = {}
@@ -31,8 +24,7 @@ local function claimLeases(prefix, runs)
   local n = 0
   for i = 1, #runs, RUN_WIDTH do
     n = n + 1
-    local code = RUN_CODES[runs[i + 2]]
-    claimed[n] = runs[i + 1] .. ((code and code[2]) and SCHEDULED_MARK or RUNNING_MARK) .. runs[i]
+    claimed[n] = runs[i + 1] .. (UNSTARTED[runs[i + 2]] and SCHEDULED_MARK or RUNNING_MARK) .. runs[i]
   end
   for i = #claimed, n + 1, -1 do claimed[i] = nil end
   local removed, key = 0, prefix .. 'leases'

@@ -129,6 +129,11 @@ const REPORTED: Record<string, 'completed' | 'stuck' | 'failed' | 'cancelled' | 
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
 const CLOSE_FLUSH_MS = 5000;
 
+/** The finished runs, those of fan-out children last. */
+function childrenLast(batch: Finished[]): Finished[] {
+  return [...batch.filter((f) => f.run.job.parent === undefined), ...batch.filter((f) => f.run.job.parent !== undefined)];
+}
+
 /** Resolves true when `p` settles within `ms`, false otherwise. */
 function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: LongTimer | undefined;
@@ -560,8 +565,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   /** Acknowledges finished runs, and takes jobs for the slots they freed in the same call. */
-  private async sendFinishes(batch: Finished[], keepSucceeded: number, keepFailed: number): Promise<void> {
+  private async sendFinishes(sent: Finished[], keepSucceeded: number, keepFailed: number): Promise<void> {
     const want = this.plan.forFinish(this.runs.size);
+    // The runs of fan-out children go last (their parents count them).
+    let children = 0;
+    for (const f of sent) if (f.run.job.parent !== undefined) children++;
+    const batch = children === 0 ? sent : childrenLast(sent);
     const runs: StringValue[] = [];
     for (const f of batch) {
       let payload: string | Buffer = '';
@@ -573,11 +582,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
         }
       }
       if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
-      const job = f.run.job;
-      addRun(runs, job.id, String(job.takeSeq), f.outcome.code, f.unstarted ?? false, payload, job.parent !== undefined);
+      addRun(runs, f.run.job.id, String(f.run.job.takeSeq), f.outcome.code, f.unstarted ?? false, payload);
     }
     const reply = this.takeSizer.timed(
-      this.store.finish(this.settings, { succeeded: keepSucceeded, failed: keepFailed }, want, runs),
+      this.store.finish(this.settings, { succeeded: keepSucceeded, failed: keepFailed }, want, runs, children),
     );
     if (want > 0) this.trackTake(want, reply, true);
     let states: Array<JobState | ''>;

@@ -15,7 +15,6 @@ import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
 import { SchemaGate } from './schema.js';
 import { packStrings, type StringValue } from './string-array.js';
 import {
-  CHILD_PREFIX,
   END_CODES,
   END_REFUSED,
   type OutcomeCode,
@@ -251,13 +250,15 @@ export class QueueStore {
 
   /**
    * finish.lua: ends a batch of runs (built with {@link addRun}), trims the finished sets to
-   * their keep counts (-1: keep all), and takes up to `take` jobs for the slots freed.
+   * their keep counts (-1: keep all), and takes up to `take` jobs for the slots freed. The last
+   * `children` runs are those of fan-out children (their parents count them).
    */
   async finish(
     s: FinishSettings,
     keep: { succeeded: number; failed: number },
     take: number,
     runs: StringValue[],
+    children = 0,
   ): Promise<Finished> {
     // The runs go as one argument: results are capped each, so a batch stays far below what Redis
     // takes in one argument. Binary-safe reply: the taken jobs hold their args (msgpack).
@@ -276,6 +277,7 @@ export class QueueStore {
         s.countingScheme[1],
         s.leaseMs,
         packStrings(runs, Infinity, 'runs'),
+        children,
       ],
       true,
     );
@@ -382,8 +384,8 @@ export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed
 
 /**
  * Appends a run to a finish batch (see finish.lua ARGV[11]): job id, lease token, outcome
- * (prefixed when its start was not sent: the finish marks it started first; and when the job is a
- * fan-out child: its parent counts it), payload (the packed result, or the error).
+ * (prefixed when its start was not sent: the finish marks it started first), payload (the packed
+ * result, or the error).
  */
 export function addRun(
   runs: StringValue[],
@@ -392,10 +394,8 @@ export function addRun(
   outcome: OutcomeCode,
   unstarted: boolean,
   payload: string | Buffer,
-  child = false,
 ): void {
-  const code = child ? CHILD_PREFIX + outcome : outcome;
-  runs.push(id, token, unstarted ? UNSTARTED_PREFIX + code : code, payload);
+  runs.push(id, token, unstarted ? UNSTARTED_PREFIX + outcome : outcome, payload);
 }
 
 const END_STATES: Record<string, JobState | ''> = { [END_REFUSED]: '' };

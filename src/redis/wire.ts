@@ -68,12 +68,6 @@ export type OutcomeCode = (typeof OUTCOME)[keyof typeof OUTCOME];
 export const UNSTARTED_PREFIX = '+';
 
 /**
- * Prefix of the outcome of a run of a fan-out child (after UNSTARTED_PREFIX when both apply): the
- * finish updates the parent's child counts. Runs of other jobs cost nothing for it.
- */
-export const CHILD_PREFIX = '^';
-
-/**
  * The fields of a fan-out parent's job hash that count its children (ctx.fanOut): how many it
  * submitted, how many run now, how many ended in each final state, and when the last one ended (ms).
  */
@@ -189,7 +183,6 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   OUTCOME_RELEASED: OUTCOME.released,
   OUTCOME_FANNED_OUT: OUTCOME.fannedOut,
   UNSTARTED_PREFIX,
-  CHILD_PREFIX,
   CHILD_FIELDS,
   END_CODES,
   END_REFUSED,
