@@ -23,8 +23,9 @@
 --- @include "includes/groupChanges"
 --- @include "includes/setWrites"
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
--- may be retried); the end of any other run reads the group only in a queue with limits.
-local GROUP_READ = { [OUTCOME_RELEASED] = true, [OUTCOME_FAILED] = true }
+-- may be retried, and so may a fan-out whose staging is gone); the end of any other run reads the
+-- group only in a queue with limits.
+local GROUP_READ = { [OUTCOME_RELEASED] = true, [OUTCOME_FAILED] = true, [OUTCOME_FANNED_OUT] = true }
 
 -- The HSET arguments of the job being ended (reused: the library keeps it across calls).
 local endFields = {}

@@ -214,6 +214,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private slotWaiter: (() => void) | null = null;
   /** Wakes the loop when the pace allows the next take. */
   private paceTimer: NodeJS.Timeout | null = null;
+  /** Children of fan-outs this executor committed and is submitting (close() lets them finish). */
+  private readonly fanOuts = new Set<Promise<void>>();
   /** Progress updates to write (throttled per run by `progress`), one progress.lua call per batch. */
   private readonly progressWrites: Batcher<{ id: string; progress: number }>;
   private readonly progress: ProgressThrottle;
@@ -616,7 +618,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private fannedOutEnded(f: Finished, state: JobState | ''): void {
     const job = f.run.job;
     if (state === 'success' && f.outcome.code === OUTCOME.fannedOut) {
-      submitCommitted(this.store, job.id).catch((err) => this.emitError(err));
+      const p: Promise<void> = submitCommitted(this.store, job.id)
+        .catch((err) => this.emitError(err))
+        .finally(() => this.fanOuts.delete(p));
+      this.fanOuts.add(p);
     } else if (state !== '' && state !== 'success') {
       this.sideWrites.add((pipe) => pipe.del(this.keys.fanStaging(job.id, String(job.takeSeq))));
     }
@@ -714,6 +719,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         await this.starts.drain();
         await this.sideWrites.drain();
         await this.progressWrites.drain();
+        await Promise.all(this.fanOuts);
         await this.heartbeat.stop();
       })(),
       CLOSE_FLUSH_MS,

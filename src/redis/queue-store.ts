@@ -14,15 +14,7 @@ import { type QueueKeys, queueKeys } from './keys.js';
 import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
 import { SchemaGate } from './schema.js';
 import { packStrings, type StringValue } from './string-array.js';
-import {
-  END_CODES,
-  END_REFUSED,
-  type OutcomeCode,
-  SUBMIT_FIELDS,
-  SUBMIT_WIDTH,
-  TAKEN_WIDTH,
-  UNSTARTED_PREFIX,
-} from './wire.js';
+import { END_CODES, END_REFUSED, type OutcomeCode, SUBMIT_FIELDS, SUBMIT_WIDTH, TAKEN_WIDTH, UNSTARTED_PREFIX } from './wire.js';
 
 /** Options of a {@link QueueStore}. */
 export interface QueueStoreOptions {

@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type QueueEvent, Queue } from '../../src/index.js';
+import { Queue, type QueueEvent } from '../../src/index.js';
 import { parseEntry } from '../../src/queue/events.js';
 import { readRuns } from '../fixtures/runs.js';
 import { NodeProcess } from '../helpers/processes.js';
@@ -27,7 +27,10 @@ function executor(name: string): NodeProcess {
 function open(name: string): { q: Queue; c: Redis } {
   const q = new Queue(name, { connection: redisUrl() });
   const c = new Redis(redisUrl());
-  cleanups.push(() => q.close(), () => c.disconnect());
+  cleanups.push(
+    () => q.close(),
+    () => c.disconnect(),
+  );
   return { q, c };
 }
 

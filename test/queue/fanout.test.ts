@@ -272,4 +272,27 @@ describe('fan-out', () => {
     expect(await fanKeys(name)).toEqual([]);
     c.disconnect();
   });
+
+  it('fails (to retry) a run whose staged children are gone by its finish, committing nothing', async () => {
+    const name = uniqueQueue('fan');
+    const q = openQueue(name);
+    const c = rawClient();
+    const store = new QueueStore(c, name, { maxEvents: 1000 });
+    const parent = await q.submit({ task: 'parent', group: 'g' });
+    const settings = { workerId: 'w1', countingScheme: [2, 1] as const, leaseMs: 30_000, retryDelay: 100 };
+    const [job] = (await store.take(1, settings)).jobs;
+    await stageChildren(c, store.keys, job, packChildren(job, [1, 2, 3], { task: 'child' }, 1 << 20));
+    // as if its time to live had passed
+    await c.del(store.keys.fanStaging(job.id, String(job.takeSeq)));
+    const runs: Parameters<typeof addRun>[0] = [];
+    addRun(runs, job.id, String(job.takeSeq), OUTCOME.fannedOut, true, '');
+    const { states } = await store.finish(settings, { succeeded: -1, failed: -1 }, 0, runs);
+    expect(states).toEqual(['stuck']);
+    const p = (await q.getJob(parent.id))!;
+    expect(p.error).toMatch(/children this run staged .* are gone/);
+    expect(p.children).toBeUndefined();
+    expect(await q.getJob(`${parent.id}/0`)).toBeNull();
+    expect((await q.groups()).find((g) => g.group === 'g')).toMatchObject({ stuck: 1 });
+    c.disconnect();
+  });
 });
