@@ -34,10 +34,15 @@ local f = cmsgpack.unpack(chunk)
 local submitted = str(nowMs())
 local batch = newJobBatch()
 local added = 0
-for i = 0, #f - 1, SUBMIT_WIDTH do
-  local id = f[i + AT_ID]
-  if writeJob(prefix .. 'j:' .. id, submitted, f, i, SUBMIT_WIDTH) == 1 then
-    enqueueLater(prefix, batch, id, f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high')
+-- One EXISTS for the chunk: when none of its children exists (the usual case: a chunk submitted
+-- again is the exception), a child needs no check of its own. Its ids are distinct.
+local jobKeys = {}
+for i = 0, #f - 1, SUBMIT_WIDTH do jobKeys[#jobKeys + 1] = prefix .. 'j:' .. f[i + AT_ID] end
+local fresh = call('EXISTS', unpack(jobKeys)) == 0
+for k, key in ipairs(jobKeys) do
+  local i = (k - 1) * SUBMIT_WIDTH
+  if writeJob(key, submitted, f, i, SUBMIT_WIDTH, nil, fresh) == 1 then
+    enqueueLater(prefix, batch, f[i + AT_ID], f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high')
     added = added + 1
   end
 end
