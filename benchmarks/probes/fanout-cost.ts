@@ -23,7 +23,7 @@ const [job] = (await store.take(1, settings)).jobs;
 const items = Array.from({ length: children }, (_, i) => ({ account: `acct-${i}`, month: '2026-10' }));
 
 let t0 = performance.now();
-const packed = packChildren(job, items, { task: 'child' }, 512 * 1024);
+const packed = await packChildren(job, items, { task: 'child' }, 512 * 1024);
 const packMs = performance.now() - t0;
 const bytes = packed.chunks.reduce((n, c) => n + c.length, 0);
 

@@ -1,4 +1,5 @@
 /** What a handler receives, and the handler types. */
+import type { ValidationError } from '../errors.js';
 import type { FanOutOptions } from './fanout.js';
 import type { Job } from './job.js';
 
@@ -30,7 +31,8 @@ export interface JobContext<A = unknown> {
    * await it before returning (its success waits for it anyway). Once per run; at most 100,000 items.
    * `Queue.getJob(id).children` then counts them by state, and a `children.ended` event fires
    * when the last one ends.
-   * @throws {FanOutLimitError} past 100,000 items; {@link ValidationError} naming a bad option or item.
+   * Rejects with a FanOutLimitError past 100,000 items, or a {@link ValidationError} naming a bad
+   * option or item (`items[3]`); nothing is written then, and the handler may call again.
    */
   fanOut(items: readonly unknown[], options: FanOutOptions): Promise<void>;
 }

@@ -49,11 +49,18 @@ export interface PackedChildren {
 const OPTION_FIELDS = new Set(['task', 'group', 'priority', 'maxRetries', 'maxRuntime']);
 
 /**
- * Checks a fan-out and packs its children, writing nothing.
+ * Checks a fan-out and packs its children, writing nothing. Between chunks it lets the event loop
+ * run (100,000 children take the executor about a second), so that the executor's other work
+ * (heartbeats, other runs) goes on meanwhile.
  * @throws {FanOutLimitError} past {@link MAX_FAN_OUT} items.
  * @throws {ValidationError} naming the bad option or item (`items[3]`).
  */
-export function packChildren(parent: Job, items: unknown, opts: FanOutOptions, maxArgsBytes: number): PackedChildren {
+export async function packChildren(
+  parent: Job,
+  items: unknown,
+  opts: FanOutOptions,
+  maxArgsBytes: number,
+): Promise<PackedChildren> {
   if (!Array.isArray(items)) throw new ValidationError('items', 'must be an array');
   if (items.length > MAX_FAN_OUT) throw new FanOutLimitError(items.length, MAX_FAN_OUT);
   if (typeof opts !== 'object' || opts === null) throw new ValidationError('options', 'must be an object with a task');
@@ -90,6 +97,7 @@ export function packChildren(parent: Job, items: unknown, opts: FanOutOptions, m
       chunks.push(packSubmits(chunk, Infinity).packed);
       chunk = [];
       bytes = 0;
+      await new Promise((resolve) => setImmediate(resolve));
     }
     chunk.push(child);
     bytes += child.packedArgs.length;

@@ -25,8 +25,8 @@ export interface RunHooks {
   log(job: Job, line: string): void;
   progress(job: Job, n: number): void;
   /**
-   * Checks the children of a fan-out (throwing, with nothing written, when they are bad), then
-   * stages them; resolves how many it staged.
+   * Checks the children of a fan-out (rejecting with a ValidationError, nothing written, when
+   * they are bad), then stages them; resolves how many it staged.
    */
   fanOut(job: Job, items: readonly unknown[], options: FanOutOptions): Promise<number>;
 }
@@ -176,16 +176,13 @@ export class Run {
 
   private fanOut(items: readonly unknown[], options: FanOutOptions): Promise<void> {
     if (this.fanned) return Promise.reject(new ValidationError('fanOut', 'may be called once per run'));
-    let staged: Promise<number>;
-    try {
-      staged = this.hooks.fanOut(this.job, items, options);
-    } catch (err) {
-      // refused input: nothing was staged, and the handler may call again
-      return Promise.reject(err);
-    }
+    const staged = this.hooks.fanOut(this.job, items, options);
     this.fanned = staged;
-    // (a failed staging fails the run when it succeeds; a handler that does not await it is not left with an unhandled rejection)
-    staged.catch(() => undefined);
+    staged.catch((err: unknown) => {
+      // Refused input: nothing was staged, and the handler may call again (this runs before the
+      // handler hears of it). Any other failure fails the run when it succeeds.
+      if (err instanceof ValidationError && this.fanned === staged) this.fanned = null;
+    });
     return staged.then(() => undefined);
   }
 

@@ -227,10 +227,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
         pipe.ltrim(this.keys.logs(j.id), -1000, -1);
       }),
     progress: (j, n) => this.progress.report(j, n),
-    fanOut: (j, items, options) => {
-      const children = packChildren(j, items, options, DEFAULT_MAX_ARGS_BYTES);
-      if (children.total === 0) return Promise.resolve(0);
-      return stageChildren(this.client, this.keys, j, children).then(() => children.total);
+    fanOut: async (j, items, options) => {
+      const children = await packChildren(j, items, options, DEFAULT_MAX_ARGS_BYTES);
+      if (children.total > 0) await stageChildren(this.client, this.keys, j, children);
+      return children.total;
     },
   };
   private readonly takeSizer: TakeSizer;

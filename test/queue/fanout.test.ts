@@ -184,10 +184,11 @@ describe('fan-out', () => {
     await eventually(async () => (await fanKeys(name)).length === 0);
   });
 
-  it('refuses more than 100,000 items, a bad item and a bad option with typed errors, writing nothing', async () => {
+  it('refuses more than 100,000 items, a bad item and a bad option with typed errors, writing nothing; a good call after them fans out', async () => {
     const name = uniqueQueue('fan');
     const q = openQueue(name);
     const errors: unknown[] = [];
+    let keysAfterRefusals: string[] = [];
     const w = openWorker(name, {
       parent: async (ctx) => {
         for (const attempt of [
@@ -201,8 +202,11 @@ describe('fan-out', () => {
             (err: unknown) => errors.push(err),
           );
         }
+        keysAfterRefusals = await fanKeys(name);
+        await ctx.fanOut(['a', 'b'], { task: 'child' });
         return 'done';
       },
+      child: () => {},
     });
     const parent = await q.submit({ task: 'parent' });
     await until(w, 'completed', () => errors.length === 4);
@@ -212,11 +216,14 @@ describe('fan-out', () => {
     expect((errors[1] as ValidationError).field).toBe('items[1]');
     expect((errors[2] as ValidationError).field).toBe('options.grop');
     expect((errors[3] as ValidationError).field).toBe('options.task');
-    const p = await eventually(() => q.getJob(parent.id));
+    expect(keysAfterRefusals).toEqual([]);
+    const p = await eventually(async () => {
+      const job = await q.getJob(parent.id);
+      return job?.children?.ended !== undefined && job;
+    });
     expect(p.state).toBe('success');
-    expect(p.children).toBeUndefined();
-    expect(await q.getJob(`${parent.id}/0`)).toBeNull();
-    expect(await fanKeys(name)).toEqual([]);
+    expect(p.children).toMatchObject({ total: 2, success: 2 });
+    expect(await q.getJob(`${parent.id}/1`)).toMatchObject({ args: 'b', state: 'success' });
   });
 
   it('keeps children fair: they take turns with other groups', async () => {
@@ -256,7 +263,7 @@ describe('fan-out', () => {
     const { jobs } = await store.take(1, settings);
     expect(jobs.map((j) => j.id)).toEqual([parent.id]);
     const job = jobs[0];
-    await stageChildren(c, store.keys, job, packChildren(job, new Array(2500).fill('x'), { task: 'child' }, 1 << 20));
+    await stageChildren(c, store.keys, job, await packChildren(job, new Array(2500).fill('x'), { task: 'child' }, 1 << 20));
     const runs: Parameters<typeof addRun>[0] = [];
     addRun(runs, job.id, String(job.takeSeq), OUTCOME.fannedOut, true, '');
     const keep = { succeeded: -1, failed: -1 };
@@ -281,7 +288,7 @@ describe('fan-out', () => {
     const parent = await q.submit({ task: 'parent', group: 'g' });
     const settings = { workerId: 'w1', countingScheme: [2, 1] as const, leaseMs: 30_000, retryDelay: 100 };
     const [job] = (await store.take(1, settings)).jobs;
-    await stageChildren(c, store.keys, job, packChildren(job, [1, 2, 3], { task: 'child' }, 1 << 20));
+    await stageChildren(c, store.keys, job, await packChildren(job, [1, 2, 3], { task: 'child' }, 1 << 20));
     // as if its time to live had passed
     await c.del(store.keys.fanStaging(job.id, String(job.takeSeq)));
     const runs: Parameters<typeof addRun>[0] = [];
