@@ -1,6 +1,6 @@
 --[[
   Submits the next chunk (at most 1,000 jobs) of a fan-out parent's committed children (see
-  includes/children): pops it from `j:<parent>:fanout` and adds its jobs as submit.lua does, each
+  includes/children): pops it from `fanned:<parent>` and adds its jobs as submit.lua does, each
   unless its id exists (so a chunk submitted twice adds nothing the second time), waking idle
   executors. A parent whose list is empty afterwards leaves `fanouts`. Every chunk is popped by
   one call only, so any number of executors may pump the same parent at once.
@@ -24,7 +24,7 @@ if parent == '' then
   parent = call('ZRANGE', fanouts, '0', '0')[1]
   if not parent then return { false, 0, 0 } end
 end
-local list = prefix .. 'j:' .. parent .. ':fanout'
+local list = prefix .. 'fanned:' .. parent
 local chunk = call('LPOP', list)
 local remaining = call('LLEN', list)
 if remaining == 0 then call('ZREM', fanouts, parent) end

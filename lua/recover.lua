@@ -66,7 +66,7 @@ for id, reason in pairs(victims) do
     recovered[#recovered + 1] = id
     if isChild(prefix, id) then childEnded(id, job[2] == 'running', state) end
     -- the children its run staged, if any, are not committed
-    call('DEL', jobKey .. ':fan:' .. job[1])
+    call('DEL', prefix .. 'fan:' .. job[1] .. ':' .. id)
   end
   -- its lease ends with the run, or was stale
   local rems = laterList(laterRems, prefix .. 'leases')

@@ -9,7 +9,7 @@
   A parent removed by retention is not written again.
 
   Committed children wait, packed as submit calls' job lists (chunks of at most 1,000 jobs), in
-  the parent's list `j:<parent>:fanout`, listed in `fanouts` (parent id -> commit time) until
+  the parent's list `fanned:<parent>`, listed in `fanouts` (parent id -> commit time) until
   fanout.lua has submitted every chunk.
 ]]
 --- @include "includes/wire"

@@ -43,14 +43,14 @@ local function beginFinishes(prefix, now)
 end
 
 -- Commits the children the run of job `id` with lease `token` staged (ctx.fanOut): its staging
--- list `j:<id>:fan:<token>` (the number of children, then their submit chunks) becomes the
--- parent's `j:<id>:fanout`, listed in `fanouts` for fanout.lua to submit chunk by chunk, and the
+-- list `fan:<token>:<id>` (the number of children, then their submit chunks) becomes the
+-- parent's `fanned:<id>`, listed in `fanouts` for fanout.lua to submit chunk by chunk, and the
 -- job's child counts start. False when the staging is gone (it expired): nothing is committed.
 local function commitFanOut(at, jobKey, id, token)
-  local staged = jobKey .. ':fan:' .. token
+  local staged = at.prefix .. 'fan:' .. token .. ':' .. id
   local total = call('LPOP', staged)
   if not total then return false end
-  local committed = jobKey .. ':fanout'
+  local committed = at.prefix .. 'fanned:' .. id
   call('RENAME', staged, committed)
   call('PERSIST', committed)
   call('ZADD', at.prefix .. 'fanouts', at.nowS, id)

@@ -1,7 +1,7 @@
 /**
  * Fan-out (ctx.fanOut): a handler hands a list of items to a task, one child job per item, with
  * ids `<parent id>/<index>`. The executor checks every item, then stages the children in Redis
- * (the list `j:<parent>:fan:<lease token>`: their number, then chunks packed as submit calls
+ * (the list `fan:<lease token>:<parent>`: their number, then chunks packed as submit calls
  * carry them); the finish call that records the parent's success commits the staging in the same
  * atomic step, and fanout.lua submits the committed chunks one call each (docs/architecture.md).
  */

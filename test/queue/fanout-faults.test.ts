@@ -55,7 +55,7 @@ async function expectEachChildOnce(q: Queue, c: Redis, name: string, parent: str
   expect(added.size).toBe(n);
   expect([...added.values()].every((k) => k === 1)).toBe(true);
   expect((await q.counts()).success).toBe(n + 1);
-  expect(await c.keys(`{rota:${name}}:j:*:fan*`)).toEqual([]);
+  expect(await c.keys(`{rota:${name}}:fan*:*`)).toEqual([]);
   expect(await c.zcard(`{rota:${name}}:fanouts`)).toBe(0);
 }
 
@@ -68,7 +68,7 @@ describe('fan-out faults', () => {
     await a.waitFor((m) => m.type === 'ready');
     const parent = await q.submit({ task: 'fan', args: { n: 3000, hold: 60_000 } });
     const staged = await a.waitFor<{ takeSeq: number }>((m) => m.type === 'staged' && m.id === parent.id);
-    expect(await c.exists(`{rota:${name}}:j:${parent.id}:fan:${staged.takeSeq}`)).toBe(1);
+    expect(await c.exists(q.keys.fanStaging(parent.id, staged.takeSeq))).toBe(1);
     await a.kill();
     expect(await q.getJob(`${parent.id}/0`)).toBeNull();
 
@@ -91,7 +91,7 @@ describe('fan-out faults', () => {
     const parent = await q.submit({ task: 'fan', args: { n, hold: 0 } });
     await a.waitFor((m) => m.type === 'completed' && m.id === parent.id, 60_000);
     await a.kill();
-    const left = await c.llen(`{rota:${name}}:j:${parent.id}:fanout`);
+    const left = await c.llen(q.keys.fanned(parent.id));
     console.log(`fan-out of ${n}: ${left} chunks of children were still to submit when the executor was killed`);
     expect((await q.getJob(parent.id))!.children!.total).toBe(n);
 

@@ -36,7 +36,7 @@ async function streamEvents(name: string): Promise<QueueEvent[]> {
 async function fanKeys(name: string): Promise<string[]> {
   const c = rawClient();
   try {
-    const keys = await c.keys(`{rota:${name}}:j:*:fan*`);
+    const keys = await c.keys(`{rota:${name}}:fan*:*`);
     if ((await c.zcard(`{rota:${name}}:fanouts`)) > 0) keys.push('fanouts');
     return keys;
   } finally {
@@ -300,6 +300,69 @@ describe('fan-out', () => {
     expect(p.children).toBeUndefined();
     expect(await q.getJob(`${parent.id}/0`)).toBeNull();
     expect((await q.groups()).find((g) => g.group === 'g')).toMatchObject({ stuck: 1 });
+    c.disconnect();
+  });
+
+  it('counts a failed child retried by hand as not ended again, and raises children.ended again when it ends', async () => {
+    const name = uniqueQueue('fan');
+    const q = openQueue(name);
+    let fail = true;
+    openWorker(name, {
+      parent: (ctx) => ctx.fanOut(['a', 'b'], { task: 'child' }),
+      child: (ctx: { args: string }) => {
+        if (ctx.args === 'b' && fail) throw new PermanentError('not yet');
+      },
+    });
+    const parent = await q.submit({ task: 'parent' });
+    const first = await eventually(async () => {
+      const c = (await q.getJob(parent.id))?.children;
+      return c?.ended !== undefined && c;
+    });
+    expect(first).toMatchObject({ total: 2, success: 1, failed: 1 });
+    fail = false;
+    expect(await q.retry(`${parent.id}/1`)).toBe('waiting');
+    const second = await eventually(async () => {
+      const c = (await q.getJob(parent.id))!.children!;
+      return c.success === 2 && c;
+    });
+    expect(second).toMatchObject({ total: 2, waiting: 0, running: 0, success: 2, failed: 0, cancelled: 0 });
+    const ended = (await streamEvents(name)).filter((e) => e.event === 'children.ended');
+    expect(ended.map((e) => e.children)).toEqual([
+      { total: 2, success: 1, failed: 1, cancelled: 0 },
+      { total: 2, success: 2, failed: 0, cancelled: 0 },
+    ]);
+  });
+
+  it('counts a child whose lease expired as not running (recovered to retry) and a started child as running', async () => {
+    const name = uniqueQueue('fan');
+    const q = openQueue(name);
+    const c = rawClient();
+    const store = new QueueStore(c, name, { maxEvents: 1000 });
+    const parent = await q.submit({ task: 'parent' });
+    const settings = { workerId: 'w1', countingScheme: [2, 1] as const, leaseMs: 30_000, retryDelay: 100 };
+    const [job] = (await store.take(1, settings)).jobs;
+    await stageChildren(c, store.keys, job, await packChildren(job, ['only'], { task: 'child' }, 1 << 20));
+    const runs: Parameters<typeof addRun>[0] = [];
+    addRun(runs, job.id, String(job.takeSeq), OUTCOME.fannedOut, true, '');
+    await store.finish(settings, { succeeded: -1, failed: -1 }, 0, runs);
+    await submitCommitted(store, job.id);
+
+    const [child] = (await store.take(1, { ...settings, leaseMs: 1 })).jobs;
+    expect(child).toMatchObject({ id: `${parent.id}/0`, parent: parent.id });
+    await store.start(1, [child]);
+    expect((await q.getJob(parent.id))!.children).toMatchObject({ total: 1, running: 1, waiting: 0 });
+    await eventually(async () => {
+      const { recovered } = await store.recover({
+        retryDelay: 10,
+        maxLeases: 100,
+        keepSucceededAgeMs: -1,
+        keepFailedAgeMs: -1,
+        maxRemoved: 0,
+      });
+      return recovered.includes(child.id);
+    });
+    expect((await q.getJob(child.id))!.state).toBe('stuck');
+    expect((await q.getJob(parent.id))!.children).toMatchObject({ total: 1, running: 0, waiting: 1, failed: 0 });
     c.disconnect();
   });
 });
