@@ -32,7 +32,9 @@ changed(id, 'waiting')
 deferGroup(job[2], high and 'nh' or 'nl', 1)
 -- a fan-out child counts as not ended again (its parent's children-ended event fires again when it ends)
 if isChild(prefix, id) then
-  call('HINCRBY', prefix .. 'j:' .. parentOf(id), CHILD_FIELDS[state], '-1')
+  local parentKey = prefix .. 'j:' .. parentOf(id)
+  call('HINCRBY', parentKey, CHILD_FIELDS[state], '-1')
+  call('HDEL', parentKey, CHILD_FIELDS.ended)
 end
 if flushGroups(prefix) then wake(prefix) end
 flushChanges(prefix, ARGV[2])

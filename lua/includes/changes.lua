@@ -79,8 +79,7 @@ local entry = { 'XADD', false, 'MAXLEN', '~', false, '*' }
 
 -- Applies the count changes, and adds the stream entry (a field per state entered without an
 -- error, = JSON [job id, ...]; the errors, failed periodic runs and parents whose children all
--- ended as JSON lists) unless the
--- stream is off (`maxEvents` <= 0) or nothing changed.
+-- ended as JSON lists) unless the stream is off (`maxEvents` <= 0) or nothing changed.
 local function flushChanges(prefix, maxEvents)
   for i = 1, #stateOrder do
     local state = stateOrder[i]

@@ -320,7 +320,17 @@ describe('fan-out', () => {
     });
     expect(first).toMatchObject({ total: 2, success: 1, failed: 1 });
     fail = false;
+    await q.pauseGroup('default');
     expect(await q.retry(`${parent.id}/1`)).toBe('waiting');
+    expect((await q.getJob(parent.id))!.children).toEqual({
+      total: 2,
+      waiting: 1,
+      running: 0,
+      success: 1,
+      failed: 0,
+      cancelled: 0,
+    });
+    await q.resumeGroup('default');
     const second = await eventually(async () => {
       const c = (await q.getJob(parent.id))!.children!;
       return c.success === 2 && c;
