@@ -16,6 +16,7 @@
 --- @include "includes/jobs"
 --- @include "includes/leases"
 --- @include "includes/groupChanges"
+--- @include "includes/children"
 
 local prefix = ARGV[1]
 local id = ARGV[3]
@@ -58,6 +59,8 @@ call('HSET', jobKey, 'state', 'cancelled', 'finished', now)
 call('ZADD', prefix .. 'done:cancelled', now, id)
 left(state)
 changed(id, 'cancelled')
+if isChild(prefix, id) then childEnded(id, false, 'cancelled') end
 flushGroups(prefix)
+flushChildren(prefix, now)
 flushChanges(prefix, ARGV[2])
 return 'cancelled'

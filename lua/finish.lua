@@ -28,7 +28,11 @@
            token, outcome (s|f|p|c|r), payload (result or error); an outcome prefixed with '+'
            (e.g. '+s') is of a run whose start was not sent: the run is marked started
            (`running`, its events and count) before it ends, as start.lua would (never a
-           periodic run's: those wait for their start's answer)
+           periodic run's: those wait for their start's answer). Outcome 'o' is a success whose
+           run staged children: they are committed with it (see includes/finishJob), or, when the
+           staging is gone, the run fails.
+  ARGV[12] how many of the runs, the last ones, are runs of fan-out children (their parents count
+           them, see includes/children)
 
   Returns { finished time (ms), the end state of each run as one string of a character a run
             (END_CODES: s success, w waiting, c cancelled, k stuck, f failed, - refused), jobs
@@ -41,6 +45,7 @@
 --- @include "includes/finishJob"
 --- @include "includes/take"
 --- @include "includes/finishRuns"
+--- @include "includes/children"
 
 local prefix = ARGV[1]
 local retryDelay = num(ARGV[3])
@@ -51,6 +56,7 @@ local runs = cmsgpack.unpack(ARGV[11])
 local at = beginFinishes(prefix, now)
 local limited = hasLimits(prefix)
 local verified = claimLeases(prefix, runs)
+local childFrom = #runs - RUN_WIDTH * num(ARGV[12]) + 1
 for i = 1, #runs, RUN_WIDTH do
   local id, token = runs[i], runs[i + 1]
   local outcome = runs[i + 2]
@@ -80,6 +86,8 @@ for i = 1, #runs, RUN_WIDTH do
     local state = finishJob(at, jobKey, id, job, outcome, runs[i + 3], retryDelay, started)
     states[#states + 1] = END_CODES[state]
     ended[state] = true
+    -- (a child's run counted as running unless this call applied its start)
+    if i >= childFrom then childEnded(id, started == nil and job[2] == 'running', state) end
   elseif job[1] == token and (job[2] == 'success' or (job[2] == 'waiting' and outcome == OUTCOME_RELEASED and call('HGET', jobKey, 'worker') == '')) then
     -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
     -- only this script ends a run with this token as success, or released (worker cleared).
@@ -89,6 +97,7 @@ for i = 1, #runs, RUN_WIDTH do
   end
 end
 finishBatch(prefix)
+if childFrom <= #runs then flushChildren(prefix, now) end
 -- A stuck job is not runnable yet, so nobody was woken for it: wake one executor, whose take
 -- finds nothing due and answers the next due time, so it sleeps until the retry instead of
 -- until its fallback timer.

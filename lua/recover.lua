@@ -27,6 +27,7 @@
 --- @include "includes/leases"
 --- @include "includes/setWrites"
 --- @include "includes/finishJob"
+--- @include "includes/children"
 
 local prefix = ARGV[1]
 local retryDelay = tonumber(ARGV[3])
@@ -61,14 +62,18 @@ for id, reason in pairs(victims) do
   local job = call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
   if job[2] == 'running' or job[2] == 'scheduled' then
     local worker = call('HGET', jobKey, 'worker')
-    finishJob(at, jobKey, id, job, OUTCOME_FAILED, reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
+    local state = finishJob(at, jobKey, id, job, OUTCOME_FAILED, reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
     recovered[#recovered + 1] = id
+    if isChild(prefix, id) then childEnded(id, job[2] == 'running', state) end
+    -- the children its run staged, if any, are not committed
+    call('DEL', prefix .. 'fan:' .. job[1] .. ':' .. id)
   end
   -- its lease ends with the run, or was stale
   local rems = laterList(laterRems, prefix .. 'leases')
   rems[#rems + 1] = members[id]
 end
 finishBatch(prefix)
+flushChildren(prefix, now)
 
 -- Recovered jobs are stuck (or failed), not runnable yet: wake one executor, whose take answers
 -- the next due time, so it sleeps until the retry instead of until its fallback timer.

@@ -13,6 +13,7 @@
 --- @include "includes/changes"
 --- @include "includes/jobs"
 --- @include "includes/groupChanges"
+--- @include "includes/children"
 
 local prefix = ARGV[1]
 local id = ARGV[3]
@@ -29,6 +30,12 @@ call('LPUSH', prefix .. 'g:' .. job[2] .. (high and ':h' or ':l'), id)
 left(state)
 changed(id, 'waiting')
 deferGroup(job[2], high and 'nh' or 'nl', 1)
+-- a fan-out child counts as not ended again (its parent's children-ended event fires again when it ends)
+if isChild(prefix, id) then
+  local parentKey = prefix .. 'j:' .. parentOf(id)
+  call('HINCRBY', parentKey, CHILD_FIELDS[state], '-1')
+  call('HDEL', parentKey, CHILD_FIELDS.ended)
+end
 if flushGroups(prefix) then wake(prefix) end
 flushChanges(prefix, ARGV[2])
 return 'waiting'

@@ -10,7 +10,9 @@
   ARGV[1] key prefix
   ARGV[2] events stream max length
   ARGV[3] lease (ms)
-  ARGV[4..] pairs: job id, lease token (takeSeq)
+  ARGV[4] how many of the pairs, the last ones, are runs of fan-out children (their parents count
+          them running, see includes/children)
+  ARGV[5..] pairs: job id, lease token (takeSeq)
 
   A run of a periodic task may be dropped by its tolerance (see includes/periodicStart); the
   executor then ends it cancelled without calling its handler.
@@ -22,6 +24,7 @@
 --- @include "includes/leases"
 --- @include "includes/setWrites"
 --- @include "includes/periodicStart"
+--- @include "includes/children"
 
 local prefix = ARGV[1]
 local now = nowMs()
@@ -29,7 +32,8 @@ local lost = {}
 local dropped = {}
 local leasesKey = prefix .. 'leases'
 local leaseAt = str(now + num(ARGV[3]))
-for i = 4, #ARGV, 2 do
+local childFrom = #ARGV - 2 * num(ARGV[4]) + 1
+for i = 5, #ARGV, 2 do
   local id, token = ARGV[i], ARGV[i + 1]
   local jobKey = prefix .. 'j:' .. id
   local job = call('HMGET', jobKey, 'takeSeq', 'state', 'tracker', 'worker', 'dropped', 'cancel')
@@ -38,6 +42,7 @@ for i = 4, #ARGV, 2 do
     call('HSET', jobKey, 'state', 'running', 'started', str(now))
     left('scheduled')
     changed(id, 'running')
+    if i >= childFrom then childStarted(id) end
     -- (a job whose cancel was requested keeps its member: the mark says so whatever the state)
     if job[6] ~= '1' then
       local rems, adds = laterList(laterRems, leasesKey), laterList(laterAdds, leasesKey)
@@ -52,5 +57,6 @@ for i = 4, #ARGV, 2 do
   end
 end
 flushLater()
+if childFrom <= #ARGV then flushChildren(prefix, now) end
 flushChanges(prefix, ARGV[2])
 return { now, lost, dropped }

@@ -106,3 +106,13 @@ export class BulkSubmitError extends RotaError {
     this.cause = cause;
   }
 }
+
+/** A fan-out (ctx.fanOut) of more children than one call takes. Nothing was written. */
+export class FanOutLimitError extends ValidationError {
+  constructor(
+    readonly count: number,
+    readonly limit: number,
+  ) {
+    super('items', `holds ${count} items, over the limit of ${limit} children a fanOut call`);
+  }
+}

@@ -6,6 +6,7 @@
 export {
   BulkSubmitError,
   ConnectionError,
+  FanOutLimitError,
   PayloadTooLargeError,
   PermanentError,
   ReplicationError,
@@ -20,7 +21,8 @@ export { type MetricsOptions, type MetricsServer, serveMetrics } from './observa
 export * from './periodic/index.js';
 export type { Handler, Handlers, JobContext } from './queue/context.js';
 export type { QueueEvent } from './queue/events.js';
-export type { Job, JobState, Priority } from './queue/job.js';
+export { type FanOutOptions, MAX_FAN_OUT } from './queue/fanout.js';
+export type { ChildCounts, Job, JobState, Priority } from './queue/job.js';
 export { FINAL_STATES, JOB_STATES } from './queue/job.js';
 export { type Durability, type GroupInfo, Queue, type QueueOptions, type QueueStats, type WorkerInfo } from './queue/queue.js';
 export type { Keep } from './queue/recoverer.js';

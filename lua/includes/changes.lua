@@ -20,6 +20,10 @@ local countDelta = {}
 -- the same stream entry (periodic.failed events users can alert on).
 local periodicFailures = {}
 
+-- Fan-out parents whose children all ended in this call: { parent id, total, success, failed,
+-- cancelled } (see includes/children).
+local childrenEnded = {}
+
 onBeginCall(function()
   for i = 1, #stateOrder do
     local state = stateOrder[i]
@@ -30,6 +34,7 @@ onBeginCall(function()
   if next(events) then events = {} end
   for state in pairs(countDelta) do countDelta[state] = 0 end
   if next(periodicFailures) then periodicFailures = {} end
+  if next(childrenEnded) then childrenEnded = {} end
 end)
 
 -- The list of ids that entered `state` in this call, for a caller about to add one or more
@@ -65,12 +70,16 @@ local function periodicFailed(id, tracker, occurrence, err)
   periodicFailures[#periodicFailures + 1] = { id, tracker, tonumber(occurrence) or false, err or false }
 end
 
+local function childrenDone(parent, total, success, failed, cancelled)
+  childrenEnded[#childrenEnded + 1] = { parent, total, success, failed, cancelled }
+end
+
 -- The XADD argument list of flushChanges (reused: the library keeps it across calls).
 local entry = { 'XADD', false, 'MAXLEN', '~', false, '*' }
 
 -- Applies the count changes, and adds the stream entry (a field per state entered without an
--- error, = JSON [job id, ...]; the errors and failed periodic runs as JSON lists) unless the
--- stream is off (`maxEvents` <= 0) or nothing changed.
+-- error, = JSON [job id, ...]; the errors, failed periodic runs and parents whose children all
+-- ended as JSON lists) unless the stream is off (`maxEvents` <= 0) or nothing changed.
 local function flushChanges(prefix, maxEvents)
   for i = 1, #stateOrder do
     local state = stateOrder[i]
@@ -90,6 +99,9 @@ local function flushChanges(prefix, maxEvents)
   end
   if #periodicFailures > 0 then
     a[n + 1], a[n + 2], n = EVENT_PERIODIC_FAILED_FIELD, cjson.encode(periodicFailures), n + 2
+  end
+  if #childrenEnded > 0 then
+    a[n + 1], a[n + 2], n = EVENT_CHILDREN_ENDED_FIELD, cjson.encode(childrenEnded), n + 2
   end
   call(unpack(a, 1, n))
 end

@@ -3,6 +3,8 @@
     s success (payload: packed result)    f failure, retried with backoff while retries < maxRetries
     p permanent failure (no retry)        c cancelled
     r released back to the front of its group without counting a retry (graceful shutdown)
+    o success of a run that staged children (ctx.fanOut): they are committed with it (commitFanOut);
+      when its staging is gone it is a failure (f) instead
   A job whose cancel was requested ends cancelled whatever the outcome (but a release).
   `job` is HMGET of the job's takeSeq, state, cancel and group (what every outcome needs; a
   failure reads the rest itself; the group may be left out when the outcome is neither f nor r
@@ -21,8 +23,9 @@
 --- @include "includes/groupChanges"
 --- @include "includes/setWrites"
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
--- may be retried); the end of any other run reads the group only in a queue with limits.
-local GROUP_READ = { [OUTCOME_RELEASED] = true, [OUTCOME_FAILED] = true }
+-- may be retried, and so may a fan-out whose staging is gone); the end of any other run reads the
+-- group only in a queue with limits.
+local GROUP_READ = { [OUTCOME_RELEASED] = true, [OUTCOME_FAILED] = true, [OUTCOME_FANNED_OUT] = true }
 
 -- The HSET arguments of the job being ended (reused: the library keeps it across calls).
 local endFields = {}
@@ -37,6 +40,23 @@ local function beginFinishes(prefix, now)
   at.prefix, at.now, at.nowS = prefix, now, str(now)
   adds.success, adds.failed, adds.cancelled = nil, nil, nil
   return at
+end
+
+-- Commits the children the run of job `id` with lease `token` staged (ctx.fanOut): its staging
+-- list `fan:<token>:<id>` (the number of children, then their submit chunks) becomes the
+-- parent's `fanned:<id>`, listed in `fanouts` for fanout.lua to submit chunk by chunk, and the
+-- job's child counts start. False when the staging is gone (it expired): nothing is committed.
+local function commitFanOut(at, jobKey, id, token)
+  local staged = at.prefix .. 'fan:' .. token .. ':' .. id
+  local total = call('LPOP', staged)
+  if not total then return false end
+  local committed = at.prefix .. 'fanned:' .. id
+  call('RENAME', staged, committed)
+  call('PERSIST', committed)
+  call('ZADD', at.prefix .. 'fanouts', at.nowS, id)
+  call('HSET', jobKey, CHILD_FIELDS.total, total, CHILD_FIELDS.running, '0', CHILD_FIELDS.success, '0',
+    CHILD_FIELDS.failed, '0', CHILD_FIELDS.cancelled, '0')
+  return true
 end
 
 local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, started)
@@ -58,7 +78,14 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
   elseif outcome == OUTCOME_CANCELLED then
     state = 'cancelled'
     a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
+  elseif outcome == OUTCOME_FANNED_OUT and commitFanOut(at, jobKey, id, job[1]) then
+    state = 'success'
+    a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
+    if payload ~= '' then a[5], a[6], n = 'result', payload, 6 end
   else
+    if outcome == OUTCOME_FANNED_OUT then
+      outcome, payload = OUTCOME_FAILED, 'the children this run staged (ctx.fanOut) are gone (expired); the run is retried'
+    end
     local more = call('HMGET', jobKey, 'retries', 'd', 'tracker', 'occurrence')
     local retries = tonumber(more[1]) or 0
     local _, maxRetries = describeJob(more[2])

@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import { unpack } from 'msgpackr';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { decodeJobObject, type JobState, type Priority, unpackDescription } from '../queue/job.js';
+import { type ChildCounts, decodeJobObject, type Job, type JobState, type Priority, unpackDescription } from '../queue/job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
@@ -79,6 +79,12 @@ export interface RunRecord {
   result?: unknown;
   /** For `missed`: how many occurrences, and the last of them. */
   count?: number;
+  /**
+   * For a run whose job fanned out (ctx.fanOut): its children by state. Such a run ends when its
+   * last child ends: until then its status is `running` and it has no `finished`; then it is
+   * `failed` when a child failed, else the job's state, and `finished` is when the last child ended.
+   */
+  children?: ChildCounts;
   until?: number;
   /**
    * An event rule's run that a newer event replaced: the occurrence of the run that replaced it.
@@ -473,19 +479,21 @@ export class PeriodicTasks {
     if (!job) return { occurrence: e.occurrence, status: 'expired', jobId: e.member };
     const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
     const dropped = got.job.dropped?.toString();
+    const ended = fannedOutEnd(job);
     return {
       occurrence: e.occurrence,
       jobId: e.member,
-      status: dropped ? 'dropped' : job.state,
+      status: dropped ? 'dropped' : ended.status,
       submitted: job.submitted,
       started: job.started,
-      finished: job.finished,
+      finished: ended.finished,
       worker: job.worker,
       ...hostPid,
       retries: job.retries,
       logs: got.logs,
       error: dropped ?? job.error,
       result: job.result,
+      ...(job.children ? { children: job.children } : {}),
     };
   }
 
@@ -698,4 +706,15 @@ function isoDelay(text: string): number {
     throw new ValidationError('delay', `must be an ISO-8601 duration such as P7DT30S, or milliseconds (got "${text}")`);
   }
   return t.intervalMs;
+}
+
+/**
+ * A run's status and end as the history shows them: a job that fanned out ends when its children
+ * end, failed when one of them failed.
+ */
+function fannedOutEnd(job: Job): { status: RunStatus; finished?: number } {
+  const c = job.children;
+  if (!c || job.state !== 'success') return { status: job.state, finished: job.finished };
+  if (c.ended === undefined) return { status: 'running' };
+  return { status: c.failed > 0 ? 'failed' : 'success', finished: c.ended };
 }

@@ -1,4 +1,6 @@
 /** What a handler receives, and the handler types. */
+import type { ValidationError } from '../errors.js';
+import type { FanOutOptions } from './fanout.js';
 import type { Job } from './job.js';
 
 /** The handler's view of its run. */
@@ -14,8 +16,25 @@ export interface JobContext<A = unknown> {
   signal: AbortSignal;
   /** Stores a log line with the job (shown with the job and in periodic run history). */
   log(...parts: unknown[]): void;
-  /** Records progress (a number, e.g. percent). */
+  /**
+   * Records progress (a finite number, e.g. percent). Updates are throttled by the executor (see
+   * `WorkerOptions.progressIntervalMs`): the first goes at once, later ones at most once an
+   * interval, the last one always. Each one written is a `progress` event of the executor and of
+   * `Queue.events()`, and the job's `progress` field.
+   */
   progress(n: number): void;
+  /**
+   * Fans out: one child job per item (the item is its args), run by `options.task`, with id
+   * `<this job's id>/<index>`. The children are submitted with this run's success, atomically:
+   * a run that fails, is cancelled or whose executor dies submits none, and a run again submits
+   * the same ids, so no child is lost or doubled. Resolves once they are staged; the handler should
+   * await it before returning (its success waits for it anyway). Once per run; at most 100,000 items.
+   * `Queue.getJob(id).children` then counts them by state, and a `children.ended` event fires
+   * when the last one ends.
+   * Rejects with a FanOutLimitError past 100,000 items, or a {@link ValidationError} naming a bad
+   * option or item (`items[3]`); nothing is written then, and the handler may call again.
+   */
+  fanOut(items: readonly unknown[], options: FanOutOptions): Promise<void>;
 }
 
 /**

@@ -1,11 +1,20 @@
 /** Reads the queue's events stream: one entry per script call, holding every state change it made. */
 import { type ConnectionOption, connect } from '../redis/connection.js';
-import { EVENT_ERRORS_FIELD, EVENT_PERIODIC_FAILED_FIELD } from '../redis/wire.js';
+import {
+  EVENT_CHILDREN_ENDED_FIELD,
+  EVENT_ERRORS_FIELD,
+  EVENT_PERIODIC_FAILED_FIELD,
+  EVENT_PROGRESS_FIELD,
+} from '../redis/wire.js';
 import { JOB_STATES, type JobState } from './job.js';
 
 const STATES = new Set<string>(JOB_STATES);
 
-/** One job's change of state. */
+/**
+ * One job's change of state; or, with `event` set, one of these: `'periodic.failed'`,
+ * `'children.ended'` (every child of a fan-out parent ended; `state` is the parent's), `'progress'`
+ * (a running job's progress, throttled by its executor; `state` is `running`).
+ */
 export interface QueueEvent {
   /** Id of the stream entry it came in; pass it as `from` to resume after it. */
   streamId: string;
@@ -16,12 +25,18 @@ export interface QueueEvent {
   /** The error, for `stuck` and `failed`. */
   error?: string;
   /**
-   * `'periodic.failed'` when a run of a periodic task failed for good (`state` is `failed`);
-   * hook alerts (log, webhook, e-mail) on it.
+   * `'periodic.failed'` when a run of a periodic task failed for good (`state` is `failed`; for a
+   * run that fanned out: one of its children failed, and all have ended); hook alerts (log,
+   * webhook, e-mail) on it. `'children.ended'` when the last child of a fan-out parent ended (once
+   * per parent). `'progress'` when a running job reported progress.
    */
-  event?: 'periodic.failed';
+  event?: 'periodic.failed' | 'children.ended' | 'progress';
   /** For periodic.failed: the periodic task id and the occurrence (planned time, ms) of the run. */
   periodic?: { task: string; occurrence?: number };
+  /** For children.ended: how many children the parent had, and how each ended. */
+  children?: { total: number; success: number; failed: number; cancelled: number };
+  /** For progress: the value the handler reported (ctx.progress). */
+  progress?: number;
 }
 
 /** Parses one stream entry's fields into events (key layout: docs/architecture.md). */
@@ -46,7 +61,29 @@ export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
   };
   for (let i = 0; i < fields.length; i += 2) {
     const field = fields[i];
-    if (field === EVENT_ERRORS_FIELD) {
+    if (field === EVENT_CHILDREN_ENDED_FIELD) {
+      const ended = JSON.parse(fields[i + 1]) as Array<[string, number, number, number, number]>;
+      for (const [id, total, success, failed, cancelled] of ended) {
+        out.push({ streamId, id, state: 'success', event: 'children.ended', children: { total, success, failed, cancelled } });
+        // A periodic run that fanned out fails when a child failed: its alert comes with this entry.
+        const p = periodic?.get(id);
+        if (p) {
+          const e: QueueEvent = {
+            streamId,
+            id,
+            state: 'failed',
+            event: 'periodic.failed',
+            error: `${failed} of ${total} children failed`,
+          };
+          e.periodic = p[1] === false ? { task: p[0] } : { task: p[0], occurrence: p[1] };
+          out.push(e);
+        }
+      }
+    } else if (field === EVENT_PROGRESS_FIELD) {
+      for (const [id, progress] of JSON.parse(fields[i + 1]) as Array<[string, number]>) {
+        out.push({ streamId, id, state: 'running', event: 'progress', progress });
+      }
+    } else if (field === EVENT_ERRORS_FIELD) {
       for (const [id, state, err] of JSON.parse(fields[i + 1]) as Array<[string, JobState, string | false]>) add(id, state, err);
     } else if (STATES.has(field)) {
       for (const id of JSON.parse(fields[i + 1]) as string[]) add(id, field as JobState);

@@ -1,6 +1,6 @@
 /** The job record: its fields, states, and how it is read back from Redis. */
 import { pack, unpack } from 'msgpackr';
-import { DESCRIPTION } from '../redis/wire.js';
+import { CHILD_FIELDS, DESCRIPTION } from '../redis/wire.js';
 
 /** Where a job is in its life. Final states: success, failed, cancelled. */
 export type JobState = 'waiting' | 'scheduled' | 'running' | 'success' | 'stuck' | 'failed' | 'cancelled';
@@ -50,10 +50,30 @@ export interface Job<A = unknown, R = unknown> {
   error?: string;
   /** Set when cancellation of a running job was requested. */
   cancelRequested?: boolean;
+  /** For a fan-out child (ctx.fanOut): the id of the job that fanned it out. Its own id is `<parent>/<index>`. */
+  parent?: string;
+  /** For a job that fanned out (ctx.fanOut): its children by state. */
+  children?: ChildCounts;
+}
+
+/**
+ * A fan-out parent's children by state. `waiting` counts every child not running and not ended:
+ * waiting, taken but not started, stuck until its retry, or not submitted yet (a large fan-out is
+ * submitted in chunks right after the parent's success).
+ */
+export interface ChildCounts {
+  total: number;
+  waiting: number;
+  running: number;
+  success: number;
+  failed: number;
+  cancelled: number;
+  /** When the last child ended (ms); absent while some have not. */
+  ended?: number;
 }
 
 export type JobDescription = Pick<Job, 'task' | 'group' | 'priority' | 'maxRetries'> &
-  Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence'>>;
+  Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence' | 'parent'>>;
 
 /**
  * Packs a job's description; `packedArgs` is its args as MessagePack, empty when it has none.
@@ -93,9 +113,34 @@ const NUMBER_FIELDS = new Set(['retries', 'submitted', 'started', 'finished', 'd
 /** Hash fields that copy the description for the scripts' hot paths (see lua/includes/addJob). */
 const COPIES = new Set<string>(['group', 'tracker', 'occurrence']);
 
+/** The child count of each hash field (CHILD_FIELDS). */
+const CHILD_COUNT = new Map<string, keyof typeof CHILD_FIELDS>(
+  Object.entries(CHILD_FIELDS).map(([count, field]) => [field, count as keyof typeof CHILD_FIELDS]),
+);
+
+/** A parent's {@link ChildCounts} from its hash's count fields. */
+function childCounts(c: Partial<Record<keyof typeof CHILD_FIELDS, number>>): ChildCounts {
+  const total = c.total ?? 0;
+  const running = c.running ?? 0;
+  const success = c.success ?? 0;
+  const failed = c.failed ?? 0;
+  const cancelled = c.cancelled ?? 0;
+  const out: ChildCounts = {
+    total,
+    waiting: Math.max(0, total - running - success - failed - cancelled),
+    running,
+    success,
+    failed,
+    cancelled,
+  };
+  if (c.ended !== undefined) out.ended = c.ended;
+  return out;
+}
+
 /** Builds job `id` from an HGETALL reply given as a flat [field, value, ...] list of Buffers. */
 export function decodeJob(id: string, flat: Buffer[]): Job {
   const job: Record<string, unknown> = { id, retries: 0, subject: '', submitter: '' };
+  let children: Partial<Record<keyof typeof CHILD_FIELDS, number>> | undefined;
   for (let i = 0; i < flat.length; i += 2) {
     const field = flat[i].toString();
     const raw = flat[i + 1];
@@ -104,6 +149,12 @@ export function decodeJob(id: string, flat: Buffer[]): Job {
       continue;
     }
     if (COPIES.has(field)) continue;
+    const count = CHILD_COUNT.get(field);
+    if (count) {
+      children ??= {};
+      children[count] = Number(raw.toString());
+      continue;
+    }
     if (field === 'result') {
       if (raw.length > 0) job[field] = unpack(raw);
       continue;
@@ -114,6 +165,7 @@ export function decodeJob(id: string, flat: Buffer[]): Job {
     else if (field === 'cancel') job.cancelRequested = value === '1';
     else job[field] = value;
   }
+  if (children) job.children = childCounts(children);
   return job as unknown as Job;
 }
 

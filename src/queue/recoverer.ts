@@ -1,9 +1,11 @@
 /**
  * The executor's recovery duty: puts back jobs whose lease expired (their executor died, froze
  * or lost Redis), clears stale marks of its own id at start, and removes finished jobs past
- * their keep age. Every live executor runs it; the script is atomic, so they never collide.
+ * their keep age, and submits fan-out children committed but left unsubmitted (their executor
+ * died right after the parent's finish). Every live executor runs it; the script is atomic, so they never collide.
  */
 import type { QueueStore } from '../redis/queue-store.js';
+import { submitCommitted } from './fanout.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 
 /** How long finished jobs are kept: the newest `count`, each for at most `age` ms (-1: no bound). */
@@ -62,6 +64,8 @@ export class Recoverer {
         maxRemoved: 500,
         leaseMs: this.d.leaseMs,
       });
+      // Children committed by an executor that died before it submitted them all.
+      await submitCommitted(this.d.store);
       return recovered;
     } catch (err) {
       this.d.onError(err);

@@ -2,9 +2,10 @@
  * One run of one job on an executor: builds the handler's context, enforces the timebox, and
  * turns how the handler ended into an outcome for the finish script.
  */
-import { PermanentError, TimeoutError, UnknownTaskError } from '../errors.js';
+import { PermanentError, TimeoutError, UnknownTaskError, ValidationError } from '../errors.js';
 import type { OutcomeCode } from '../redis/wire.js';
 import type { Handlers, JobContext } from './context.js';
+import type { FanOutOptions } from './fanout.js';
 import type { Job } from './job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 
@@ -23,6 +24,11 @@ export interface Outcome {
 export interface RunHooks {
   log(job: Job, line: string): void;
   progress(job: Job, n: number): void;
+  /**
+   * Checks the children of a fan-out (rejecting with a ValidationError, nothing written, when
+   * they are bad), then stages them; resolves how many it staged.
+   */
+  fanOut(job: Job, items: readonly unknown[], options: FanOutOptions): Promise<number>;
 }
 
 /** Reason text put on a run's signal. */
@@ -79,6 +85,8 @@ export class Run {
   private readonly handler: Handlers[string] | undefined;
   /** When the handler was called (performance.now()), 0 until then. */
   began = 0;
+  /** The staging of the run's fan-out (ctx.fanOut), once called: its success waits for it. */
+  fanned: Promise<number> | null = null;
 
   /**
    * With `gated`, the handler waits for {@link open}: a periodic run is only called once the
@@ -156,14 +164,42 @@ export class Run {
       args: job.args,
       job,
       log: (...parts: unknown[]) => hooks.log(job, parts.map(formatPart).join(' ')),
-      progress: (n: number) => hooks.progress(job, n),
+      progress: (n: number) => {
+        if (typeof n !== 'number' || !Number.isFinite(n)) throw new ValidationError('progress', 'must be a finite number');
+        hooks.progress(job, n);
+      },
+      fanOut: (items: readonly unknown[], options: FanOutOptions) => this.fanOut(items, options),
       [CONTEXT_RUN]: this,
     };
     return Object.defineProperty(context, 'signal', SIGNAL) as unknown as JobContext;
   }
 
+  private fanOut(items: readonly unknown[], options: FanOutOptions): Promise<void> {
+    if (this.fanned) return Promise.reject(new ValidationError('fanOut', 'may be called once per run'));
+    const staged = this.hooks.fanOut(this.job, items, options);
+    this.fanned = staged;
+    staged.catch((err: unknown) => {
+      // Refused input: nothing was staged, and the handler may call again (this runs before the
+      // handler hears of it). Any other failure fails the run when it succeeds.
+      if (err instanceof ValidationError && this.fanned === staged) this.fanned = null;
+    });
+    return staged.then(() => undefined);
+  }
+
   private succeeded(result: unknown): void {
-    this.settle(this.abortedFor ? this.abortedOutcome() : { code: 's', result });
+    if (this.abortedFor) {
+      this.settle(this.abortedOutcome());
+      return;
+    }
+    if (!this.fanned) {
+      this.settle({ code: 's', result });
+      return;
+    }
+    // The children are committed with the success: once they are staged.
+    this.fanned.then(
+      (n) => this.settle(this.abortedFor ? this.abortedOutcome() : { code: n > 0 ? 'o' : 's', result }),
+      (err: unknown) => this.failed(err),
+    );
   }
 
   private failed(err: unknown): void {

@@ -20,9 +20,11 @@ import { OUTCOME } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
 import { Dictionary } from './churn.js';
 import type { Handlers } from './context.js';
+import { packChildren, stageChildren, submitCommitted } from './fanout.js';
 import { Heartbeat } from './heartbeat.js';
 import type { Job, JobState } from './job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
+import { ProgressThrottle } from './progress.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replicaTimeout } from './queue.js';
 import { type Keep, Recoverer } from './recoverer.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
@@ -70,6 +72,12 @@ export interface WorkerOptions {
   logger?: JobLogger;
   /** Start taking jobs at once; default true. Otherwise call {@link Worker.run}. */
   autorun?: boolean;
+  /**
+   * Shortest time between two progress updates of a run that are written and reported
+   * (ctx.progress): the first goes at once, then at most one per interval (the newest value), and
+   * the last one when the run ends. Default 1,000 ms.
+   */
+  progressIntervalMs?: number;
 }
 
 /** The part of a pino logger an executor uses. */
@@ -87,6 +95,8 @@ export interface WorkerEvents {
   stuck: [job: Job, error: Error];
   /** A job ended `cancelled`. */
   cancelled: [job: Job];
+  /** A running job reported progress (ctx.progress; throttled, see `progressIntervalMs`). */
+  progress: [job: Job, progress: number];
   /** Something went wrong outside a handler (Redis unreachable, a refused late completion...). */
   error: [error: Error];
 }
@@ -119,6 +129,11 @@ const REPORTED: Record<string, 'completed' | 'stuck' | 'failed' | 'cancelled' | 
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
 const CLOSE_FLUSH_MS = 5000;
 
+/** The finished runs, those of fan-out children last. */
+function childrenLast(batch: Finished[]): Finished[] {
+  return [...batch.filter((f) => f.run.job.parent === undefined), ...batch.filter((f) => f.run.job.parent !== undefined)];
+}
+
 /** Resolves true when `p` settles within `ms`, false otherwise. */
 function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: LongTimer | undefined;
@@ -145,7 +160,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly opts: Required<
     Omit<
       WorkerOptions,
-      'id' | 'keepSucceeded' | 'keepFailed' | 'connection' | 'autorun' | 'logger' | 'durability' | 'replicaTimeoutMs'
+      | 'id'
+      | 'keepSucceeded'
+      | 'keepFailed'
+      | 'connection'
+      | 'autorun'
+      | 'logger'
+      | 'durability'
+      | 'replicaTimeoutMs'
+      | 'progressIntervalMs'
     >
   >;
   private readonly handlers: Handlers;
@@ -191,14 +214,24 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private slotWaiter: (() => void) | null = null;
   /** Wakes the loop when the pace allows the next take. */
   private paceTimer: NodeJS.Timeout | null = null;
-  /** What a handler's log and progress calls write (batched with other side writes). */
+  /** Children of fan-outs this executor committed and is submitting (close() lets them finish). */
+  private readonly fanOuts = new Set<Promise<void>>();
+  /** Progress updates to write (throttled per run by `progress`), one progress.lua call per batch. */
+  private readonly progressWrites: Batcher<{ id: string; progress: number }>;
+  private readonly progress: ProgressThrottle;
+  /** What a handler's log, progress and fanOut calls write (logs batched with other side writes). */
   private readonly runHooks: RunHooks = {
     log: (j, line) =>
       this.sideWrites.add((pipe) => {
         pipe.rpush(this.keys.logs(j.id), `${new Date().toISOString()} ${line}`);
         pipe.ltrim(this.keys.logs(j.id), -1000, -1);
       }),
-    progress: (j, n) => this.sideWrites.add((pipe) => pipe.hset(this.keys.job(j.id), 'progress', n)),
+    progress: (j, n) => this.progress.report(j, n),
+    fanOut: async (j, items, options) => {
+      const children = await packChildren(j, items, options, DEFAULT_MAX_ARGS_BYTES);
+      if (children.total > 0) await stageChildren(this.client, this.keys, j, children);
+      return children.total;
+    },
   };
   private readonly takeSizer: TakeSizer;
   /** When to take and how many (take-plan.ts). */
@@ -267,6 +300,20 @@ export class Worker extends EventEmitter<WorkerEvents> {
       onSent: () => this.wakeLoop(),
     });
     this.starts = new Batcher((batch) => this.sendStarts(batch));
+    this.progressWrites = new Batcher(async (updates) => {
+      try {
+        await this.store.progress(updates);
+      } catch (err) {
+        this.emitError(err);
+      }
+    });
+    const progressIntervalMs = options.progressIntervalMs ?? 1000;
+    if (!Number.isInteger(progressIntervalMs) || progressIntervalMs < 0)
+      throw new ValidationError('progressIntervalMs', 'must be a whole number of ms >= 0');
+    this.progress = new ProgressThrottle(progressIntervalMs, (job, n) => {
+      this.progressWrites.add({ id: job.id, progress: n });
+      if (this.listenerCount('progress') > 0) this.emit('progress', { ...job, progress: n }, n);
+    });
     this.sideWrites = new Batcher(async (writes) => {
       const pipe = this.client.pipeline();
       for (const w of writes) w(pipe);
@@ -475,6 +522,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     // handlers take: a few hung runs would otherwise shrink and pace the takes long after them.
     if (run.began > 0 && !run.aborted) this.takeSizer.ranFor(performance.now() - run.began);
     const id = run.job.id;
+    // (its last progress goes before its finish, on the same connection)
+    this.progress.end(id);
     if (this.runs.get(id) === run) this.runs.delete(id);
     else if (!this.lostRuns.delete(run)) return;
     // A lost run's outcome is sent too: the queue refuses it by its token (LeaseLostError).
@@ -518,12 +567,16 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   /** Acknowledges finished runs, and takes jobs for the slots they freed in the same call. */
-  private async sendFinishes(batch: Finished[], keepSucceeded: number, keepFailed: number): Promise<void> {
+  private async sendFinishes(sent: Finished[], keepSucceeded: number, keepFailed: number): Promise<void> {
     const want = this.plan.forFinish(this.runs.size);
+    // The runs of fan-out children go last (their parents count them).
+    let children = 0;
+    for (const f of sent) if (f.run.job.parent !== undefined) children++;
+    const batch = children === 0 ? sent : childrenLast(sent);
     const runs: StringValue[] = [];
     for (const f of batch) {
       let payload: string | Buffer = '';
-      if (f.outcome.code === OUTCOME.success) {
+      if (f.outcome.code === OUTCOME.success || f.outcome.code === OUTCOME.fannedOut) {
         try {
           payload = packValue(f.outcome.result, this.opts.maxResultBytes, 'result');
         } catch (err) {
@@ -534,7 +587,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       addRun(runs, f.run.job.id, String(f.run.job.takeSeq), f.outcome.code, f.unstarted ?? false, payload);
     }
     const reply = this.takeSizer.timed(
-      this.store.finish(this.settings, { succeeded: keepSucceeded, failed: keepFailed }, want, runs),
+      this.store.finish(this.settings, { succeeded: keepSucceeded, failed: keepFailed }, want, runs, children),
     );
     if (want > 0) this.trackTake(want, reply, true);
     let states: Array<JobState | ''>;
@@ -552,8 +605,26 @@ export class Worker extends EventEmitter<WorkerEvents> {
     batch.forEach((f, i) => {
       // a start applied by this call is stamped with its time, as the script did
       if (f.unstarted) f.run.job.started = at;
+      if (f.run.fanned) this.fannedOutEnded(f, states[i] ?? '');
       this.report(f, states[i] ?? '');
     });
+  }
+
+  /**
+   * A run that fanned out was finished: when it succeeded, its children were committed and are
+   * submitted now, chunk by chunk (the recoverer of any executor finishes the job should this one
+   * die); otherwise its staged children are deleted.
+   */
+  private fannedOutEnded(f: Finished, state: JobState | ''): void {
+    const job = f.run.job;
+    if (state === 'success' && f.outcome.code === OUTCOME.fannedOut) {
+      const p: Promise<void> = submitCommitted(this.store, job.id)
+        .catch((err) => this.emitError(err))
+        .finally(() => this.fanOuts.delete(p));
+      this.fanOuts.add(p);
+    } else if (state !== '' && state !== 'success') {
+      this.sideWrites.add((pipe) => pipe.del(this.keys.fanStaging(job.id, String(job.takeSeq))));
+    }
   }
 
   /** The runs whose leases the heartbeat extends: those running, and those whose outcome waits to be delivered. */
@@ -647,6 +718,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
         } while (this.undelivered.size > 0 && !this.deliveryOver);
         await this.starts.drain();
         await this.sideWrites.drain();
+        await this.progressWrites.drain();
+        await Promise.all(this.fanOuts);
         await this.heartbeat.stop();
       })(),
       CLOSE_FLUSH_MS,

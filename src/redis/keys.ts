@@ -30,7 +30,16 @@ export interface QueueKeys {
   workers: string;
   cancel: string;
   seq: string;
+  /** ZSET of fan-out parents whose committed children are not all submitted yet -> commit time. */
+  fanouts: string;
   job(id: string): string;
+  /**
+   * LIST staging the children a run of job `id` with lease `token` fanned out (ctx.fanOut), until
+   * its finish commits them. Outside `j:`, so that no job id can name it (ids are any text).
+   */
+  fanStaging(id: string, token: string | number): string;
+  /** LIST of the committed children of fan-out parent `id` not submitted yet. */
+  fanned(id: string): string;
   logs(id: string): string;
   group(name: string): string;
   done(state: 'success' | 'failed' | 'cancelled'): string;
@@ -65,7 +74,10 @@ export function queueKeys(name: string): QueueKeys {
     workers: `${prefix}workers`,
     cancel: `${prefix}cancel`,
     seq: `${prefix}seq`,
+    fanouts: `${prefix}fanouts`,
     job: (id) => `${prefix}j:${id}`,
+    fanStaging: (id, token) => `${prefix}fan:${token}:${id}`,
+    fanned: (id) => `${prefix}fanned:${id}`,
     logs: (id) => `${prefix}j:${id}:logs`,
     group: (g) => `${prefix}g:${g}`, // prefix of the group's lists :h, :l, :r
     done: (state) => `${prefix}done:${state}`,

@@ -58,10 +58,18 @@ export interface Taken {
   nextDue: number;
 }
 
-/** A taken job's lease: its id and take sequence (the lease token). */
+/** A taken job's lease: its id and take sequence (the lease token), and its parent when it is a fan-out child. */
 export interface Leased {
   id: string;
   takeSeq?: number;
+  parent?: string;
+}
+
+/** The answer of a fanout call: the parent served (null: none had children left), jobs added, chunks left. */
+export interface FannedOut {
+  parent: string | null;
+  added: number;
+  left: number;
 }
 
 /** What a finish call does besides ending its runs, fixed for the executor. */
@@ -218,23 +226,31 @@ export class QueueStore {
     return { jobs: decodeTaken(flat, s.workerId), nextDue: Number(due) };
   }
 
-  /** start.lua: marks taken jobs `running` (extending their leases to now + `leaseMs`). */
+  /**
+   * start.lua: marks taken jobs `running` (extending their leases to now + `leaseMs`); the runs of
+   * fan-out children go last, so that their parents count them.
+   */
   async start(leaseMs: number, jobs: readonly Leased[]): Promise<Started> {
-    const args: Arg[] = [this.keys.prefix, this.maxEvents, leaseMs];
-    for (const j of jobs) args.push(j.id, String(j.takeSeq));
+    let children = 0;
+    for (const j of jobs) if (j.parent !== undefined) children++;
+    const args: Arg[] = [this.keys.prefix, this.maxEvents, leaseMs, children];
+    for (const j of jobs) if (j.parent === undefined) args.push(j.id, String(j.takeSeq));
+    if (children > 0) for (const j of jobs) if (j.parent !== undefined) args.push(j.id, String(j.takeSeq));
     const [startedAt, lost, dropped] = await this.fcall<[number, string[], string[]]>('start', this.keys.leases, args);
     return { startedAt: Number(startedAt), lost, dropped: dropped ?? [] };
   }
 
   /**
    * finish.lua: ends a batch of runs (built with {@link addRun}), trims the finished sets to
-   * their keep counts (-1: keep all), and takes up to `take` jobs for the slots freed.
+   * their keep counts (-1: keep all), and takes up to `take` jobs for the slots freed. The last
+   * `children` runs are those of fan-out children (their parents count them).
    */
   async finish(
     s: FinishSettings,
     keep: { succeeded: number; failed: number },
     take: number,
     runs: StringValue[],
+    children = 0,
   ): Promise<Finished> {
     // The runs go as one argument: results are capped each, so a batch stays far below what Redis
     // takes in one argument. Binary-safe reply: the taken jobs hold their args (msgpack).
@@ -253,6 +269,7 @@ export class QueueStore {
         s.countingScheme[1],
         s.leaseMs,
         packStrings(runs, Infinity, 'runs'),
+        children,
       ],
       true,
     );
@@ -263,6 +280,26 @@ export class QueueStore {
       jobs: decodeTaken(flat, s.workerId),
       nextDue: Number(due),
     };
+  }
+
+  /**
+   * fanout.lua: submits the next chunk (at most 1,000 jobs) of the committed children of fan-out
+   * parent `parent`, or of the parent waiting longest when none is given.
+   */
+  async fanout(parent?: string): Promise<FannedOut> {
+    const [id, added, left] = await this.fcall<[string | null, number, number]>('fanout', this.keys.fanouts, [
+      this.keys.prefix,
+      this.maxEvents,
+      parent ?? '',
+    ]);
+    return { parent: id ?? null, added: Number(added), left: Number(left) };
+  }
+
+  /** progress.lua: records runs' progress and lists the updates in the events stream; answers how many it wrote. */
+  async progress(updates: ReadonlyArray<{ id: string; progress: number }>): Promise<number> {
+    const args: Arg[] = [this.keys.prefix, this.maxEvents];
+    for (const u of updates) args.push(u.id, String(u.progress));
+    return Number(await this.fcall<number>('progress', this.keys.events, args));
   }
 
   /** heartbeat.lua: registers the executor and extends its leases; answers the runs lost and those to cancel. */

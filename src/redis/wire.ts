@@ -13,7 +13,7 @@
  * first client to use the queue; a client of another version refuses the queue
  * (SchemaMismatchError).
  */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Entries per job in a take reply (see lua/includes/take), after the first job's take sequence. */
 export const TAKEN_WIDTH = 4;
@@ -47,6 +47,7 @@ export const DESCRIPTION = [
   'maxRuntime',
   'tracker',
   'occurrence',
+  'parent',
 ] as const;
 
 /**
@@ -56,12 +57,28 @@ export const DESCRIPTION = [
 export const SUBMIT_FIELDS = ['id', 'description', 'group', 'priority', 'tracker', 'occurrence'] as const;
 export const SUBMIT_WIDTH = 4;
 
-/** A run's outcome as a finish call sends it (lua/finish.lua). */
-export const OUTCOME = { success: 's', failed: 'f', permanent: 'p', cancelled: 'c', released: 'r' } as const;
+/**
+ * A run's outcome as a finish call sends it (lua/finish.lua). `fannedOut`: a success whose run
+ * staged children (ctx.fanOut); the finish submits them with the parent's success.
+ */
+export const OUTCOME = { success: 's', failed: 'f', permanent: 'p', cancelled: 'c', released: 'r', fannedOut: 'o' } as const;
 export type OutcomeCode = (typeof OUTCOME)[keyof typeof OUTCOME];
 
 /** Prefix of the outcome of a run whose start was not sent: the finish marks it started first. */
 export const UNSTARTED_PREFIX = '+';
+
+/**
+ * The fields of a fan-out parent's job hash that count its children (ctx.fanOut): how many it
+ * submitted, how many run now, how many ended in each final state, and when the last one ended (ms).
+ */
+export const CHILD_FIELDS = {
+  total: 'ct',
+  running: 'cr',
+  success: 'cs',
+  failed: 'cf',
+  cancelled: 'cc',
+  ended: 'ce',
+} as const;
 
 /** Entries per run in a finish call's packed runs: job id, lease token, outcome, payload. */
 export const RUN_WIDTH = 4;
@@ -126,9 +143,15 @@ export const STAGE_FIELDS = [
   'maxRuntime',
 ] as const;
 
-/** Fields of an events stream entry besides the states: changes with an error, failed periodic runs. */
+/**
+ * Fields of an events stream entry besides the states: changes with an error, failed periodic
+ * runs, fan-out parents whose children all ended (`[parent id, total, success, failed,
+ * cancelled]` each), progress updates (`[job id, progress]` each).
+ */
 export const EVENT_ERRORS_FIELD = 'b';
 export const EVENT_PERIODIC_FAILED_FIELD = 'p';
+export const EVENT_CHILDREN_ENDED_FIELD = 'e';
+export const EVENT_PROGRESS_FIELD = 'g';
 
 /**
  * How a periodic task's run history marks an occurrence that was skipped, or missed, and an event
@@ -162,7 +185,9 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   OUTCOME_PERMANENT: OUTCOME.permanent,
   OUTCOME_CANCELLED: OUTCOME.cancelled,
   OUTCOME_RELEASED: OUTCOME.released,
+  OUTCOME_FANNED_OUT: OUTCOME.fannedOut,
   UNSTARTED_PREFIX,
+  CHILD_FIELDS,
   END_CODES,
   END_REFUSED,
   OVERLAP_CODE,
@@ -170,6 +195,8 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   STAGE_FIELDS,
   EVENT_ERRORS_FIELD,
   EVENT_PERIODIC_FAILED_FIELD,
+  EVENT_CHILDREN_ENDED_FIELD,
+  EVENT_PROGRESS_FIELD,
   HISTORY_SKIPPED,
   HISTORY_MISSED,
   HISTORY_REPLACED,

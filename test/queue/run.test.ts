@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { Job } from '../../src/index.js';
 import { Run, type RunHooks } from '../../src/queue/run.js';
 
-const hooks: RunHooks = { log: () => {}, progress: () => {} };
+const hooks: RunHooks = { log: () => {}, progress: () => {}, fanOut: async () => 0 };
 const job = (task: string): Job => ({
   id: 'j1',
   task,
@@ -63,7 +63,11 @@ describe('a run', () => {
   it('hands a handler that destructures or spreads its context working log and progress hooks and a signal, and ends with what it returned', async () => {
     const lines: string[] = [];
     const steps: number[] = [];
-    const seen: RunHooks = { log: (j, line) => lines.push(`${j.id} ${line}`), progress: (_j, n) => steps.push(n) };
+    const seen: RunHooks = {
+      log: (j, line) => lines.push(`${j.id} ${line}`),
+      progress: (_j, n) => steps.push(n),
+      fanOut: async () => 0,
+    };
     const run = new Run(
       job('work'),
       {

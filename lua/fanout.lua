@@ -1,0 +1,52 @@
+--[[
+  Submits the next chunk (at most 1,000 jobs) of a fan-out parent's committed children (see
+  includes/children): pops it from `fanned:<parent>` and adds its jobs as submit.lua does, each
+  unless its id exists (so a chunk submitted twice adds nothing the second time), waking idle
+  executors. A parent whose list is empty afterwards leaves `fanouts`. Every chunk is popped by
+  one call only, so any number of executors may pump the same parent at once.
+
+  KEYS[1] fanouts   (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] events stream max length
+  ARGV[3] parent id, or '' for the parent listed longest in `fanouts`
+
+  Returns { parent id (false when no parent has children left to submit), jobs added, chunks left }.
+]]
+--- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/groupChanges"
+--- @include "includes/addJob"
+
+local prefix = ARGV[1]
+local fanouts = prefix .. 'fanouts'
+local parent = ARGV[3]
+if parent == '' then
+  parent = call('ZRANGE', fanouts, '0', '0')[1]
+  if not parent then return { false, 0, 0 } end
+end
+local list = prefix .. 'fanned:' .. parent
+local chunk = call('LPOP', list)
+local remaining = call('LLEN', list)
+if remaining == 0 then call('ZREM', fanouts, parent) end
+if not chunk then return { parent, 0, 0 } end
+
+local f = cmsgpack.unpack(chunk)
+local submitted = str(nowMs())
+local batch = newJobBatch()
+local added = 0
+-- One EXISTS for the chunk: when none of its children exists (the usual case: a chunk submitted
+-- again is the exception), a child needs no check of its own. Its ids are distinct.
+local jobKeys = {}
+for i = 0, #f - 1, SUBMIT_WIDTH do jobKeys[#jobKeys + 1] = prefix .. 'j:' .. f[i + AT_ID] end
+local fresh = call('EXISTS', unpack(jobKeys)) == 0
+for k, key in ipairs(jobKeys) do
+  local i = (k - 1) * SUBMIT_WIDTH
+  if writeJob(key, submitted, f, i, SUBMIT_WIDTH, nil, fresh) == 1 then
+    enqueueLater(prefix, batch, f[i + AT_ID], f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high')
+    added = added + 1
+  end
+end
+flushJobs(prefix, batch)
+if added > 0 then wake(prefix) end
+flushChanges(prefix, ARGV[2])
+return { parent, added, remaining }

@@ -1,0 +1,131 @@
+/**
+ * Fan-out (ctx.fanOut): a handler hands a list of items to a task, one child job per item, with
+ * ids `<parent id>/<index>`. The executor checks every item, then stages the children in Redis
+ * (the list `fan:<lease token>:<parent>`: their number, then chunks packed as submit calls
+ * carry them); the finish call that records the parent's success commits the staging in the same
+ * atomic step, and fanout.lua submits the committed chunks one call each (docs/architecture.md).
+ */
+import type { Redis } from 'ioredis';
+import { FanOutLimitError, ValidationError } from '../errors.js';
+import type { QueueKeys } from '../redis/keys.js';
+import { packSubmits, type QueueStore, type SubmitJob } from '../redis/queue-store.js';
+import type { Job, Priority } from './job.js';
+import { checkSpec, packValue } from './validate.js';
+
+/** Most items one fanOut call takes. */
+export const MAX_FAN_OUT = 100_000;
+
+/** Most jobs, and bytes of packed args, of one staged chunk (what one fanout.lua call submits). */
+const CHUNK = { jobs: 1000, bytes: 1 << 20 };
+
+/**
+ * How long staged children wait for their run's finish (ms). A run that ends any other way has
+ * them deleted (by its executor, or by the recovery of its lease); this only bounds what a lost
+ * deletion leaves behind. A run that finishes after it fails and is retried.
+ */
+const STAGING_TTL_MS = 7 * 86_400_000;
+
+/** What the children of a fan-out are. */
+export interface FanOutOptions {
+  /** Name of the handler that runs each child (one item each, as its args). */
+  task: string;
+  /** The children's group; default the parent's. Children are taken round-robin by group like any job. */
+  group?: string;
+  /** Default the parent's. */
+  priority?: Priority;
+  /** Failed attempts retried before a child fails; default 3. */
+  maxRetries?: number;
+  /** Run time limit of each child (ms). */
+  maxRuntime?: number;
+}
+
+/** Children checked and packed, ready to stage. */
+export interface PackedChildren {
+  total: number;
+  /** submit.lua job lists (see packSubmits), at most {@link CHUNK} each. */
+  chunks: Buffer[];
+}
+
+const OPTION_FIELDS = new Set(['task', 'group', 'priority', 'maxRetries', 'maxRuntime']);
+
+/**
+ * Checks a fan-out and packs its children, writing nothing. Between chunks it lets the event loop
+ * run (100,000 children take the executor about a second), so that the executor's other work
+ * (heartbeats, other runs) goes on meanwhile.
+ * @throws {FanOutLimitError} past {@link MAX_FAN_OUT} items.
+ * @throws {ValidationError} naming the bad option or item (`items[3]`).
+ */
+export async function packChildren(
+  parent: Job,
+  items: unknown,
+  opts: FanOutOptions,
+  maxArgsBytes: number,
+): Promise<PackedChildren> {
+  if (!Array.isArray(items)) throw new ValidationError('items', 'must be an array');
+  if (items.length > MAX_FAN_OUT) throw new FanOutLimitError(items.length, MAX_FAN_OUT);
+  if (typeof opts !== 'object' || opts === null) throw new ValidationError('options', 'must be an object with a task');
+  for (const k of Object.keys(opts)) {
+    if (!OPTION_FIELDS.has(k))
+      throw new ValidationError(`options.${k}`, `is not a fanOut option (${[...OPTION_FIELDS].join(', ')})`);
+  }
+  const spec = checkSpec(
+    {
+      task: opts.task,
+      group: opts.group ?? parent.group,
+      priority: opts.priority ?? parent.priority,
+      maxRetries: opts.maxRetries,
+      maxRuntime: opts.maxRuntime,
+    },
+    maxArgsBytes,
+    'options',
+  );
+  const chunks: Buffer[] = [];
+  let chunk: SubmitJob[] = [];
+  let bytes = 0;
+  for (let i = 0; i < items.length; i++) {
+    const child: SubmitJob = {
+      id: `${parent.id}/${i}`,
+      task: spec.task,
+      group: spec.group,
+      priority: spec.priority,
+      maxRetries: spec.maxRetries,
+      maxRuntime: spec.maxRuntime,
+      parent: parent.id,
+      packedArgs: packValue(items[i], maxArgsBytes, `items[${i}]`),
+    };
+    if (chunk.length === CHUNK.jobs || (chunk.length > 0 && bytes + child.packedArgs.length > CHUNK.bytes)) {
+      chunks.push(packSubmits(chunk, Infinity).packed);
+      chunk = [];
+      bytes = 0;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    chunk.push(child);
+    bytes += child.packedArgs.length;
+  }
+  if (chunk.length > 0) chunks.push(packSubmits(chunk, Infinity).packed);
+  return { total: items.length, chunks };
+}
+
+/** Writes the staging of the children the run of `parent` (with its lease token) fanned out, replacing any earlier one. */
+export async function stageChildren(client: Redis, keys: QueueKeys, parent: Job, children: PackedChildren): Promise<void> {
+  const key = keys.fanStaging(parent.id, String(parent.takeSeq));
+  const pipe = client.pipeline();
+  pipe.del(key);
+  pipe.rpush(key, String(children.total));
+  for (const c of children.chunks) pipe.rpush(key, c);
+  pipe.pexpire(key, STAGING_TTL_MS);
+  for (const [err] of (await pipe.exec()) ?? []) if (err) throw err;
+}
+
+/**
+ * Submits committed children chunk by chunk (one fanout.lua call each, so no call holds Redis for
+ * long): all those of `parent`, or with no parent those of any parent (the one waiting longest
+ * first), at most `maxCalls` calls. Any number of executors may do it at once: each chunk is
+ * submitted by one call, and a child whose id exists is not added again.
+ */
+export async function submitCommitted(store: QueueStore, parent?: string, maxCalls = 200): Promise<void> {
+  for (let i = 0; parent !== undefined || i < maxCalls; i++) {
+    const r = await store.fanout(parent);
+    if (r.parent === null || (parent !== undefined && r.left === 0)) return;
+  }
+}
