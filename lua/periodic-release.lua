@@ -1,6 +1,7 @@
 --[[
   Releases staged periodic occurrences whose time has come (see periodic-stage), oldest first,
-  applying each one's overlap policy against its task's last submitted job from before this call:
+  applying each one's overlap policy against its task's last submitted job from before this call
+  (a job that fanned out has not ended until its children have):
     a allow            submit
     s skip             submit unless the last job has not ended; else skip (recorded as skipped)
     c cancel-previous  submit; the caller cancels the last job when it has not ended (returned)
@@ -30,6 +31,7 @@
   Returns { earliest p:staged score afterwards ('' when none), jobs submitted, occurrences
             skipped, ids of jobs to cancel (cancel-previous) }.
 ]]
+--- @include "includes/wire"
 --- @include "includes/common"
 --- @include "includes/changes"
 --- @include "includes/groupChanges"
@@ -76,22 +78,26 @@ for i, m in ipairs(due) do
   if now - e[5] > grace then newestLate[task] = i end
 end
 
--- Per watched task: its last job, whether that job has not ended, and the job buffer-one holds.
+-- Whether the run of job `id` has not ended: the job has not, or it fanned out (ctx.fanOut) and
+-- not all its children have ended.
+local function runActive(id)
+  local j = call('HMGET', prefix .. 'j:' .. id, 'state', CHILD_FIELDS.total, CHILD_FIELDS.ended)
+  if not j[1] then return false end
+  if j[1] == 'success' then return j[2] ~= false and j[3] == false end
+  return not FINAL[j[1]]
+end
+
+-- Per watched task: its last job, whether its run has not ended, and the job buffer-one holds.
 local last, active, held = {}, {}, {}
 if #watchedOrder > 0 then
   local lasts = call('HMGET', lastKey, unpack(watchedOrder))
   local helds = call('HMGET', bufKey, unpack(watchedOrder))
   for k, task in ipairs(watchedOrder) do
-    local id, st = lasts[k]
-    if id then
-      st = call('HGET', prefix .. 'j:' .. id, 'state')
-    else
-      -- not recorded (the task's policy was `allow` until now): the newest submitted run in its history
-      id, st = pLastFromHistory(prefix, task)
-    end
+    -- not recorded (the task's policy was `allow` until now): the newest submitted run in its history
+    local id = lasts[k] or pLastFromHistory(prefix, task)
     if id then
       last[task] = id
-      active[task] = st and not FINAL[st] or false
+      active[task] = runActive(id)
     end
     held[task] = helds[k] or nil
   end

@@ -73,4 +73,40 @@ describe('periodic runs that fan out', () => {
       }),
     ]);
   });
+
+  it("the overlap policy counts a fanned-out run as running until its children end: 'skip' skips the next occurrence meanwhile", async () => {
+    const name = uniqueQueue('fanskip');
+    const tasks = track(new PeriodicTasks(name, { connection: redisUrl() }));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let parts = 0;
+    track(
+      new Worker(
+        name,
+        {
+          sweep: (ctx: { fanOut: (items: unknown[], o: { task: string }) => Promise<void> }) =>
+            ctx.fanOut(['a', 'b'], { task: 'part' }),
+          part: async () => {
+            parts += 1;
+            await released;
+          },
+        },
+        { connection: redisUrl(), concurrency: 4 },
+      ),
+    );
+    await tasks.upsert({ id: 'sweep', task: 'sweep', timer: 'every 1h', overlap: 'skip' });
+    await track(new Scheduler(name, { connection: redisUrl() })).start();
+    const first = (await tasks.trigger('sweep'))!;
+    await eventually(async () => parts === 2);
+    const second = (await tasks.trigger('sweep'))!;
+    const skipped = await eventually(async () =>
+      (await tasks.runs('sweep')).find((r) => r.occurrence === second.occurrence && r.status === 'skipped'),
+    );
+    expect(skipped).toBeDefined();
+    release();
+    await eventually(async () => (await tasks.runs('sweep')).find((r) => r.jobId === first.jobId)?.status === 'success');
+    const third = (await tasks.trigger('sweep'))!;
+    await eventually(async () => (await tasks.runs('sweep')).find((r) => r.jobId === third.jobId)?.status === 'success');
+    expect(parts).toBe(4);
+  });
 });
