@@ -1,20 +1,31 @@
 /** Group commands: groups, pause-group, resume-group, group-limit; and workers, stats. */
 import type { Command } from 'commander';
+import { formatDuration } from '../../timers/duration.js';
 import { intOption, printJson, printTable, withQueue } from '../support.js';
+import { rateOption } from './durations.js';
 
 /** Registers the group, executor and stats commands on `program`. */
 export function register(program: Command): void {
   program
     .command('groups')
-    .description('per group: depth, running, stuck, paused, limit, weight')
+    .description('per group: depth, running, stuck, paused, limit, weight, rate')
     .option('--json', 'print one JSON object per line')
     .action(async (_o: unknown, cmd: Command) =>
       withQueue(cmd, async (queue, g) => {
         const groups = await queue.groups();
         if (g.json) return groups.forEach(printJson);
         printTable(
-          ['GROUP', 'WAITING', 'RUNNING', 'STUCK', 'PAUSED', 'LIMIT', 'WEIGHT'],
-          groups.map((x) => [x.group, x.waiting, x.running, x.stuck, x.paused ? 'yes' : 'no', x.limit || 'none', x.weight]),
+          ['GROUP', 'WAITING', 'RUNNING', 'STUCK', 'PAUSED', 'LIMIT', 'WEIGHT', 'RATE'],
+          groups.map((x) => [
+            x.group,
+            x.waiting,
+            x.running,
+            x.stuck,
+            x.paused ? 'yes' : 'no',
+            x.limit || 'none',
+            x.weight,
+            x.rate ? `${x.rate.max}/${formatDuration(x.rate.perMs)}` : 'none',
+          ]),
         );
       }),
     );
@@ -38,7 +49,7 @@ export function register(program: Command): void {
 
   program
     .command('group-limit')
-    .description("set a group's concurrency limit (0: none) and round-robin weight")
+    .description("set a group's concurrency limit (0: none), round-robin weight and rate limit")
     .argument('<group>')
     .option(
       '--concurrency <n>',
@@ -46,11 +57,21 @@ export function register(program: Command): void {
       intOption('--concurrency', 0, 1_000_000),
     )
     .option('--weight <n>', 'turns per round-robin round', intOption('--weight', 1, 1000))
-    .action(async (group: string, o: { concurrency?: number; weight?: number }, cmd: Command) =>
-      withQueue(cmd, async (queue) => {
-        await queue.setGroupLimit(group, o);
-        process.stdout.write(`group ${group}: ${JSON.stringify(o)}\n`);
-      }),
+    .option(
+      '--rate <max/per>',
+      'at most max starts in any window of per, across all executors: 10/1s, 600/1h; none lifts it',
+      rateOption('--rate'),
+    )
+    .action(
+      async (
+        group: string,
+        o: { concurrency?: number; weight?: number; rate?: { max: number; perMs: number } | 'none' },
+        cmd: Command,
+      ) =>
+        withQueue(cmd, async (queue) => {
+          await queue.setGroupLimit(group, { ...o, rate: o.rate === 'none' ? null : o.rate });
+          process.stdout.write(`group ${group}: ${JSON.stringify(o)}\n`);
+        }),
     );
 
   program
