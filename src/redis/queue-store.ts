@@ -24,6 +24,7 @@ import {
   SUBMIT_WIDTH,
   TAKEN_WIDTH,
   UNSTARTED_PREFIX,
+  WAKE_MEMBER,
 } from './wire.js';
 
 /** Options of a {@link QueueStore}. */
@@ -325,6 +326,14 @@ export class QueueStore {
     if (change.weight !== undefined) args.push('weight', change.weight);
     if (change.rate !== undefined) args.push('rate', change.rate?.max ?? 0, 'per', change.rate?.perMs ?? 0);
     return (await this.fcall<number>('group', this.keys.rotation, args)) === 1;
+  }
+
+  /**
+   * Wakes one executor blocked on the queue's wake-up marker (as the scripts do; no script of its
+   * own: one ZADD).
+   */
+  async wake(): Promise<void> {
+    await this.client.zadd(this.keys.marker, 0, WAKE_MEMBER);
   }
 
   /** running.lua: the runs in progress per group (read only). */

@@ -15,6 +15,9 @@
  */
 export const SCHEMA_VERSION = 2;
 
+/** The member of the queue's `marker` whose addition wakes one executor blocked on it (BZPOPMIN). */
+export const WAKE_MEMBER = 'w';
+
 /** Entries per job in a take reply (see lua/includes/take), after the first job's take sequence. */
 export const TAKEN_WIDTH = 4;
 
@@ -171,6 +174,7 @@ export type WireValue = number | string | readonly string[] | Readonly<Record<st
 /** The names and values injected into the Lua library as `includes/wire`. */
 export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   SCHEMA_VERSION,
+  WAKE_MEMBER,
   TAKEN_WIDTH,
   SCHEDULED_MARK,
   RUNNING_MARK,
