@@ -64,7 +64,7 @@ export interface QueueStats {
   finished: { success: number; failed: number; cancelled: number };
   /** Finished jobs per second over the window. */
   perSecond: number;
-  /** Submit-to-start waits of jobs that succeeded in the window, in ms. */
+  /** Submit-to-start waits of jobs that succeeded in the window, in ms (from the due time for a delayed job). */
   waitMs: { p50?: number; p90?: number; p99?: number; max?: number };
 }
 
@@ -395,12 +395,13 @@ export class Queue {
     );
     const sample = await this.client.zrevrangebyscore(this.keys.done('success'), '+inf', since, 'LIMIT', 0, 1000);
     const pipe = this.client.pipeline();
-    for (const id of sample) pipe.hmget(this.keys.job(id), 'submitted', 'started');
+    for (const id of sample) pipe.hmget(this.keys.job(id), 'submitted', 'started', 'runAt');
     const waits: number[] = [];
     for (const [err, v] of (await pipe.exec()) ?? []) {
       if (err) continue;
-      const [sub, start] = v as (string | null)[];
-      if (sub && start) waits.push(Number(start) - Number(sub));
+      const [sub, start, runAt] = v as (string | null)[];
+      // (a delayed job waits from its due time)
+      if (sub && start) waits.push(Number(start) - Math.max(Number(sub), Number(runAt ?? 0)));
     }
     waits.sort((a, b) => a - b);
     const pct = (p: number) =>

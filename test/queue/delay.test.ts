@@ -52,6 +52,8 @@ describe('delayed jobs', () => {
     const ran = (await q.getJob(job.id))!;
     expect(ran.state).toBe('success');
     expect(ran.started).toBeGreaterThanOrEqual(ran.runAt!);
+    // its wait counts from its due time, not from the submit
+    expect((await q.stats()).waitMs.max).toBe(ran.started! - ran.runAt!);
     const counts = await q.counts();
     expect(counts.delayed).toBe(0);
     expect(counts.waiting).toBe(0);
