@@ -45,9 +45,8 @@ if not fresh then
     if call('HGET', key, 'state') == 'planned' then return { now, {}, k } end
   end
 end
--- The due time of the job at offset i (ms), or nil: none given.
+-- The due time of the job at offset i (ms), or nil: none given (a call with due times only).
 local function dueTime(i)
-  if width <= SUBMIT_PERIODIC_WIDTH then return nil end
   local at = f[i + AT_RUN_AT]
   if at == '' then return nil end
   if stringSub(at, 1, 1) == DELAY_MARK then return now + tonumber(stringSub(at, 2)) end
@@ -58,8 +57,11 @@ local enqueued, earliest = 0, nil
 for k, key in ipairs(jobKeys) do
   local i = (k - 1) * width
   local id = f[i + AT_ID]
-  local runAt = dueTime(i)
-  local state = runAt and runAt > now and 'delayed' or nil
+  local runAt, state
+  if width > SUBMIT_PERIODIC_WIDTH then
+    runAt = dueTime(i)
+    if runAt and runAt > now then state = 'delayed' end
+  end
   local a
   if not fresh then
     a = writeJob(key, submitted, f, i, width, state, false, runAt)

@@ -8,6 +8,8 @@
     ready    1 while it is listed in `rotation`
     rate     rate limit: most starts in any `per` ms (0: none);  per: its window (ms)
     logged   starts its rate log `g:<group>:rl` holds (see includes/rateLog)
+  A group without a rate keeps the short record, the fields up to `ready` (its rate fields are
+  0): the take and submit of plain jobs read and write no more than before rate limits existed.
   This include alone reads and writes records. Their format and the byte where each field
   begins are derived from GROUP_FIELDS as the library loads; decodeGroup, encodeGroup,
   unpackGroup and packGroup are the only code that lists the fields by position, in the order
@@ -25,9 +27,12 @@ local CODEC_ORDER = { 'running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'lim
 local FIELD_BYTES, FIELD_FORMAT = 4, 'i4'
 local INT_BYTES = { [0] = '\0\0\0\0', [1] = '\1\0\0\0' }
 
--- The record's struct format, and the byte where each field begins (by name).
+-- The record's struct format, and the byte where each field begins (by name); the short record's
+-- format (the fields before `rate`, which with `per` and `logged` ends the list) and length.
 local GROUP_FORMAT, FIELD_AT = '<', {}
+local SHORT_FORMAT, SHORT_BYTES
 for i = 1, #GROUP_FIELDS do
+  if GROUP_FIELDS[i] == 'rate' then SHORT_FORMAT, SHORT_BYTES = GROUP_FORMAT, (i - 1) * FIELD_BYTES end
   GROUP_FORMAT = GROUP_FORMAT .. FIELD_FORMAT
   FIELD_AT[GROUP_FIELDS[i]] = (i - 1) * FIELD_BYTES + 1
   if GROUP_FIELDS[i] ~= CODEC_ORDER[i] or #GROUP_FIELDS ~= #CODEC_ORDER then
@@ -57,6 +62,10 @@ end
 -- and ready as 0|1.
 local function decodeGroup(r)
   if not r then return 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0 end
+  if #r == SHORT_BYTES then
+    local running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready = structUnpack(SHORT_FORMAT, r)
+    return running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready, 0, 0, 0
+  end
   return structUnpack(GROUP_FORMAT, r)
 end
 
@@ -64,6 +73,9 @@ end
 -- '' for a group with nothing of its own (idleState), to remove from the hash.
 local function encodeGroup(running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed, rate, per, logged)
   if idleState(stuck, nr + nh + nl, limit, weight, paused, listed, rate) then return '' end
+  if rate == 0 then
+    return structPack(SHORT_FORMAT, running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed and 1 or 0)
+  end
   return structPack(GROUP_FORMAT, running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, listed and 1 or 0, rate,
     per, logged)
 end
@@ -87,7 +99,11 @@ local function unpackGroup(v)
   local running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready, rate, per, logged =
     0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0
   if v then
-    running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready, rate, per, logged = structUnpack(GROUP_FORMAT, v)
+    if #v == SHORT_BYTES then
+      running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready = structUnpack(SHORT_FORMAT, v)
+    else
+      running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, ready, rate, per, logged = structUnpack(GROUP_FORMAT, v)
+    end
   end
   g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, g.paused, g.ready =
     running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused == 1, ready == 1
@@ -100,6 +116,10 @@ local function packGroup(g)
   -- (encodeGroup, written out, as for unpackGroup)
   local paused = g.paused and 1 or 0
   if idleState(g.stuck, g.nr + g.nh + g.nl, g.limit, g.weight, paused, g.ready, g.rate) then return '' end
+  if g.rate == 0 then
+    return structPack(SHORT_FORMAT, g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, paused,
+      g.ready and 1 or 0)
+  end
   return structPack(GROUP_FORMAT, g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, paused,
     g.ready and 1 or 0, g.rate, g.per, g.logged)
 end

@@ -137,7 +137,12 @@ do
       rate, per, logged = t.rate, t.per, t.logged
     elseif r then
       -- (decodeGroup written out, in the take's hot loop: one call fewer a group)
-      running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, _, rate, per, logged = structUnpack(GROUP_FORMAT, r)
+      if #r == SHORT_BYTES then
+        running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused = structUnpack(SHORT_FORMAT, r)
+        rate, per, logged = 0, 0, 0
+      else
+        running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, _, rate, per, logged = structUnpack(GROUP_FORMAT, r)
+      end
     else
       running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, _, rate, per, logged = decodeGroup(nil)
     end

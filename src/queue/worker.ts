@@ -1,7 +1,8 @@
 /**
  * An executor: takes jobs fairly from the queue for its free slots, runs their handlers, and
  * acknowledges outcomes in batches. It blocks on the queue's wake-up marker while idle (no
- * polling), and wakes by itself at the next stuck job's due time and on a slow fallback timer.
+ * polling), and wakes by itself at the next due time (a retry, a delayed job, a group's rate window)
+ * and on a slow fallback timer.
  * Its heartbeat, recovery pass and cancel listener are separate duties (heartbeat.ts,
  * recoverer.ts, and the subscription below).
  */

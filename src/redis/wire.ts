@@ -33,7 +33,9 @@ export const CANCEL_MARK = '?';
  * The fields of a group's packed record in the `groups` hash, in order: little-endian 32-bit
  * integers. `running` is kept only while the group has a limit (countsRunning in lua/includes/common).
  * `rate` and `per`: its rate limit (at most `rate` starts in any `per` ms; 0: none); `logged`: the
- * starts its rate log (`g:<group>:rl`) holds, trimmed to the window when the limit may bind.
+ * starts its rate log (`g:<group>:rl`) holds, trimmed to the window when the limit may bind. A
+ * group without a rate has the short record: the fields before `rate` (which, with `per` and
+ * `logged`, must stay last).
  */
 export const GROUP_FIELDS = [
   'running',
