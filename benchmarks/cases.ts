@@ -1,14 +1,21 @@
 /** The benchmark cases, with their full and --quick sizes. */
+import type { SystemName } from './systems/types.js';
+import type { DelayParams } from './workloads/delay.js';
 import type { DrainParams } from './workloads/drain.js';
 import type { FairnessParams } from './workloads/fairness.js';
 import type { IngestParams } from './workloads/ingest.js';
 import type { LatencyParams } from './workloads/latency.js';
+import type { RateParams } from './workloads/rate.js';
 
-export type CaseSpec =
+/** A case; `systems`: the only systems it runs on (a feature of those alone), default all. */
+export type CaseSpec = (
   | { name: string; kind: 'ingest'; params: IngestParams }
   | { name: string; kind: 'drain'; params: DrainParams }
   | { name: string; kind: 'latency'; params: Omit<LatencyParams, 'rate'>; loadPct: number }
-  | { name: string; kind: 'fairness'; params: FairnessParams };
+  | { name: string; kind: 'fairness'; params: FairnessParams }
+  | { name: string; kind: 'delay'; params: DelayParams }
+  | { name: string; kind: 'rate'; params: RateParams }
+) & { systems?: readonly SystemName[] };
 
 export const CASE_NAMES = [
   'ingest-serial',
@@ -27,6 +34,8 @@ export const CASE_NAMES = [
   'groups-1',
   'groups-1000',
   'groups-100000',
+  'delay-10k',
+  'rate-1000',
 ] as const;
 
 export function cases(quick: boolean): CaseSpec[] {
@@ -74,5 +83,18 @@ export function cases(quick: boolean): CaseSpec[] {
     drain('groups-1', DRAIN, 100, 1),
     drain('groups-1000', DRAIN, 100, 1000),
     drain('groups-100000', DRAIN, 100, 100_000),
+    // Rota's own features: 10,000 jobs due within one second; 1,000 groups each with a rate limit.
+    {
+      name: 'delay-10k',
+      kind: 'delay',
+      systems: ['rota'],
+      params: { jobs: 10_000, groups: 1000, concurrency: 100, spreadMs: 1000, leadMs: 3000, capMs: cap },
+    },
+    {
+      name: 'rate-1000',
+      kind: 'rate',
+      systems: ['rota'],
+      params: { jobs: q(100_000, 20_000), groups: 1000, concurrency: 100, headroom: 1.5, windowMs: 200, capMs: cap },
+    },
   ];
 }

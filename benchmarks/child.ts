@@ -6,10 +6,12 @@ import { Redis } from 'ioredis';
 import type { CaseSpec } from './cases.js';
 import { openSystem, type SystemName } from './systems/types.js';
 import type { RunContext, RunResult } from './workloads/common.js';
+import { runDelay } from './workloads/delay.js';
 import { runDrain } from './workloads/drain.js';
 import { runFairness } from './workloads/fairness.js';
 import { runIngest } from './workloads/ingest.js';
 import { calibrate, runLatency } from './workloads/latency.js';
+import { runRate } from './workloads/rate.js';
 
 export interface RunRequest {
   type: 'run';
@@ -64,6 +66,10 @@ async function handle(req: RunRequest): Promise<RunResult> {
         return await runLatency(ctx, { ...s.params, rate: req.rate });
       case 'fairness':
         return await runFairness(ctx, s.params);
+      case 'delay':
+        return await runDelay(ctx, s.params);
+      case 'rate':
+        return await runRate(ctx, s.params);
     }
   } finally {
     await adapter.close();

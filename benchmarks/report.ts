@@ -234,6 +234,22 @@ export function targets(recs: CaseRecord[]): Target[] {
       gr === null ? 'not measured' : `${fmt(gr * 100, 1)}% (${fmtRate(g100k!.jobsPerSec)} vs ${fmtRate(g1!.jobsPerSec)} jobs/s)`,
     met: gr === null ? null : gr >= 0.8,
   });
+  const dl = get('delay-10k', 'rota');
+  out.push({
+    name: 'delayed: 10,000 jobs due within one second start with lateness p99 < 50 ms',
+    value: dl?.p99Ms == null ? 'not measured' : `${fmtMs(dl.p99Ms)} ms (p50 ${fmtMs(dl.p50Ms)} ms)`,
+    met: dl?.p99Ms == null ? null : dl.p99Ms < 50,
+  });
+  const rl = get('rate-1000', 'rota');
+  const rv = rl?.extra.vsUnlimited;
+  out.push({
+    name: '1,000 groups with rate limits that allow the full rate drain ≥ 80% as fast as unlimited',
+    value:
+      rv == null
+        ? 'not measured'
+        : `${fmt(rv * 100, 1)}% (${fmtRate(rl!.jobsPerSec)} vs ${fmtRate(rl!.extra.unlimitedJobsPerSec ?? 0)} jobs/s)`,
+    met: rv == null ? null : rv >= 0.8,
+  });
   return out;
 }
 

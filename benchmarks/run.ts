@@ -117,9 +117,10 @@ async function main(): Promise<void> {
       // --rate: every system at the same arrival rate, instead of a share of its own maximum.
       for (const s of opts.systems) rates.set(s, opts.rate || ((await maxRate(s, spec)) * spec.loadPct) / 100);
     }
-    const results = new Map<SystemName, RunResult[]>(opts.systems.map((s) => [s, []]));
+    const systems = opts.systems.filter((s) => !spec.systems || spec.systems.includes(s));
+    const results = new Map<SystemName, RunResult[]>(systems.map((s) => [s, []]));
     for (let k = 0; k < warmups + runs; k++) {
-      for (const s of opts.systems) {
+      for (const s of systems) {
         let r: RunResult;
         try {
           r = await runOne(s, spec, rates.get(s));
@@ -138,7 +139,7 @@ async function main(): Promise<void> {
         );
       }
     }
-    const caseRecs = opts.systems.filter((s) => results.get(s)!.length).map((s) => summarize(spec.name, s, results.get(s)!));
+    const caseRecs = systems.filter((s) => results.get(s)!.length).map((s) => summarize(spec.name, s, results.get(s)!));
     records.push(...caseRecs);
     console.log(`\n${textTable(caseRecs.map(tableRow))}\n`);
   }

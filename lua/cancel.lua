@@ -1,5 +1,5 @@
 --[[
-  Cancels a job. A waiting or stuck job ends `cancelled` at once; a scheduled or running job is
+  Cancels a job. A waiting, delayed or stuck job ends `cancelled` at once; a scheduled or running job is
   flagged (in its hash and its lease member) and its executor told on the cancel channel (it
   aborts the run's signal, and the run ends `cancelled`). A finished job is left as it is.
 
@@ -38,11 +38,14 @@ if state == 'scheduled' or state == 'running' then
   call('PUBLISH', prefix .. 'cancel', id)
   return 'cancelling'
 end
-if state ~= 'waiting' and state ~= 'stuck' then return state end
+if state ~= 'waiting' and state ~= 'stuck' and state ~= 'delayed' then return state end
 
 local group = job[2]
 local gk = prefix .. 'g:' .. group
-if call('LREM', gk .. ':r', 1, id) == 1 then
+if state == 'delayed' then
+  -- (in `delayed` alone: no list of its group holds it yet)
+  call('ZREM', prefix .. 'delayed', id)
+elseif call('LREM', gk .. ':r', 1, id) == 1 then
   deferGroup(group, 'nr', -1)
 elseif state == 'waiting' then
   local high = describeJob(job[3]) == 'high'

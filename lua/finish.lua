@@ -36,7 +36,7 @@
 
   Returns { finished time (ms), the end state of each run as one string of a character a run
             (END_CODES: s success, w waiting, c cancelled, k stuck, f failed, - refused), jobs
-            taken (see includes/take), next stuck job's due time (ms) or -1 }.
+            taken (see includes/take), next due time in `delayed` (ms) or -1 }.
 ]]
 --- @include "includes/common"
 --- @include "includes/changes"

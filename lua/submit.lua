@@ -1,16 +1,19 @@
 --[[
   Submits a batch of jobs: each is added in state `waiting` unless its id exists (idempotent
-  submit), its group joins the round-robin rotation, and idle executors are woken.
+  submit), its group joins the round-robin rotation, and idle executors are woken. A job with a
+  due time still to come is added in state `delayed` instead, in `delayed` (score: its due time
+  by the server's clock), where the take promotes it (see promoteDue in includes/take); an idle
+  executor is woken when it is due before anything else there, so that it sleeps until then.
 
   KEYS[1] marker   (prefix .. 'marker'; every other key is built from ARGV[1])
   ARGV[1] key prefix '{rota:<queue>}:'
   ARGV[2] events stream max length (0: no events)
-  ARGV[3] number of fields per job: SUBMIT_WIDTH (4), or all of SUBMIT_FIELDS (6) when some job is
-          a periodic task's run
+  ARGV[3] number of fields per job: SUBMIT_WIDTH (4), SUBMIT_PERIODIC_WIDTH (6) when some job is a
+          periodic task's run, all of SUBMIT_FIELDS (7) when some job has a due time
   ARGV[4] the jobs, as one MessagePack array of strings, flat, in the order of SUBMIT_FIELDS: per
-          job id, description, group, priority, and with 6 fields tracker and occurrence (see
-          includes/addJob). One argument instead of one per field spares the client and the
-          server an argument each.
+          job id, description, group, priority, with 6 fields tracker and occurrence (see
+          includes/addJob), with 7 its due time ('' none; ms, or DELAY_MARK and a delay in ms).
+          One argument instead of one per field spares the client and the server an argument each.
 
   Returns { submitted time (ms), added flag per job (1 added, 0 existed) }; or, writing nothing,
   { submitted time, {}, position (from 1) of the first job whose id is a planned periodic
@@ -42,24 +45,51 @@ if not fresh then
     if call('HGET', key, 'state') == 'planned' then return { now, {}, k } end
   end
 end
+-- The due time of the job at offset i (ms), or nil: none given (a call with due times only).
+local function dueTime(i)
+  local at = f[i + AT_RUN_AT]
+  if at == '' then return nil end
+  if stringSub(at, 1, 1) == DELAY_MARK then return now + tonumber(stringSub(at, 2)) end
+  return tonumber(at)
+end
 local seen = {}
+local enqueued, earliest = 0, nil
 for k, key in ipairs(jobKeys) do
   local i = (k - 1) * width
   local id = f[i + AT_ID]
+  local runAt, state
+  if width > SUBMIT_PERIODIC_WIDTH then
+    runAt = dueTime(i)
+    if runAt and runAt > now then state = 'delayed' end
+  end
   local a
   if not fresh then
-    a = writeJob(key, submitted, f, i, width)
+    a = writeJob(key, submitted, f, i, width, state, false, runAt)
   elseif seen[id] then
     a = 0
   else
     seen[id] = true
-    a = writeJob(key, submitted, f, i, width, nil, true)
+    a = writeJob(key, submitted, f, i, width, state, true, runAt)
   end
-  if a == 1 then enqueueLater(prefix, batch, id, f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high') end
+  if a == 1 then
+    if state then
+      call('ZADD', prefix .. 'delayed', str(runAt), id)
+      changed(id, 'delayed')
+      if not earliest or runAt < earliest then earliest = runAt end
+    else
+      enqueueLater(prefix, batch, id, f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high')
+      enqueued = enqueued + 1
+    end
+  end
   flags[k] = a
   added = added + a
 end
 flushJobs(prefix, batch)
-if added > 0 then wake(prefix) end
+if enqueued > 0 then wake(prefix) end
+-- (an executor sleeps until the head of `delayed`: one is woken to learn of an earlier one)
+if earliest and not woken then
+  local head = call('ZRANGE', prefix .. 'delayed', '0', '0', 'WITHSCORES')
+  if tonumber(head[2]) == earliest then wake(prefix) end
+end
 flushChanges(prefix, ARGV[2])
 return { now, flags }

@@ -15,7 +15,8 @@
   ARGV[6] counting scheme: low count
   ARGV[7] lease (ms)
 
-  Returns { jobs, next stuck due time (ms) or -1 }, jobs as includes/take describes them.
+  Returns { jobs, next due time in `delayed` (a retry, a delayed job, a parked group; ms) or -1 },
+  jobs as includes/take describes them.
 ]]
 --- @include "includes/common"
 --- @include "includes/changes"

@@ -27,11 +27,13 @@ local SUBMIT_AT = {}
 for k = 1, #SUBMIT_FIELDS do SUBMIT_AT[SUBMIT_FIELDS[k]] = k end
 local AT_ID, AT_DESCRIPTION, AT_GROUP, AT_PRIORITY, AT_TRACKER, AT_OCCURRENCE = SUBMIT_AT.id, SUBMIT_AT.description,
   SUBMIT_AT.group, SUBMIT_AT.priority, SUBMIT_AT.tracker, SUBMIT_AT.occurrence
+local AT_RUN_AT = SUBMIT_AT.runAt
 
 -- Writes job hash `jobKey` from the fields at f[i + 1 .. i + width] (SUBMIT_FIELDS: width
--- SUBMIT_WIDTH, or all of them with tracker and occurrence) in `state` (default waiting), with `submitted` unless planned, unless the job
+-- SUBMIT_WIDTH, or more with tracker and occurrence) in `state` (default waiting), with `submitted`
+-- unless planned, and `runAt` when given (ms, a job submitted with a due time), unless the job
 -- exists (`unchecked`: the caller knows it does not). Returns 1 when written, 0 when it existed.
-local function writeJob(jobKey, now, f, i, width, state, unchecked)
+local function writeJob(jobKey, now, f, i, width, state, unchecked, runAt)
   if not unchecked and call('EXISTS', jobKey) == 1 then return 0 end
   state = state or 'waiting'
   local a = jobFields
@@ -42,6 +44,7 @@ local function writeJob(jobKey, now, f, i, width, state, unchecked)
     a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', f[i + AT_TRACKER], 'occurrence', f[i + AT_OCCURRENCE]
     n = n + 4
   end
+  if runAt then a[n + 1], a[n + 2], n = 'runAt', str(runAt), n + 2 end
   call('HSET', jobKey, unpack(a, 1, n))
   return 1
 end

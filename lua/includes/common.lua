@@ -4,6 +4,7 @@
   one prefix `{rota:<queue>}:` (ARGV[1] in every script), so a queue lives in one Redis Cluster
   slot. Key layout: docs/architecture.md
 ]]
+--- @include "includes/wire"
 
 -- Redis's functions the scripts use most, in locals (an upvalue is reached for less than a
 -- field of a global table); set as each call begins, since a library cannot reach them while
@@ -89,7 +90,7 @@ local woken = false
 local function wake(prefix)
   if woken then return end
   woken = true
-  call('ZADD', prefix .. 'marker', '0', 'w')
+  call('ZADD', prefix .. 'marker', '0', WAKE_MEMBER)
 end
 
 -- What the includes reset as each call begins (onBeginCall adds to it as the library loads).

@@ -9,7 +9,7 @@
 
 -- One map of increments per counter (group -> n), so that a group costs no table of its own;
 -- the maps and the groups' list are kept across calls and emptied as they are applied.
-local DEFERRED = { 'nr', 'nh', 'nl', 'stuck', 'running' }
+local DEFERRED = { 'nr', 'nh', 'nl', 'stuck', 'running', 'logged' }
 local pendingDelta = {}
 for i = 1, #DEFERRED do pendingDelta[DEFERRED[i]] = {} end
 local pendingOrder, pending = {}, {}
@@ -60,7 +60,7 @@ local function flushGroups(prefix)
   local n = #pendingOrder
   if n == 0 then return false end
   local dnr, dnh, dnl = pendingDelta.nr, pendingDelta.nh, pendingDelta.nl
-  local dstuck, drunning = pendingDelta.stuck, pendingDelta.running
+  local dstuck, drunning, dlogged = pendingDelta.stuck, pendingDelta.running, pendingDelta.logged
   local map, any = {}, false
   local nf, nl = 0, 2
   for i = 1, n, 1000 do
@@ -69,7 +69,7 @@ local function flushGroups(prefix)
       local group, r = pendingOrder[k], v[k - i + 1]
       local a, b, c = dnr[group] or 0, dnh[group] or 0, dnl[group] or 0
       local patched = r and a >= 0 and b >= 0 and c >= 0 and a + b + c > 0 and not dstuck[group]
-        and not drunning[group] and addListLengths(r, a, b, c)
+        and not drunning[group] and not dlogged[group] and addListLengths(r, a, b, c)
       if patched then
         lengthsOnly[nl + 1], lengthsOnly[nl + 2], nl = group, patched, nl + 2
         dnr[group], dnh[group], dnl[group] = nil, nil, nil

@@ -62,7 +62,7 @@ local function storeGroups(prefix, order, map)
   local any = false
   for _, group in ipairs(order) do
     local g = map[group]
-    if eligibleState(g.paused and 1 or 0, g.limit, g.running, g.nr + g.nh + g.nl) then
+    if eligibleState(g.paused and 1 or 0, g.limit, g.running, g.nr + g.nh + g.nl, g.rate, g.logged) then
       any = true
       if not g.ready then
         joining[nj + 1], nj = group, nj + 1

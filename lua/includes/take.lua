@@ -2,15 +2,17 @@
   Takes up to n jobs for executor `worker`, fairly: groups are picked round-robin from the shared
   rotation (a weight-w group keeps the turn for w takes); inside a group a runnable stuck job
   comes first, then the counting scheme (high, low) picks high or low priority, falling back to
-  the other when one is empty; FIFO inside a priority. Due stuck jobs are promoted first.
+  the other when one is empty; FIFO inside a priority. A group with a rate limit takes no more
+  than its rate allows, and leaves the rotation at its rate (includes/rateLog). Due stuck jobs,
+  delayed jobs and parked groups are promoted first (promoteDue).
   Each taken job is marked `scheduled` with the executor id, gets a lease in `leases` (now +
   lease ms), and its take sequence number (takeSeq), which is also the lease token. Sequence
   numbers increase with every take; one reserved by a take that found fewer jobs is skipped.
   Returns the jobs as one flat list: the take sequence number of the first job (the others have
   the next ones, in order), then TAKEN_WIDTH entries per job: id, description (field d),
   submitted, and false, or for a job that failed before (one of its group's preferred list)
-  { retries, due, error }; empty when it took none. And the next stuck job's due time (ms) or
-  -1. The caller flushes the changes (flushChanges).
+  { retries, due, error }; empty when it took none. And the next due time in `delayed` (a stuck
+  or delayed job, or a parked group; ms) or -1. The caller flushes the changes (flushChanges).
 
   The steps: promoteDue, then walkRotation, which visits one group after another (visitGroup),
   then writeBack.
@@ -22,6 +24,8 @@
 --- @include "includes/groups"
 --- @include "includes/groupChanges"
 --- @include "includes/leases"
+--- @include "includes/jobs"
+--- @include "includes/rateLog"
 
 local takeJobs
 
@@ -30,6 +34,8 @@ do
   -- The take in progress, set as it begins: its queue, executor, most jobs to take, counting
   -- scheme, and its leases' expiry (as text).
   local prefix, worker, wanted, high, low, leaseAt
+  -- The take's time (ms), for rate limits, and whether it parked a group (at its rate).
+  local takeNow, parked
   -- What it has taken (reused: the library keeps the lists across calls): the reply (written
   -- over from its start, its stale tail cleared at the end) holding `taken` jobs; the leases to
   -- add up to entry `leaseEnd` (beginning with the pad, written with every take's leases: see
@@ -67,23 +73,53 @@ do
   -- A list of one id (written over by each one-job pop).
   local one = {}
 
-  -- Promotes the stuck jobs whose retry time has come into their group's preferred list. Returns
-  -- the head of `delayed` (it tells whether any is due, and is the next due time when none is),
-  -- and whether any was promoted (the head is then read again at the end).
+  -- Brings back a group parked at its rate (its window freed): trims its log, so that it joins
+  -- the rotation again with the group changes (it parks again if it is still at its rate).
+  local function unparkGroup(group, now)
+    local r = call('HGET', prefix .. 'groups', group)
+    if not r then return end
+    local rate, per, logged = select(12, decodeGroup(r))
+    if rate == 0 then return end
+    local removed = trimRateLog(prefix, group, per, now)
+    deferGroup(group, 'logged', -removed)
+    if logged - removed >= rate then parkRated(prefix, group, rate, per, logged - removed) end
+  end
+
+  -- Promotes what is due in `delayed`: stuck jobs whose retry time has come go to their group's
+  -- preferred list; delayed jobs become waiting, at the back of their priority's list; groups
+  -- parked at their rate come back (unparkGroup). Returns the head of `delayed` (it tells
+  -- whether any is due, and is the next due time when none is), and whether any was promoted
+  -- (the head is then read again at the end).
   local function promoteDue(now)
     local delayedKey = prefix .. 'delayed'
     local head = call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES')
     if not (head[2] and tonumber(head[2]) <= now) then return head, false end
     local due = call('ZRANGEBYSCORE', delayedKey, '-inf', str(now), 'LIMIT', '0', '1000')
     if #due == 0 then return head, false end
+    -- (the parked groups' members are removed before unparkGroup may park one again)
+    call('ZREM', delayedKey, unpack(due))
+    local waiting
     for _, id in ipairs(due) do
-      local group = call('HGET', prefix .. 'j:' .. id, 'group')
-      if group then
-        call('LPUSH', prefix .. 'g:' .. group .. ':r', id)
-        deferGroup(group, 'nr', 1)
+      if stringSub(id, 1, 1) == GROUP_DUE_MARK then
+        unparkGroup(stringSub(id, 2), now)
+      else
+        local jobKey = prefix .. 'j:' .. id
+        local job = call('HMGET', jobKey, 'group', 'state')
+        local group = job[1]
+        if job[2] == 'delayed' then
+          local isHigh = describeJob(call('HGET', jobKey, 'd')) == 'high'
+          call('HSET', jobKey, 'state', 'waiting')
+          call('LPUSH', prefix .. 'g:' .. group .. (isHigh and ':h' or ':l'), id)
+          deferGroup(group, isHigh and 'nh' or 'nl', 1)
+          left('delayed')
+          waiting = waiting or changedList('waiting')
+          waiting[#waiting + 1] = id
+        elseif group then
+          call('LPUSH', prefix .. 'g:' .. group .. ':r', id)
+          deferGroup(group, 'nr', 1)
+        end
       end
     end
-    call('ZREM', delayedKey, unpack(due))
     flushGroups(prefix)
     return head, true
   end
@@ -94,21 +130,27 @@ do
   -- as the other is empty. Then leaves it listed while runnable: at the back of the walk when its
   -- turn ended, else (the take reached `wanted` within its turn) at the front of the rotation.
   local function visitGroup(group, r, t)
-    local running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused
+    local running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, _, rate, per, logged
     if t then
       running, stuck, nr, nh, nl = t.running, t.stuck, t.nr, t.nh, t.nl
       cnt, turns, limit, weight, paused = t.cnt, t.turns, t.limit, t.weight, t.paused
+      rate, per, logged = t.rate, t.per, t.logged
     elseif r then
       -- (decodeGroup written out, in the take's hot loop: one call fewer a group)
-      running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused = structUnpack(GROUP_FORMAT, r)
+      if #r == SHORT_BYTES then
+        running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused = structUnpack(SHORT_FORMAT, r)
+        rate, per, logged = 0, 0, 0
+      else
+        running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, _, rate, per, logged = structUnpack(GROUP_FORMAT, r)
+      end
     else
-      running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused = decodeGroup(nil)
+      running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, _, rate, per, logged = decodeGroup(nil)
     end
     -- (a turn past its weight, the weight lowered meanwhile, ends with the next take)
     if turns >= weight then turns = weight - 1 end
     -- (a group that stopped being runnable since it was listed takes nothing and is dropped; one
     -- the walk comes back to ended its turn runnable)
-    local runnable = t ~= nil or eligibleState(paused, limit, running, nr + nh + nl)
+    local runnable = t ~= nil or eligibleState(paused, limit, running, nr + nh + nl, rate, logged)
     -- Alone in the walk (the rotation used up, no other group to come back to), the group's
     -- turns follow one another with nothing between them: it takes on past the end of a turn.
     local alone = exhausted and wi > #window and bi > #back
@@ -117,6 +159,11 @@ do
       local room = wanted - taken
       if not alone and weight - turns < room then room = weight - turns end
       if limit > 0 and limit - running < room then room = limit - running end
+      -- (a log that may not have room: trimmed to the window, what is left of the rate counts)
+      if rate > 0 and logged + room > rate then
+        logged = logged - trimRateLog(prefix, group, per, takeNow)
+        if rate - logged < room then room = rate - logged end
+      end
       local list, k
       if nr > 0 then
         list, k = ':r', nr
@@ -158,7 +205,12 @@ do
         end
         s = (s or call('INCRBY', prefix .. 'seq', str(wanted)) - wanted) + 1
         local token = string.format('%d', s)
-        call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
+        if rate > 0 then
+          -- (a rate-limited group's job keeps the time its rate counted it at)
+          call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token, 'taken', str(takeNow))
+        else
+          call('HSET', jobKey, 'state', 'scheduled', 'worker', worker, 'takeSeq', token)
+        end
         leases[leaseN + 1], leases[leaseN + 2], leaseN = leaseAt, token .. SCHEDULED_MARK .. id, leaseN + 2
         if n == 0 then
           jobs[1] = s
@@ -181,9 +233,14 @@ do
         if list == ':h' then nh = got < k and 0 or nh - got else nl = got < k and 0 or nl - got end
       end
       if limit > 0 then running = running + got end
+      if rate > 0 and got > 0 then
+        logRateStarts(prefix, group, takeNow, s - got + 1, got)
+        logged = logged + got
+        if logged >= rate then logged = logged - trimRateLog(prefix, group, per, takeNow) end
+      end
       turns = turns + got
       -- (eligibleState, written out for a group not paused: a call a step cost a drained job 1%)
-      runnable = (limit == 0 or running < limit) and nr + nh + nl > 0
+      runnable = (limit == 0 or running < limit) and nr + nh + nl > 0 and (rate == 0 or logged < rate)
       if turns >= weight then
         turns = turns % weight
         if alone then
@@ -195,6 +252,11 @@ do
       end
     end
     if ended then back[#back + 1] = group elseif runnable then keeping = group end
+    -- (a group at its rate leaves the rotation until its window frees)
+    if rate > 0 and logged >= rate then
+      parkRated(prefix, group, rate, per, logged)
+      parked = true
+    end
     if ended and exhausted then
       -- the walk comes back to it in this take: its fields are kept as they are
       if not t then
@@ -203,9 +265,10 @@ do
       end
       t.running, t.stuck, t.nr, t.nh, t.nl = running, stuck, nr, nh, nl
       t.cnt, t.turns, t.limit, t.weight, t.paused = cnt, turns, limit, weight, paused
+      t.rate, t.per, t.logged = rate, per, logged
     else
       if t then kept[group] = nil end
-      records[group] = encodeGroup(running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, runnable)
+      records[group] = encodeGroup(running, stuck, nr, nh, nl, cnt, turns, limit, weight, paused, runnable, rate, per, logged)
     end
   end
 
@@ -254,7 +317,8 @@ do
     -- (a group the walk came back to is listed: its turn ended with jobs left)
     for group, t in next, kept do
       packed[np + 1], packed[np + 2], np = group,
-        encodeGroup(t.running, t.stuck, t.nr, t.nh, t.nl, t.cnt, t.turns, t.limit, t.weight, t.paused, true), np + 2
+        encodeGroup(t.running, t.stuck, t.nr, t.nh, t.nl, t.cnt, t.turns, t.limit, t.weight, t.paused, true, t.rate, t.per,
+          t.logged), np + 2
     end
     if np > 2 then sendChunks('HSET', prefix .. 'groups', packed, np, 1000) end
     sendChunks('HDEL', prefix .. 'groups', goneGroups, ng, 1000)
@@ -270,6 +334,7 @@ do
   takeJobs = function(prefix_, worker_, n, high_, low_, lease, now)
     prefix, worker, wanted, high, low, leaseAt = prefix_, worker_, n, high_, low_, str(now + lease)
     taken, leaseEnd, seq, scheduled, fromWaiting = 0, 2, nil, nil, 0
+    takeNow, parked = now, false
     rotationKey, window, windowRecords, wi, exhausted = prefix .. 'rotation', EMPTY, EMPTY, 1, false
     bi, keeping = 1, nil
     clearList(back)
@@ -286,7 +351,7 @@ do
     -- Someone else may take what is left: pass the wake-up on (unless this call woke one
     -- already). A group this take left in the rotation says so without reading `rotation`.
     if n > 0 and taken == n and not woken and (listed > 0 or call('LLEN', rotationKey) > 0) then wake(prefix) end
-    if promoted then head = call('ZRANGE', prefix .. 'delayed', '0', '0', 'WITHSCORES') end
+    if promoted or parked then head = call('ZRANGE', prefix .. 'delayed', '0', '0', 'WITHSCORES') end
     return jobs, head[2] and tonumber(head[2]) or -1
   end
 end

@@ -1,12 +1,12 @@
 /**
  * An optional Prometheus endpoint for executors and schedulers (prom-client): jobs by state and
- * queue depth per group (read from Redis at scrape time), submit-to-start waits per group and
- * periodic lateness (observed from the executors' events).
+ * queue depth per group and the groups' rate limits (read from Redis at scrape time),
+ * submit-to-start waits per group and periodic lateness (observed from the executors' events).
  */
 import { createServer, type Server } from 'node:http';
 import { Gauge, Histogram, Registry } from 'prom-client';
 import type { Job } from '../queue/job.js';
-import type { Queue } from '../queue/queue.js';
+import type { GroupInfo, Queue } from '../queue/queue.js';
 import type { Worker } from '../queue/worker.js';
 
 export interface MetricsOptions {
@@ -45,29 +45,44 @@ export async function serveMetrics(opts: MetricsOptions): Promise<MetricsServer>
       for (const [state, n] of Object.entries(await queue.counts())) this.set({ queue: queue.name, state }, n);
     },
   });
-  // Collected in registration order: the depth gauge reads the groups once and fills both gauges.
-  const running = new Gauge({
-    name: 'rota_group_running',
-    help: 'Jobs running per group',
-    labelNames: ['queue', 'group'],
-    registers: [],
-  });
-  new Gauge({
-    name: 'rota_group_waiting',
-    help: 'Runnable jobs waiting per group',
-    labelNames: ['queue', 'group'],
-    registers: [registry],
-    async collect() {
-      const groups = (await queue.groups()).sort((a, b) => b.waiting - a.waiting).slice(0, maxGroups);
-      this.reset();
-      running.reset();
-      for (const g of groups) {
-        this.set({ queue: queue.name, group: g.group }, g.waiting);
-        running.set({ queue: queue.name, group: g.group }, g.running);
-      }
-    },
-  });
-  registry.registerMetric(running);
+  // The group gauges share one read of the groups per scrape: the registry collects its metrics
+  // concurrently, so every collect starts before the first read answers and waits for that read.
+  let reading: Promise<GroupInfo[]> | null = null;
+  const readGroups = (): Promise<GroupInfo[]> => {
+    reading ??= queue
+      .groups()
+      .then((groups) => groups.sort((a, b) => b.waiting - a.waiting).slice(0, maxGroups))
+      .finally(() => {
+        reading = null;
+      });
+    return reading;
+  };
+  /** A gauge per group of `value` (groups for which it gives undefined have none). */
+  const groupGauge = (name: string, help: string, value: (g: GroupInfo) => number | undefined) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['queue', 'group'],
+      registers: [registry],
+      async collect() {
+        const groups = await readGroups();
+        this.reset();
+        for (const g of groups) {
+          const v = value(g);
+          if (v !== undefined) this.set({ queue: queue.name, group: g.group }, v);
+        }
+      },
+    });
+  groupGauge('rota_group_waiting', 'Runnable jobs waiting per group', (g) => g.waiting);
+  groupGauge('rota_group_running', 'Jobs running per group', (g) => g.running);
+  groupGauge(
+    'rota_group_rate_max',
+    'Most starts a group with a rate limit may have in any window (rota_group_rate_window_seconds)',
+    (g) => g.rate?.max,
+  );
+  groupGauge('rota_group_rate_window_seconds', "The window of a group's rate limit", (g) =>
+    g.rate ? g.rate.perMs / 1000 : undefined,
+  );
   const wait = new Histogram({
     name: 'rota_submit_to_start_seconds',
     help: 'Time from submit to the start of a run, per group',

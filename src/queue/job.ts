@@ -2,11 +2,23 @@
 import { pack, unpack } from 'msgpackr';
 import { CHILD_FIELDS, DESCRIPTION } from '../redis/wire.js';
 
-/** Where a job is in its life. Final states: success, failed, cancelled. */
-export type JobState = 'waiting' | 'scheduled' | 'running' | 'success' | 'stuck' | 'failed' | 'cancelled';
+/**
+ * Where a job is in its life. Final states: success, failed, cancelled. `delayed`: submitted with
+ * a due time still to come; it becomes `waiting` then.
+ */
+export type JobState = 'delayed' | 'waiting' | 'scheduled' | 'running' | 'success' | 'stuck' | 'failed' | 'cancelled';
 
 /** Every state, in lifecycle order. */
-export const JOB_STATES: readonly JobState[] = ['waiting', 'scheduled', 'running', 'stuck', 'success', 'failed', 'cancelled'];
+export const JOB_STATES: readonly JobState[] = [
+  'delayed',
+  'waiting',
+  'scheduled',
+  'running',
+  'stuck',
+  'success',
+  'failed',
+  'cancelled',
+];
 
 /** States a job never leaves. */
 export const FINAL_STATES: ReadonlySet<JobState> = new Set(['success', 'failed', 'cancelled']);
@@ -36,6 +48,13 @@ export interface Job<A = unknown, R = unknown> {
   finished?: number;
   /** When a stuck job may run again. */
   due?: number;
+  /** When a job submitted with a delay or due time becomes waiting (server clock). */
+  runAt?: number;
+  /**
+   * When the queue handed it out (server clock), kept for jobs of a group with a rate limit:
+   * the time its start counts at in the group's rate.
+   */
+  taken?: number;
   /** The order in which the queue handed jobs out (also the lease token of the run). */
   takeSeq?: number;
   /** Run time limit in ms, after which its signal aborts. */
@@ -109,7 +128,7 @@ export function assignDescription(target: Record<string, unknown>, packed: Buffe
   return target;
 }
 
-const NUMBER_FIELDS = new Set(['retries', 'submitted', 'started', 'finished', 'due', 'takeSeq', 'progress']);
+const NUMBER_FIELDS = new Set(['retries', 'submitted', 'started', 'finished', 'due', 'runAt', 'taken', 'takeSeq', 'progress']);
 /** Hash fields that copy the description for the scripts' hot paths (see lua/includes/addJob). */
 const COPIES = new Set<string>(['group', 'tracker', 'occurrence']);
 

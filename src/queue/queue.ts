@@ -5,10 +5,11 @@ import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
 import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
 import { type GroupChange, QueueStore } from '../redis/queue-store.js';
+import { GROUP_DUE_MARK } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
 import { type QueueEvent, readEvents } from './events.js';
 import { decodeJob, decodeJobObject, JOB_STATES, type Job, type JobState } from './job.js';
-import { type CheckedSpec, checkSpec, type SubmitSpec } from './validate.js';
+import { type CheckedSpec, checkRate, checkSpec, type SubmitSpec } from './validate.js';
 
 /** Options shared by every part that opens a queue. */
 export interface QueueOptions {
@@ -51,6 +52,8 @@ export interface GroupInfo {
   limit: number;
   /** Turns per round-robin round. */
   weight: number;
+  /** Rate limit across all executors (at most `max` starts in any `perMs` ms), or null: none. */
+  rate: { max: number; perMs: number } | null;
 }
 
 /** What {@link Queue.stats} gives. */
@@ -61,7 +64,7 @@ export interface QueueStats {
   finished: { success: number; failed: number; cancelled: number };
   /** Finished jobs per second over the window. */
   perSecond: number;
-  /** Submit-to-start waits of jobs that succeeded in the window, in ms. */
+  /** Submit-to-start waits of jobs that succeeded in the window, in ms (from the due time for a delayed job). */
   waitMs: { p50?: number; p90?: number; p99?: number; max?: number };
 }
 
@@ -275,25 +278,29 @@ export class Queue {
       if (!added) reads.push(this.getJob<A>(checked[i].id!).then((job) => void existing.set(i, job!)));
     });
     await Promise.all(reads);
-    return checked.map(
-      (c, i): Job<A> =>
-        existing.get(i) ?? {
-          id: c.id!,
-          task: c.task,
-          group: c.group,
-          args: c.args as A,
-          priority: c.priority,
-          subject: c.subject ?? '',
-          submitter: c.submitter ?? '',
-          state: 'waiting',
-          retries: 0,
-          maxRetries: c.maxRetries,
-          submitted,
-          maxRuntime: c.maxRuntime,
-          tracker: c.tracker,
-          occurrence: c.occurrence,
-        },
-    );
+    return checked.map((c, i): Job<A> => {
+      const known = existing.get(i);
+      if (known) return known;
+      // (as submit.lua decides: a due time still to come makes the job delayed)
+      const runAt = c.runAt ?? (c.delay !== undefined ? submitted + c.delay : undefined);
+      return {
+        id: c.id!,
+        task: c.task,
+        group: c.group,
+        args: c.args as A,
+        priority: c.priority,
+        subject: c.subject ?? '',
+        submitter: c.submitter ?? '',
+        state: runAt !== undefined && runAt > submitted ? 'delayed' : 'waiting',
+        retries: 0,
+        maxRetries: c.maxRetries,
+        submitted,
+        maxRuntime: c.maxRuntime,
+        tracker: c.tracker,
+        occurrence: c.occurrence,
+        runAt,
+      };
+    });
   }
 
   /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
@@ -344,7 +351,9 @@ export class Queue {
         break;
       }
       case 'stuck':
-        ids = await this.client.zrange(this.keys.delayed, 0, -1);
+      case 'delayed':
+        // (due order; the set also holds groups parked at their rate, which are no jobs)
+        ids = (await this.client.zrange(this.keys.delayed, 0, -1)).filter((id) => !id.startsWith(GROUP_DUE_MARK));
         break;
       case 'waiting': {
         const groups = opts.group ? [opts.group] : [...(await readGroupStates(this.client, this.keys.groups)).keys()].sort();
@@ -386,12 +395,13 @@ export class Queue {
     );
     const sample = await this.client.zrevrangebyscore(this.keys.done('success'), '+inf', since, 'LIMIT', 0, 1000);
     const pipe = this.client.pipeline();
-    for (const id of sample) pipe.hmget(this.keys.job(id), 'submitted', 'started');
+    for (const id of sample) pipe.hmget(this.keys.job(id), 'submitted', 'started', 'runAt');
     const waits: number[] = [];
     for (const [err, v] of (await pipe.exec()) ?? []) {
       if (err) continue;
-      const [sub, start] = v as (string | null)[];
-      if (sub && start) waits.push(Number(start) - Number(sub));
+      const [sub, start, runAt] = v as (string | null)[];
+      // (a delayed job waits from its due time)
+      if (sub && start) waits.push(Number(start) - Math.max(Number(sub), Number(runAt ?? 0)));
     }
     waits.sort((a, b) => a - b);
     const pct = (p: number) =>
@@ -435,6 +445,7 @@ export class Queue {
         paused: g.paused === 1,
         limit: g.limit,
         weight: g.weight,
+        rate: g.rate > 0 ? { max: g.rate, perMs: g.per } : null,
       };
     });
   }
@@ -450,14 +461,24 @@ export class Queue {
   }
 
   /**
-   * Sets a group's concurrency limit (jobs running at once across all executors; 0 lifts it)
-   * and its weight (turns per round-robin round, default 1). A group keeps a count of its runs
+   * Sets a group's concurrency limit (jobs running at once across all executors; 0 lifts it),
+   * its weight (turns per round-robin round, default 1) and its rate limit (at most `max` of its
+   * jobs start in any window of `perMs` ms, across all executors; null lifts it). The limits
+   * combine: a group takes what all of them allow. A group at its rate leaves the round-robin
+   * rotation until its window frees. A group keeps a count of its runs
    * only while it has a limit, so that ending a run of any other group costs no group update:
    * setting a limit where there was none counts the runs in progress (one read per job holding a
    * lease, in the same atomic call).
+   * @throws {ValidationError} naming the bad option; nothing is written then.
+   * @example
+   * await queue.setGroupLimit('tenant-42', { rate: { max: 10, perMs: 1000 } }); // 10 starts a second
    */
-  async setGroupLimit(group: string, opts: { concurrency?: number; weight?: number }): Promise<void> {
+  async setGroupLimit(
+    group: string,
+    opts: { concurrency?: number; weight?: number; rate?: { max: number; perMs: number } | null },
+  ): Promise<void> {
     const change: GroupChange = {};
+    if (opts.rate !== undefined) change.rate = checkRate(opts.rate);
     if (opts.concurrency !== undefined) {
       if (!Number.isInteger(opts.concurrency) || opts.concurrency < 0) {
         throw new ValidationError('concurrency', 'must be a whole number >= 0 (0: no limit)');

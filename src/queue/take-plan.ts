@@ -134,7 +134,7 @@ export class TakePlan {
 
   /**
    * The take of `n` jobs with `ticket` brought `got` jobs (their runs started), and the queue's
-   * next stuck job is due at `due` (wall-clock ms; 0 or less: none).
+   * next due time (a retry, a delayed job, a group's rate window) is `due` (wall-clock ms; 0 or less: none).
    */
   answered(n: number, got: number, due: number, ticket: number): void {
     this.failures = 0;
@@ -182,7 +182,7 @@ export class TakePlan {
     this.failed = false;
   }
 
-  /** Ms to sleep on the wake-up marker at most: until the next stuck job is due, within [5 ms, fallbackWakeMs]. */
+  /** Ms to sleep on the wake-up marker at most: until the next due time, within [5 ms, fallbackWakeMs]. */
   sleepMs(): number {
     this.dry = false;
     const untilDue = this.nextDue > 0 ? this.nextDue - this.clock.wall() : Infinity;

@@ -2,6 +2,7 @@
 import { pack } from 'msgpackr';
 import { z } from 'zod';
 import { PayloadTooLargeError, ValidationError } from '../errors.js';
+import { GROUP_DUE_MARK } from '../redis/wire.js';
 import type { Priority } from './job.js';
 
 /** What a caller submits. */
@@ -28,7 +29,20 @@ export interface SubmitSpec<A = unknown> {
   tracker?: string;
   /** Planned time of the periodic occurrence (set by the scheduler). */
   occurrence?: number;
+  /**
+   * Ms from the submit (by the Redis server's clock) before the job may run: it is `delayed`
+   * until then, then `waiting`. Not with `runAt`.
+   */
+  delay?: number;
+  /**
+   * When the job may run (a Date, or ms since the epoch), by the Redis server's clock: it is
+   * `delayed` until then (a time past runs it at once). Not with `delay`.
+   */
+  runAt?: Date | number;
 }
+
+/** Latest due time, and longest delay, a job may have (ms): the year 2286, far past any plan. */
+const MAX_DUE_MS = 9_999_999_999_999;
 
 /**
  * Most levels of arrays and objects a packed value (args, a result) nests: deeper values are
@@ -52,6 +66,13 @@ const specSchema = z.object({
   maxRuntime: z.number().int().positive().optional(),
   tracker: bytes(200).optional(),
   occurrence: z.number().int().nonnegative().optional(),
+  delay: z.number().int('must be a whole number of ms').nonnegative().max(MAX_DUE_MS).optional(),
+  runAt: z
+    .union([
+      z.date().refine((d) => !Number.isNaN(d.getTime()), { message: 'is an invalid Date' }),
+      z.number().int('must be a whole number of ms since the epoch').nonnegative().max(MAX_DUE_MS),
+    ])
+    .optional(),
   args: z.unknown().optional(),
 });
 
@@ -189,6 +210,8 @@ export interface CheckedSpec extends SubmitSpec {
   priority: Priority;
   maxRetries: number;
   packedArgs: Buffer;
+  /** The due time as ms since the epoch (a Date made a number). */
+  runAt?: number;
 }
 
 /** Validates one spec; `where` prefixes field names (e.g. `specs[3]`). */
@@ -197,6 +220,12 @@ export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): Chec
   for (const k in spec) if (!SPEC_FIELDS.has(k)) throw unknownFieldError(where, k, SPEC_FIELDS);
   const parsed = specSchema.safeParse(spec);
   if (!parsed.success) throw zodError(where, parsed.error);
+  if (spec.delay !== undefined && spec.runAt !== undefined) {
+    throw new ValidationError(where ? `${where}.delay` : 'delay', 'cannot be given with runAt (one due time per job)');
+  }
+  if (spec.id?.startsWith(GROUP_DUE_MARK)) {
+    throw new ValidationError(where ? `${where}.id` : 'id', 'must not begin with the NUL character (reserved)');
+  }
   const packedArgs = packValue(spec.args, argsLimit, where ? `${where}.args` : 'args');
   return {
     task: spec.task,
@@ -210,6 +239,31 @@ export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): Chec
     maxRuntime: spec.maxRuntime,
     tracker: spec.tracker,
     occurrence: spec.occurrence,
+    delay: spec.delay,
+    runAt: spec.runAt instanceof Date ? spec.runAt.getTime() : spec.runAt,
     packedArgs,
   };
+}
+
+/** Most starts a rate limit allows per window, and its longest window (ms): what a group record holds. */
+const MAX_RATE = 1_000_000;
+const MAX_RATE_WINDOW_MS = 2 ** 31 - 1;
+
+/**
+ * Checks a group's rate limit (`null`: lift it): `max` a whole number from 1 to 1,000,000,
+ * `perMs` a whole number of ms from 1 to 2^31 - 1 (about 24 days).
+ * @throws {ValidationError} naming the bad field.
+ */
+export function checkRate(rate: unknown): { max: number; perMs: number } | null {
+  if (rate === null) return null;
+  if (typeof rate !== 'object') throw new ValidationError('rate', 'must be { max, perMs } or null (no rate limit)');
+  for (const k in rate) if (k !== 'max' && k !== 'perMs') throw unknownFieldError('rate', k, ['max', 'perMs']);
+  const { max, perMs } = rate as { max?: unknown; perMs?: unknown };
+  if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > MAX_RATE) {
+    throw new ValidationError('rate.max', `must be a whole number from 1 to ${MAX_RATE}`);
+  }
+  if (typeof perMs !== 'number' || !Number.isInteger(perMs) || perMs < 1 || perMs > MAX_RATE_WINDOW_MS) {
+    throw new ValidationError('rate.perMs', `must be a whole number of ms from 1 to ${MAX_RATE_WINDOW_MS}`);
+  }
+  return { max, perMs };
 }

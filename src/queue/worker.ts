@@ -1,7 +1,8 @@
 /**
  * An executor: takes jobs fairly from the queue for its free slots, runs their handlers, and
  * acknowledges outcomes in batches. It blocks on the queue's wake-up marker while idle (no
- * polling), and wakes by itself at the next stuck job's due time and on a slow fallback timer.
+ * polling), and wakes by itself at the next due time (a retry, a delayed job, a group's rate window)
+ * and on a slow fallback timer.
  * Its heartbeat, recovery pass and cancel listener are separate duties (heartbeat.ts,
  * recoverer.ts, and the subscription below).
  */
@@ -125,6 +126,12 @@ const REPORTED: Record<string, 'completed' | 'stuck' | 'failed' | 'cancelled' | 
   failed: 'failed',
   cancelled: 'cancelled',
 };
+
+/**
+ * How long past its due time a sleep's blocking call may last: its timer wakes it through the
+ * marker first (see waitForWork), and a timeout is late by up to 100 ms anyway.
+ */
+const DUE_WAKE_MARGIN_MS = 100;
 
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
 const CLOSE_FLUSH_MS = 5000;
@@ -490,17 +497,25 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return this.takeSizer.timed(this.store.take(n, this.settings));
   }
 
-  /** Blocks on the wake-up marker for at most `ms`. */
+  /**
+   * Blocks on the wake-up marker for at most `ms`. A sleep shorter than the fallback ends at a due
+   * time (a retry, a delayed job, a group's rate window), and Redis ends a blocked call's timeout
+   * only every 100 ms or so (its `hz`): so a timer here wakes an executor through the marker then,
+   * this one or another blocked on the queue, which takes what is due.
+   */
   private async waitForWork(ms: number): Promise<void> {
     this.waiting = true;
+    const due = ms < this.opts.fallbackWakeMs ? setTimeout(() => void this.store.wake().catch(() => {}), ms) : null;
     try {
-      await this.blocking.bzpopmin(this.keys.marker, (ms / 1000).toFixed(3));
+      // (past the timer: the marker ends the call, not a timeout that may come first and leave it set)
+      await this.blocking.bzpopmin(this.keys.marker, ((due ? ms + DUE_WAKE_MARGIN_MS : ms) / 1000).toFixed(3));
     } catch (err) {
       if (!this.closing) {
         this.emitError(err);
         await delay(200);
       }
     } finally {
+      if (due) clearTimeout(due);
       this.waiting = false;
     }
   }

@@ -14,7 +14,18 @@ import { type QueueKeys, queueKeys } from './keys.js';
 import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
 import { SchemaGate } from './schema.js';
 import { packStrings, type StringValue } from './string-array.js';
-import { END_CODES, END_REFUSED, type OutcomeCode, SUBMIT_FIELDS, SUBMIT_WIDTH, TAKEN_WIDTH, UNSTARTED_PREFIX } from './wire.js';
+import {
+  DELAY_MARK,
+  END_CODES,
+  END_REFUSED,
+  type OutcomeCode,
+  SUBMIT_FIELDS,
+  SUBMIT_PERIODIC_WIDTH,
+  SUBMIT_WIDTH,
+  TAKEN_WIDTH,
+  UNSTARTED_PREFIX,
+  WAKE_MEMBER,
+} from './wire.js';
 
 /** Options of a {@link QueueStore}. */
 export interface QueueStoreOptions {
@@ -35,6 +46,10 @@ export interface SubmitJob extends JobDescription {
   priority: Priority;
   /** The args as MessagePack, empty when it has none. */
   packedArgs: Buffer;
+  /** Run no earlier than this (ms since the epoch, by the Redis server's clock). */
+  runAt?: number;
+  /** Run no earlier than this many ms after the submit (by the Redis server's clock). */
+  delay?: number;
 }
 
 /** The answer of a submit: when it was submitted and, per job, whether it was added (false: its id existed). */
@@ -52,7 +67,7 @@ export interface TakeSettings {
   leaseMs: number;
 }
 
-/** The jobs a take handed out, and the next stuck job's due time (ms, -1: none). */
+/** The jobs a take handed out, and the next due time in `delayed` (a stuck or delayed job, or a group parked at its rate; ms, -1: none). */
 export interface Taken {
   jobs: Job[];
   nextDue: number;
@@ -113,6 +128,8 @@ export interface GroupChange {
   /** Concurrency limit; 0 lifts it. */
   limit?: number;
   weight?: number;
+  /** Rate limit: at most `max` starts in any `perMs` ms; null lifts it. */
+  rate?: { max: number; perMs: number } | null;
 }
 
 /** An executor's registry entry, as a heartbeat writes it. */
@@ -344,7 +361,16 @@ export class QueueStore {
     if (change.paused !== undefined) args.push('paused', change.paused ? '1' : '0');
     if (change.limit !== undefined) args.push('limit', change.limit);
     if (change.weight !== undefined) args.push('weight', change.weight);
+    if (change.rate !== undefined) args.push('rate', change.rate?.max ?? 0, 'per', change.rate?.perMs ?? 0);
     return (await this.fcall<number>('group', this.keys.rotation, args)) === 1;
+  }
+
+  /**
+   * Wakes one executor blocked on the queue's wake-up marker (as the scripts do; no script of its
+   * own: one ZADD).
+   */
+  async wake(): Promise<void> {
+    await this.client.zadd(this.keys.marker, 0, WAKE_MEMBER);
   }
 
   /** running.lua: the runs in progress per group (read only). */
@@ -359,19 +385,24 @@ export class QueueStore {
 /**
  * Packs jobs into submit.lua's job list: one MessagePack array of the per-job fields, flat, so
  * that a call carries one argument however many jobs it holds (see ./string-array.ts). A job has
- * the first SUBMIT_WIDTH of SUBMIT_FIELDS (id, description, group, priority), all of them when some
- * job of the call is a periodic task's run (tracker and occurrence, '' for the others). Refuses,
- * with a PayloadTooLargeError naming `specs`, a list over `limit` bytes.
+ * the first SUBMIT_WIDTH of SUBMIT_FIELDS (id, description, group, priority), the first
+ * SUBMIT_PERIODIC_WIDTH when some job of the call is a periodic task's run (tracker and
+ * occurrence, '' for the others), all of them when some job has a due time (runAt: ms, or
+ * DELAY_MARK and a delay; '' for the others). Refuses, with a PayloadTooLargeError naming
+ * `specs`, a list over `limit` bytes.
  */
 export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed: Buffer; width: number } {
-  const periodic = jobs.some((s) => s.tracker !== undefined || s.occurrence !== undefined);
+  const due = jobs.some((s) => s.runAt !== undefined || s.delay !== undefined);
+  const periodic = due || jobs.some((s) => s.tracker !== undefined || s.occurrence !== undefined);
   const fields: StringValue[] = [];
   // (in the order of SUBMIT_FIELDS)
   for (const s of jobs) {
     fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority);
     if (periodic) fields.push(s.tracker ?? '', s.occurrence === undefined ? '' : String(s.occurrence));
+    if (due) fields.push(s.runAt !== undefined ? String(s.runAt) : s.delay !== undefined ? `${DELAY_MARK}${s.delay}` : '');
   }
-  return { packed: packStrings(fields, limit, 'specs'), width: periodic ? SUBMIT_FIELDS.length : SUBMIT_WIDTH };
+  const width = due ? SUBMIT_FIELDS.length : periodic ? SUBMIT_PERIODIC_WIDTH : SUBMIT_WIDTH;
+  return { packed: packStrings(fields, limit, 'specs'), width };
 }
 
 /**

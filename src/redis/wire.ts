@@ -15,6 +15,9 @@
  */
 export const SCHEMA_VERSION = 2;
 
+/** The member of the queue's `marker` whose addition wakes one executor blocked on it (BZPOPMIN). */
+export const WAKE_MEMBER = 'w';
+
 /** Entries per job in a take reply (see lua/includes/take), after the first job's take sequence. */
 export const TAKEN_WIDTH = 4;
 
@@ -29,8 +32,33 @@ export const CANCEL_MARK = '?';
 /**
  * The fields of a group's packed record in the `groups` hash, in order: little-endian 32-bit
  * integers. `running` is kept only while the group has a limit (countsRunning in lua/includes/common).
+ * `rate` and `per`: its rate limit (at most `rate` starts in any `per` ms; 0: none); `logged`: the
+ * starts its rate log (`g:<group>:rl`) holds, trimmed to the window when the limit may bind. A
+ * group without a rate has the short record: the fields before `rate` (which, with `per` and
+ * `logged`, must stay last).
  */
-export const GROUP_FIELDS = ['running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready'] as const;
+export const GROUP_FIELDS = [
+  'running',
+  'stuck',
+  'nr',
+  'nh',
+  'nl',
+  'cnt',
+  'turns',
+  'limit',
+  'weight',
+  'paused',
+  'ready',
+  'rate',
+  'per',
+  'logged',
+] as const;
+
+/**
+ * The first character of a member of `delayed` that is a group, not a job: a group at its rate,
+ * parked until its window frees (score). Job ids cannot begin with it.
+ */
+export const GROUP_DUE_MARK = '\u0000';
 
 /**
  * A job's description (field `d` of its hash): one MessagePack array of these fields in this
@@ -52,10 +80,15 @@ export const DESCRIPTION = [
 
 /**
  * The fields of a job in a submit call's list, in order (see lua/includes/addJob): the first
- * SUBMIT_WIDTH for a plain job, all of them when some job of the call is a periodic task's run.
+ * SUBMIT_WIDTH for a plain job, the first SUBMIT_PERIODIC_WIDTH when some job of the call is a
+ * periodic task's run, all of them when some job has a due time (`runAt`: absolute ms, or `+` and
+ * a delay in ms from the server's now).
  */
-export const SUBMIT_FIELDS = ['id', 'description', 'group', 'priority', 'tracker', 'occurrence'] as const;
+export const SUBMIT_FIELDS = ['id', 'description', 'group', 'priority', 'tracker', 'occurrence', 'runAt'] as const;
 export const SUBMIT_WIDTH = 4;
+export const SUBMIT_PERIODIC_WIDTH = 6;
+/** The first character of a submitted `runAt` that is a delay from the server's now. */
+export const DELAY_MARK = '+';
 
 /**
  * A run's outcome as a finish call sends it (lua/finish.lua). `fannedOut`: a success whose run
@@ -170,15 +203,19 @@ export type WireValue = number | string | readonly string[] | Readonly<Record<st
 /** The names and values injected into the Lua library as `includes/wire`. */
 export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   SCHEMA_VERSION,
+  WAKE_MEMBER,
   TAKEN_WIDTH,
   SCHEDULED_MARK,
   RUNNING_MARK,
   CANCEL_MARK,
   LEASE_ID_PATTERN,
   GROUP_FIELDS,
+  GROUP_DUE_MARK,
   DESCRIPTION,
   SUBMIT_FIELDS,
   SUBMIT_WIDTH,
+  SUBMIT_PERIODIC_WIDTH,
+  DELAY_MARK,
   RUN_WIDTH,
   OUTCOME_SUCCESS: OUTCOME.success,
   OUTCOME_FAILED: OUTCOME.failed,
@@ -203,7 +240,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
 };
 
 function luaString(s: string): string {
-  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n')}'`;
+  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n').replace(/\0/g, '\\000')}'`;
 }
 
 function luaValue(v: WireValue): string {

@@ -294,6 +294,9 @@ describe('fair selection', () => {
       weight: 3,
       paused: 0,
       ready: 1,
+      rate: 0,
+      per: 0,
+      logged: 0,
     });
     // Listed and runnable: only the lengths of its lists change. Paused: counted the same.
     await q.submitBulk([job('w', 'high'), job('w', 'low'), job('w', 'low'), job('p', 'high')]);

@@ -285,7 +285,7 @@ describe('job lifecycle', () => {
     for (const j of jobs) expect(await q.getJob(j.id)).toMatchObject({ state: 'success', result: j.group, group: j.group });
     // Drained groups are not kept, but for one with a setting of its own.
     expect(await q.groups()).toEqual([
-      { group: 'a:b:high', waiting: 0, running: 0, stuck: 0, paused: false, limit: 0, weight: 2 },
+      { group: 'a:b:high', waiting: 0, running: 0, stuck: 0, paused: false, limit: 0, weight: 2, rate: null },
     ]);
     await q.setGroupLimit('a:b:high', { weight: 1 });
     expect(await q.groups()).toEqual([]);

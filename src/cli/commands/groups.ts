@@ -1,8 +1,10 @@
 /** Group commands: groups, pause-group, resume-group, group-limit; and workers, stats. */
 import type { Command } from 'commander';
 import type { GroupInfo, Queue } from '../../queue/queue.js';
+import { formatDuration } from '../../timers/duration.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
 import { CliError, intOption, printJson, printTable, withQueue } from '../support.js';
+import { rateOption } from './durations.js';
 
 /** The group named `group` as `rota groups` lists it, or null: no jobs and no settings of its own. */
 async function findGroup(queue: Queue, group: string): Promise<GroupInfo | null> {
@@ -25,15 +27,24 @@ function describeGroup(g: GroupInfo): string {
 export function register(program: Command): void {
   program
     .command('groups')
-    .description('per group: depth, running, stuck, paused, limit, weight')
+    .description('per group: depth, running, stuck, paused, limit, weight, rate')
     .option('--json', 'print one JSON object per line')
     .action(async (_o: unknown, cmd: Command) =>
       withQueue(cmd, async (queue, g) => {
         const groups = await queue.groups();
         if (g.json) return groups.forEach(printJson);
         printTable(
-          ['GROUP', 'WAITING', 'RUNNING', 'STUCK', 'PAUSED', 'LIMIT', 'WEIGHT'],
-          groups.map((x) => [x.group, x.waiting, x.running, x.stuck, x.paused ? 'yes' : 'no', x.limit || 'none', x.weight]),
+          ['GROUP', 'WAITING', 'RUNNING', 'STUCK', 'PAUSED', 'LIMIT', 'WEIGHT', 'RATE'],
+          groups.map((x) => [
+            x.group,
+            x.waiting,
+            x.running,
+            x.stuck,
+            x.paused ? 'yes' : 'no',
+            x.limit || 'none',
+            x.weight,
+            x.rate ? `${x.rate.max}/${formatDuration(x.rate.perMs)}` : 'none',
+          ]),
         );
       }),
     );
@@ -65,7 +76,7 @@ export function register(program: Command): void {
 
   program
     .command('group-limit')
-    .description("set a group's concurrency limit (0: none) and round-robin weight; with no option, show them")
+    .description("set a group's concurrency limit (0: none), round-robin weight and rate limit; with no option, show them")
     .argument('<group>')
     .option(
       '--concurrency <n>',
@@ -73,20 +84,30 @@ export function register(program: Command): void {
       intOption('--concurrency', 0, 1_000_000),
     )
     .option('--weight <n>', 'turns per round-robin round', intOption('--weight', 1, 1000))
+    .option(
+      '--rate <max/per>',
+      'at most max starts in any window of per, across all executors: 10/1s, 600/1h; none lifts it',
+      rateOption('--rate'),
+    )
     .option('--json', 'show the group as JSON')
-    .action(async (group: string, o: { concurrency?: number; weight?: number; json?: boolean }, cmd: Command) =>
-      withQueue(cmd, async (queue) => {
-        const { json, ...settings } = o;
-        // Every option but --json is a setting: with none given, show the group's current ones.
-        if (Object.values(settings).every((v) => v === undefined)) {
-          const found = await findGroup(queue, group);
-          if (!found) throw noGroup(queue, group, '');
-          process.stdout.write(json ? `${JSON.stringify(found)}\n` : `${describeGroup(found)}\n`);
-          return;
-        }
-        await queue.setGroupLimit(group, settings);
-        process.stdout.write(`group ${group}: ${JSON.stringify(settings)}\n`);
-      }),
+    .action(
+      async (
+        group: string,
+        o: { concurrency?: number; weight?: number; rate?: { max: number; perMs: number } | 'none'; json?: boolean },
+        cmd: Command,
+      ) =>
+        withQueue(cmd, async (queue) => {
+          const { json, ...settings } = o;
+          // Every option but --json is a setting: with none given, show the group's current ones.
+          if (Object.values(settings).every((v) => v === undefined)) {
+            const found = await findGroup(queue, group);
+            if (!found) throw noGroup(queue, group, '');
+            process.stdout.write(json ? `${JSON.stringify(found)}\n` : `${describeGroup(found)}\n`);
+            return;
+          }
+          await queue.setGroupLimit(group, { ...settings, rate: settings.rate === 'none' ? null : settings.rate });
+          process.stdout.write(`group ${group}: ${JSON.stringify(settings)}\n`);
+        }),
     );
 
   program

@@ -3,6 +3,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { FINAL_STATES, JOB_STATES, type Job, type JobState } from '../../queue/job.js';
 import { EXIT_INVALID, EXIT_NOT_FOUND } from '../exit-codes.js';
 import { CliError, intOption, iso, printJson, printTable, withQueue } from '../support.js';
+import { durationOption } from './durations.js';
 
 function parseArgs(value: string): unknown {
   try {
@@ -10,6 +11,13 @@ function parseArgs(value: string): unknown {
   } catch (err) {
     throw new InvalidArgumentError(`--args must be JSON (${(err as Error).message})`);
   }
+}
+
+/** Parses `--at`: an ISO-8601 time (or anything Date.parse reads), as ms since the epoch. */
+function parseAt(value: string): number {
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new InvalidArgumentError('--at must be a time such as 2026-01-31T09:00:00Z');
+  return ms;
 }
 
 function parseState(value: string): JobState {
@@ -35,11 +43,21 @@ export function register(program: Command): void {
     .option('--priority <p>', 'high or low', 'low')
     .option('--id <id>', 'job id (an existing id returns the existing job)')
     .option('--max-retries <n>', 'retries after failures', intOption('--max-retries', 0, 1000))
+    .option('--delay <duration>', 'run no earlier than this long from now: 30s, 5m, PT1H', durationOption('--delay'))
+    .option('--at <time>', 'run no earlier than this time (ISO-8601)', parseAt)
     .option('--json', 'print the job as JSON')
     .action(
       async (
         task: string,
-        o: { group: string; args?: unknown; priority: string; id?: string; maxRetries?: number },
+        o: {
+          group: string;
+          args?: unknown;
+          priority: string;
+          id?: string;
+          maxRetries?: number;
+          delay?: number;
+          at?: number;
+        },
         cmd: Command,
       ) =>
         withQueue(cmd, async (queue, g) => {
@@ -52,6 +70,8 @@ export function register(program: Command): void {
             priority: o.priority as 'high' | 'low',
             id: o.id,
             maxRetries: o.maxRetries,
+            delay: o.delay,
+            runAt: o.at,
           });
           if (existed) process.stderr.write(`rota: job ${job.id} already existed (${job.state}); nothing was submitted\n`);
           if (g.json) printJson(job);
@@ -156,6 +176,8 @@ function printJob(job: Job, logs: string[]): void {
     ['started', iso(job.started)],
     ['finished', iso(job.finished)],
     ['due', iso(job.due)],
+    ['runAt', iso(job.runAt)],
+    ['taken', iso(job.taken)],
     ['worker', job.worker],
     ['takeSeq', job.takeSeq],
     ['tracker', job.tracker],
