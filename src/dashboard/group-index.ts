@@ -16,8 +16,10 @@ export function waitingOf(g: GroupState): number {
   return g.nh + g.nl + Math.max(0, g.nr - g.stuck);
 }
 
-/** Sorted orders are recomputed at most this often while the index changes (ms). */
+/** Sorted orders of a large index are recomputed at most this often while it changes (ms). */
 const SORT_MAX_AGE_MS = 5000;
+/** An index this small is sorted again whenever it changed. */
+const SMALL_INDEX = 10_000;
 
 export class GroupIndex {
   private readonly states = new Map<string, GroupState>();
@@ -104,7 +106,9 @@ export class GroupIndex {
   private order(sort: GroupSort): string[] {
     const cached = this.sorted.get(sort);
     const now = Date.now();
-    if (cached && (cached.version === this.version || now - cached.at < SORT_MAX_AGE_MS)) return cached.names;
+    if (cached && (cached.version === this.version || (this.states.size > SMALL_INDEX && now - cached.at < SORT_MAX_AGE_MS))) {
+      return cached.names;
+    }
     const names = [...this.states.keys()];
     if (sort === 'group') names.sort();
     else {

@@ -41,6 +41,7 @@ export function layout(ctx: PageContext, page: Page, flash?: string): Html {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="csrf" content="${ctx.csrf}">
+<link rel="icon" href="data:,">
 <title>${page.title} · ${ctx.q.name} · Rota</title>
 <link rel="stylesheet" href="${ctx.root}/assets/uPlot.min.css">
 <link rel="stylesheet" href="${ctx.root}/assets/style.css">
