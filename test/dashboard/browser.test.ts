@@ -84,8 +84,8 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in a browser', () => {
 
   it('shows the job detail: args, error with stack, timeline', async () => {
     const page = await open(`/jobs/${failedId}`);
-    await expect(page.locator('pre.error').innerText()).resolves.toContain('it broke <b>badly</b>');
-    await expect(page.locator('ol.timeline').innerText()).resolves.toMatch(/submitted[\s\S]*started[\s\S]*finished/);
+    await expect(page.locator('pre.error').textContent()).resolves.toContain('it broke <b>badly</b>');
+    await expect(page.locator('ol.timeline').textContent()).resolves.toMatch(/submitted[\s\S]*started[\s\S]*finished/);
     await page.close();
   });
 
@@ -131,11 +131,11 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in a browser', () => {
   it('shows a hostile group name and args as text', async () => {
     const page = await open('/groups');
     const cell = page.locator('td.name', { hasText: '<img src=x' });
-    await expect(cell.innerText()).resolves.toBe(HOSTILE);
+    await expect(cell.textContent()).resolves.toBe(HOSTILE);
     await expect(page.locator('main img').count()).resolves.toBe(0);
     const jobs = await open(`/jobs?state=waiting&group=${encodeURIComponent(HOSTILE)}`);
     await jobs.locator('table.jobs a').first().click();
-    await expect(jobs.locator('pre.args').innerText()).resolves.toContain('<script>window.__xss=2</script>');
+    await expect(jobs.locator('pre.args').textContent()).resolves.toContain('<script>window.__xss=2</script>');
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
     expect(await jobs.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
     await page.close();
@@ -159,7 +159,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in a browser', () => {
 
   it('updates counts and tables without a reload', async () => {
     const page = await open('/');
-    const before = Number((await page.locator('header [data-count="waiting"]').innerText()).replace(/,/g, ''));
+    const before = Number((await page.locator('header [data-count="waiting"]').textContent()).replace(/,/g, ''));
     await queue.submitBulk(Array.from({ length: 7 }, () => ({ task: 'mail', group: 'live' })));
     await page.waitForFunction(
       (n) => Number(document.querySelector('header [data-count="waiting"]')?.textContent?.replace(/,/g, '')) === n,
