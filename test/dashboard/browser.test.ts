@@ -159,7 +159,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in a browser', () => {
 
   it('updates counts and tables without a reload', async () => {
     const page = await open('/');
-    const before = Number((await page.locator('header [data-count="waiting"]').textContent()).replace(/,/g, ''));
+    const before = Number((await page.locator('header [data-count="waiting"]').textContent())!.replace(/,/g, ''));
     await queue.submitBulk(Array.from({ length: 7 }, () => ({ task: 'mail', group: 'live' })));
     await page.waitForFunction(
       (n) => Number(document.querySelector('header [data-count="waiting"]')?.textContent?.replace(/,/g, '')) === n,
