@@ -50,7 +50,7 @@ export function layout(ctx: PageContext, page: Page, flash?: string): Html {
 </head>
 <body data-live="${ctx.base}/live?view=${encodeURIComponent(view)}">
 <header>
-<a class="brand" href="${ctx.root || '/'}">Rota</a>
+<a class="brand" href="${ctx.root}/">Rota</a>
 ${ctx.queues.length > 1 ? html`<nav class="queues">${ctx.queues.map((name) => html`<a href="${ctx.root}/q/${encodeURIComponent(name)}/"${name === ctx.q.name ? html` class="current"` : ''}>${name}</a>`)}</nav>` : html`<span class="queue">${ctx.q.name}</span>`}
 <nav class="pages">${NAV.map(([id, path, label]) => html`<a href="${ctx.base}${path}"${id === page.nav ? html` class="current"` : ''}>${label}</a>`)}</nav>
 <span class="counts">${Object.entries(counts).map(([state, n]) => html`<span class="state state-${state}">${state} <b data-count="${state}">${n}</b></span>`)}</span>
