@@ -5,7 +5,7 @@
 
   KEYS[1] groups   (every key is built from ARGV[1])
   ARGV[1] key prefix
-  ARGV[2] events entries read for the fairness view (0: none)
+  ARGV[2] most events entries read for the fairness view (0: none)
   ARGV[3] most takes counted for it
   ARGV[4..] the page's group names
 
@@ -42,22 +42,29 @@ end
 
 local shares, takes, since = {}, 0, false
 local byGroup = {}
-local entries = EMPTY
-if tonumber(ARGV[2]) > 0 then
-  entries = call('XREVRANGE', prefix .. 'events', '+', '-', 'COUNT', ARGV[2])
-end
-local most = tonumber(ARGV[3])
-for _, item in ipairs(entries) do
-  if takes >= most then break end
-  since = tonumber(string.match(item[1], '^(%d+)'))
-  local fields = item[2]
-  for k = 1, #fields, 2 do
-    if fields[k] == 'scheduled' then
-      for _, id in ipairs(cjson.decode(fields[k + 1])) do
-        local group = call('HGET', prefix .. 'j:' .. id, 'group')
-        if group then
-          byGroup[group] = (byGroup[group] or 0) + 1
-          takes = takes + 1
+-- Entries are read ten at a time, newest first, until enough takes were counted, ARGV[2]
+-- entries or FAIRNESS_BYTES of their fields were read: a bulk submit's entry lists a thousand
+-- ids, and those are not takes.
+local FAIRNESS_BYTES = 262144
+local wanted, most = tonumber(ARGV[2]), tonumber(ARGV[3])
+local seen, bytes, from = 0, 0, '+'
+while seen < wanted and takes < most and bytes < FAIRNESS_BYTES do
+  local entries = call('XREVRANGE', prefix .. 'events', from, '-', 'COUNT', '10')
+  if #entries == 0 then break end
+  for _, item in ipairs(entries) do
+    seen = seen + 1
+    since = tonumber(string.match(item[1], '^(%d+)'))
+    from = '(' .. item[1]
+    local fields = item[2]
+    for k = 1, #fields, 2 do
+      bytes = bytes + #fields[k + 1]
+      if fields[k] == 'scheduled' then
+        for _, id in ipairs(cjson.decode(fields[k + 1])) do
+          local group = call('HGET', prefix .. 'j:' .. id, 'group')
+          if group then
+            byGroup[group] = (byGroup[group] or 0) + 1
+            takes = takes + 1
+          end
         end
       end
     end

@@ -1,20 +1,22 @@
 --[[
   A page of the dashboard's job list (src/dashboard/): the jobs of one state, optionally of one
-  group and one task, newest first for finished jobs, in take order for waiting ones. It reads
-  candidates a chunk at a time and stops once the page is full or it has read the most
-  candidates it may, so no call reads a whole set. Read only.
+  group and one task, newest first for finished jobs, in take order for waiting ones. Candidates
+  (the ids of the set or lists that hold the state) are read a chunk at a time from a position,
+  and the call stops once the page is full or it has looked at the most candidates it may, so
+  no call reads a whole set; the next page goes on from the position it answers. Read only.
 
   KEYS[1] counts   (every key is built from ARGV[1])
   ARGV[1] key prefix
   ARGV[2] state
   ARGV[3] group ('' any)
   ARGV[4] task ('' any)
-  ARGV[5] matching jobs to skip (the page's offset)
+  ARGV[5] position of the first candidate (candidates before it are passed over unread)
   ARGV[6] page size
-  ARGV[7] most candidates read
+  ARGV[7] most candidates looked at
 
   Returns { 1 when the state can be listed, else 0, the jobs as a flat list (per job: id, then
-            the hash fields of JOB_FIELDS below), candidates read, 1 when candidates were unread }
+            the hash fields of JOB_FIELDS below), position after the last candidate looked at,
+            1 when candidates are left }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
 --- @flags no-writes
@@ -23,7 +25,7 @@
 
 local prefix = ARGV[1]
 local state, group, task = ARGV[2], ARGV[3], ARGV[4]
-local skip, size, most = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local start, size, most = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local CHUNK = 200
 local JOB_FIELDS = { 'state', 'group', 'd', 'submitted', 'started', 'finished', 'retries', 'worker', 'error' }
 
@@ -47,9 +49,10 @@ local function taskOf(d)
   return nil
 end
 
--- An iterator of chunks of a sorted set's members by rank (reversed: highest score first).
-local function zsetChunks(key, reversed)
-  local at = 0
+-- An iterator of chunks of a sorted set's members by rank (reversed: highest score first), from
+-- rank `from`.
+local function zsetChunks(key, reversed, from)
+  local at = from
   return function()
     local cmd = reversed and 'ZREVRANGE' or 'ZRANGE'
     local part = call(cmd, key, str(at), str(at + CHUNK - 1))
@@ -116,12 +119,16 @@ local function everyGroup()
 end
 
 local chunks
+-- Candidates passed over by rank already (sorted sets); the others are passed over as read.
+local skipped = 0
 if state == 'success' or state == 'failed' or state == 'cancelled' then
-  chunks = zsetChunks(prefix .. 'done:' .. state, true)
+  chunks = zsetChunks(prefix .. 'done:' .. state, true, start)
+  skipped = start
 elseif state == 'stuck' then
-  chunks = zsetChunks(prefix .. 'delayed', false)
+  chunks = zsetChunks(prefix .. 'delayed', false, start)
+  skipped = start
 elseif state == 'scheduled' or state == 'running' then
-  local leased = zsetChunks(prefix .. 'leases', false)
+  local leased = zsetChunks(prefix .. 'leases', false, 0)
   chunks = function()
     local part = leased()
     if not part then return nil end
@@ -138,25 +145,30 @@ else
   return { 0, EMPTY, 0, 0 }
 end
 
-local out, found, read, unread = {}, 0, 0, 0
-while found < skip + size do
-  if read >= most then
-    unread = 1
-    break
-  end
-  local part = chunks()
-  if not part then break end
-  for _, id in ipairs(part) do
-    read = read + 1
-    local job = call('HMGET', prefix .. 'j:' .. id, unpack(JOB_FIELDS))
-    if job[1] == state and (group == '' or job[2] == group) and (task == '' or taskOf(job[3]) == task) then
-      found = found + 1
-      if found > skip and found <= skip + size then
-        out[#out + 1] = id
-        for k = 1, #JOB_FIELDS do out[#out + 1] = job[k] or '' end
-      end
-    end
-  end
+-- The next candidate's chunk and place in it (nil: none is left).
+local part, at = chunks(), 1
+local function settle()
+  while part and at > #part do part, at = chunks(), 1 end
 end
-if unread == 0 and (found > skip + size or (found == skip + size and chunks())) then unread = 1 end
-return { 1, out, read, unread }
+
+-- Candidates before `start` that the chunks did not pass over are passed over unread.
+settle()
+while part and skipped < start do
+  local n = math.min(#part - at + 1, start - skipped)
+  skipped, at = skipped + n, at + n
+  settle()
+end
+
+local out, found, looked = {}, 0, 0
+while part and found < size and looked < most do
+  local id = part[at]
+  at, looked = at + 1, looked + 1
+  local job = call('HMGET', prefix .. 'j:' .. id, unpack(JOB_FIELDS))
+  if job[1] == state and (group == '' or job[2] == group) and (task == '' or taskOf(job[3]) == task) then
+    found = found + 1
+    out[#out + 1] = id
+    for k = 1, #JOB_FIELDS do out[#out + 1] = job[k] or '' end
+  end
+  settle()
+end
+return { 1, out, start + looked, part and 1 or 0 }

@@ -56,15 +56,15 @@ export const ACTIONS: Record<string, Action> = {
     const group = f.get('group') || undefined;
     const task = f.get('task') || undefined;
     let retried = 0;
-    let skipped = 0;
-    // Retried jobs leave the failed set, so each round reads from its start (past those that stayed).
+    let start = 0;
+    // Retried jobs leave the failed set: each round starts past the jobs that stayed in it.
     while (retried < MAX_RETRY_ALL) {
-      const page = await q.store.jobs({ state: 'failed', group, task, offset: skipped, limit: 500, maxRead: MAX_READ });
-      if (page.jobs.length === 0) break;
+      const page = await q.store.jobs({ state: 'failed', group, task, start, limit: 500, maxRead: MAX_READ });
       const states = await Promise.all(page.jobs.map((j) => q.queue.retry(j.id)));
-      for (const s of states) if (s === 'waiting') retried++;
-      skipped += states.filter((s) => s !== 'waiting').length;
-      if (!page.more && page.jobs.length < 500) break;
+      const done = states.filter((s) => s === 'waiting').length;
+      retried += done;
+      start = page.next - done;
+      if (!page.more) break;
     }
     return `${retried} failed job${retried === 1 ? '' : 's'} retried.`;
   },

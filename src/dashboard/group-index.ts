@@ -48,11 +48,17 @@ export class GroupIndex {
 
   /** Resolves once the index was loaded (starting the load on first call). */
   ready(): Promise<void> {
-    this.loading ??= readGroupStates(this.client, this.key).then((all) => {
-      for (const [name, state] of all) this.states.set(name, state);
-      this.loaded = true;
-      this.version++;
-    });
+    this.loading ??= readGroupStates(this.client, this.key).then(
+      (all) => {
+        for (const [name, state] of all) this.states.set(name, state);
+        this.loaded = true;
+        this.version++;
+      },
+      (err: unknown) => {
+        this.loading = undefined;
+        throw err;
+      },
+    );
     return this.loading;
   }
 

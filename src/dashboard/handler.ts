@@ -10,7 +10,7 @@ import { RotaError, ValidationError } from '../errors.js';
 import { PeriodicTasks } from '../periodic/tasks.js';
 import { Queue } from '../queue/queue.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
-import { DashboardStore } from '../redis/dashboard-store.js';
+import { DashboardStore, type Tick } from '../redis/dashboard-store.js';
 import { checkQueueName } from '../redis/keys.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { ACTIONS } from './actions.js';
@@ -159,6 +159,8 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
     );
   });
   reader.start();
+  // The group indexes load in the background from the start, so that the first groups page need not wait.
+  for (const h of handles.values()) h.live.groups.ready().catch(() => {});
 
   const send = (res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}) => {
     res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type, 'cache-control': 'no-store', ...extra });
@@ -254,8 +256,8 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
     await reader.touch(q.name);
     if (rest === '/live') return live(q, url, req, res);
     if (rest === '/api/tick') {
-      const t = q.live.tick;
-      return send(res, 200, 'application/json', JSON.stringify({ tick: t, series: q.live.series }));
+      const { swept: _swept, cursor: _cursor, ...tick } = q.live.tick ?? ({} as Partial<Tick>);
+      return send(res, 200, 'application/json', JSON.stringify({ tick, series: q.live.series }));
     }
     const ctx = contextOf(q, rest, url.searchParams, access.csrf(req, res));
     const fragment = url.searchParams.get('fragment') === '1';

@@ -85,9 +85,9 @@ export interface JobsRead {
   /** False when jobs of this state cannot be listed (a state the dashboard does not know). */
   listable: boolean;
   jobs: JobRow[];
-  /** Candidates read. */
-  read: number;
-  /** Candidates were left unread (a later page, or a wider scan, may find more). */
+  /** Position of the candidate after the last one looked at: where the next page starts. */
+  next: number;
+  /** Candidates are left (the next page may hold more jobs). */
   more: boolean;
 }
 
@@ -96,9 +96,13 @@ export interface JobsQuery {
   state: JobState | string;
   group?: string;
   task?: string;
-  offset: number;
+  /**
+   * Position of the first candidate among the ids of the set or lists that hold the state (0: the
+   * first page; a page's `next` for the page after it).
+   */
+  start: number;
   limit: number;
-  /** Most candidates read. */
+  /** Most candidates looked at. */
   maxRead: number;
 }
 
@@ -173,10 +177,10 @@ export class DashboardStore {
   /** dashboard-jobs.lua: a page of jobs of one state, optionally of one group and task. */
   async jobs(q: JobsQuery): Promise<JobsRead> {
     const k = this.queue.keys;
-    const [listable, flat, read, left] = await this.queue.fcall<[number, Buffer[], number, number]>(
+    const [listable, flat, next, left] = await this.queue.fcall<[number, Buffer[], number, number]>(
       'dashboard-jobs',
       k.counts,
-      [k.prefix, q.state, q.group ?? '', q.task ?? '', q.offset, q.limit, q.maxRead],
+      [k.prefix, q.state, q.group ?? '', q.task ?? '', q.start, q.limit, q.maxRead],
       true,
     );
     const jobs: JobRow[] = [];
@@ -194,6 +198,6 @@ export class DashboardStore {
         error: text(flat[i + 9]) || undefined,
       });
     }
-    return { listable: listable === 1, jobs, read: Number(read), more: left === 1 };
+    return { listable: listable === 1, jobs, next: Number(next), more: left === 1 };
   }
 }

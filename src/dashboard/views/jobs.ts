@@ -5,12 +5,12 @@
  */
 import { FINAL_STATES, JOB_STATES, unpackDescription } from '../../queue/job.js';
 import type { Page, PageContext } from '../context.js';
-import { ago, count, html, pretty, time } from '../html.js';
+import { ago, count, type Html, html, pretty, time } from '../html.js';
 import { actionButton } from './layout.js';
-import { pageOf, pager } from './paging.js';
+import { pageOf } from './paging.js';
 
 /** Candidates a list page reads at most (a filter that matches few jobs shows "more may exist"). */
-export const MAX_READ = 5000;
+export const MAX_READ = 2000;
 
 /** The states the list offers: those the queue counts (a new state shows without code), then the known ones. */
 function states(ctx: PageContext): string[] {
@@ -23,12 +23,13 @@ export async function jobList(ctx: PageContext): Promise<Page> {
   const state = q.get('state') || 'waiting';
   const group = q.get('group') ?? '';
   const task = q.get('task') ?? '';
-  const { offset, limit } = pageOf(q);
+  const { limit } = pageOf(q);
+  const start = Math.max(0, Math.floor(Number(q.get('start') ?? 0)) || 0);
   const read = await ctx.q.store.jobs({
     state,
     group: group || undefined,
     task: task || undefined,
-    offset,
+    start,
     limit,
     maxRead: MAX_READ,
   });
@@ -37,7 +38,7 @@ export async function jobList(ctx: PageContext): Promise<Page> {
   const tab = (s: string) => {
     const p = new URLSearchParams(q);
     p.set('state', s);
-    p.delete('offset');
+    p.delete('start');
     return html`<a href="${ctx.base}/jobs?${p}" class="tab state-${s}${s === state ? ' current' : ''}">${s} <b data-count="${s}">${count(counts[s] ?? 0)}</b></a>`;
   };
   const filtered = group !== '' || task !== '';
@@ -65,11 +66,22 @@ ${
         return html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${taskName}</td><td>${j.group}</td><td><span class="state state-${j.state}">${j.state}</span></td>
 <td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td></tr>`;
       })}</tbody></table>
-${read.jobs.length === 0 ? html`<p class="empty">No ${state} job${filtered ? ' matches the filter' : ''}${read.more ? ` among the first ${count(read.read)} read; a later page may find some` : ''}.</p>` : ''}
-${pager(ctx, '/jobs', offset, limit, filtered ? undefined : counts[state], read.more)}`
+${read.jobs.length === 0 ? html`<p class="empty">No ${state} job${filtered ? ' matches the filter' : ''}${read.more ? ` among the ${count(read.next - start)} looked at; the next page looks further` : ''}.</p>` : ''}
+${pager(ctx, start, read.next, read.more)}`
     : html`<p class="empty">Jobs in state “${state}” cannot be listed here; find one by its id.</p>`
 }`,
   };
+}
+
+/** Links to the first and the next page of a job list (a page starts at a candidate position). */
+function pager(ctx: PageContext, start: number, next: number, more: boolean): Html {
+  const link = (to: number, label: string) => {
+    const p = new URLSearchParams(ctx.query);
+    if (to > 0) p.set('start', String(to));
+    else p.delete('start');
+    return html`<a href="${ctx.base}/jobs?${p}">${label}</a>`;
+  };
+  return html`<nav class="pager">${start > 0 ? link(0, '« first page') : ''}${more ? link(next, 'next →') : ''}</nav>`;
 }
 
 export async function jobDetail(ctx: PageContext, id: string): Promise<Page> {

@@ -15,29 +15,48 @@ const MOST_RUNS = 10_000;
 /** Upcoming runs on the timeline. */
 const UPCOMING = 40;
 
+/** Timers parsed, by spec and zone (parsing a calendar timer is not free; tasks keep theirs). */
+const parsed = new Map<string, Timer | string>();
+
 /** The timer parsed, or the reason it does not parse. */
 function timerOf(t: PeriodicTask): Timer | string {
-  try {
-    return parseTimer(t.timer, { timezone: t.timezone });
-  } catch (err) {
-    return (err as Error).message;
+  const key = `${t.timezone ?? ''}\n${t.timer}`;
+  let timer = parsed.get(key);
+  if (timer === undefined) {
+    try {
+      timer = parseTimer(t.timer, { timezone: t.timezone });
+    } catch (err) {
+      timer = (err as Error).message;
+    }
+    if (parsed.size >= 1000) parsed.clear();
+    parsed.set(key, timer);
   }
+  return timer;
 }
+
+/** Date formats by zone (building one costs more than formatting with it). */
+const formats = new Map<string, Intl.DateTimeFormat>();
 
 /** A time in a zone, as `YYYY-MM-DD HH:MM:SS zone`. */
 export function zoned(ms: number, zone: string | undefined): string {
   const tz = zone ?? 'UTC';
   try {
-    const parts = new Intl.DateTimeFormat('en-CA', {
-      timeZone: tz,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-    }).formatToParts(new Date(ms));
+    let f = formats.get(tz);
+    if (!f) {
+      f = new Intl.DateTimeFormat('en-CA', {
+        timeZone: tz,
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+        hourCycle: 'h23',
+      });
+      if (formats.size >= 500) formats.clear();
+      formats.set(tz, f);
+    }
+    const parts = f.formatToParts(new Date(ms));
     const p = Object.fromEntries(parts.map((x) => [x.type, x.value]));
     return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${tz}`;
   } catch {
@@ -62,7 +81,7 @@ function status(s: string | undefined): Html {
 
 export async function periodicList(ctx: PageContext): Promise<Page> {
   const p = ctx.q.periodic;
-  const [tasks, upcoming, rules] = await Promise.all([p.list(), p.upcoming({ limit: UPCOMING }), p.rules()]);
+  const [tasks, rules] = await Promise.all([p.list(), p.rules()]);
   const lastIds = tasks.map((t) => t.lastJobId);
   const pipe = p.client.pipeline();
   for (const id of lastIds) if (id) pipe.hget(ctx.q.queue.keys.job(id), 'state');
@@ -70,6 +89,15 @@ export async function periodicList(ctx: PageContext): Promise<Page> {
   let k = 0;
   const lastState = lastIds.map((id) => (id ? ((states[k++]?.[1] as string | null) ?? 'expired') : undefined));
   const now = ctx.q.live.tick?.now ?? Date.now();
+  const next = tasks.map((t) => {
+    const timer = timerOf(t);
+    return typeof timer === 'string' ? [] : nextRuns(t, timer, 5);
+  });
+  // The timeline: the next runs of every enabled task (up to 5 each), in time order.
+  const upcoming = tasks
+    .flatMap((t, i) => (t.enabled ? next[i].map((occurrence) => ({ id: t.id, task: t.task, group: t.group, occurrence })) : []))
+    .sort((a, b) => a.occurrence - b.occurrence)
+    .slice(0, UPCOMING);
   return {
     title: 'Periodic',
     nav: 'periodic',
@@ -78,10 +106,9 @@ export async function periodicList(ctx: PageContext): Promise<Page> {
 <tbody>${tasks.map((t, i) => {
       const timer = timerOf(t);
       const zone = typeof timer === 'string' ? t.timezone : (timer.timezone ?? t.timezone);
-      const next = typeof timer === 'string' ? [] : nextRuns(t, timer, 5);
       return html`<tr data-task="${t.id}"><td><a href="${ctx.base}/periodic/${encodeURIComponent(t.id)}">${t.id}</a></td><td>${t.task}</td>
 <td class="mono">${t.timer}</td><td class="mono">${typeof timer === 'string' ? html`<span class="error">${timer}</span>` : timer.normalized}</td><td>${zone ?? 'UTC'}</td>
-<td><ol class="next">${next.map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol>${t.enabled ? '' : html`<span class="muted">disabled</span>`}</td>
+<td><ol class="next">${next[i].map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol>${t.enabled ? '' : html`<span class="muted">disabled</span>`}</td>
 <td>${status(lastState[i])}${t.lastrun !== undefined ? html`<br>${ago(t.lastrun, now)}` : ''}</td>
 <td>${t.enabled ? 'yes' : html`<span class="paused">no</span>`}</td>
 <td class="actions">${t.enabled ? actionButton(ctx, 'periodic/disable', 'Disable', { id: t.id }) : actionButton(ctx, 'periodic/enable', 'Enable', { id: t.id })}${actionButton(ctx, 'periodic/trigger', 'Trigger', { id: t.id })}</td></tr>`;
