@@ -23,7 +23,7 @@ import { executors } from './views/executors.js';
 import { groups } from './views/groups.js';
 import { jobDetail, jobList } from './views/jobs.js';
 import { layout } from './views/layout.js';
-import { overview, queueIndex } from './views/overview.js';
+import { overview, queueIndex, slotsBusy } from './views/overview.js';
 import { periodicList, periodicTask } from './views/periodic.js';
 
 /** Options of {@link dashboard}. */
@@ -139,12 +139,6 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
   reader.on('tick', (name: string) => {
     const live = handles.get(name)!.live;
     const t = live.tick!;
-    let running = 0;
-    let slots = 0;
-    for (const e of t.executors) {
-      running += Number(e.info.running) || 0;
-      slots += Number(e.info.concurrency) || 0;
-    }
     tickMessages.set(
       name,
       `event: tick\ndata: ${JSON.stringify({
@@ -152,7 +146,7 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
         counts: t.counts,
         point: live.series.at(-1) ?? null,
         executors: count(t.liveExecutors),
-        slots: `${running} / ${slots}`,
+        slots: slotsBusy(t),
         memory: t.server ? bytes(t.server.usedMemory) : null,
         ops: t.server ? count(t.server.opsPerSec) : null,
       })}\n\n`,

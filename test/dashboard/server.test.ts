@@ -138,6 +138,40 @@ describe('dashboard over HTTP', () => {
     expect(detail).toContain(`error &lt;script&gt;`);
   });
 
+  it('retries every failed job matching the filter, and no other', async () => {
+    const worker = new Worker(
+      name,
+      {
+        flaky: async () => {
+          throw new Error('down');
+        },
+      },
+      { connection: redisUrl() },
+    );
+    const jobs = await queue.submitBulk([
+      ...Array.from({ length: 4 }, () => ({ task: 'flaky', group: 'retry-a', maxRetries: 0 })),
+      ...Array.from({ length: 3 }, () => ({ task: 'flaky', group: 'retry-b', maxRetries: 0 })),
+    ]);
+    await eventually(async () => {
+      const states = await Promise.all(jobs.map((j) => queue.getJob(j.id)));
+      return states.every((j) => j?.state === 'failed');
+    }, 30_000);
+    await worker.close();
+    const { csrf, cookie } = await csrfOf(`${base}/jobs?state=failed`);
+    const f = form({ _csrf: csrf, group: 'retry-a', task: 'flaky' });
+    const r = await request(`${base}/actions/jobs/retry-failed`, {
+      method: 'POST',
+      body: f.body,
+      headers: { ...f.headers, cookie, accept: 'application/json' },
+    });
+    expect(JSON.parse(r.body)).toEqual({ ok: true, message: '4 failed jobs retried.' });
+    const after = await Promise.all(jobs.map((j) => queue.getJob(j.id)));
+    expect(after.map((j) => `${j!.group}:${j!.state}`).sort()).toEqual([
+      ...Array(4).fill('retry-a:waiting'),
+      ...Array(3).fill('retry-b:failed'),
+    ]);
+  });
+
   it('finds a job by id, and says so when there is none', async () => {
     const job = await queue.submit({ task: 't', group: 'find' });
     const r = await request(`${base}/jobs?id=${job.id}`);

@@ -25,7 +25,11 @@
         width: Math.max(300, el.clientWidth || 800),
         height: 220,
         scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
-        series: [{}, { label: 'submitted/s', stroke: '#2f6fdf', width: 2 }, { label: 'finished/s', stroke: '#1c9c5a', width: 2 }],
+        series: [
+          {},
+          { label: 'submitted/s', stroke: '#2f6fdf', width: 2, points: { show: false } },
+          { label: 'finished/s', stroke: '#1c9c5a', width: 2, points: { show: false } },
+        ],
         axes: [{}, { label: 'jobs/s' }],
       },
       data,
@@ -49,8 +53,38 @@
     chart.setData(d);
   }
 
+  // Adds a count for a state that has none on the page yet (a queue's first jobs, a new state).
+  function addCount(state) {
+    const header = document.querySelector('header .counts');
+    if (header) {
+      const span = document.createElement('span');
+      span.className = `state state-${state}`;
+      span.append(`${state} `);
+      const b = document.createElement('b');
+      b.dataset.count = state;
+      span.append(b);
+      header.append(span);
+    }
+    const cards = document.getElementById('state-cards');
+    if (cards) {
+      const a = document.createElement('a');
+      a.className = `card state-${state}`;
+      a.href = `${cards.dataset.jobs}?state=${encodeURIComponent(state)}`;
+      const label = document.createElement('span');
+      label.textContent = state;
+      const b = document.createElement('b');
+      b.dataset.count = state;
+      a.append(label, b);
+      cards.append(a);
+    }
+  }
+
   function onTick(t) {
-    for (const [state, n] of Object.entries(t.counts)) setText(`[data-count="${CSS.escape(state)}"]`, n.toLocaleString('en-US'));
+    for (const [state, n] of Object.entries(t.counts)) {
+      const selector = `[data-count="${CSS.escape(state)}"]`;
+      if (!document.querySelector(`header ${selector}`)) addCount(state);
+      setText(selector, n.toLocaleString('en-US'));
+    }
     if (t.point) {
       setText('#rate-submitted', t.point[1].toFixed(1));
       setText('#rate-finished', t.point[2].toFixed(1));

@@ -1,4 +1,5 @@
 /** The overview: jobs per state, throughput over 15 minutes, executors, Redis memory and ops/s. */
+import type { Tick } from '../../redis/dashboard-store.js';
 import type { Page, PageContext } from '../context.js';
 import { bytes, count, html } from '../html.js';
 
@@ -12,7 +13,7 @@ export function overview(ctx: PageContext): Page {
     title: 'Overview',
     nav: 'overview',
     main: html`<h1>Overview <small>${ctx.q.name}</small></h1>
-<section class="cards">${Object.entries(counts).map(
+<section class="cards" id="state-cards" data-jobs="${ctx.base}/jobs">${Object.entries(counts).map(
       ([state, n]) =>
         html`<a class="card state-${state}" href="${ctx.base}/jobs?state=${encodeURIComponent(state)}"><span>${state}</span><b data-count="${state}">${count(n)}</b></a>`,
     )}</section>
@@ -23,17 +24,22 @@ export function overview(ctx: PageContext): Page {
 </section>
 <section class="cards">
 <a class="card" href="${ctx.base}/executors"><span>executors</span><b id="executors">${t ? count(t.liveExecutors) : '–'}</b></a>
-<a class="card" href="${ctx.base}/executors"><span>slots busy</span><b id="slots">${t ? `${sum(t.executors, 'running')} / ${sum(t.executors, 'concurrency')}` : '–'}</b></a>
+<a class="card" href="${ctx.base}/executors"><span>slots busy</span><b id="slots">${t ? slotsBusy(t) : '–'}</b></a>
 <div class="card"><span>Redis memory</span><b id="redis-memory">${t?.server ? bytes(t.server.usedMemory) : '–'}</b></div>
 <div class="card"><span>Redis ops/s</span><b id="redis-ops">${t?.server ? count(t.server.opsPerSec) : '–'}</b></div>
 </section>`,
   };
 }
 
-function sum(executors: Array<{ info: Record<string, unknown> }>, field: string): number {
-  let n = 0;
-  for (const e of executors) n += Number(e.info[field] ?? 0) || 0;
-  return n;
+/**
+ * Busy slots of the live executors, as `busy / slots`: the jobs taken and not finished (scheduled
+ * or running, from the counts: an executor's own count is as of its last heartbeat) over the
+ * executors' concurrency.
+ */
+export function slotsBusy(t: Tick): string {
+  let slots = 0;
+  for (const e of t.executors) slots += Number(e.info.concurrency) || 0;
+  return `${count((t.counts.scheduled ?? 0) + (t.counts.running ?? 0))} / ${count(slots)}`;
 }
 
 /** The root of a dashboard of several queues: each queue's counts (from the reader's ticks). */
