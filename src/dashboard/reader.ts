@@ -48,6 +48,8 @@ export class QueueLive {
   readonly groups: GroupIndex;
   /** Commands the view refreshes may still spend (one more a tick, at most one ahead). */
   tokens = 1;
+  /** The tick being read (ticks of a queue are read one after the other). */
+  ticking: Promise<void> = Promise.resolve();
   constructor(
     readonly name: string,
     readonly store: DashboardStore,
@@ -146,8 +148,14 @@ export class LiveReader extends EventEmitter {
     }
   }
 
-  /** Reads a queue's tick and extends its series. */
-  private async tickQueue(q: QueueLive, server: boolean): Promise<void> {
+  /** Reads a queue's tick and extends its series; one at a time per queue (a request may ask for the first). */
+  private tickQueue(q: QueueLive, server: boolean): Promise<void> {
+    const run = q.ticking.then(() => this.readTick(q, server));
+    q.ticking = run.catch(() => {});
+    return run;
+  }
+
+  private async readTick(q: QueueLive, server: boolean): Promise<void> {
     const prev = q.tick;
     const t = await q.store.tick({
       since: prev?.now,
