@@ -91,12 +91,6 @@ export class GroupIndex {
     return this.states.has(name);
   }
 
-  /** The record fields the index can sort on (besides the name and `waiting`). */
-  fields(): string[] {
-    const first = this.states.values().next().value;
-    return first ? Object.keys(first) : [];
-  }
-
   /** A page of group names in the order of `sort` (descending for numbers, ascending for names). */
   page(sort: GroupSort, desc: boolean, offset: number, limit: number): string[] {
     const names = this.order(sort);

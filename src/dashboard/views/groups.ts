@@ -5,6 +5,7 @@
  */
 import { GROUP_FIELDS } from '../../redis/wire.js';
 import type { Page, PageContext } from '../context.js';
+import { waitingOf } from '../group-index.js';
 import { ago, count, html } from '../html.js';
 import { actionButton, csrfField } from './layout.js';
 import { pageOf, pager } from './paging.js';
@@ -44,7 +45,7 @@ export async function groups(ctx: PageContext): Promise<Page> {
     const enc = { group: name };
     return html`<tr data-group="${name}">
 <td class="name">${name}</td>
-<td class="num">${g ? count(g.nh) : '–'}</td><td class="num">${g ? count(g.nl) : '–'}</td><td class="num">${g ? count(Math.max(0, g.nr - g.stuck)) : '–'}</td>
+<td class="num">${g ? count(waitingOf(g)) : '–'}</td><td class="num">${g ? count(g.nh) : '–'}</td><td class="num">${g ? count(g.nl) : '–'}</td><td class="num">${g ? count(Math.max(0, g.nr - g.stuck)) : '–'}</td>
 <td class="num">${count(row.running)}</td><td class="num">${g ? count(g.stuck) : '–'}</td>
 <td>${row.oldest !== undefined ? ago(row.oldest, now) : '–'}</td>
 <td class="num">${g && g.limit > 0 ? g.limit : 'none'}</td><td class="num">${g ? g.weight : 1}</td>
@@ -67,7 +68,7 @@ ${extra.map((f) => html`<td class="num">${g ? String((g as Record<string, number
     main: html`<h1>Groups <small>${count(index.size)} with jobs or settings</small></h1>
 <form method="get" action="${ctx.base}/groups" class="filters"><label>find group <input name="group" value="${find}"></label><button type="submit">Find</button>${find ? html` <a href="${ctx.base}/groups">all groups</a>` : ''}</form>
 <table class="groups"><thead><tr>
-<th>${sortLink('group', 'group')}</th><th>${sortLink('waiting', 'waiting high')}</th><th>waiting low</th><th>released / due</th><th>running</th><th>${sortLink('stuck', 'stuck')}</th><th>oldest wait</th><th>${sortLink('limit', 'limit')}</th><th>${sortLink('weight', 'weight')}</th>
+<th>${sortLink('group', 'group')}</th><th>${sortLink('waiting', 'waiting')}</th><th>high</th><th>low</th><th>released / due</th><th>running</th><th>${sortLink('stuck', 'stuck')}</th><th>oldest wait</th><th>${sortLink('limit', 'limit')}</th><th>${sortLink('weight', 'weight')}</th>
 ${extra.map((f) => html`<th>${sortLink(f, f)}</th>`)}<th>${sortLink('paused', 'paused')}</th><th></th>
 </tr></thead><tbody>${rows}</tbody></table>
 ${names.length === 0 ? html`<p class="empty">${find ? 'No such group.' : 'No group has jobs or settings.'}</p>` : ''}
