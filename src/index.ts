@@ -3,6 +3,7 @@
  * @packageDocumentation
  */
 
+export * from './dashboard/index.js';
 export {
   BulkSubmitError,
   ConnectionError,

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { register as registerCalendar } from './commands/calendar.js';
+import { register as registerDashboard } from './commands/dashboard.js';
 import { register as registerDemo } from './commands/demo.js';
 import { register as registerGroups } from './commands/groups.js';
 import { register as registerJobs } from './commands/jobs.js';
@@ -27,6 +28,7 @@ const COMMANDS: RegisterCommand[] = [
   registerGroups,
   registerPeriodic,
   registerCalendar,
+  registerDashboard,
 ];
 
 /** Options every command can read with `command.optsWithGlobals()`. */

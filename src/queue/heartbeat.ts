@@ -51,12 +51,14 @@ export class Heartbeat {
       started: this.d.started,
       concurrency: this.d.concurrency,
       running: held.length,
+      // (the registry entry's time to live: its expiry less this is the time of this heartbeat)
+      ttlMs: this.d.leaseMs * 3,
     };
     try {
       const { lost, cancel } = await this.d.store.heartbeat({
         workerId: this.d.workerId,
         leaseMs: this.d.leaseMs,
-        ttlMs: this.d.leaseMs * 3,
+        ttlMs: info.ttlMs,
         info,
         held,
       });

@@ -1,0 +1,70 @@
+--[[
+  One tick of the dashboard's shared reader (src/dashboard/reader.ts): everything its live pages
+  show of a queue, read in one call, so that a dashboard sends one command a second per queue
+  however many pages are open. Read only.
+
+  KEYS[1] counts   (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] finished jobs are counted from after this time (ms); '' counts none
+  ARGV[3] cursor of the sweep of the `groups` hash ('': no sweep this tick)
+  ARGV[4] fields the sweep reads at most (HSCAN COUNT)
+  ARGV[5] most executors listed
+  ARGV[6] '1': also the server's memory and ops/s (INFO)
+
+  Returns { now (ms), counts as a flat list state, n, ...,
+            { success, failed, cancelled: jobs finished after ARGV[2] },
+            executors { id, registry expiry, info JSON, ... }, live executors,
+            id of the newest events entry ('' none),
+            next sweep cursor ('' when no sweep), { group, packed record, ... },
+            { used_memory, instantaneous_ops_per_sec } or false }
+  Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
+]]
+--- @flags no-writes
+--- @include "includes/common"
+
+local prefix = ARGV[1]
+local now = nowMs()
+local nowText = str(now)
+local counts = call('HGETALL', prefix .. 'counts')
+
+local finished = { 0, 0, 0 }
+if ARGV[2] ~= '' then
+  local finals = { 'success', 'failed', 'cancelled' }
+  for i = 1, 3 do
+    finished[i] = call('ZCOUNT', prefix .. 'done:' .. finals[i], '(' .. ARGV[2], nowText)
+  end
+end
+
+local executors = {}
+local ids = call('ZRANGEBYSCORE', prefix .. 'workers', nowText, '+inf', 'WITHSCORES', 'LIMIT', '0', ARGV[5])
+for i = 1, #ids, 2 do
+  local info = call('GET', prefix .. 'w:' .. ids[i])
+  if info then
+    executors[#executors + 1] = ids[i]
+    executors[#executors + 1] = ids[i + 1]
+    executors[#executors + 1] = info
+  end
+end
+local live = call('ZCOUNT', prefix .. 'workers', nowText, '+inf')
+
+local newest = call('XREVRANGE', prefix .. 'events', '+', '-', 'COUNT', '1')
+local lastEvent = ''
+if newest[1] then lastEvent = newest[1][1] end
+
+local cursor, swept = '', EMPTY
+if ARGV[3] ~= '' then
+  local r = call('HSCAN', prefix .. 'groups', ARGV[3], 'COUNT', ARGV[4])
+  cursor, swept = r[1], r[2]
+end
+
+local server = false
+if ARGV[6] == '1' then
+  local memory = call('INFO', 'memory')
+  local stats = call('INFO', 'stats')
+  server = {
+    string.match(memory, 'used_memory:(%d+)') or '0',
+    string.match(stats, 'instantaneous_ops_per_sec:(%d+)') or '0',
+  }
+end
+
+return { now, counts, finished, executors, live, lastEvent, cursor, swept, server }

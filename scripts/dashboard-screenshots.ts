@@ -1,0 +1,120 @@
+/**
+ * Takes the screenshots of the dashboard's pages kept in docs/screenshots/ (the README shows two).
+ *
+ *   npx tsx scripts/dashboard-screenshots.ts [--seconds 60]
+ *
+ * Starts a private redis-server, runs a small demo on it for `--seconds` (default 60: submits at
+ * a varying rate, executors working through it with some failures, periodic tasks with a
+ * scheduler, a paused group and a limited one), serves the dashboard and photographs each page
+ * with Debian's chromium (/usr/bin/chromium) through playwright-core.
+ */
+import { mkdirSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+import { serveDashboard } from '../src/dashboard/index.js';
+import { RedisServer } from '../src/dev/redis-server.js';
+import { type Handlers, PeriodicTasks, Queue, Scheduler, Worker } from '../src/index.js';
+
+const OUT = new URL('../docs/screenshots/', import.meta.url).pathname;
+const at = process.argv.indexOf('--seconds');
+const SECONDS = at > 0 ? Number(process.argv[at + 1]) : 60;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const TENANTS = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark', 'wayne', 'wonka', 'tyrell', 'cyberdyne'];
+
+async function main(): Promise<void> {
+  mkdirSync(OUT, { recursive: true });
+  const redis = await RedisServer.start();
+  const url = redis.url;
+  const queue = new Queue('mail', { connection: url });
+  const tasks = new PeriodicTasks('mail', { connection: url });
+  await tasks.upsert({ id: 'nightly-report', task: 'report', timer: '*-*-* 04:00', timezone: 'Europe/Paris' });
+  await tasks.upsert({ id: 'digest', task: 'digest', timer: 'Mon..Fri *-*-* 09:00', timezone: 'America/New_York' });
+  await tasks.upsert({ id: 'heartbeat', task: 'ping', timer: 'every 5s' });
+  await tasks.upsert({ id: 'cleanup', task: 'cleanup', timer: '0 */2 * * *' });
+  await tasks.upsert({ id: 'flaky-sync', task: 'sync', timer: 'every 10s' });
+  await tasks.rule({ id: 'winback', after: 'user.last_seen', delay: 'P7D', task: 'mail', group: 'marketing' });
+  const scheduler = new Scheduler('mail', { connection: url });
+  await scheduler.start();
+  const handlers: Handlers = {
+    send: async (ctx) => {
+      ctx.log('rendering template');
+      await sleep(20 + Math.random() * 60);
+      ctx.log('handed to the mail server');
+      if (Math.random() < 0.05) throw new Error('SMTP 451: try again later');
+      return { accepted: true };
+    },
+    report: async () => ({ rows: 1200 }),
+    digest: async () => ({ sent: 52 }),
+    ping: async (ctx) => {
+      ctx.log('pong');
+      return 'ok';
+    },
+    cleanup: async () => ({ removed: 17 }),
+    sync: async (ctx) => {
+      ctx.log('fetching remote changes');
+      if (Math.random() < 0.5) throw new Error('remote answered 503 Service Unavailable');
+      return { changed: 3 };
+    },
+  };
+  const workers = [0, 1].map(
+    (i) => new Worker('mail', handlers, { connection: url, concurrency: 8, id: `mail-worker-${i + 1}` }),
+  );
+  await queue.setGroupLimit('acme', { concurrency: 2, weight: 3 });
+  await queue.pauseGroup('umbrella');
+  // The dashboard runs from the start, with a page open, so that its throughput series fills.
+  const served = await serveDashboard({ connection: url, queues: ['mail'], port: 0 });
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+  await page.goto(served.url);
+  const started = Date.now();
+  let producing = true;
+  // Submits at a rate that swings between about 5 and 75 jobs a second, until the photos are taken.
+  const producer = (async () => {
+    while (producing) {
+      const phase = (Date.now() - started) / 1000;
+      const burst = Math.round(40 + 35 * Math.sin(phase / 8));
+      await queue.submitBulk(
+        Array.from({ length: burst }, (_, k) => ({
+          task: 'send',
+          group: TENANTS[(k * 7 + Math.floor(phase)) % (k % 3 === 0 ? 3 : TENANTS.length)],
+          args: { to: `user${k}@example.com`, template: 'welcome', locale: 'en' },
+          priority: k % 4 === 0 ? ('high' as const) : ('low' as const),
+          maxRetries: 1,
+        })),
+      );
+      await sleep(1000);
+    }
+  })();
+  await sleep(SECONDS * 1000);
+  await page.screenshot({ path: `${OUT}overview.png`, fullPage: true });
+  process.stdout.write(`${OUT}overview.png\n`);
+  // A backlog to show in the groups page.
+  await queue.submitBulk(
+    Array.from({ length: 3000 }, (_, k) => ({ task: 'send', group: TENANTS[k % 5], args: { to: `late${k}@example.com` } })),
+  );
+  const [failed] = await queue.jobs({ state: 'failed', limit: 1 });
+  const shots: Array<[string, string]> = [
+    ['groups', 'groups'],
+    ['jobs', 'jobs?state=failed'],
+    ['job', failed ? `jobs/${failed.id}` : 'jobs'],
+    ['executors', 'executors'],
+    ['periodic', 'periodic'],
+    ['periodic-task', 'periodic/flaky-sync'],
+  ];
+  for (const [name, path] of shots) {
+    await page.goto(served.url + path);
+    await sleep(1500);
+    await page.screenshot({ path: `${OUT}${name}.png`, fullPage: name !== 'jobs' && name !== 'groups' });
+    process.stdout.write(`${OUT}${name}.png\n`);
+  }
+  producing = false;
+  await producer;
+  await browser.close();
+  await served.close();
+  await scheduler.close();
+  await Promise.all(workers.map((w) => w.close()));
+  await queue.close();
+  await tasks.close();
+  await redis.destroy();
+}
+
+await main();

@@ -1,0 +1,66 @@
+/** `rota dashboard`: serves the web dashboard of one or more queues. */
+import type { Command } from 'commander';
+import { serveDashboard } from '../../dashboard/serve.js';
+import { EXIT_INVALID } from '../exit-codes.js';
+import { CliError, connectionOf, globals, intOption, openClient, run } from '../support.js';
+
+/**
+ * Every queue named with `--queue` on the command line (it may be repeated: `--queue a --queue b`).
+ * The program's global `--queue` keeps only the last one, so they are read from its raw arguments.
+ */
+export function queuesOf(rawArgs: readonly string[], fallback: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < rawArgs.length; i++) {
+    const a = rawArgs[i];
+    if (a === '--queue' && i + 1 < rawArgs.length) out.push(rawArgs[++i]);
+    else if (a.startsWith('--queue=')) out.push(a.slice(8));
+  }
+  return out.length ? [...new Set(out)] : [fallback];
+}
+
+/** Registers the `dashboard` command on `program`. */
+export function register(program: Command): void {
+  program
+    .command('dashboard')
+    .description('serve the web dashboard (repeat --queue to show several queues)')
+    .option('--port <port>', 'port to listen on', intOption('--port', 0, 65535), 8080)
+    .option('--host <address>', 'address to bind; other than 127.0.0.1 it needs a token', '127.0.0.1')
+    .option('--read-only', 'show no action and refuse them')
+    .option('--token <token>', 'access token every request must carry (default: $ROTA_DASHBOARD_TOKEN)')
+    .option('--base-path <path>', 'path to serve under, e.g. /rota')
+    .action(async (o: { port: number; host: string; readOnly?: boolean; token?: string; basePath?: string }, cmd: Command) =>
+      run(async () => {
+        const g = globals(cmd);
+        const queues = queuesOf((program as unknown as { rawArgs: string[] }).rawArgs, g.queue);
+        const token = o.token ?? process.env.ROTA_DASHBOARD_TOKEN ?? undefined;
+        (await openClient(g)).disconnect();
+        let served: Awaited<ReturnType<typeof serveDashboard>>;
+        try {
+          served = await serveDashboard({
+            connection: connectionOf(g),
+            queues,
+            host: o.host,
+            port: o.port,
+            readOnly: o.readOnly,
+            token: token || undefined,
+            basePath: o.basePath,
+          });
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+            throw new CliError(`--port: ${o.port} is in use on ${o.host}`, EXIT_INVALID);
+          }
+          throw err;
+        }
+        process.stdout.write(`rota dashboard of ${queues.join(', ')} on ${served.url}${o.readOnly ? ' (read-only)' : ''}\n`);
+        await new Promise<void>((resolve) => {
+          const stop = () => {
+            process.off('SIGINT', stop);
+            process.off('SIGTERM', stop);
+            served.close().then(resolve, resolve);
+          };
+          process.on('SIGINT', stop);
+          process.on('SIGTERM', stop);
+        });
+      }),
+    );
+}

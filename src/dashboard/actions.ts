@@ -1,0 +1,84 @@
+/**
+ * The dashboard's actions, each a POST of a form: pause, resume and set a group's limit and
+ * weight; cancel and retry a job; retry every failed job matching a filter; enable, disable and
+ * trigger a periodic task. Each answers what it did, in a sentence.
+ */
+import { ValidationError } from '../errors.js';
+import type { QueueHandle } from './context.js';
+import { MAX_READ } from './views/jobs.js';
+
+/** Failed jobs one "retry all" retries at most. */
+const MAX_RETRY_ALL = 10_000;
+
+type Action = (q: QueueHandle, form: URLSearchParams) => Promise<string>;
+
+function field(form: URLSearchParams, name: string): string {
+  const v = form.get(name);
+  if (v === null || v === '') throw new ValidationError(name, 'is missing');
+  return v;
+}
+
+function whole(form: URLSearchParams, name: string): number | undefined {
+  const v = form.get(name);
+  if (v === null || v === '') return undefined;
+  if (!/^\d+$/.test(v)) throw new ValidationError(name, `must be a whole number (got "${v}")`);
+  return Number(v);
+}
+
+/** The actions by path below `/actions/`. */
+export const ACTIONS: Record<string, Action> = {
+  'group/pause': async (q, f) => {
+    const g = field(f, 'group');
+    await q.queue.pauseGroup(g);
+    return `Group ${g} paused.`;
+  },
+  'group/resume': async (q, f) => {
+    const g = field(f, 'group');
+    await q.queue.resumeGroup(g);
+    return `Group ${g} resumed.`;
+  },
+  'group/settings': async (q, f) => {
+    const g = field(f, 'group');
+    await q.queue.setGroupLimit(g, { concurrency: whole(f, 'limit'), weight: whole(f, 'weight') });
+    return `Group ${g} updated.`;
+  },
+  'job/cancel': async (q, f) => {
+    const id = field(f, 'id');
+    const r = await q.queue.cancel(id);
+    return r === null ? `No job ${id}.` : `Job ${id}: ${r}.`;
+  },
+  'job/retry': async (q, f) => {
+    const id = field(f, 'id');
+    const r = await q.queue.retry(id);
+    return r === null ? `No job ${id}.` : `Job ${id}: ${r}.`;
+  },
+  'jobs/retry-failed': async (q, f) => {
+    const group = f.get('group') || undefined;
+    const task = f.get('task') || undefined;
+    let retried = 0;
+    let start = 0;
+    // Retried jobs leave the failed set: each round starts past the jobs that stayed in it.
+    while (retried < MAX_RETRY_ALL) {
+      const page = await q.store.jobs({ state: 'failed', group, task, start, limit: 500, maxRead: MAX_READ });
+      const states = await Promise.all(page.jobs.map((j) => q.queue.retry(j.id)));
+      const done = states.filter((s) => s === 'waiting').length;
+      retried += done;
+      start = page.next - done;
+      if (!page.more) break;
+    }
+    return `${retried} failed job${retried === 1 ? '' : 's'} retried.`;
+  },
+  'periodic/enable': async (q, f) => {
+    const id = field(f, 'id');
+    return (await q.periodic.enable(id)) ? `Task ${id} enabled.` : `No task ${id}.`;
+  },
+  'periodic/disable': async (q, f) => {
+    const id = field(f, 'id');
+    return (await q.periodic.disable(id)) ? `Task ${id} disabled.` : `No task ${id}.`;
+  },
+  'periodic/trigger': async (q, f) => {
+    const id = field(f, 'id');
+    const r = await q.periodic.trigger(id);
+    return r ? `Task ${id} triggered: job ${r.jobId}.` : `No task ${id}.`;
+  },
+};

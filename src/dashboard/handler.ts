@@ -1,0 +1,324 @@
+/**
+ * The dashboard as a Node request handler: `dashboard({ connection, queues })` gives a
+ * `(req, res)` function that node:http, Express or Fastify can mount under a base path. It
+ * serves the pages, their assets (shipped in the package: no CDN), the live event stream and the
+ * actions, and holds the one Redis connection and the shared reader of the process.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Redis } from 'ioredis';
+import { RotaError, ValidationError } from '../errors.js';
+import { PeriodicTasks } from '../periodic/tasks.js';
+import { Queue } from '../queue/queue.js';
+import { type ConnectionOption, connect } from '../redis/connection.js';
+import { DashboardStore, type Tick } from '../redis/dashboard-store.js';
+import { checkQueueName } from '../redis/keys.js';
+import { QueueStore } from '../redis/queue-store.js';
+import { ACTIONS } from './actions.js';
+import { asset } from './assets.js';
+import type { Page, PageContext, QueueHandle } from './context.js';
+import { bytes, count, html } from './html.js';
+import { countCommands, LiveReader, QueueLive } from './reader.js';
+import { Access, CSRF_FIELD, SECURITY_HEADERS } from './security.js';
+import { executors } from './views/executors.js';
+import { groups } from './views/groups.js';
+import { jobDetail, jobList } from './views/jobs.js';
+import { layout } from './views/layout.js';
+import { overview, queueIndex, slotsBusy } from './views/overview.js';
+import { periodicList, periodicTask } from './views/periodic.js';
+
+/** Options of {@link dashboard}. */
+export interface DashboardOptions {
+  /** Where Redis is: a URL, ioredis options or an ioredis client (the dashboard opens its own connection from it). */
+  connection: ConnectionOption;
+  /** The queues shown: with one, its pages are at the root; with several, under `/q/<queue>/`. */
+  queues: readonly string[];
+  /** Path the handler is mounted at, e.g. `/admin/rota` (default: the root). */
+  basePath?: string;
+  /** Shows no action and refuses every POST. */
+  readOnly?: boolean;
+  /** When set, every request must carry it (a `Authorization: Bearer` header, or a cookie set by `?token=`). */
+  token?: string;
+}
+
+/** The handler, with what it holds. */
+export interface DashboardHandler {
+  (req: IncomingMessage, res: ServerResponse, next?: unknown): void;
+  /** The shared reader (one per handler). */
+  readonly reader: LiveReader;
+  /** Ends the live streams and closes the Redis connection. */
+  close(): Promise<void>;
+}
+
+/** Largest POST body read, bytes. */
+const MAX_BODY = 64 * 1024;
+
+/** A rendered page's main content, or a redirect. */
+type Rendered = Page | { redirect: string };
+
+/**
+ * Builds the dashboard's handler.
+ * @throws {ValidationError} for a bad queue name or base path.
+ * @example
+ * import { createServer } from 'node:http';
+ * const handler = dashboard({ connection: 'redis://127.0.0.1:6379', queues: ['mail'], basePath: '/rota' });
+ * createServer((req, res) => (req.url?.startsWith('/rota') ? handler(req, res) : res.end('app'))).listen(8080, '127.0.0.1');
+ */
+export function dashboard(opts: DashboardOptions): DashboardHandler {
+  if (!Array.isArray(opts.queues) || opts.queues.length === 0) throw new ValidationError('queues', 'name at least one queue');
+  for (const q of opts.queues) checkQueueName(q);
+  const root = (opts.basePath ?? '').replace(/\/+$/, '');
+  if (root !== '' && !/^\/[A-Za-z0-9._~\-/]*$/.test(root)) {
+    throw new ValidationError('basePath', `"${opts.basePath}" must be a path such as /admin/rota`);
+  }
+  if (opts.token !== undefined && opts.token.length < 8) throw new ValidationError('token', 'must be at least 8 characters');
+  const { client, owned } = connect(opts.connection);
+  const redis = client as Redis;
+  const counter = { sent: 0 };
+  countCommands(redis, counter);
+  const readOnly = opts.readOnly === true;
+  const access = new Access(opts.token, root || '/');
+  const several = opts.queues.length > 1;
+  const handles = new Map<string, QueueHandle>();
+  for (const name of opts.queues) {
+    const queue = new Queue(name, { connection: redis });
+    const store = new DashboardStore(new QueueStore(redis, name, { maxEvents: 0 }));
+    // (PeriodicTasks opens a connection of its own: its commands count too)
+    const periodic = new PeriodicTasks(name, { connection: redis });
+    countCommands(periodic.client, counter);
+    handles.set(name, {
+      name,
+      queue,
+      periodic,
+      store,
+      live: new QueueLive(name, store, redis, queue.keys.groups),
+    });
+  }
+  const baseOf = (name: string) => (several ? `${root}/q/${encodeURIComponent(name)}` : root);
+
+  const contextOf = (q: QueueHandle, path: string, query: URLSearchParams, csrf: string): PageContext => ({
+    root,
+    base: baseOf(q.name),
+    q,
+    queues: opts.queues,
+    readOnly,
+    csrf,
+    path,
+    query,
+  });
+
+  const render = async (ctx: PageContext): Promise<Rendered | null> => {
+    const path = ctx.path;
+    if (path === '/' || path === '') return overview(ctx);
+    if (path === '/groups') return groups(ctx);
+    if (path === '/jobs') {
+      const id = ctx.query.get('id');
+      if (id) return { redirect: `${ctx.base}/jobs/${encodeURIComponent(id.trim())}` };
+      return jobList(ctx);
+    }
+    if (path.startsWith('/jobs/')) return jobDetail(ctx, decodeURIComponent(path.slice(6)));
+    if (path === '/executors') return executors(ctx);
+    if (path === '/periodic') return periodicList(ctx);
+    if (path.startsWith('/periodic/')) return periodicTask(ctx, decodeURIComponent(path.slice(10)));
+    return null;
+  };
+
+  const reader = new LiveReader(
+    [...handles.values()].map((h) => h.live),
+    counter,
+    async (queue, view) => {
+      const url = new URL(view, 'http://dashboard');
+      const page = await render(contextOf(handles.get(queue)!, url.pathname, url.searchParams, ''));
+      return page && 'main' in page ? page.main.text : '';
+    },
+  );
+  reader.on('error', () => {
+    // A failed tick (Redis away) is retried on the next; the pages show the last values meanwhile.
+  });
+  // The live stream's tick message, built once per tick and queue for every open page.
+  const tickMessages = new Map<string, string>();
+  reader.on('tick', (name: string) => {
+    const live = handles.get(name)!.live;
+    const t = live.tick!;
+    tickMessages.set(
+      name,
+      `event: tick\ndata: ${JSON.stringify({
+        now: t.now,
+        counts: t.counts,
+        point: live.series.at(-1) ?? null,
+        executors: count(t.liveExecutors),
+        slots: slotsBusy(t),
+        memory: t.server ? bytes(t.server.usedMemory) : null,
+        ops: t.server ? count(t.server.opsPerSec) : null,
+      })}\n\n`,
+    );
+  });
+  reader.start();
+  // The group indexes load in the background from the start, so that the first groups page need not wait.
+  for (const h of handles.values()) h.live.groups.ready().catch(() => {});
+
+  const send = (res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}) => {
+    res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type, 'cache-control': 'no-store', ...extra });
+    res.end(body);
+  };
+  const plainPage = (res: ServerResponse, status: number, title: string, message: string) =>
+    send(
+      res,
+      status,
+      'text/html; charset=utf-8',
+      html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} · Rota</title><link rel="stylesheet" href="${root}/assets/style.css"></head><body><main><h1>${title}</h1><p>${message}</p></main></body></html>`
+        .text,
+    );
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://dashboard');
+    let path = url.pathname;
+    // Mounted by node:http the path still has the base; Express and Fastify strip it.
+    if (root && (path === root || path.startsWith(`${root}/`))) path = path.slice(root.length) || '/';
+
+    if (path.startsWith('/assets/') && req.method === 'GET') {
+      const a = asset(path.slice(8));
+      if (!a) return plainPage(res, 404, 'Not found', 'No such asset.');
+      return send(res, 200, a.type, a.body, { 'cache-control': 'public, max-age=3600' });
+    }
+    if (access.login(url, res)) {
+      url.searchParams.delete('token');
+      const rest = url.searchParams.size ? `?${url.searchParams}` : '';
+      return send(res, 303, 'text/plain', '', { location: `${root}${path}${rest}` });
+    }
+    if (!access.allowed(req)) {
+      return plainPage(
+        res,
+        401,
+        'Token needed',
+        'This dashboard needs its token: open it with ?token=<token>, or send Authorization: Bearer <token>.',
+      );
+    }
+
+    let q: QueueHandle | undefined;
+    let rest = path;
+    if (several) {
+      if (path === '/' && req.method === 'GET') {
+        await Promise.all(opts.queues.map((n) => reader.touch(n)));
+        const page = queueIndex(
+          root,
+          opts.queues.map((n) => ({ name: n, counts: handles.get(n)!.live.tick?.counts ?? {} })),
+        );
+        const ctx = contextOf(handles.get(opts.queues[0])!, '/', url.searchParams, access.csrf(req, res));
+        return send(res, 200, 'text/html; charset=utf-8', layout(ctx, page).text);
+      }
+      const m = /^\/q\/([^/]+)(\/.*)?$/.exec(path);
+      if (m) {
+        q = handles.get(decodeURIComponent(m[1]));
+        rest = m[2] ?? '/';
+      }
+    } else {
+      q = handles.get(opts.queues[0]);
+    }
+    if (!q) return plainPage(res, 404, 'Not found', 'No such page.');
+
+    if (req.method === 'POST') {
+      if (!rest.startsWith('/actions/')) return plainPage(res, 404, 'Not found', 'No such action.');
+      if (readOnly) return plainPage(res, 403, 'Read-only', 'This dashboard is read-only: it takes no action.');
+      const action = ACTIONS[rest.slice(9)];
+      if (!action) return plainPage(res, 404, 'Not found', 'No such action.');
+      let form: URLSearchParams;
+      try {
+        form = await readForm(req);
+      } catch (err) {
+        return plainPage(res, 413, 'Refused', (err as Error).message);
+      }
+      if (!access.csrfPasses(req, form.get(CSRF_FIELD))) {
+        return plainPage(res, 403, 'Refused', 'The form lacks its CSRF value (reload the page and try again).');
+      }
+      let done: string;
+      try {
+        done = await action(q, form);
+      } catch (err) {
+        if (err instanceof RotaError) return plainPage(res, 400, 'Refused', err.message);
+        throw err;
+      }
+      if ((req.headers.accept ?? '').includes('application/json')) {
+        return send(res, 200, 'application/json', JSON.stringify({ ok: true, message: done }));
+      }
+      const back = form.get('return') ?? '';
+      const base = baseOf(q.name);
+      const safe = back.startsWith(`${base}/`) && !back.startsWith('//') && !/[\r\n\\]/.test(back) ? back : `${base}/`;
+      return send(res, 303, 'text/plain', done, { location: safe });
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') return plainPage(res, 405, 'Method not allowed', 'GET or POST only.');
+
+    await reader.touch(q.name);
+    if (rest === '/live') return live(q, url, req, res);
+    if (rest === '/api/tick') {
+      const { swept: _swept, cursor: _cursor, ...tick } = q.live.tick ?? ({} as Partial<Tick>);
+      return send(res, 200, 'application/json', JSON.stringify({ tick, series: q.live.series }));
+    }
+    const ctx = contextOf(q, rest, url.searchParams, access.csrf(req, res));
+    const fragment = url.searchParams.get('fragment') === '1';
+    if (fragment) ctx.query.delete('fragment');
+    const page = await render(ctx);
+    if (!page) return plainPage(res, 404, 'Not found', 'No such page.');
+    if ('redirect' in page) return send(res, 303, 'text/plain', '', { location: page.redirect });
+    if (fragment) return send(res, 200, 'text/html; charset=utf-8', page.main.text);
+    send(res, 200, 'text/html; charset=utf-8', layout(ctx, page).text);
+  };
+
+  const live = (q: QueueHandle, url: URL, req: IncomingMessage, res: ServerResponse) => {
+    const view = url.searchParams.get('view') ?? '/';
+    if (!view.startsWith('/') || view.startsWith('//')) return plainPage(res, 400, 'Refused', 'view must be a path.');
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.write('retry: 3000\n\n');
+    const first = tickMessages.get(q.name);
+    if (first) res.write(first);
+    const onTick = (name: string) => {
+      if (name === q.name) res.write(tickMessages.get(name)!);
+    };
+    reader.on('tick', onTick);
+    const unsubscribe = reader.subscribe(q.name, view, res);
+    req.on('close', () => {
+      reader.off('tick', onTick);
+      unsubscribe();
+    });
+  };
+
+  const handler = ((req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent) return void res.end();
+      plainPage(res, 500, 'Error', err instanceof Error ? err.message : String(err));
+    });
+  }) as DashboardHandler;
+  Object.defineProperty(handler, 'reader', { value: reader });
+  handler.close = async () => {
+    reader.close();
+    await Promise.all([...handles.values()].map((h) => h.periodic.close()));
+    if (!owned) return;
+    if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+    else redis.disconnect();
+  };
+  return handler;
+}
+
+/** Reads a urlencoded form (at most MAX_BODY bytes). */
+function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new Error(`the form is larger than ${MAX_BODY} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(new URLSearchParams(Buffer.concat(chunks).toString('utf8'))));
+    req.on('error', reject);
+  });
+}

@@ -1,0 +1,225 @@
+/**
+ * The dashboard's shared reader: one per dashboard process, shared by every open page. Once a
+ * second, while pages are open, it reads each queue in one script call (dashboard-tick.lua):
+ * counts, executors, finished jobs since the last tick, a step of the sweep of the groups hash,
+ * and (for one queue) the server's memory and ops/s. It keeps the 15-minute throughput series in
+ * memory, and re-renders the open pages' views for their live updates within a budget of one
+ * more command a second per queue, so that the dashboard sends Redis at most two commands a
+ * second per queue however many pages are open.
+ */
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { Redis } from 'ioredis';
+import type { DashboardStore, Tick } from '../redis/dashboard-store.js';
+import { GroupIndex } from './group-index.js';
+
+/** Seconds of throughput kept for the overview's chart. */
+export const SERIES_SECONDS = 15 * 60;
+/** The reader ticks while a page is open, or for this long after the last request (ms). */
+const IDLE_AFTER_MS = 60_000;
+/** A view that did not change is still re-rendered this often (relative times, next runs), ms. */
+const VIEW_MAX_AGE_MS = 15_000;
+/** Fields of the groups hash the sweep reads a tick. */
+const SWEEP_COUNT = 2000;
+/** Executors listed at most. */
+export const MAX_EXECUTORS = 500;
+/** States a job never leaves: their counts do not hold submitted work. */
+const FINAL = new Set(['success', 'failed', 'cancelled']);
+
+/** One point of the throughput series: time (s), submitted/s, finished/s. */
+export type RatePoint = [number, number, number];
+
+/** A page open in a browser, kept up to date by the reader. */
+interface LiveView {
+  key: string;
+  queue: string;
+  /** The view as a path and query below the queue's base, e.g. `/groups?sort=waiting`. */
+  view: string;
+  subs: Set<ServerResponse>;
+  /** The queue's newest event when the view was last rendered. */
+  seen: string;
+  renderedAt: number;
+}
+
+/** What the reader knows of one queue. */
+export class QueueLive {
+  tick?: Tick;
+  series: RatePoint[] = [];
+  readonly groups: GroupIndex;
+  /** Commands the view refreshes may still spend (one more a tick, at most one ahead). */
+  tokens = 1;
+  /** The tick being read (ticks of a queue are read one after the other). */
+  ticking: Promise<void> = Promise.resolve();
+  constructor(
+    readonly name: string,
+    readonly store: DashboardStore,
+    client: Redis,
+    keysGroups: string,
+  ) {
+    this.groups = new GroupIndex(client, keysGroups);
+  }
+}
+
+/** Renders a view's main content (the same markup as the page's), for a live update. */
+export type ViewRenderer = (queue: string, view: string) => Promise<string>;
+
+/** Counts in `counter` the commands a client sends (every command, those of pipelines included). */
+export function countCommands(client: Redis, counter: { sent: number }): void {
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = ((...args: Parameters<Redis['sendCommand']>) => {
+    counter.sent++;
+    return send(...args);
+  }) as Redis['sendCommand'];
+}
+
+/**
+ * The shared reader.
+ * Emits `tick` (queue name) after each queue's tick.
+ */
+export class LiveReader extends EventEmitter {
+  readonly queues = new Map<string, QueueLive>();
+  private readonly views = new Map<string, LiveView>();
+  private timer?: NodeJS.Timeout;
+  private running = false;
+  private lastUse = Date.now();
+  private closed = false;
+
+  constructor(
+    queues: QueueLive[],
+    private readonly counter: { readonly sent: number },
+    private readonly render: ViewRenderer,
+    private readonly intervalMs = 1000,
+  ) {
+    super();
+    for (const q of queues) this.queues.set(q.name, q);
+  }
+
+  /** Starts ticking (idle while no page is open and no request came for a minute). */
+  start(): void {
+    this.timer ??= setInterval(() => void this.step(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Notes a request: the reader stays awake for a minute after it. Ticks now when it had none yet. */
+  async touch(queue?: string): Promise<void> {
+    this.lastUse = Date.now();
+    const q = queue ? this.queues.get(queue) : undefined;
+    if (q && !q.tick) await this.tickQueue(q, true);
+  }
+
+  /** Subscribes an event stream to a queue's ticks and to the updates of its view. */
+  subscribe(queue: string, view: string, res: ServerResponse): () => void {
+    const key = `${queue}\n${view}`;
+    let v = this.views.get(key);
+    if (!v) {
+      v = { key, queue, view, subs: new Set(), seen: this.queues.get(queue)?.tick?.lastEvent ?? '', renderedAt: Date.now() };
+      this.views.set(key, v);
+    }
+    v.subs.add(res);
+    const live = v;
+    return () => {
+      live.subs.delete(res);
+      if (live.subs.size === 0) this.views.delete(key);
+    };
+  }
+
+  /** Open event streams. */
+  get subscribers(): number {
+    let n = 0;
+    for (const v of this.views.values()) n += v.subs.size;
+    return n;
+  }
+
+  private async step(): Promise<void> {
+    if (this.running || this.closed) return;
+    if (this.subscribers === 0 && Date.now() - this.lastUse > IDLE_AFTER_MS) return;
+    this.running = true;
+    try {
+      let first = true;
+      for (const q of this.queues.values()) {
+        await this.tickQueue(q, first);
+        first = false;
+        await this.refreshViews(q);
+      }
+    } catch (err) {
+      this.emit('error', err);
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** Reads a queue's tick and extends its series; one at a time per queue (a request may ask for the first). */
+  private tickQueue(q: QueueLive, server: boolean): Promise<void> {
+    const run = q.ticking.then(() => this.readTick(q, server));
+    q.ticking = run.catch(() => {});
+    return run;
+  }
+
+  private async readTick(q: QueueLive, server: boolean): Promise<void> {
+    const prev = q.tick;
+    const t = await q.store.tick({
+      since: prev?.now,
+      cursor: q.groups.cursor,
+      sweepCount: SWEEP_COUNT,
+      maxExecutors: MAX_EXECUTORS,
+      server,
+    });
+    if (!t.server && prev?.server) t.server = prev.server;
+    q.groups.swept(t.swept, t.cursor);
+    if (prev && t.now > prev.now) {
+      const dt = (t.now - prev.now) / 1000;
+      const finished = t.finished.success + t.finished.failed + t.finished.cancelled;
+      // What entered the queue: the change of the jobs not finished, plus those that finished.
+      const submitted = Math.max(0, active(t.counts) - active(prev.counts) + finished);
+      q.series.push([Math.round(t.now / 1000), submitted / dt, finished / dt]);
+      const from = t.now / 1000 - SERIES_SECONDS;
+      while (q.series.length && q.series[0][0] < from) q.series.shift();
+    }
+    q.tick = t;
+    this.emit('tick', q.name);
+  }
+
+  /**
+   * Re-renders the queue's open views that changed (or aged), oldest first, while the budget
+   * allows: a refresh costs the commands it sent; the budget grows by one a tick.
+   */
+  private async refreshViews(q: QueueLive): Promise<void> {
+    q.tokens = Math.min(1, q.tokens + 1);
+    const now = Date.now();
+    const stale = [...this.views.values()]
+      .filter((v) => v.queue === q.name && (v.seen !== q.tick?.lastEvent || now - v.renderedAt > VIEW_MAX_AGE_MS))
+      .sort((a, b) => a.renderedAt - b.renderedAt);
+    for (const v of stale) {
+      if (q.tokens <= 0) break;
+      const before = this.counter.sent;
+      let body: string;
+      try {
+        body = await this.render(q.name, v.view);
+      } catch (err) {
+        this.emit('error', err);
+        continue;
+      } finally {
+        q.tokens -= this.counter.sent - before;
+      }
+      v.seen = q.tick?.lastEvent ?? '';
+      v.renderedAt = Date.now();
+      const data = `event: view\ndata: ${JSON.stringify(body)}\n\n`;
+      for (const res of v.subs) res.write(data);
+    }
+  }
+
+  /** Stops ticking and ends the open event streams. */
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const v of this.views.values()) for (const res of v.subs) res.end();
+    this.views.clear();
+  }
+}
+
+/** Jobs not finished, from a queue's counts (every state the counts hold but the final ones). */
+function active(counts: Record<string, number>): number {
+  let n = 0;
+  for (const [state, c] of Object.entries(counts)) if (!FINAL.has(state)) n += c;
+  return n;
+}

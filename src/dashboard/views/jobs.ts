@@ -1,0 +1,130 @@
+/**
+ * The jobs pages: the list (filter by state, group and task; find by id; paged) and a job's
+ * detail (args, result, error with stack, log lines, progress, retries, timeline, executor),
+ * with cancel, retry, and retry of every failed job matching the filter.
+ */
+import { FINAL_STATES, JOB_STATES, unpackDescription } from '../../queue/job.js';
+import type { Page, PageContext } from '../context.js';
+import { ago, count, type Html, html, pretty, time } from '../html.js';
+import { actionButton } from './layout.js';
+import { pageOf } from './paging.js';
+
+/** Candidates a list page reads at most (a filter that matches few jobs shows "more may exist"). */
+export const MAX_READ = 2000;
+
+/** The states the list offers: those the queue counts (a new state shows without code), then the known ones. */
+function states(ctx: PageContext): string[] {
+  const counted = Object.keys(ctx.q.live.tick?.counts ?? {});
+  return [...new Set([...JOB_STATES, ...counted])];
+}
+
+export async function jobList(ctx: PageContext): Promise<Page> {
+  const q = ctx.query;
+  const state = q.get('state') || 'waiting';
+  const group = q.get('group') ?? '';
+  const task = q.get('task') ?? '';
+  const { limit } = pageOf(q);
+  const start = Math.max(0, Math.floor(Number(q.get('start') ?? 0)) || 0);
+  const read = await ctx.q.store.jobs({
+    state,
+    group: group || undefined,
+    task: task || undefined,
+    start,
+    limit,
+    maxRead: MAX_READ,
+  });
+  const counts = ctx.q.live.tick?.counts ?? {};
+  const now = ctx.q.live.tick?.now ?? Date.now();
+  const tab = (s: string) => {
+    const p = new URLSearchParams(q);
+    p.set('state', s);
+    p.delete('start');
+    return html`<a href="${ctx.base}/jobs?${p}" class="tab state-${s}${s === state ? ' current' : ''}">${s} <b data-count="${s}">${count(counts[s] ?? 0)}</b></a>`;
+  };
+  const filtered = group !== '' || task !== '';
+  return {
+    title: 'Jobs',
+    nav: 'jobs',
+    main: html`<h1>Jobs</h1>
+<nav class="tabs">${states(ctx).map(tab)}</nav>
+<div class="toolbar">
+<form method="get" action="${ctx.base}/jobs" class="filters"><input type="hidden" name="state" value="${state}">
+<label>group <input name="group" value="${group}"></label><label>task <input name="task" value="${task}"></label><button type="submit">Filter</button>${filtered ? html` <a href="${ctx.base}/jobs?state=${encodeURIComponent(state)}">clear</a>` : ''}</form>
+<form method="get" action="${ctx.base}/jobs" class="filters find"><label>job id <input name="id" required></label><button type="submit">Find</button></form>
+${state === 'failed' && !ctx.readOnly ? actionButton(ctx, 'jobs/retry-failed', filtered ? 'Retry all failed jobs matching the filter' : 'Retry all failed jobs', { group, task }, 'Retry every failed job that matches the filter?') : ''}
+</div>
+${
+  read.listable
+    ? html`<table class="jobs"><thead><tr><th>id</th><th>task</th><th>group</th><th>state</th><th>submitted</th><th>started</th><th>finished</th><th>retries</th><th>error</th></tr></thead>
+<tbody>${read.jobs.map((j) => {
+        let taskName = '';
+        try {
+          taskName = String(unpackDescription(j.d).task ?? '');
+        } catch {
+          taskName = '?';
+        }
+        return html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${taskName}</td><td>${j.group}</td><td><span class="state state-${j.state}">${j.state}</span></td>
+<td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td></tr>`;
+      })}</tbody></table>
+${read.jobs.length === 0 ? html`<p class="empty">No ${state} job${filtered ? ' matches the filter' : ''}${read.more ? ` among the ${count(read.next - start)} looked at; the next page looks further` : ''}.</p>` : ''}
+${pager(ctx, start, read.next, read.more)}`
+    : html`<p class="empty">Jobs in state “${state}” cannot be listed here; find one by its id.</p>`
+}`,
+  };
+}
+
+/** Links to the first and the next page of a job list (a page starts at a candidate position). */
+function pager(ctx: PageContext, start: number, next: number, more: boolean): Html {
+  const link = (to: number, label: string) => {
+    const p = new URLSearchParams(ctx.query);
+    if (to > 0) p.set('start', String(to));
+    else p.delete('start');
+    return html`<a href="${ctx.base}/jobs?${p}">${label}</a>`;
+  };
+  return html`<nav class="pager">${start > 0 ? link(0, '« first page') : ''}${more ? link(next, 'next →') : ''}</nav>`;
+}
+
+export async function jobDetail(ctx: PageContext, id: string): Promise<Page> {
+  const [job, logs] = await Promise.all([ctx.q.queue.getJob(id), ctx.q.queue.jobLogs(id)]);
+  const now = ctx.q.live.tick?.now ?? Date.now();
+  if (!job) {
+    return {
+      title: 'Job',
+      nav: 'jobs',
+      main: html`<h1>Job <span class="mono">${id}</span></h1><p class="empty">No such job (never submitted, or removed by retention).</p>`,
+    };
+  }
+  const final = FINAL_STATES.has(job.state);
+  const error = job.error ?? '';
+  const row = (label: string, value: unknown) => html`<tr><th>${label}</th><td>${value as string}</td></tr>`;
+  return {
+    title: `Job ${id}`,
+    nav: 'jobs',
+    main: html`<h1>Job <span class="mono">${job.id}</span> <span class="state state-${job.state}">${job.state}</span></h1>
+<div class="toolbar">${!final ? actionButton(ctx, 'job/cancel', 'Cancel', { id: job.id }) : ''}${job.state === 'failed' || job.state === 'cancelled' ? actionButton(ctx, 'job/retry', 'Retry', { id: job.id }) : ''}</div>
+<table class="fields">
+${row('task', job.task)}
+${row('group', html`<a href="${ctx.base}/groups?group=${encodeURIComponent(job.group)}">${job.group}</a>`)}
+${row('priority', job.priority)}
+${row('retries', `${job.retries} of ${job.maxRetries}`)}
+${row('progress', job.progress === undefined ? '–' : `${job.progress}`)}
+${row('executor', job.worker ?? '–')}
+${job.subject ? row('subject', job.subject) : ''}${job.submitter ? row('submitter', job.submitter) : ''}
+${job.tracker ? row('periodic task', html`<a href="${ctx.base}/periodic/${encodeURIComponent(job.tracker)}">${job.tracker}</a>`) : ''}
+${job.maxRuntime ? row('max runtime', `${job.maxRuntime} ms`) : ''}
+</table>
+<h2>Timeline</h2>
+<ol class="timeline">
+${job.occurrence !== undefined ? html`<li><b>planned</b> ${time(job.occurrence)}</li>` : ''}
+<li><b>submitted</b> ${time(job.submitted)} (${ago(job.submitted, now)})</li>
+${job.started !== undefined ? html`<li><b>started</b> ${time(job.started)} (waited ${String(job.started - job.submitted)} ms)</li>` : ''}
+${job.due !== undefined ? html`<li><b>retry due</b> ${time(job.due)}</li>` : ''}
+${job.finished !== undefined ? html`<li><b>finished</b> ${time(job.finished)}${job.started !== undefined ? ` (ran ${job.finished - job.started} ms)` : ''}</li>` : ''}
+</ol>
+<h2>Args</h2><pre class="args">${pretty(job.args)}</pre>
+${job.result !== undefined ? html`<h2>Result</h2><pre class="result">${pretty(job.result)}</pre>` : ''}
+${error ? html`<h2>Error</h2><pre class="error">${error}</pre>` : ''}
+<h2>Log <small>${logs.length} lines</small></h2>
+${logs.length ? html`<pre class="logs">${logs.join('\n')}</pre>` : html`<p class="empty">No log lines.</p>`}`,
+  };
+}

@@ -1,0 +1,196 @@
+/**
+ * The periodic pages: every task with its timer as written and normalized, its next 5 runs in
+ * its zone and the status of its last run; enable, disable and trigger; the upcoming runs of all
+ * tasks on a timeline; the event rules; and a task's page with its whole run history.
+ */
+import type { PeriodicTask } from '../../periodic/definition.js';
+import { parseTimer, type Timer } from '../../timers/index.js';
+import type { Page, PageContext } from '../context.js';
+import { ago, duration, type Html, html, pretty, time } from '../html.js';
+import { actionButton } from './layout.js';
+
+/** Runs shown on a task's page at first; "more" doubles it, up to the most. */
+const RUNS_PAGE = 100;
+const MOST_RUNS = 10_000;
+/** Upcoming runs on the timeline. */
+const UPCOMING = 40;
+
+/** Timers parsed, by spec and zone (parsing a calendar timer is not free; tasks keep theirs). */
+const parsed = new Map<string, Timer | string>();
+
+/** The timer parsed, or the reason it does not parse. */
+function timerOf(t: PeriodicTask): Timer | string {
+  const key = `${t.timezone ?? ''}\n${t.timer}`;
+  let timer = parsed.get(key);
+  if (timer === undefined) {
+    try {
+      timer = parseTimer(t.timer, { timezone: t.timezone });
+    } catch (err) {
+      timer = (err as Error).message;
+    }
+    if (parsed.size >= 1000) parsed.clear();
+    parsed.set(key, timer);
+  }
+  return timer;
+}
+
+/** Date formats by zone (building one costs more than formatting with it). */
+const formats = new Map<string, Intl.DateTimeFormat>();
+
+/** A time in a zone, as `YYYY-MM-DD HH:MM:SS zone`. */
+export function zoned(ms: number, zone: string | undefined): string {
+  const tz = zone ?? 'UTC';
+  try {
+    let f = formats.get(tz);
+    if (!f) {
+      f = new Intl.DateTimeFormat('en-CA', {
+        timeZone: tz,
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+        hourCycle: 'h23',
+      });
+      if (formats.size >= 500) formats.clear();
+      formats.set(tz, f);
+    }
+    const parts = f.formatToParts(new Date(ms));
+    const p = Object.fromEntries(parts.map((x) => [x.type, x.value]));
+    return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${tz}`;
+  } catch {
+    return time(ms);
+  }
+}
+
+/** The next `n` runs of a task from its planned next occurrence. */
+function nextRuns(t: PeriodicTask, timer: Timer, n: number): number[] {
+  const out: number[] = [];
+  let at = t.nextrun;
+  while (at !== undefined && out.length < n) {
+    out.push(at);
+    at = timer.next(new Date(at))?.getTime();
+  }
+  return out;
+}
+
+function status(s: string | undefined): Html {
+  return s ? html`<span class="status status-${s}">${s}</span>` : html`<span class="status">never ran</span>`;
+}
+
+export async function periodicList(ctx: PageContext): Promise<Page> {
+  const p = ctx.q.periodic;
+  const [tasks, rules] = await Promise.all([p.list(), p.rules()]);
+  const lastIds = tasks.map((t) => t.lastJobId);
+  const pipe = p.client.pipeline();
+  for (const id of lastIds) if (id) pipe.hget(ctx.q.queue.keys.job(id), 'state');
+  const states = lastIds.some(Boolean) ? ((await pipe.exec()) ?? []) : [];
+  let k = 0;
+  const lastState = lastIds.map((id) => (id ? ((states[k++]?.[1] as string | null) ?? 'expired') : undefined));
+  const now = ctx.q.live.tick?.now ?? Date.now();
+  const next = tasks.map((t) => {
+    const timer = timerOf(t);
+    return typeof timer === 'string' ? [] : nextRuns(t, timer, 5);
+  });
+  // The timeline: the next runs of every enabled task (up to 5 each), in time order.
+  const upcoming = tasks
+    .flatMap((t, i) => (t.enabled ? next[i].map((occurrence) => ({ id: t.id, task: t.task, group: t.group, occurrence })) : []))
+    .sort((a, b) => a.occurrence - b.occurrence)
+    .slice(0, UPCOMING);
+  return {
+    title: 'Periodic',
+    nav: 'periodic',
+    main: html`<h1>Periodic tasks <small>${tasks.length}</small></h1>
+<table class="periodic"><thead><tr><th>id</th><th>task</th><th>timer</th><th>normalized</th><th>zone</th><th>next 5 runs</th><th>last run</th><th>enabled</th><th></th></tr></thead>
+<tbody>${tasks.map((t, i) => {
+      const timer = timerOf(t);
+      const zone = typeof timer === 'string' ? t.timezone : (timer.timezone ?? t.timezone);
+      return html`<tr data-task="${t.id}"><td><a href="${ctx.base}/periodic/${encodeURIComponent(t.id)}">${t.id}</a></td><td>${t.task}</td>
+<td class="mono">${t.timer}</td><td class="mono">${typeof timer === 'string' ? html`<span class="error">${timer}</span>` : timer.normalized}</td><td>${zone ?? 'UTC'}</td>
+<td><ol class="next">${next[i].map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol>${t.enabled ? '' : html`<span class="muted">disabled</span>`}</td>
+<td>${status(lastState[i])}${t.lastrun !== undefined ? html`<br>${ago(t.lastrun, now)}` : ''}</td>
+<td>${t.enabled ? 'yes' : html`<span class="paused">no</span>`}</td>
+<td class="actions">${t.enabled ? actionButton(ctx, 'periodic/disable', 'Disable', { id: t.id }) : actionButton(ctx, 'periodic/enable', 'Enable', { id: t.id })}${actionButton(ctx, 'periodic/trigger', 'Trigger', { id: t.id })}</td></tr>`;
+    })}</tbody></table>
+${tasks.length === 0 ? html`<p class="empty">No periodic task.</p>` : ''}
+<h2>Upcoming</h2>
+${timeline(ctx, upcoming, now)}
+<h2>Event rules <small>${rules.length}</small></h2>
+${
+  rules.length
+    ? html`<table><thead><tr><th>id</th><th>after event</th><th>delay</th><th>task</th><th>group</th><th>args</th></tr></thead><tbody>${rules.map(
+        (r) =>
+          html`<tr><td>${r.id}</td><td class="mono">${r.after}</td><td>${String(r.delay)} (${duration(r.delayMs)})</td><td>${r.task}</td><td>${r.group ?? ''}</td><td><pre class="inline">${pretty(r.args)}</pre></td></tr>`,
+      )}</tbody></table>`
+    : html`<p class="empty">No event rule.</p>`
+}`,
+  };
+}
+
+/** The upcoming runs as a list and on an SVG time axis (no inline style: the CSP forbids it). */
+function timeline(
+  ctx: PageContext,
+  runs: Array<{ id: string; task: string; group: string; occurrence: number }>,
+  now: number,
+): Html {
+  if (runs.length === 0) return html`<p class="empty">Nothing planned.</p>`;
+  const end = Math.max(now + 60_000, runs.at(-1)!.occurrence);
+  const span = end - now;
+  const x = (at: number) => (10 + (980 * Math.max(0, at - now)) / span).toFixed(1);
+  return html`<svg class="timeline" viewBox="0 0 1000 60" role="img" aria-label="upcoming runs">
+<line x1="10" y1="40" x2="990" y2="40" class="axis"></line>
+${runs.map((r) => html`<circle cx="${x(r.occurrence)}" cy="40" r="5" class="run"><title>${r.id} ${time(r.occurrence)}</title></circle>`)}
+<text x="10" y="58" class="tick">now</text><text x="990" y="58" text-anchor="end" class="tick">in ${duration(span)}</text>
+</svg>
+<table class="upcoming"><thead><tr><th>when</th><th>task id</th><th>task</th><th>group</th></tr></thead><tbody>${runs.map(
+    (r) =>
+      html`<tr><td>${time(r.occurrence)} (${ago(r.occurrence, now)})</td><td><a href="${ctx.base}/periodic/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${r.task}</td><td>${r.group}</td></tr>`,
+  )}</tbody></table>`;
+}
+
+export async function periodicTask(ctx: PageContext, id: string): Promise<Page> {
+  const p = ctx.q.periodic;
+  const limit = Math.min(MOST_RUNS, Math.max(1, Number(ctx.query.get('runs')) || RUNS_PAGE));
+  const task = await p.get(id);
+  if (!task)
+    return {
+      title: 'Periodic task',
+      nav: 'periodic',
+      main: html`<h1>Periodic task ${id}</h1><p class="empty">No such task.</p>`,
+    };
+  const runs = await p.runs(id, { limit: limit + 1 });
+  const more = runs.length > limit;
+  const timer = timerOf(task);
+  const zone = typeof timer === 'string' ? task.timezone : (timer.timezone ?? task.timezone);
+  const next = typeof timer === 'string' ? [] : nextRuns(task, timer, 5);
+  const q = new URLSearchParams(ctx.query);
+  q.set('runs', String(Math.min(MOST_RUNS, limit * 2)));
+  return {
+    title: `Periodic ${id}`,
+    nav: 'periodic',
+    main: html`<h1>Periodic task <span class="mono">${task.id}</span> ${task.enabled ? '' : html`<span class="paused">disabled</span>`}</h1>
+<div class="toolbar">${task.enabled ? actionButton(ctx, 'periodic/disable', 'Disable', { id }) : actionButton(ctx, 'periodic/enable', 'Enable', { id })}${actionButton(ctx, 'periodic/trigger', 'Trigger', { id })}</div>
+<table class="fields">
+<tr><th>task</th><td>${task.task}</td></tr><tr><th>group</th><td>${task.group}</td></tr>
+<tr><th>timer</th><td class="mono">${task.timer}</td></tr>
+<tr><th>normalized</th><td class="mono">${typeof timer === 'string' ? timer : timer.normalized}</td></tr>
+<tr><th>zone</th><td>${zone ?? 'UTC'}</td></tr>
+<tr><th>next runs</th><td><ol class="next">${next.map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol></td></tr>
+<tr><th>overlap / catch-up</th><td>${task.overlap} / ${task.catchup}</td></tr>
+<tr><th>args</th><td><pre class="inline">${pretty(task.args)}</pre></td></tr>
+</table>
+<h2>Run history <small>${runs.length > limit ? `newest ${limit}` : `${runs.length}`}</small></h2>
+<table class="runs"><thead><tr><th>planned</th><th>started</th><th>finished</th><th>status</th><th>worker</th><th>host</th><th>pid</th><th>log</th><th>error</th></tr></thead>
+<tbody>${runs.slice(0, limit).map(
+      (r) =>
+        html`<tr><td>${time(r.occurrence)}${r.status === 'missed' && r.count ? html`<br><small>${r.count} missed until ${time(r.until)}</small>` : ''}</td><td>${time(r.started)}</td><td>${time(r.finished)}</td>
+<td>${r.jobId && r.status !== 'expired' ? html`<a href="${ctx.base}/jobs/${encodeURIComponent(r.jobId)}">${status(r.status)}</a>` : status(r.status)}</td>
+<td class="mono">${r.worker ?? ''}</td><td>${r.host ?? ''}</td><td>${r.pid ?? ''}</td>
+<td>${r.logs?.length ? html`<details><summary>${r.logs.length} lines</summary><pre class="logs">${r.logs.join('\n')}</pre></details>` : ''}</td>
+<td>${r.error ? html`<details><summary class="error">${r.error.split('\n')[0]}</summary><pre class="error">${r.error}</pre></details>` : ''}</td></tr>`,
+    )}</tbody></table>
+${runs.length === 0 ? html`<p class="empty">No run yet.</p>` : ''}
+${more ? html`<p><a href="${ctx.base}/periodic/${encodeURIComponent(id)}?${q}">show more runs</a></p>` : ''}`,
+  };
+}

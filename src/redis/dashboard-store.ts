@@ -1,0 +1,203 @@
+/**
+ * The dashboard's storage contract: one method per read-only script of the dashboard
+ * (lua/dashboard-*.lua), named arguments in, a decoded reply out. The scripts read a queue's keys,
+ * so a dashboard store shares its queue's store: the same client and the same schema check.
+ */
+import type { JobState } from '../queue/job.js';
+import { decodeGroupState, type GroupState } from './group-state.js';
+import type { QueueStore } from './queue-store.js';
+
+/** What one tick of the dashboard's shared reader reads of a queue. */
+export interface Tick {
+  /** Redis server time, ms. */
+  now: number;
+  /** Jobs per state, as the queue counts them (every state the counts hold, known or not). */
+  counts: Record<string, number>;
+  /** Jobs that finished after the `since` of the call, per final state. */
+  finished: { success: number; failed: number; cancelled: number };
+  /** Live executors (at most the number asked for): id, registry expiry (ms) and info as stored. */
+  executors: Array<{ id: string; expiry: number; info: Record<string, unknown> }>;
+  /** Live executors in all. */
+  liveExecutors: number;
+  /** Id of the newest events entry ('' when none): it changes when any job changes. */
+  lastEvent: string;
+  /** Cursor of the groups sweep to pass next ('0' when the sweep went round; '' when none ran). */
+  cursor: string;
+  /** Groups the sweep read this tick. */
+  swept: Array<[string, GroupState]>;
+  /** The server's memory (bytes) and commands per second, when asked for. */
+  server?: { usedMemory: number; opsPerSec: number };
+}
+
+/** Options of a tick. */
+export interface TickOptions {
+  /** Count finished jobs after this time (ms); undefined counts none. */
+  since?: number;
+  /** Sweep the `groups` hash from this cursor ('0' starts a round); undefined sweeps nothing. */
+  cursor?: string;
+  /** Fields the sweep reads at most. */
+  sweepCount: number;
+  /** Most executors listed. */
+  maxExecutors: number;
+  /** Also read the server's memory and ops/s. */
+  server: boolean;
+}
+
+/** A group of a groups page as it is now. */
+export interface GroupRow {
+  /** Its record; undefined when the `groups` hash no longer holds it. */
+  state?: GroupState;
+  /** Runs in progress (counted from the leases). */
+  running: number;
+  /** Submit time of its oldest waiting job (ms). */
+  oldest?: number;
+}
+
+/** The groups page's read: its rows, and the share of recent takes per group. */
+export interface GroupsRead {
+  now: number;
+  rows: GroupRow[];
+  /** Takes per group among the recent takes counted. */
+  shares: Map<string, number>;
+  /** Takes counted. */
+  takes: number;
+  /** Time of the oldest events entry read (ms). */
+  since?: number;
+}
+
+/** A job of a job list page: the hash fields the list shows, as stored. */
+export interface JobRow {
+  id: string;
+  state: string;
+  group: string;
+  /** The packed description (task, group, ..., args). */
+  d: Buffer;
+  submitted?: number;
+  started?: number;
+  finished?: number;
+  retries: number;
+  worker?: string;
+  error?: string;
+}
+
+/** A job list page's read. */
+export interface JobsRead {
+  /** False when jobs of this state cannot be listed (a state the dashboard does not know). */
+  listable: boolean;
+  jobs: JobRow[];
+  /** Position of the candidate after the last one looked at: where the next page starts. */
+  next: number;
+  /** Candidates are left (the next page may hold more jobs). */
+  more: boolean;
+}
+
+/** Filter and page of a job list. */
+export interface JobsQuery {
+  state: JobState | string;
+  group?: string;
+  task?: string;
+  /**
+   * Position of the first candidate among the ids of the set or lists that hold the state (0: the
+   * first page; a page's `next` for the page after it).
+   */
+  start: number;
+  limit: number;
+  /** Most candidates looked at. */
+  maxRead: number;
+}
+
+const text = (b: Buffer | null | undefined) => (b ? b.toString() : '');
+const optNumber = (b: Buffer | null | undefined) => (b?.length ? Number(b.toString()) : undefined);
+
+/** The dashboard's script calls on one queue's store. */
+export class DashboardStore {
+  constructor(private readonly queue: QueueStore) {}
+
+  /** dashboard-tick.lua: a tick of the shared reader. */
+  async tick(o: TickOptions): Promise<Tick> {
+    const k = this.queue.keys;
+    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server] = await this.queue.fcall<
+      [number, Buffer[], number[], Buffer[], number, Buffer, Buffer, Buffer[], Buffer[] | null]
+    >(
+      'dashboard-tick',
+      k.counts,
+      [k.prefix, o.since ?? '', o.cursor ?? '', o.sweepCount, o.maxExecutors, o.server ? '1' : '0'],
+      true,
+    );
+    const c: Record<string, number> = {};
+    for (let i = 0; i < counts.length; i += 2) c[counts[i].toString()] = Number(counts[i + 1].toString());
+    const ex: Tick['executors'] = [];
+    for (let i = 0; i < executors.length; i += 3) {
+      let info: Record<string, unknown> = {};
+      try {
+        info = JSON.parse(executors[i + 2].toString()) as Record<string, unknown>;
+      } catch {
+        // an entry that is not JSON shows with its id alone
+      }
+      ex.push({ id: executors[i].toString(), expiry: Number(executors[i + 1].toString()), info });
+    }
+    const groups: Tick['swept'] = [];
+    for (let i = 0; i < swept.length; i += 2) {
+      if (swept[i].length > 0) groups.push([swept[i].toString(), decodeGroupState(swept[i + 1])]);
+    }
+    return {
+      now: Number(now),
+      counts: c,
+      finished: { success: Number(finished[0]), failed: Number(finished[1]), cancelled: Number(finished[2]) },
+      executors: ex,
+      liveExecutors: Number(live),
+      lastEvent: text(lastEvent),
+      cursor: text(cursor),
+      swept: groups,
+      server: server ? { usedMemory: Number(server[0].toString()), opsPerSec: Number(server[1].toString()) } : undefined,
+    };
+  }
+
+  /** dashboard-groups.lua: the page's groups as they are now, and the share of the last takes per group. */
+  async groups(names: readonly string[], o: { events: number; maxTakes: number }): Promise<GroupsRead> {
+    const k = this.queue.keys;
+    const [now, rows, shares, takes, since] = await this.queue.fcall<
+      [number, Array<[Buffer | null, number, number | null]>, Buffer[], number, number | null]
+    >('dashboard-groups', k.groups, [k.prefix, o.events, o.maxTakes, ...names], true);
+    const m = new Map<string, number>();
+    for (let i = 0; i < shares.length; i += 2) m.set(shares[i].toString(), Number(shares[i + 1]));
+    return {
+      now: Number(now),
+      rows: rows.map(([record, running, oldest]) => ({
+        state: record ? decodeGroupState(record) : undefined,
+        running: Number(running),
+        oldest: oldest === null ? undefined : Number(oldest),
+      })),
+      shares: m,
+      takes: Number(takes),
+      since: since === null ? undefined : Number(since),
+    };
+  }
+
+  /** dashboard-jobs.lua: a page of jobs of one state, optionally of one group and task. */
+  async jobs(q: JobsQuery): Promise<JobsRead> {
+    const k = this.queue.keys;
+    const [listable, flat, next, left] = await this.queue.fcall<[number, Buffer[], number, number]>(
+      'dashboard-jobs',
+      k.counts,
+      [k.prefix, q.state, q.group ?? '', q.task ?? '', q.start, q.limit, q.maxRead],
+      true,
+    );
+    const jobs: JobRow[] = [];
+    for (let i = 0; i + 10 <= flat.length; i += 10) {
+      jobs.push({
+        id: text(flat[i]),
+        state: text(flat[i + 1]),
+        group: text(flat[i + 2]),
+        d: flat[i + 3],
+        submitted: optNumber(flat[i + 4]),
+        started: optNumber(flat[i + 5]),
+        finished: optNumber(flat[i + 6]),
+        retries: optNumber(flat[i + 7]) ?? 0,
+        worker: text(flat[i + 8]) || undefined,
+        error: text(flat[i + 9]) || undefined,
+      });
+    }
+    return { listable: listable === 1, jobs, next: Number(next), more: left === 1 };
+  }
+}
