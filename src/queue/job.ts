@@ -30,6 +30,9 @@ export interface Job<A = unknown, R = unknown> {
   maxRetries: number;
   /** Id of the executor that took it last. */
   worker?: string;
+  /** Host name and process id of the executor that ran it (runs of periodic tasks, for their history). */
+  host?: string;
+  pid?: number;
   submitted: number;
   /** When its current or last run started. */
   started?: number;
@@ -89,7 +92,7 @@ export function assignDescription(target: Record<string, unknown>, packed: Buffe
   return target;
 }
 
-const NUMBER_FIELDS = new Set(['retries', 'submitted', 'started', 'finished', 'due', 'takeSeq', 'progress']);
+const NUMBER_FIELDS = new Set(['retries', 'submitted', 'started', 'finished', 'due', 'takeSeq', 'progress', 'pid']);
 /** Hash fields that copy the description for the scripts' hot paths (see lua/includes/addJob). */
 const COPIES = new Set<string>(['group', 'tracker', 'occurrence']);
 

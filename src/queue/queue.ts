@@ -8,6 +8,7 @@ import { type GroupChange, QueueStore } from '../redis/queue-store.js';
 import { Batcher } from './batcher.js';
 import { type QueueEvent, readEvents } from './events.js';
 import { decodeJob, decodeJobObject, JOB_STATES, type Job, type JobState } from './job.js';
+import type { JobOf, SubmitOf, TaskName, UntypedTasks } from './tasks.js';
 import { type CheckedSpec, checkSpec, type SubmitSpec } from './validate.js';
 
 /** Options shared by every part that opens a queue. */
@@ -142,12 +143,18 @@ export function newJobId(): string {
 }
 
 /**
- * A queue as seen by producers and operators.
+ * A queue as seen by producers and operators. With a task map `T` (`{ send: { to: string } }`),
+ * submits are checked against it at compile time: a task it does not name, or args of another
+ * type, do not compile.
  * @example
  * const queue = new Queue('mail', { connection: 'redis://127.0.0.1:6379' });
  * const job = await queue.submit({ task: 'send', group: 'tenant-42', args: { to: 'a@b.c' } });
+ * @example
+ * type Tasks = { send: { to: string } };
+ * const typed = new Queue<Tasks>('mail', { connection });
+ * await typed.submit({ task: 'send', args: { to: 'a@b.c' } });
  */
-export class Queue {
+export class Queue<T extends object = UntypedTasks> {
   readonly name: string;
   readonly keys: QueueKeys;
   /** The command connection (shared with parts of Rota built on this queue). */
@@ -195,9 +202,9 @@ export class Queue {
    * @throws {ValidationError} when a field is bad, or the id is that of a periodic occurrence
    * staged ahead of its time; nothing is written then.
    */
-  async submit<A = unknown>(spec: SubmitSpec<A>): Promise<Job<A>> {
-    const checked = this.check(spec);
-    return new Promise<Job<A>>((resolve, reject) => {
+  async submit<K extends TaskName<T>, A = unknown>(spec: SubmitOf<T, K, A>): Promise<JobOf<T, K, A>> {
+    const checked = this.check(spec as SubmitSpec);
+    return new Promise<JobOf<T, K, A>>((resolve, reject) => {
       this.submits.add({ spec: checked, resolve: resolve as (job: Job) => void, reject });
     });
   }
@@ -213,14 +220,14 @@ export class Queue {
    * that call and those after it).
    * @throws {BulkSubmitError} when a call after the first failed: the jobs written before it.
    */
-  async submitBulk<A = unknown>(specs: SubmitSpec<A>[]): Promise<Job<A>[]> {
+  async submitBulk<K extends TaskName<T>, A = unknown>(specs: SubmitOf<T, K, A>[]): Promise<JobOf<T, K, A>[]> {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
-    const checked = specs.map((s, i) => this.check(s, specs.length > 1 ? `specs[${i}]` : ''));
-    const written: Job<A>[] = [];
+    const checked = specs.map((s, i) => this.check(s as SubmitSpec, specs.length > 1 ? `specs[${i}]` : ''));
+    const written: JobOf<T, K, A>[] = [];
     for (const chunk of submitChunks(checked, (c) => c)) {
-      let out: Job<A>[] | number;
+      let out: JobOf<T, K, A>[] | number;
       try {
-        out = await this.write<A>(chunk);
+        out = (await this.write(chunk)) as JobOf<T, K, A>[] | number;
         if (typeof out === 'number') throw reservedIdError(specs.length > 1 ? `specs[${written.length + out}].id` : 'id');
       } catch (err) {
         if (written.length === 0) throw err;

@@ -24,10 +24,6 @@ export interface SubmitSpec<A = unknown> {
   id?: string;
   /** Run time limit (ms): the run's signal aborts then, and a run that ignores it fails as timed out. */
   maxRuntime?: number;
-  /** Id of the periodic task submitting it (set by the scheduler). */
-  tracker?: string;
-  /** Planned time of the periodic occurrence (set by the scheduler). */
-  occurrence?: number;
 }
 
 /**
@@ -50,8 +46,6 @@ const specSchema = z.object({
   maxRetries: z.number().int().min(0).max(1000).optional(),
   id: nonEmpty(200).optional(),
   maxRuntime: z.number().int().positive().optional(),
-  tracker: bytes(200).optional(),
-  occurrence: z.number().int().nonnegative().optional(),
   args: z.unknown().optional(),
 });
 
@@ -183,8 +177,13 @@ export function packValue(value: unknown, limit: number, field: string): Buffer 
   return packed;
 }
 
-/** A spec that passed validation, with its defaults filled in and its args packed. */
+/**
+ * A spec that passed validation, with its defaults filled in and its args packed. Only Rota's
+ * own callers set `tracker` and `occurrence` (a periodic task's run); a caller's spec cannot.
+ */
 export interface CheckedSpec extends SubmitSpec {
+  tracker?: string;
+  occurrence?: number;
   group: string;
   priority: Priority;
   maxRetries: number;
@@ -208,8 +207,6 @@ export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): Chec
     maxRetries: spec.maxRetries ?? 3,
     id: spec.id,
     maxRuntime: spec.maxRuntime,
-    tracker: spec.tracker,
-    occurrence: spec.occurrence,
     packedArgs,
   };
 }

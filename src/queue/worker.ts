@@ -28,6 +28,7 @@ import { type Keep, Recoverer } from './recoverer.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
 import { TakePlan } from './take-plan.js';
 import { TakeSizer } from './take-size.js';
+import type { HandlersOf, UntypedTasks } from './tasks.js';
 import { packValue } from './validate.js';
 
 /** Executor options. */
@@ -132,13 +133,18 @@ function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 }
 
 /**
- * An executor of queue `name`.
+ * An executor of queue `name`. With a task map `T` (`{ send: { to: string } }`), each handler's
+ * `args` has its task's type, and a handler for a task the map does not name does not compile;
+ * it may handle only some of the map's tasks.
  * @example
  * const worker = new Worker('mail', {
  *   send: async ({ args, signal, log }) => { log('sending to', args.to); return 'ok'; },
  * }, { connection: 'redis://127.0.0.1:6379', concurrency: 10 });
+ * @example
+ * type Tasks = { send: { to: string } };
+ * new Worker<Tasks>('mail', { send: async ({ args }) => deliver(args.to) }, { connection });
  */
-export class Worker extends EventEmitter<WorkerEvents> {
+export class Worker<T extends object = UntypedTasks> extends EventEmitter<WorkerEvents> {
   readonly id: string;
   readonly name: string;
   readonly keys: QueueKeys;
@@ -205,7 +211,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly plan: TakePlan;
   private startedAt = Date.now();
 
-  constructor(name: string, handlers: Handlers, options: WorkerOptions) {
+  constructor(name: string, handlers: HandlersOf<T>, options: WorkerOptions) {
     super();
     this.keys = queueKeys(name);
     this.name = name;
@@ -214,7 +220,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     for (const [task, h] of Object.entries(handlers)) {
       if (typeof h !== 'function') throw new ValidationError(`handlers.${task}`, 'must be a function');
     }
-    this.handlers = handlers;
+    this.handlers = handlers as Handlers;
     this.logger = options.logger;
     const concurrency = options.concurrency ?? 1;
     if (!Number.isInteger(concurrency) || concurrency < 1)

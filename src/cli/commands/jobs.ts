@@ -18,6 +18,11 @@ function parseState(value: string): JobState {
   return value as JobState;
 }
 
+/** A job as printed: without the take sequence, the queue's internal lease token. */
+function printable({ takeSeq: _, ...job }: Job): Omit<Job, 'takeSeq'> {
+  return job;
+}
+
 function oneLine(s: string | undefined, max = 60): string | undefined {
   if (!s) return undefined;
   const first = s.split('\n')[0];
@@ -51,7 +56,7 @@ export function register(program: Command): void {
             id: o.id,
             maxRetries: o.maxRetries,
           });
-          if (g.json) printJson(job);
+          if (g.json) printJson(printable(job));
           else process.stdout.write(`${job.id}\n`);
         }),
     );
@@ -67,7 +72,7 @@ export function register(program: Command): void {
       withQueue(cmd, async (queue, g) => {
         const jobs = await queue.jobs({ state: o.state, group: o.group, limit: o.limit });
         if (g.json) {
-          for (const j of jobs) printJson(j);
+          for (const j of jobs) printJson(printable(j));
           return;
         }
         printTable(
@@ -102,7 +107,7 @@ export function register(program: Command): void {
           );
         const logs = await queue.jobLogs(id);
         if (g.json) {
-          printJson({ ...job, logs });
+          printJson({ ...printable(job), logs });
           return;
         }
         printJob(job, logs);
@@ -154,7 +159,6 @@ function printJob(job: Job, logs: string[]): void {
     ['finished', iso(job.finished)],
     ['due', iso(job.due)],
     ['worker', job.worker],
-    ['takeSeq', job.takeSeq],
     ['tracker', job.tracker],
     ['occurrence', iso(job.occurrence)],
     ['progress', job.progress],
