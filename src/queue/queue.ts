@@ -4,10 +4,10 @@ import { BulkSubmitError, ValidationError } from '../errors.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
 import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
-import { type GroupChange, QueueStore } from '../redis/queue-store.js';
+import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queue-store.js';
 import { Batcher } from './batcher.js';
 import { type QueueEvent, readEvents } from './events.js';
-import { decodeJob, decodeJobObject, JOB_STATES, type Job, type JobState } from './job.js';
+import { decodeJob, decodeJobObject, FINAL_STATES, JOB_STATES, type Job, type JobState } from './job.js';
 import type { JobOf, SubmitOf, TaskName, UntypedTasks } from './tasks.js';
 import { type CheckedSpec, checkSpec, type SubmitSpec } from './validate.js';
 
@@ -91,6 +91,34 @@ const SUBMIT_CHUNK = { jobs: 1000, bytes: 1 << 20 };
  * busy one sends fewer, larger calls, so a job costs less as the load grows.
  */
 const SUBMITS_IN_FLIGHT = 1;
+
+/** What {@link Queue.clean} removes. */
+export interface CleanOptions {
+  /** The final state of the jobs to remove. */
+  state: 'success' | 'failed' | 'cancelled';
+  /** Only jobs finished at least this many ms ago; default 0 (all). */
+  olderThan?: number;
+  /** Only this group's jobs. */
+  group?: string;
+  /** Most jobs removed; default all. */
+  limit?: number;
+}
+
+/** What {@link Queue.retryFailed} puts back. */
+export interface RetryFailedOptions {
+  /** Only this group's jobs. */
+  group?: string;
+  /** Only jobs of this task. */
+  task?: string;
+}
+
+/**
+ * Most members of a finished-state set that one step of a clean, or of a bulk retry, visits: each
+ * step is one script call, and these keep it within a few ms of Redis time (a retry costs about
+ * three times a removal: it puts the job back in its group; benchmarks/probes/clean-cost.ts).
+ */
+const CLEAN_BATCH = 500;
+const RETRY_BATCH = 250;
 
 /** A submit() call waiting to be sent with the others of its turn. */
 interface PendingSubmit {
@@ -329,6 +357,56 @@ export class Queue<T extends object = UntypedTasks> {
   /** Puts a failed or cancelled job back as `waiting` (retries reset); resolves its state afterwards, or null. */
   async retry(id: string): Promise<JobState | null> {
     return this.store.retry(id);
+  }
+
+  /**
+   * Removes finished jobs of one final state (their record and logs): those finished at least
+   * `olderThan` ms ago (by the Redis server's clock), of one `group` when given, at most `limit`.
+   * Works oldest first in steps of one atomic script call each, none of which holds Redis for
+   * more than a few ms, so a large clean does not stall the queue; jobs that finish meanwhile are
+   * newer than the bound set by the first step and are left alone. Resolves the number removed.
+   * @throws {ValidationError} when an option is bad; nothing is removed then.
+   */
+  async clean(opts: CleanOptions): Promise<number> {
+    const { state, olderThan = 0, group, limit = Number.POSITIVE_INFINITY } = opts;
+    if (!FINAL_STATES.has(state)) {
+      throw new ValidationError('state', `must be one of ${[...FINAL_STATES].join(', ')} (a final state)`);
+    }
+    if (!Number.isInteger(olderThan) || olderThan < 0)
+      throw new ValidationError('olderThan', 'must be a whole number of ms >= 0');
+    if (limit !== Number.POSITIVE_INFINITY && (!Number.isInteger(limit) || limit < 1)) {
+      throw new ValidationError('limit', 'must be a whole number >= 1');
+    }
+    if (group !== undefined) this.check({ task: 'x', group });
+    let removed = 0;
+    let cursor: FinishedCursor | undefined;
+    do {
+      const most = Math.min(CLEAN_BATCH, limit - removed);
+      const step = await this.store.clean({ state, ageMs: olderThan, group, most, batch: CLEAN_BATCH }, cursor);
+      removed += step.count;
+      cursor = step.next;
+    } while (cursor && removed < limit);
+    return removed;
+  }
+
+  /**
+   * Puts failed jobs back as `waiting` with their retry count reset, as {@link retry} does for
+   * one: those of one `group` and one `task`, when given. Works in steps as {@link clean} does;
+   * only jobs that failed before the first step are retried, so one that fails again meanwhile
+   * is not retried twice. Resolves the number put back.
+   * @throws {ValidationError} when an option is bad; nothing is changed then.
+   */
+  async retryFailed(opts: RetryFailedOptions = {}): Promise<number> {
+    const { group, task } = opts;
+    if (group !== undefined || task !== undefined) this.check({ task: task ?? 'x', group });
+    let retried = 0;
+    let cursor: FinishedCursor | undefined;
+    do {
+      const step = await this.store.retryFailed({ group, task, batch: RETRY_BATCH }, cursor);
+      retried += step.count;
+      cursor = step.next;
+    } while (cursor);
+    return retried;
   }
 
   /**

@@ -119,6 +119,50 @@ export interface Beat {
   held: ReadonlyArray<{ id: string; token: string }>;
 }
 
+/**
+ * Where a walk over a finished-state set is (see lua/includes/finishedScan): jobs finished at or
+ * before `until` (ms), from score `score` on, past `skip` kept members of that score.
+ */
+export interface FinishedCursor {
+  until: string;
+  score: string;
+  skip: number;
+}
+
+/** One step of a walk over a finished-state set: the jobs it acted on, and where the next step starts (absent: the walk is over). */
+export interface WalkStep {
+  count: number;
+  next?: FinishedCursor;
+}
+
+/** One step of a clean. */
+export interface CleanStep {
+  state: 'success' | 'failed' | 'cancelled';
+  /** Jobs finished at least this many ms ago (read by the first step). */
+  ageMs: number;
+  /** Only this group's jobs, when given. */
+  group?: string;
+  /** Most jobs removed in this step; reaching it ends the walk. */
+  most: number;
+  /** Most members of the set visited. */
+  batch: number;
+}
+
+/** One step of a bulk retry of failed jobs. */
+export interface RetryFailedStep {
+  group?: string;
+  task?: string;
+  /** Most members of the failed set visited. */
+  batch: number;
+}
+
+type RawWalk = [number, string, string?, number?];
+
+/** A walk step's answer: its count, and its next cursor when the walk goes on. */
+function walkStep([count, until, score, skip]: RawWalk): WalkStep {
+  return { count: Number(count), next: score === undefined ? undefined : { until, score, skip: Number(skip) } };
+}
+
 type RawTake = [Array<Buffer | number | null>, Buffer | number];
 
 /**
@@ -299,6 +343,45 @@ export class QueueStore {
   async retry(id: string): Promise<JobState | null> {
     const r = await this.fcall<string | null>('retry', this.keys.counts, [this.keys.prefix, this.maxEvents, id]);
     return (r as JobState) ?? null;
+  }
+
+  /**
+   * clean.lua: one step of a clean, from `cursor` (none: the first step); removes the jobs of
+   * `c.state` finished at least `c.ageMs` ago (of `c.group` only, when given) among the members
+   * it visits.
+   */
+  async clean(c: CleanStep, cursor?: FinishedCursor): Promise<WalkStep> {
+    const raw = await this.fcall<RawWalk>('clean', this.keys.done(c.state), [
+      this.keys.prefix,
+      this.maxEvents,
+      c.state,
+      c.ageMs,
+      cursor?.until ?? '',
+      cursor?.score ?? '-inf',
+      cursor?.skip ?? 0,
+      c.batch,
+      c.group ?? '',
+      c.most,
+    ]);
+    return walkStep(raw);
+  }
+
+  /**
+   * retry-failed.lua: one step of a bulk retry, from `cursor` (none: the first step); puts the
+   * failed jobs it visits (of `r.group` and `r.task` only, when given) back as waiting.
+   */
+  async retryFailed(r: RetryFailedStep, cursor?: FinishedCursor): Promise<WalkStep> {
+    const raw = await this.fcall<RawWalk>('retry-failed', this.keys.done('failed'), [
+      this.keys.prefix,
+      this.maxEvents,
+      cursor?.until ?? '',
+      cursor?.score ?? '-inf',
+      cursor?.skip ?? 0,
+      r.batch,
+      r.group ?? '',
+      r.task ?? '',
+    ]);
+    return walkStep(raw);
   }
 
   /** group.lua: changes a group's settings; answers whether it is in the rotation afterwards. */
