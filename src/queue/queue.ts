@@ -1,6 +1,7 @@
 /** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
 import type { Redis } from 'ioredis';
 import { BulkSubmitError, ValidationError } from '../errors.js';
+import { startSubmitSpan } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
 import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
@@ -232,9 +233,22 @@ export class Queue<T extends object = UntypedTasks> {
    */
   async submit<K extends TaskName<T>, A = unknown>(spec: SubmitOf<T, K, A>): Promise<JobOf<T, K, A>> {
     const checked = this.check(spec as SubmitSpec);
-    return new Promise<JobOf<T, K, A>>((resolve, reject) => {
+    const span = startSubmitSpan(this.name, [checked]);
+    if (span) checked.trace = span.trace;
+    const job = new Promise<JobOf<T, K, A>>((resolve, reject) => {
       this.submits.add({ spec: checked, resolve: resolve as (job: Job) => void, reject });
     });
+    if (!span) return job;
+    return job.then(
+      (j) => {
+        span.end();
+        return j;
+      },
+      (err: unknown) => {
+        span.end(err);
+        throw err;
+      },
+    );
   }
 
   /**
@@ -251,12 +265,27 @@ export class Queue<T extends object = UntypedTasks> {
   async submitBulk<K extends TaskName<T>, A = unknown>(specs: SubmitOf<T, K, A>[]): Promise<JobOf<T, K, A>[]> {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
     const checked = specs.map((s, i) => this.check(s as SubmitSpec, specs.length > 1 ? `specs[${i}]` : ''));
+    const span = checked.length > 0 ? startSubmitSpan(this.name, checked) : null;
+    if (!span) return this.writeBulk(checked, specs.length > 1);
+    for (const c of checked) c.trace = span.trace;
+    try {
+      const written = await this.writeBulk<K, A>(checked, specs.length > 1);
+      span.end();
+      return written;
+    } catch (err) {
+      span.end(err);
+      throw err;
+    }
+  }
+
+  /** Writes a checked bulk in calls of at most SUBMIT_CHUNK (see {@link submitBulk}); `many`: its errors name specs[i]. */
+  private async writeBulk<K extends TaskName<T>, A>(checked: CheckedSpec[], many: boolean): Promise<JobOf<T, K, A>[]> {
     const written: JobOf<T, K, A>[] = [];
     for (const chunk of submitChunks(checked, (c) => c)) {
       let out: JobOf<T, K, A>[] | number;
       try {
         out = (await this.write(chunk)) as JobOf<T, K, A>[] | number;
-        if (typeof out === 'number') throw reservedIdError(specs.length > 1 ? `specs[${written.length + out}].id` : 'id');
+        if (typeof out === 'number') throw reservedIdError(many ? `specs[${written.length + out}].id` : 'id');
       } catch (err) {
         if (written.length === 0) throw err;
         throw new BulkSubmitError(written, err);

@@ -184,6 +184,8 @@ export function packValue(value: unknown, limit: number, field: string): Buffer 
 export interface CheckedSpec extends SubmitSpec {
   tracker?: string;
   occurrence?: number;
+  /** The trace context of the submit's span, when a tracer made one (see src/observability/tracing.ts). */
+  trace?: string;
   group: string;
   priority: Priority;
   maxRetries: number;

@@ -11,6 +11,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ValidationError } from '../errors.js';
+import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { type QueueKeys, queueKeys } from '../redis/keys.js';
 import { loadLibrary } from '../redis/library.js';
@@ -21,7 +22,7 @@ import { Batcher } from './batcher.js';
 import { Dictionary } from './churn.js';
 import type { Handlers } from './context.js';
 import { Heartbeat } from './heartbeat.js';
-import type { Job, JobState } from './job.js';
+import { type Job, type JobState, TRACE } from './job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replicaTimeout } from './queue.js';
 import { type Keep, Recoverer } from './recoverer.js';
@@ -205,6 +206,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         pipe.ltrim(this.keys.logs(j.id), -1000, -1);
       }),
     progress: (j, n) => this.sideWrites.add((pipe) => pipe.hset(this.keys.job(j.id), 'progress', n)),
+    trace: tracingAvailable ? (j) => startRunSpan(this.name, j, (j as { [TRACE]?: string })[TRACE]) : undefined,
   };
   private readonly takeSizer: TakeSizer;
   /** When to take and how many (take-plan.ts). */

@@ -35,6 +35,8 @@ export interface SubmitJob extends JobDescription {
   priority: Priority;
   /** The args as MessagePack, empty when it has none. */
   packedArgs: Buffer;
+  /** The trace context (traceparent) of the submit's span, when a tracer made one. */
+  trace?: string;
 }
 
 /** The answer of a submit: when it was submitted and, per job, whether it was added (false: its id existed). */
@@ -414,7 +416,7 @@ export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed
   const fields: StringValue[] = [];
   // (in the order of SUBMIT_FIELDS)
   for (const s of jobs) {
-    fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority);
+    fields.push(s.id!, packDescription(s, s.packedArgs, s.trace), s.group, s.priority);
     if (periodic) fields.push(s.tracker ?? '', s.occurrence === undefined ? '' : String(s.occurrence));
   }
   return { packed: packStrings(fields, limit, 'specs'), width: periodic ? SUBMIT_FIELDS.length : SUBMIT_WIDTH };

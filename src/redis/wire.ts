@@ -13,7 +13,7 @@
  * first client to use the queue; a client of another version refuses the queue
  * (SchemaMismatchError).
  */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Entries per job in a take reply (see lua/includes/take), after the first job's take sequence. */
 export const TAKEN_WIDTH = 4;
@@ -34,8 +34,9 @@ export const GROUP_FIELDS = ['running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns
 
 /**
  * A job's description (field `d` of its hash): one MessagePack array of these fields in this
- * order (nil when absent), then the packed args when there are any. The scripts read priority
- * and maxRetries by their position.
+ * order (nil when absent), then the packed args when there are any; a job whose submit was traced
+ * has its args (nil-like `undefined` when none) and then its trace context (see src/queue/job.ts).
+ * The scripts read priority and maxRetries by their position.
  */
 export const DESCRIPTION = [
   'task',
