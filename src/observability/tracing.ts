@@ -5,16 +5,28 @@
  * made one). Names and attributes follow OpenTelemetry's messaging conventions
  * (`send <queue>`, `process <queue>`, messaging.system = 'rota').
  *
- * Without the package, or with no tracer provider registered, nothing is stored and a job costs
- * one no-op span start (benchmarks/probes/tracing-cost.ts measures it).
+ * Without the package, or with no tracer provider registered, no span is started and nothing is
+ * stored; a job costs a look-up of the global provider (benchmarks/probes/tracing-cost.ts).
  */
 import type * as OTel from '@opentelemetry/api';
 
 /** The OpenTelemetry API, or null when it is not installed. */
 const api: typeof OTel | null = await import('@opentelemetry/api').catch(() => null);
 
-/** The tracer spans start from (a proxy: a provider registered later is used from then on). */
-const tracer = api?.trace.getTracer('rota');
+/** What the API's global provider delegates to while no tracer provider is registered. */
+const NO_PROVIDER = api ? new api.ProxyTracerProvider().getDelegate() : undefined;
+
+/**
+ * The tracer of the registered tracer provider, or null when none is registered: looked up per
+ * span, so that a provider registered (or removed) later counts, and so that an application
+ * without one pays a lookup and no span.
+ */
+function registeredTracer(): OTel.Tracer | null {
+  if (!api) return null;
+  const provider = api.trace.getTracerProvider();
+  if (provider instanceof api.ProxyTracerProvider && provider.getDelegate() === NO_PROVIDER) return null;
+  return provider.getTracer('rota');
+}
 
 /** The W3C traceparent of a span context: version, trace id, span id, flags. */
 function traceparent(c: OTel.SpanContext): string {
@@ -49,6 +61,7 @@ interface Submitted {
  * when no tracer is registered (the span would record nothing and carry no trace).
  */
 export function startSubmitSpan(queue: string, jobs: readonly Submitted[]): SubmitSpan | null {
+  const tracer = registeredTracer();
   if (!tracer) return null;
   const one = jobs.length === 1 ? jobs[0] : undefined;
   const attributes: OTel.Attributes = {
@@ -77,7 +90,7 @@ export function startSubmitSpan(queue: string, jobs: readonly Submitted[]): Subm
 }
 
 /** Whether the OpenTelemetry API is installed (else no span is ever started). */
-export const tracingAvailable = tracer !== undefined;
+export const tracingAvailable = api !== null;
 
 /** What a run's consumer span describes. */
 interface Running {
@@ -100,6 +113,7 @@ export interface RunSpan {
  * (`trace`, the traceparent its submit stored, if any), or answers null when no tracer is registered.
  */
 export function startRunSpan(queue: string, job: Running, trace: string | undefined): RunSpan | null {
+  const tracer = registeredTracer();
   if (!tracer) return null;
   const submitted = trace ? parseTraceparent(trace) : null;
   const span = tracer.startSpan(`process ${queue}`, {

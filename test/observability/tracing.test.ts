@@ -31,36 +31,6 @@ async function storedDescription(q: Queue, id: string): Promise<unknown[]> {
 /** The traceparent of a recorded span. */
 const traceparentOf = (s: ReadableSpan) => `00-${s.spanContext().traceId}-${s.spanContext().spanId}-01`;
 
-// (first: once a tracer was registered, the API's proxy tracer Rota holds keeps it)
-describe('without a tracer', () => {
-  it('stores no trace context: a job’s description is what it was', async () => {
-    const q = openQueue(uniqueQueue('untraced'));
-    const [plain, withArgs] = await q.submitBulk([{ task: 't' }, { task: 't', args: [1] }]);
-    expect(await storedDescription(q, plain.id)).toHaveLength(DESCRIPTION.length);
-    expect((await storedDescription(q, withArgs.id)).slice(DESCRIPTION.length)).toEqual([[1]]);
-    const done: Job[] = [];
-    const w = openWorker(q.name, { t: () => 'ok' });
-    w.on('completed', (j) => done.push(j));
-    await until(w, 'completed', () => done.length === 2);
-  });
-
-  it('works when @opentelemetry/api is not installed', async () => {
-    const hook = pathToFileURL(new URL('../fixtures/without-otel.mjs', import.meta.url).pathname).href;
-    const child = new NodeProcess(
-      new URL('../fixtures/untraced.ts', import.meta.url).pathname,
-      [redisUrl(), uniqueQueue('no-otel')],
-      { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${hook}` },
-    );
-    try {
-      const report = await child.waitFor<{ tracingAvailable: boolean; result: number }>((m) => 'result' in m, 30_000);
-      expect(report).toMatchObject({ tracingAvailable: false, result: 42 });
-      expect(await child.exited).toBe(0);
-    } finally {
-      await child.kill();
-    }
-  });
-});
-
 describe('with a tracer registered', () => {
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -199,5 +169,35 @@ describe('with a tracer registered', () => {
     }
     const [send] = spans(`send ${q.name}`);
     expect(send.status.code).toBe(SpanStatusCode.ERROR);
+  });
+});
+
+// (after the tests above: a provider removed is no longer used)
+describe('without a tracer', () => {
+  it('stores no trace context: a job’s description is what it was', async () => {
+    const q = openQueue(uniqueQueue('untraced'));
+    const [plain, withArgs] = await q.submitBulk([{ task: 't' }, { task: 't', args: [1] }]);
+    expect(await storedDescription(q, plain.id)).toHaveLength(DESCRIPTION.length);
+    expect((await storedDescription(q, withArgs.id)).slice(DESCRIPTION.length)).toEqual([[1]]);
+    const done: Job[] = [];
+    const w = openWorker(q.name, { t: () => 'ok' });
+    w.on('completed', (j) => done.push(j));
+    await until(w, 'completed', () => done.length === 2);
+  });
+
+  it('works when @opentelemetry/api is not installed', async () => {
+    const hook = pathToFileURL(new URL('../fixtures/without-otel.mjs', import.meta.url).pathname).href;
+    const child = new NodeProcess(
+      new URL('../fixtures/untraced.ts', import.meta.url).pathname,
+      [redisUrl(), uniqueQueue('no-otel')],
+      { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${hook}` },
+    );
+    try {
+      const report = await child.waitFor<{ tracingAvailable: boolean; result: number }>((m) => 'result' in m, 30_000);
+      expect(report).toMatchObject({ tracingAvailable: false, result: 42 });
+      expect(await child.exited).toBe(0);
+    } finally {
+      await child.kill();
+    }
   });
 });
