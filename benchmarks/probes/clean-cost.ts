@@ -1,13 +1,14 @@
 /**
  * How long one script call of Queue.clean and Queue.retryFailed holds Redis, over a large failed
- * set: the server's own time per FCALL, read from SLOWLOG (every command logged), per phase:
+ * set: the server's own time per call (INFO commandstats around each), with the steps those
+ * methods make (their batch sizes), per phase:
  * a clean of one group (every member visited, few removed), a retry of every failed job, and a
  * clean of every failed job. Each failed job has 100 bytes of args, a 500-byte error and three log lines.
  * Usage: npx tsx benchmarks/probes/clean-cost.ts [--jobs 100000] [--groups 1000]
  */
-import type { Redis } from 'ioredis';
 import { Queue } from '../../src/index.js';
-import { addRun, QueueStore } from '../../src/redis/queue-store.js';
+import { CLEAN_BATCH, RETRY_BATCH } from '../../src/queue/queue.js';
+import { addRun, type FinishedCursor, QueueStore, type WalkStep } from '../../src/redis/queue-store.js';
 import type { StringValue } from '../../src/redis/string-array.js';
 import { OUTCOME } from '../../src/redis/wire.js';
 import { arg, labRedis, scriptStats, serverCpuUs, submitSpread, takeAll } from './lab.js';
@@ -40,42 +41,40 @@ async function failAll(): Promise<void> {
   }
 }
 
-/** The FCALL durations (µs) the slow log holds, emptying it. */
-async function fcallDurations(r: Redis): Promise<number[]> {
-  const entries = (await r.call('SLOWLOG', 'GET', '-1')) as Array<[number, number, number, string[]]>;
-  await r.call('SLOWLOG', 'RESET');
-  return entries.filter((e) => String(e[3][0]).toUpperCase() === 'FCALL').map((e) => Number(e[2]));
-}
-
 /**
- * Runs a phase and prints its calls' durations: wall time in Redis per call (the slow log; on a
- * busy machine it counts the time Redis waited for a core too), and Redis CPU per call (mean).
+ * Runs a walk step by step from its first step, and prints per call its Redis CPU (INFO cpu
+ * around it, the INFO call's own included: an upper bound that a busy machine does not inflate)
+ * and its time in Redis (INFO commandstats around it: on a busy machine it counts the time Redis
+ * waited for a core too).
  */
-async function phase(name: string, body: () => Promise<number>): Promise<void> {
-  await admin.call('SLOWLOG', 'RESET');
-  const cpu0 = await serverCpuUs(admin);
-  const calls0 = (await scriptStats(admin)).calls;
-  const n = await body();
-  const cpuMs = ((await serverCpuUs(admin)) - cpu0) / 1000;
-  const calls = (await scriptStats(admin)).calls - calls0;
-  const us = (await fcallDurations(admin)).sort((a, b) => a - b);
-  if (us.length !== calls) throw new Error(`the slow log holds ${us.length} of ${calls} calls`);
-  const at = (p: number) => us[Math.min(us.length - 1, Math.floor(p * us.length))] / 1000;
+async function phase(name: string, step: (cursor?: FinishedCursor) => Promise<WalkStep>): Promise<void> {
+  const cpu: number[] = [];
+  const wall: number[] = [];
+  let n = 0;
+  let cursor: FinishedCursor | undefined;
+  do {
+    const [cpu0, usec0] = [await serverCpuUs(admin), (await scriptStats(admin)).usec];
+    const s = await step(cursor);
+    wall.push((await scriptStats(admin)).usec - usec0);
+    cpu.push((await serverCpuUs(admin)) - cpu0);
+    n += s.count;
+    cursor = s.next;
+  } while (cursor);
+  const ms = (xs: number[], p: number) =>
+    ([...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] / 1000).toFixed(2);
   console.log(
-    `${name.padEnd(24)} ${String(n).padStart(7)} jobs ${String(us.length).padStart(4)} calls | per call: ` +
-      `CPU ${(cpuMs / us.length).toFixed(2)} ms mean; wall p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms, max ${at(1).toFixed(2)} ms`,
+    `${name.padEnd(24)} ${String(n).padStart(6)} jobs ${String(cpu.length).padStart(4)} calls | per call, ms: ` +
+      `CPU p50 ${ms(cpu, 0.5)} p99 ${ms(cpu, 0.99)} max ${ms(cpu, 1)}; time in Redis p50 ${ms(wall, 0.5)} p99 ${ms(wall, 0.99)} max ${ms(wall, 1)}`,
   );
 }
 
 await submitSpread(q, jobs, groups);
 await failAll();
-await admin.config('SET', 'slowlog-log-slower-than', '0');
-await admin.config('SET', 'slowlog-max-len', '100000');
 console.log(`${jobs} failed jobs over ${groups} groups`);
-await phase('clean one group', () => q.clean({ state: 'failed', group: 'g1' }));
-await phase('retryFailed, every job', () => q.retryFailed());
+const clean = { state: 'failed', ageMs: 0, most: CLEAN_BATCH, batch: CLEAN_BATCH } as const;
+await phase('clean one group', (cursor) => store.clean({ ...clean, group: 'g1' }, cursor));
+await phase('retryFailed, every job', (cursor) => store.retryFailed({ batch: RETRY_BATCH }, cursor));
 await failAll();
-await phase('clean, every failed job', () => q.clean({ state: 'failed' }));
-await admin.config('SET', 'slowlog-log-slower-than', '10000');
+await phase('clean, every failed job', (cursor) => store.clean(clean, cursor));
 await q.close();
 await lab.close();

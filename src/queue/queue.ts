@@ -115,11 +115,11 @@ export interface RetryFailedOptions {
 
 /**
  * Most members of a finished-state set that one step of a clean, or of a bulk retry, visits: each
- * step is one script call, and these keep it within a few ms of Redis time (a retry costs about
- * three times a removal: it puts the job back in its group; benchmarks/probes/clean-cost.ts).
+ * step is one script call, and these keep one under 5 ms of Redis CPU (a retry costs more than a
+ * removal: it puts the job back in its group; benchmarks/probes/clean-cost.ts, docs/decisions/0024).
  */
-const CLEAN_BATCH = 500;
-const RETRY_BATCH = 250;
+export const CLEAN_BATCH = 250;
+export const RETRY_BATCH = 150;
 
 /** A submit() call waiting to be sent with the others of its turn. */
 interface PendingSubmit {

@@ -61,7 +61,7 @@ describe('clean', () => {
   });
 
   it('removes only one group’s jobs, across steps whose jobs share a finished time', async () => {
-    // 1,200 jobs ended by one finish call share its time: the steps (500 members each) resume
+    // 1,200 jobs ended by two finish calls share their two times: the steps (250 members each) resume
     // inside one score, past the members of the other group they kept.
     const q = openQueue(uniqueQueue('clean'));
     const ids = await ended(
