@@ -4,7 +4,7 @@
  * one), and each `expectTypeOf` must hold. Nothing here runs; the queue is never connected.
  */
 import { expectTypeOf } from 'vitest';
-import { type Job, type Queue, type SubmitSpec, Worker } from '../../src/index.js';
+import { installShutdownHandlers, type Job, type Queue, type SubmitSpec, serveMetrics, Worker } from '../../src/index.js';
 
 type Tasks = { send: { to: string }; ping: undefined };
 declare const connection: string;
@@ -82,4 +82,16 @@ export function internalFields(queue: Queue): void {
   void queue.submit({ task: 't', tracker: 'nightly' });
   // @ts-expect-error occurrence is set by the scheduler only
   void queue.submit({ task: 't', occurrence: 1 });
+}
+
+export function typedPartsFitRotasOwn(queue: Queue<Tasks>, worker: Worker<Tasks>): void {
+  // A typed queue or executor goes where Rota takes one (metrics, shutdown handlers); an
+  // executor is an executor whatever its map, but a typed queue is no untyped one: it takes
+  // fewer submits.
+  const w: Worker = worker;
+  installShutdownHandlers(worker);
+  void serveMetrics({ port: 0, queue, workers: [worker, w] });
+  // @ts-expect-error a Queue<Tasks> cannot stand for a Queue, which takes any task
+  const q: Queue = queue;
+  void q;
 }
