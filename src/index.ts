@@ -25,9 +25,19 @@ export type { QueueEvent } from './queue/events.js';
 export { type FanOutOptions, MAX_FAN_OUT } from './queue/fanout.js';
 export type { ChildCounts, Job, JobState, Priority } from './queue/job.js';
 export { FINAL_STATES, JOB_STATES } from './queue/job.js';
-export { type Durability, type GroupInfo, Queue, type QueueOptions, type QueueStats, type WorkerInfo } from './queue/queue.js';
+export {
+  type CleanOptions,
+  type Durability,
+  type GroupInfo,
+  Queue,
+  type QueueOptions,
+  type QueueStats,
+  type RetryFailedOptions,
+  type WorkerInfo,
+} from './queue/queue.js';
 export type { Keep } from './queue/recoverer.js';
 export { installShutdownHandlers, type ShutdownOptions } from './queue/shutdown.js';
+export type { TaskName, TaskSpec, UntypedTasks } from './queue/tasks.js';
 export type { SubmitSpec } from './queue/validate.js';
 export { type JobLogger, LeaseLostError, Worker, type WorkerEvents, type WorkerOptions } from './queue/worker.js';
 export type { ConnectionOption } from './redis/connection.js';

@@ -32,3 +32,14 @@ end
 local function describeJob(d)
   return priorityAndRetries(cmsgpack.unpack_limit(d, DESCRIBED, 1))
 end
+
+-- Where the task name is in a description (DESCRIPTION).
+local TASK_AT
+for i = 1, #DESCRIPTION do
+  if DESCRIPTION[i] == 'task' then TASK_AT = i end
+end
+
+-- The task name of a job, from its description `d`: only the fields up to it are decoded.
+local function jobTask(d)
+  return (select(TASK_AT + 1, cmsgpack.unpack_limit(d, TASK_AT, 1)))
+end

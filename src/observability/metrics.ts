@@ -14,8 +14,9 @@ export interface MetricsOptions {
   port: number;
   /** Address to bind; default 0.0.0.0. */
   host?: string;
-  /** Queue whose counts and group depths are exported. */
-  queue: Queue;
+  /** Queue whose counts and group depths are exported (of any task map: it is only read). */
+  // biome-ignore lint/suspicious/noExplicitAny: a typed Queue<Tasks> is no Queue (its submits take less), and metrics never submit.
+  queue: Queue<any>;
   /** Executors whose jobs' waits are observed. */
   workers?: Worker[];
   /** At most this many groups get a depth series (the deepest are kept); default 1,000. */

@@ -42,6 +42,9 @@ export interface Job<A = unknown, R = unknown> {
   maxRetries: number;
   /** Id of the executor that took it last. */
   worker?: string;
+  /** Host name and process id of the executor that ran it (runs of periodic tasks, for their history). */
+  host?: string;
+  pid?: number;
   submitted: number;
   /** When its current or last run started. */
   started?: number;
@@ -95,14 +98,28 @@ export type JobDescription = Pick<Job, 'task' | 'group' | 'priority' | 'maxRetri
   Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence' | 'parent'>>;
 
 /**
- * Packs a job's description; `packedArgs` is its args as MessagePack, empty when it has none.
- * Gives the bytes as the parts to write one after the other (the fields, then the args when there
- * are any), so that they are copied once, into the call that carries them.
+ * Where a job read back keeps the trace context (a W3C traceparent) its submit stored, when a
+ * tracer made one: a symbol, so that it is no field of {@link Job} and is never printed.
  */
-export function packDescription(d: JobDescription, packedArgs: Buffer): Buffer[] {
+export const TRACE = Symbol('trace');
+
+/** `undefined` packed: the args of a description that has none but a trace after them. */
+const NO_ARGS = pack(undefined);
+
+/**
+ * Packs a job's description; `packedArgs` is its args as MessagePack, empty when it has none, and
+ * `trace` the trace context to store, when there is one. Gives the bytes as the parts to write one
+ * after the other (the fields, then the args when there are any, then the trace), so that they
+ * are copied once, into the call that carries them.
+ */
+export function packDescription(d: JobDescription, packedArgs: Buffer, trace?: string): Buffer[] {
   const head = pack(DESCRIPTION.map((field) => d[field] ?? null));
+  // A fixarray's first byte holds its length: one or two more elements, packed already.
+  if (trace !== undefined) {
+    head[0] += 2;
+    return [head, packedArgs.length ? packedArgs : NO_ARGS, pack(trace)];
+  }
   if (!packedArgs.length) return [head];
-  // A fixarray's first byte holds its length: one more element, the args, packed already.
   head[0] += 1;
   return [head, packedArgs];
 }
@@ -115,20 +132,36 @@ export function unpackDescription(packed: Buffer): JobDescription & { args?: unk
 /**
  * Sets on `target` the fields (and args, when there are any) of a packed description: one
  * MessagePack array in the job hash's field `d`, the fields of DESCRIPTION (src/redis/wire.ts) in
- * order (nil when absent), then the packed args when there are any.
+ * order (nil when absent), then the packed args when there are any; when the submit stored a
+ * trace context, the args (`undefined` when none) and then the trace, set under {@link TRACE}.
  */
-export function assignDescription(target: Record<string, unknown>, packed: Buffer): Record<string, unknown> {
+export function assignDescription(target: Record<string | symbol, unknown>, packed: Buffer): Record<string, unknown> {
   const values = unpack(packed) as unknown[];
-  for (let i = 0; i < DESCRIPTION.length; i++) {
+  const n = DESCRIPTION.length;
+  for (let i = 0; i < n; i++) {
     const v = values[i];
     // times past 2^32 ms come back as 64-bit integers (bigint) when the scripts packed them
     if (v !== null && v !== undefined) target[DESCRIPTION[i]] = typeof v === 'bigint' ? Number(v) : v;
   }
-  if (values.length > DESCRIPTION.length) target.args = values[DESCRIPTION.length];
+  if (values.length > n + 1) {
+    if (values[n] !== undefined) target.args = values[n];
+    target[TRACE] = values[n + 1];
+  } else if (values.length > n) target.args = values[n];
   return target;
 }
 
-const NUMBER_FIELDS = new Set(['retries', 'submitted', 'started', 'finished', 'due', 'runAt', 'taken', 'takeSeq', 'progress']);
+const NUMBER_FIELDS = new Set([
+  'retries',
+  'submitted',
+  'started',
+  'finished',
+  'due',
+  'runAt',
+  'taken',
+  'takeSeq',
+  'progress',
+  'pid',
+]);
 /** Hash fields that copy the description for the scripts' hot paths (see lua/includes/addJob). */
 const COPIES = new Set<string>(['group', 'tracker', 'occurrence']);
 

@@ -1,14 +1,16 @@
 /** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
 import type { Redis } from 'ioredis';
 import { BulkSubmitError, ValidationError } from '../errors.js';
+import { startSubmitSpan } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
 import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
-import { type GroupChange, QueueStore } from '../redis/queue-store.js';
+import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queue-store.js';
 import { GROUP_DUE_MARK } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
 import { type QueueEvent, readEvents } from './events.js';
-import { decodeJob, decodeJobObject, JOB_STATES, type Job, type JobState } from './job.js';
+import { decodeJob, decodeJobObject, FINAL_STATES, JOB_STATES, type Job, type JobState } from './job.js';
+import type { JobOf, SubmitOf, TaskName, UntypedTasks } from './tasks.js';
 import { type CheckedSpec, checkRate, checkSpec, type SubmitSpec } from './validate.js';
 
 /** Options shared by every part that opens a queue. */
@@ -94,6 +96,34 @@ const SUBMIT_CHUNK = { jobs: 1000, bytes: 1 << 20 };
  */
 const SUBMITS_IN_FLIGHT = 1;
 
+/** What {@link Queue.clean} removes. */
+export interface CleanOptions {
+  /** The final state of the jobs to remove. */
+  state: 'success' | 'failed' | 'cancelled';
+  /** Only jobs finished at least this many ms ago; default 0 (all). */
+  olderThan?: number;
+  /** Only this group's jobs. */
+  group?: string;
+  /** Most jobs removed; default all. */
+  limit?: number;
+}
+
+/** What {@link Queue.retryFailed} puts back. */
+export interface RetryFailedOptions {
+  /** Only this group's jobs. */
+  group?: string;
+  /** Only jobs of this task. */
+  task?: string;
+}
+
+/**
+ * Most members of a finished-state set that one step of a clean, or of a bulk retry, visits: each
+ * step is one script call, and these keep one under 5 ms of Redis CPU (a retry costs more than a
+ * removal: it puts the job back in its group; benchmarks/probes/clean-cost.ts, docs/decisions/0024).
+ */
+export const CLEAN_BATCH = 250;
+export const RETRY_BATCH = 150;
+
 /** A submit() call waiting to be sent with the others of its turn. */
 interface PendingSubmit {
   spec: CheckedSpec;
@@ -145,12 +175,18 @@ export function newJobId(): string {
 }
 
 /**
- * A queue as seen by producers and operators.
+ * A queue as seen by producers and operators. With a task map `T` (`{ send: { to: string } }`),
+ * submits are checked against it at compile time: a task it does not name, or args of another
+ * type, do not compile.
  * @example
  * const queue = new Queue('mail', { connection: 'redis://127.0.0.1:6379' });
  * const job = await queue.submit({ task: 'send', group: 'tenant-42', args: { to: 'a@b.c' } });
+ * @example
+ * type Tasks = { send: { to: string } };
+ * const typed = new Queue<Tasks>('mail', { connection });
+ * await typed.submit({ task: 'send', args: { to: 'a@b.c' } });
  */
-export class Queue {
+export class Queue<T extends object = UntypedTasks> {
   readonly name: string;
   readonly keys: QueueKeys;
   /** The command connection (shared with parts of Rota built on this queue). */
@@ -198,11 +234,24 @@ export class Queue {
    * @throws {ValidationError} when a field is bad, or the id is that of a periodic occurrence
    * staged ahead of its time; nothing is written then.
    */
-  async submit<A = unknown>(spec: SubmitSpec<A>): Promise<Job<A>> {
-    const checked = this.check(spec);
-    return new Promise<Job<A>>((resolve, reject) => {
+  async submit<K extends TaskName<T>, A = unknown>(spec: SubmitOf<T, K, A>): Promise<JobOf<T, K, A>> {
+    const checked = this.check(spec as SubmitSpec);
+    const span = startSubmitSpan(this.name, [checked]);
+    if (span) checked.trace = span.trace;
+    const job = new Promise<JobOf<T, K, A>>((resolve, reject) => {
       this.submits.add({ spec: checked, resolve: resolve as (job: Job) => void, reject });
     });
+    if (!span) return job;
+    return job.then(
+      (j) => {
+        span.end();
+        return j;
+      },
+      (err: unknown) => {
+        span.end(err);
+        throw err;
+      },
+    );
   }
 
   /**
@@ -216,15 +265,30 @@ export class Queue {
    * that call and those after it).
    * @throws {BulkSubmitError} when a call after the first failed: the jobs written before it.
    */
-  async submitBulk<A = unknown>(specs: SubmitSpec<A>[]): Promise<Job<A>[]> {
+  async submitBulk<K extends TaskName<T>, A = unknown>(specs: SubmitOf<T, K, A>[]): Promise<JobOf<T, K, A>[]> {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
-    const checked = specs.map((s, i) => this.check(s, specs.length > 1 ? `specs[${i}]` : ''));
-    const written: Job<A>[] = [];
+    const checked = specs.map((s, i) => this.check(s as SubmitSpec, specs.length > 1 ? `specs[${i}]` : ''));
+    const span = checked.length > 0 ? startSubmitSpan(this.name, checked) : null;
+    if (!span) return this.writeBulk(checked, specs.length > 1);
+    for (const c of checked) c.trace = span.trace;
+    try {
+      const written = await this.writeBulk<K, A>(checked, specs.length > 1);
+      span.end();
+      return written;
+    } catch (err) {
+      span.end(err);
+      throw err;
+    }
+  }
+
+  /** Writes a checked bulk in calls of at most SUBMIT_CHUNK (see {@link submitBulk}); `many`: its errors name specs[i]. */
+  private async writeBulk<K extends TaskName<T>, A>(checked: CheckedSpec[], many: boolean): Promise<JobOf<T, K, A>[]> {
+    const written: JobOf<T, K, A>[] = [];
     for (const chunk of submitChunks(checked, (c) => c)) {
-      let out: Job<A>[] | number;
+      let out: JobOf<T, K, A>[] | number;
       try {
-        out = await this.write<A>(chunk);
-        if (typeof out === 'number') throw reservedIdError(specs.length > 1 ? `specs[${written.length + out}].id` : 'id');
+        out = (await this.write(chunk)) as JobOf<T, K, A>[] | number;
+        if (typeof out === 'number') throw reservedIdError(many ? `specs[${written.length + out}].id` : 'id');
       } catch (err) {
         if (written.length === 0) throw err;
         throw new BulkSubmitError(written, err);
@@ -329,6 +393,56 @@ export class Queue {
   /** Puts a failed or cancelled job back as `waiting` (retries reset); resolves its state afterwards, or null. */
   async retry(id: string): Promise<JobState | null> {
     return this.store.retry(id);
+  }
+
+  /**
+   * Removes finished jobs of one final state (their record and logs): those finished at least
+   * `olderThan` ms ago (by the Redis server's clock), of one `group` when given, at most `limit`.
+   * Works oldest first in steps of one atomic script call each, none of which holds Redis for
+   * more than a few ms, so a large clean does not stall the queue; jobs that finish meanwhile are
+   * newer than the bound set by the first step and are left alone. Resolves the number removed.
+   * @throws {ValidationError} when an option is bad; nothing is removed then.
+   */
+  async clean(opts: CleanOptions): Promise<number> {
+    const { state, olderThan = 0, group, limit = Number.POSITIVE_INFINITY } = opts;
+    if (!FINAL_STATES.has(state)) {
+      throw new ValidationError('state', `must be one of ${[...FINAL_STATES].join(', ')} (a final state)`);
+    }
+    if (!Number.isInteger(olderThan) || olderThan < 0)
+      throw new ValidationError('olderThan', 'must be a whole number of ms >= 0');
+    if (limit !== Number.POSITIVE_INFINITY && (!Number.isInteger(limit) || limit < 1)) {
+      throw new ValidationError('limit', 'must be a whole number >= 1');
+    }
+    if (group !== undefined) this.check({ task: 'x', group });
+    let removed = 0;
+    let cursor: FinishedCursor | undefined;
+    do {
+      const most = Math.min(CLEAN_BATCH, limit - removed);
+      const step = await this.store.clean({ state, ageMs: olderThan, group, most, batch: CLEAN_BATCH }, cursor);
+      removed += step.count;
+      cursor = step.next;
+    } while (cursor && removed < limit);
+    return removed;
+  }
+
+  /**
+   * Puts failed jobs back as `waiting` with their retry count reset, as {@link retry} does for
+   * one: those of one `group` and one `task`, when given. Works in steps as {@link clean} does;
+   * only jobs that failed before the first step are retried, so one that fails again meanwhile
+   * is not retried twice. Resolves the number put back.
+   * @throws {ValidationError} when an option is bad; nothing is changed then.
+   */
+  async retryFailed(opts: RetryFailedOptions = {}): Promise<number> {
+    const { group, task } = opts;
+    if (group !== undefined || task !== undefined) this.check({ task: task ?? 'x', group });
+    let retried = 0;
+    let cursor: FinishedCursor | undefined;
+    do {
+      const step = await this.store.retryFailed({ group, task, batch: RETRY_BATCH }, cursor);
+      retried += step.count;
+      cursor = step.next;
+    } while (cursor);
+    return retried;
   }
 
   /**

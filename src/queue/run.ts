@@ -3,6 +3,7 @@
  * turns how the handler ended into an outcome for the finish script.
  */
 import { PermanentError, TimeoutError, UnknownTaskError, ValidationError } from '../errors.js';
+import type { RunSpan } from '../observability/tracing.js';
 import type { OutcomeCode } from '../redis/wire.js';
 import type { Handlers, JobContext } from './context.js';
 import type { FanOutOptions } from './fanout.js';
@@ -29,7 +30,19 @@ export interface RunHooks {
    * they are bad), then stages them; resolves how many it staged.
    */
   fanOut(job: Job, items: readonly unknown[], options: FanOutOptions): Promise<number>;
+  /** Starts the run's span, when tracing is on (see src/observability/tracing.ts). */
+  trace?(job: Job): RunSpan | null;
 }
+
+/** What an outcome's code ends a run as, for its span. */
+const OUTCOME_NAMES: Record<OutcomeCode, string> = {
+  s: 'success',
+  o: 'success',
+  f: 'failed',
+  p: 'failed',
+  c: 'cancelled',
+  r: 'released',
+};
 
 /** Reason text put on a run's signal. */
 class RunAborted extends Error {
@@ -82,6 +95,8 @@ export class Run {
   private waiters: Array<(o: Outcome) => void> | null = null;
   private timers: LongTimer[] | null = null;
   private gate: ((go: boolean) => void) | null = null;
+  /** The run's span, while it is traced and has not ended. */
+  private span: RunSpan | null = null;
   private readonly handler: Handlers[string] | undefined;
   /** When the handler was called (performance.now()), 0 until then. */
   began = 0;
@@ -130,7 +145,13 @@ export class Run {
     if (this.job.maxRuntime) this.addTimer(() => this.abort('timeout'), this.job.maxRuntime);
     let returned: unknown;
     try {
-      returned = this.handler!(this.context());
+      const span = this.hooks.trace?.(this.job) ?? null;
+      if (span) {
+        this.span = span;
+        returned = span.within(() => this.handler!(this.context()));
+      } else {
+        returned = this.handler!(this.context());
+      }
     } catch (err) {
       this.failed(err);
       return;
@@ -255,6 +276,10 @@ export class Run {
     if (this.outcome) return;
     this.outcome = outcome;
     if (this.timers) for (const t of this.timers) clearLongTimeout(t);
+    if (this.span) {
+      this.span.end(OUTCOME_NAMES[outcome.code], outcome.error);
+      this.span = null;
+    }
     this.onEnd?.(this, outcome);
     if (this.waiters) for (const w of this.waiters) w(outcome);
   }

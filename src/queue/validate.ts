@@ -25,10 +25,6 @@ export interface SubmitSpec<A = unknown> {
   id?: string;
   /** Run time limit (ms): the run's signal aborts then, and a run that ignores it fails as timed out. */
   maxRuntime?: number;
-  /** Id of the periodic task submitting it (set by the scheduler). */
-  tracker?: string;
-  /** Planned time of the periodic occurrence (set by the scheduler). */
-  occurrence?: number;
   /**
    * Ms from the submit (by the Redis server's clock) before the job may run: it is `delayed`
    * until then, then `waiting`. Not with `runAt`.
@@ -64,8 +60,6 @@ const specSchema = z.object({
   maxRetries: z.number().int().min(0).max(1000).optional(),
   id: nonEmpty(200).optional(),
   maxRuntime: z.number().int().positive().optional(),
-  tracker: bytes(200).optional(),
-  occurrence: z.number().int().nonnegative().optional(),
   delay: z.number().int('must be a whole number of ms').nonnegative().max(MAX_DUE_MS).optional(),
   runAt: z
     .union([
@@ -204,8 +198,15 @@ export function packValue(value: unknown, limit: number, field: string): Buffer 
   return packed;
 }
 
-/** A spec that passed validation, with its defaults filled in and its args packed. */
+/**
+ * A spec that passed validation, with its defaults filled in and its args packed. Only Rota's
+ * own callers set `tracker` and `occurrence` (a periodic task's run); a caller's spec cannot.
+ */
 export interface CheckedSpec extends SubmitSpec {
+  tracker?: string;
+  occurrence?: number;
+  /** The trace context of the submit's span, when a tracer made one (see src/observability/tracing.ts). */
+  trace?: string;
   group: string;
   priority: Priority;
   maxRetries: number;
@@ -237,8 +238,6 @@ export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): Chec
     maxRetries: spec.maxRetries ?? 3,
     id: spec.id,
     maxRuntime: spec.maxRuntime,
-    tracker: spec.tracker,
-    occurrence: spec.occurrence,
     delay: spec.delay,
     runAt: spec.runAt instanceof Date ? spec.runAt.getTime() : spec.runAt,
     packedArgs,

@@ -12,6 +12,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ValidationError } from '../errors.js';
+import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { type QueueKeys, queueKeys } from '../redis/keys.js';
 import { loadLibrary } from '../redis/library.js';
@@ -23,7 +24,7 @@ import { Dictionary } from './churn.js';
 import type { Handlers } from './context.js';
 import { packChildren, stageChildren, submitCommitted } from './fanout.js';
 import { Heartbeat } from './heartbeat.js';
-import type { Job, JobState } from './job.js';
+import { type Job, type JobState, TRACE } from './job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 import { ProgressThrottle } from './progress.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replicaTimeout } from './queue.js';
@@ -31,6 +32,7 @@ import { type Keep, Recoverer } from './recoverer.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
 import { TakePlan } from './take-plan.js';
 import { TakeSizer } from './take-size.js';
+import type { HandlersOf, UntypedTasks } from './tasks.js';
 import { packValue } from './validate.js';
 
 /** Executor options. */
@@ -154,13 +156,18 @@ function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 }
 
 /**
- * An executor of queue `name`.
+ * An executor of queue `name`. With a task map `T` (`{ send: { to: string } }`), each handler's
+ * `args` has its task's type, and a handler for a task the map does not name does not compile;
+ * it may handle only some of the map's tasks.
  * @example
  * const worker = new Worker('mail', {
  *   send: async ({ args, signal, log }) => { log('sending to', args.to); return 'ok'; },
  * }, { connection: 'redis://127.0.0.1:6379', concurrency: 10 });
+ * @example
+ * type Tasks = { send: { to: string } };
+ * new Worker<Tasks>('mail', { send: async ({ args }) => deliver(args.to) }, { connection });
  */
-export class Worker extends EventEmitter<WorkerEvents> {
+export class Worker<T extends object = UntypedTasks> extends EventEmitter<WorkerEvents> {
   readonly id: string;
   readonly name: string;
   readonly keys: QueueKeys;
@@ -239,13 +246,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
       if (children.total > 0) await stageChildren(this.client, this.keys, j, children);
       return children.total;
     },
+    trace: tracingAvailable ? (j) => startRunSpan(this.name, j, (j as { [TRACE]?: string })[TRACE]) : undefined,
   };
   private readonly takeSizer: TakeSizer;
   /** When to take and how many (take-plan.ts). */
   private readonly plan: TakePlan;
   private startedAt = Date.now();
 
-  constructor(name: string, handlers: Handlers, options: WorkerOptions) {
+  constructor(name: string, handlers: HandlersOf<T>, options: WorkerOptions) {
     super();
     this.keys = queueKeys(name);
     this.name = name;
@@ -254,7 +262,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     for (const [task, h] of Object.entries(handlers)) {
       if (typeof h !== 'function') throw new ValidationError(`handlers.${task}`, 'must be a function');
     }
-    this.handlers = handlers;
+    this.handlers = handlers as Handlers;
     this.logger = options.logger;
     const concurrency = options.concurrency ?? 1;
     if (!Number.isInteger(concurrency) || concurrency < 1)

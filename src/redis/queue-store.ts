@@ -50,6 +50,8 @@ export interface SubmitJob extends JobDescription {
   runAt?: number;
   /** Run no earlier than this many ms after the submit (by the Redis server's clock). */
   delay?: number;
+  /** The trace context (traceparent) of the submit's span, when a tracer made one. */
+  trace?: string;
 }
 
 /** The answer of a submit: when it was submitted and, per job, whether it was added (false: its id existed). */
@@ -142,6 +144,50 @@ export interface Beat {
   info: object;
   /** The runs it holds, whose leases are extended. */
   held: ReadonlyArray<{ id: string; token: string }>;
+}
+
+/**
+ * Where a walk over a finished-state set is (see lua/includes/finishedScan): jobs finished at or
+ * before `until` (ms), from score `score` on, past `skip` kept members of that score.
+ */
+export interface FinishedCursor {
+  until: string;
+  score: string;
+  skip: number;
+}
+
+/** One step of a walk over a finished-state set: the jobs it acted on, and where the next step starts (absent: the walk is over). */
+export interface WalkStep {
+  count: number;
+  next?: FinishedCursor;
+}
+
+/** One step of a clean. */
+export interface CleanStep {
+  state: 'success' | 'failed' | 'cancelled';
+  /** Jobs finished at least this many ms ago (read by the first step). */
+  ageMs: number;
+  /** Only this group's jobs, when given. */
+  group?: string;
+  /** Most jobs removed in this step; reaching it ends the walk. */
+  most: number;
+  /** Most members of the set visited. */
+  batch: number;
+}
+
+/** One step of a bulk retry of failed jobs. */
+export interface RetryFailedStep {
+  group?: string;
+  task?: string;
+  /** Most members of the failed set visited. */
+  batch: number;
+}
+
+type RawWalk = [number, string, string?, number?];
+
+/** A walk step's answer: its count, and its next cursor when the walk goes on. */
+function walkStep([count, until, score, skip]: RawWalk): WalkStep {
+  return { count: Number(count), next: score === undefined ? undefined : { until, score, skip: Number(skip) } };
 }
 
 type RawTake = [Array<Buffer | number | null>, Buffer | number];
@@ -355,6 +401,45 @@ export class QueueStore {
     return (r as JobState) ?? null;
   }
 
+  /**
+   * clean.lua: one step of a clean, from `cursor` (none: the first step); removes the jobs of
+   * `c.state` finished at least `c.ageMs` ago (of `c.group` only, when given) among the members
+   * it visits.
+   */
+  async clean(c: CleanStep, cursor?: FinishedCursor): Promise<WalkStep> {
+    const raw = await this.fcall<RawWalk>('clean', this.keys.done(c.state), [
+      this.keys.prefix,
+      this.maxEvents,
+      c.state,
+      c.ageMs,
+      cursor?.until ?? '',
+      cursor?.score ?? '-inf',
+      cursor?.skip ?? 0,
+      c.batch,
+      c.group ?? '',
+      c.most,
+    ]);
+    return walkStep(raw);
+  }
+
+  /**
+   * retry-failed.lua: one step of a bulk retry, from `cursor` (none: the first step); puts the
+   * failed jobs it visits (of `r.group` and `r.task` only, when given) back as waiting.
+   */
+  async retryFailed(r: RetryFailedStep, cursor?: FinishedCursor): Promise<WalkStep> {
+    const raw = await this.fcall<RawWalk>('retry-failed', this.keys.done('failed'), [
+      this.keys.prefix,
+      this.maxEvents,
+      cursor?.until ?? '',
+      cursor?.score ?? '-inf',
+      cursor?.skip ?? 0,
+      r.batch,
+      r.group ?? '',
+      r.task ?? '',
+    ]);
+    return walkStep(raw);
+  }
+
   /** group.lua: changes a group's settings; answers whether it is in the rotation afterwards. */
   async group(group: string, change: GroupChange): Promise<boolean> {
     const args: Arg[] = [this.keys.prefix, group];
@@ -397,7 +482,7 @@ export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed
   const fields: StringValue[] = [];
   // (in the order of SUBMIT_FIELDS)
   for (const s of jobs) {
-    fields.push(s.id!, packDescription(s, s.packedArgs), s.group, s.priority);
+    fields.push(s.id!, packDescription(s, s.packedArgs, s.trace), s.group, s.priority);
     if (periodic) fields.push(s.tracker ?? '', s.occurrence === undefined ? '' : String(s.occurrence));
     if (due) fields.push(s.runAt !== undefined ? String(s.runAt) : s.delay !== undefined ? `${DELAY_MARK}${s.delay}` : '');
   }

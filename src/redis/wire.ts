@@ -62,8 +62,9 @@ export const GROUP_DUE_MARK = '\u0000';
 
 /**
  * A job's description (field `d` of its hash): one MessagePack array of these fields in this
- * order (nil when absent), then the packed args when there are any. The scripts read priority
- * and maxRetries by their position.
+ * order (nil when absent), then the packed args when there are any; a job whose submit was traced
+ * has its args (nil-like `undefined` when none) and then its trace context (see src/queue/job.ts).
+ * The scripts read priority and maxRetries by their position.
  */
 export const DESCRIPTION = [
   'task',

@@ -30,7 +30,7 @@ function setup() {
 
 describe('tolerance and timebox (Nuntium)', () => {
   it('drops a run that starts less than interval - tolerance after the previous one, and records it', async () => {
-    const { tasks, scheduler, worker } = setup();
+    const { tasks, queue, scheduler, worker } = setup();
     await tasks.upsert({ id: 'poll', task: 'poll', timer: 'every 500ms', overlap: 'allow', tolerance: 100, maxRuntime: 5000 });
     const s = await scheduler();
     // No executor for a while: several runs queue up, as in Nuntium's congested queue.
@@ -63,6 +63,8 @@ describe('tolerance and timebox (Nuntium)', () => {
     expect(done[0].host).toBeTruthy();
     expect(done[0].pid).toBe(process.pid);
     expect(done[0].worker).toBe(w.id);
+    // the job read back has them too, the pid as a number
+    expect(await queue.getJob(done[0].jobId!)).toMatchObject({ host: done[0].host, pid: process.pid });
     expect((await tasks.get('poll'))!.lastrun).toBe(done[0].started);
   });
 

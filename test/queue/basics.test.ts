@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type Job, PayloadTooLargeError, PermanentError, type SubmitSpec, Worker } from '../../src/index.js';
 import { packSubmits } from '../../src/redis/queue-store.js';
 import { closeAll, openQueue, rawClient, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
+import { storeOf } from '../helpers/store.js';
 
 afterEach(closeAll);
 const queue = (name: string) => openQueue(name);
@@ -124,12 +125,15 @@ describe('submitting', () => {
 
   it('stores the tracker and occurrence of the runs of periodic tasks in a bulk, and none for the other jobs', async () => {
     const q = queue(uniqueQueue());
-    const [plain, run, other] = await q.submitBulk([
-      { task: 't', args: 1 },
-      { task: 't', args: 2, tracker: 'nightly', occurrence: 1_795_000_000_000 },
-      { task: 't', args: 3, group: 'g2' },
-    ]);
-    const stored = await Promise.all([plain, run, other].map((j) => q.getJob(j.id)));
+    // (a caller's spec cannot carry them: only Rota's own callers of the store set them)
+    const specs = [
+      q.check({ task: 't', args: 1 }),
+      q.check({ task: 't', args: 2 }),
+      q.check({ task: 't', args: 3, group: 'g2' }),
+    ];
+    Object.assign(specs[1], { tracker: 'nightly', occurrence: 1_795_000_000_000 });
+    await storeOf(q.client, q.name).submit(specs, Infinity);
+    const stored = await Promise.all(specs.map((j) => q.getJob(j.id!)));
     expect(stored.map((j) => [j!.args, j!.tracker, j!.occurrence, j!.state])).toEqual([
       [1, undefined, undefined, 'waiting'],
       [2, 'nightly', 1_795_000_000_000, 'waiting'],

@@ -111,6 +111,9 @@ describe('unknown fields', () => {
       /did you mean "group"\?/,
     );
     expectRefused(await outcome(q.submitBulk([typo])), 'maxRetry', /did you mean "maxRetries"/);
+    // the fields of a periodic task's run are the scheduler's: a caller cannot pose as one
+    expectRefused(await outcome(q.submit({ task: 'ok', tracker: 'nightly' } as never)), 'tracker', /is not a known field/);
+    expectRefused(await outcome(q.submit({ task: 'ok', occurrence: 1 } as never)), 'occurrence', /is not a known field/);
     expect(await dump(name)).toEqual(before);
     expect((await q.counts()).waiting).toBe(1);
   });

@@ -1,7 +1,9 @@
 /** Job commands: submit, jobs, job, cancel, retry. */
 import { type Command, InvalidArgumentError } from 'commander';
 import { FINAL_STATES, JOB_STATES, type Job, type JobState } from '../../queue/job.js';
-import { EXIT_INVALID, EXIT_NOT_FOUND } from '../exit-codes.js';
+import type { CleanOptions } from '../../queue/queue.js';
+import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../../timers/duration.js';
+import { EXIT_INVALID, EXIT_NOT_FOUND, EXIT_USAGE } from '../exit-codes.js';
 import { CliError, intOption, iso, printJson, printTable, withQueue } from '../support.js';
 import { durationOption } from './durations.js';
 
@@ -24,6 +26,17 @@ function parseState(value: string): JobState {
   if (!(JOB_STATES as readonly string[]).includes(value))
     throw new InvalidArgumentError(`expected one of ${JOB_STATES.join(', ')}`);
   return value as JobState;
+}
+
+/** A job as printed: without the take sequence, the queue's internal lease token. */
+function printable({ takeSeq: _, ...job }: Job): Omit<Job, 'takeSeq'> {
+  return job;
+}
+
+function parseFinalState(value: string): CleanOptions['state'] {
+  if (!FINAL_STATES.has(value as JobState))
+    throw new InvalidArgumentError(`expected one of ${[...FINAL_STATES].join(', ')} (a final state)`);
+  return value as CleanOptions['state'];
 }
 
 function oneLine(s: string | undefined, max = 60): string | undefined {
@@ -74,7 +87,7 @@ export function register(program: Command): void {
             runAt: o.at,
           });
           if (existed) process.stderr.write(`rota: job ${job.id} already existed (${job.state}); nothing was submitted\n`);
-          if (g.json) printJson(job);
+          if (g.json) printJson(printable(job));
           else process.stdout.write(`${job.id}\n`);
         }),
     );
@@ -90,7 +103,7 @@ export function register(program: Command): void {
       withQueue(cmd, async (queue, g) => {
         const jobs = await queue.jobs({ state: o.state, group: o.group, limit: o.limit });
         if (g.json) {
-          for (const j of jobs) printJson(j);
+          for (const j of jobs) printJson(printable(j));
           return;
         }
         printTable(
@@ -125,7 +138,7 @@ export function register(program: Command): void {
           );
         const logs = await queue.jobLogs(id);
         if (g.json) {
-          printJson({ ...job, logs });
+          printJson({ ...printable(job), logs });
           return;
         }
         printJob(job, logs);
@@ -148,11 +161,41 @@ export function register(program: Command): void {
     );
 
   program
-    .command('retry')
-    .description('put a failed or cancelled job back in the queue')
-    .argument('<id>', 'job id')
-    .action(async (id: string, _o: unknown, cmd: Command) =>
+    .command('clean')
+    .description('remove finished jobs of one state (their records and logs), oldest first')
+    .requiredOption('--state <state>', `one of ${[...FINAL_STATES].join(', ')}`, parseFinalState)
+    .option(
+      '--older-than <duration>',
+      'only jobs finished at least this long ago (30m, 12h, 7d, P1D)',
+      parseDurationOption('--older-than'),
+    )
+    .option('--group <group>', 'only this group')
+    .option('--limit <n>', 'at most this many', intOption('--limit', 1, Number.MAX_SAFE_INTEGER))
+    .action(async (o: { state: CleanOptions['state']; olderThan?: number; group?: string; limit?: number }, cmd: Command) =>
       withQueue(cmd, async (queue) => {
+        const n = await queue.clean({ state: o.state, olderThan: o.olderThan, group: o.group, limit: o.limit });
+        process.stdout.write(`${n} ${o.state} job${n === 1 ? '' : 's'} removed\n`);
+      }),
+    );
+
+  program
+    .command('retry')
+    .description('put a failed or cancelled job back in the queue, or every failed job (--all-failed)')
+    .argument('[id]', 'job id')
+    .option('--all-failed', 'every failed job (of --group and --task, when given)')
+    .option('--group <group>', 'with --all-failed: only this group')
+    .option('--task <task>', 'with --all-failed: only this task')
+    .action(async (id: string | undefined, o: { allFailed?: boolean; group?: string; task?: string }, cmd: Command) =>
+      withQueue(cmd, async (queue) => {
+        if (o.allFailed) {
+          if (id !== undefined) throw new CliError('give a job id or --all-failed, not both', EXIT_USAGE);
+          const n = await queue.retryFailed({ group: o.group, task: o.task });
+          process.stdout.write(`${n} failed job${n === 1 ? '' : 's'} put back as waiting\n`);
+          return;
+        }
+        if (id === undefined) throw new CliError('give a job id, or --all-failed', EXIT_USAGE);
+        if (o.group !== undefined || o.task !== undefined)
+          throw new CliError('--group and --task go with --all-failed', EXIT_USAGE);
         const state = await queue.retry(id);
         if (state === null) throw new CliError(`no job "${id}" in queue "${queue.name}"`, EXIT_NOT_FOUND);
         if (state !== 'waiting')
@@ -160,6 +203,17 @@ export function register(program: Command): void {
         process.stdout.write(`${id} waiting\n`);
       }),
     );
+}
+
+/** Reads a duration such as `7d`, `12h`, `90s` or `P1D`, in ms. */
+function parseDurationOption(name: string) {
+  return (value: string): number => {
+    try {
+      return looksLikeIsoDuration(value) ? parseIsoDuration(value, value, 0) : parseHumanDuration(value, value, 0);
+    } catch (err) {
+      throw new InvalidArgumentError(`${name}: ${(err as Error).message}`);
+    }
+  };
 }
 
 function printJob(job: Job, logs: string[]): void {
@@ -179,7 +233,6 @@ function printJob(job: Job, logs: string[]): void {
     ['runAt', iso(job.runAt)],
     ['taken', iso(job.taken)],
     ['worker', job.worker],
-    ['takeSeq', job.takeSeq],
     ['tracker', job.tracker],
     ['occurrence', iso(job.occurrence)],
     ['progress', job.progress],

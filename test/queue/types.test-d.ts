@@ -1,0 +1,97 @@
+/**
+ * Compile-time checks of typed task maps, checked by `npm run typecheck` (tsc --noEmit -p .,
+ * which includes test/): each `@ts-expect-error` line must fail to compile (tsc reports an unused
+ * one), and each `expectTypeOf` must hold. Nothing here runs; the queue is never connected.
+ */
+import { expectTypeOf } from 'vitest';
+import { installShutdownHandlers, type Job, type Queue, type SubmitSpec, serveMetrics, Worker } from '../../src/index.js';
+
+type Tasks = { send: { to: string }; ping: undefined };
+declare const connection: string;
+
+export async function typedQueue(queue: Queue<Tasks>): Promise<void> {
+  const job = await queue.submit({ task: 'send', args: { to: 'a@b.c' }, group: 'acme' });
+  expectTypeOf(job.args).toEqualTypeOf<{ to: string }>();
+  expectTypeOf(job.task).toEqualTypeOf<'send'>();
+  await queue.submit({ task: 'ping' });
+
+  // @ts-expect-error a task the map does not name
+  await queue.submit({ task: 'sned', args: { to: 'a@b.c' } });
+  // @ts-expect-error args of another type
+  await queue.submit({ task: 'send', args: { to: 42 } });
+  // @ts-expect-error args the task needs are missing
+  await queue.submit({ task: 'send' });
+  // @ts-expect-error an args field the task does not have
+  await queue.submit({ task: 'send', args: { to: 'a@b.c', cc: 'x' } });
+  await queue.submitBulk([
+    { task: 'send', args: { to: 'a' } },
+    // @ts-expect-error one bad spec in a bulk
+    { task: 'send', args: { to: 1 } },
+  ]);
+  await queue.submitBulk([{ task: 'send', args: { to: 'a' } }, { task: 'ping' }]);
+}
+
+export function typedWorker(): void {
+  new Worker<Tasks>(
+    'mail',
+    {
+      send: async ({ args, job }) => {
+        expectTypeOf(args).toEqualTypeOf<{ to: string }>();
+        expectTypeOf(job.args).toEqualTypeOf<{ to: string }>();
+        return args.to.length;
+      },
+    },
+    { connection },
+  );
+  new Worker<Tasks>(
+    'mail',
+    {
+      // @ts-expect-error a handler of a task the map does not name
+      sned: async () => undefined,
+    },
+    { connection },
+  );
+  new Worker<Tasks>(
+    'mail',
+    {
+      // @ts-expect-error a handler reading args the task does not have
+      send: async ({ args }) => args.cc,
+    },
+    { connection },
+  );
+}
+
+export async function untyped(queue: Queue, spec: SubmitSpec): Promise<void> {
+  // Untyped use stays as it was: any task name, args typed by what is passed.
+  const job = await queue.submit({ task: 'anything', args: { n: 1 } });
+  expectTypeOf(job.args).toEqualTypeOf<{ n: number }>();
+  expectTypeOf(job).toEqualTypeOf<Job<{ n: number }>>();
+  await queue.submit(spec);
+  await queue.submitBulk([{ task: 'a' }, { task: 'b', args: 2 }]);
+  new Worker('mail', { anything: async ({ args }) => args }, { connection });
+}
+
+export function jobShape(job: Job): void {
+  // The fields a job read back has: pid is a number, host and pid are there (runs of periodic tasks).
+  expectTypeOf(job.pid).toEqualTypeOf<number | undefined>();
+  expectTypeOf(job.host).toEqualTypeOf<string | undefined>();
+}
+
+export function internalFields(queue: Queue): void {
+  // @ts-expect-error tracker is set by the scheduler only
+  void queue.submit({ task: 't', tracker: 'nightly' });
+  // @ts-expect-error occurrence is set by the scheduler only
+  void queue.submit({ task: 't', occurrence: 1 });
+}
+
+export function typedPartsFitRotasOwn(queue: Queue<Tasks>, worker: Worker<Tasks>): void {
+  // A typed queue or executor goes where Rota takes one (metrics, shutdown handlers); an
+  // executor is an executor whatever its map, but a typed queue is no untyped one: it takes
+  // fewer submits.
+  const w: Worker = worker;
+  installShutdownHandlers(worker);
+  void serveMetrics({ port: 0, queue, workers: [worker, w] });
+  // @ts-expect-error a Queue<Tasks> cannot stand for a Queue, which takes any task
+  const q: Queue = queue;
+  void q;
+}
