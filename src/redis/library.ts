@@ -92,29 +92,36 @@ export function libraryParts(dir: string): { includes: Array<[string, string]>; 
 }
 
 /**
- * Builds the library from the scripts in `dir`: its parts ({@link libraryParts}) without their
- * `--- @include` lines, each script's body as the function `rota_<hash>_<script>`. Every call
- * begins with `beginCall()` (includes/common), which empties what the last call collected.
+ * Builds the library from the scripts in `dir` ({@link libraryParts}), without their
+ * `--- @include` lines: the generated `includes/wire` (constants only) first, then per script a
+ * `do ... end` block holding the includes it needs (see {@link orderIncludes}) and its body as
+ * the function `rota_<hash>_<script>`. A script sees only what it declares, as luacheck checks
+ * it, and no scope holds more locals than one script's includes (Lua allows 200 per function).
+ * Every call begins with `beginCall()` (includes/common), which empties what the last call of
+ * that script collected.
  */
 export function buildLibrary(dir: string): Library {
   const { includes, scripts } = libraryParts(dir);
-  const helpers = includes.map(([, text]) => text.replace(INCLUDE, '')).join('\n');
-  const bodies = scripts.map(([script, text]): [string, string] => [script, text.replace(INCLUDE, '')]);
-  const texts = new Map(scripts);
-  const hash = createHash('sha1').update(helpers);
-  for (const [, body] of bodies) hash.update(body);
+  const texts = new Map(includes.map(([inc, text]) => [inc, text.replace(INCLUDE, '')]));
+  const wire = texts.get(WIRE_INCLUDE)!;
+  const hash = createHash('sha1');
+  for (const [, text] of includes) hash.update(text);
+  for (const [, text] of scripts) hash.update(text);
   const name = `rota_${hash.digest('hex').slice(0, 12)}`;
   const functions = new Map<string, string>();
-  const registered = bodies.map(([script, body]) => {
+  const blocks = scripts.map(([script, text]) => {
     const fn = `${name}_${script.replace(/-/g, '_')}`;
     functions.set(script, fn);
-    const flags = FLAGS.exec(texts.get(script) ?? '')?.[1].split(' ') ?? [];
-    const callback = `function(KEYS, ARGV)\nbeginCall()\n${body}\nend`;
-    if (flags.length === 0) return `redis.register_function('${fn}', ${callback})\n`;
-    const list = flags.map((f) => `'${f}'`).join(', ');
-    return `redis.register_function{function_name='${fn}', callback=${callback}, flags={${list}}}\n`;
+    const helpers = orderIncludes(dir, [[script, text]]).map((inc) => texts.get(inc)!);
+    const flags = FLAGS.exec(text)?.[1].split(' ') ?? [];
+    const callback = `function(KEYS, ARGV)\nbeginCall()\n${text.replace(INCLUDE, '')}\nend`;
+    const register =
+      flags.length === 0
+        ? `redis.register_function('${fn}', ${callback})`
+        : `redis.register_function{function_name='${fn}', callback=${callback}, flags={${flags.map((f) => `'${f}'`).join(', ')}}}`;
+    return `do -- ${script}\n${helpers.join('\n')}\n${register}\nend\n`;
   });
-  return { name, code: `#!lua name=${name}\n${helpers}\n${registered.join('\n')}`, functions };
+  return { name, code: `#!lua name=${name}\n${wire}\n${blocks.join('\n')}`, functions };
 }
 
 let library: Library | undefined;

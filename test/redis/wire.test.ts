@@ -2,12 +2,13 @@
  * The values Lua and TypeScript share are defined once, in src/redis/wire.ts: the library gets
  * them as the generated include `includes/wire`, and no Lua file keeps a copy of its own.
  */
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
 import { packDescription, unpackDescription } from '../../src/queue/job.js';
-import { rotaLibrary, runFunction, WIRE_INCLUDE } from '../../src/redis/library.js';
+import { buildLibrary, rotaLibrary, runFunction, WIRE_INCLUDE } from '../../src/redis/library.js';
 import { LUA_WIRE, wireInclude } from '../../src/redis/wire.js';
 import { LUA_DIR, luaFiles } from '../helpers/lua.js';
 import { closeAll, rawClient } from '../helpers/setup.js';
@@ -33,23 +34,22 @@ describe('the wire values', () => {
   });
 
   /**
-   * Runs `body` (Lua, given ARGV) as one more function of a copy of Rota's library, where every
-   * helper and wire value is in scope; answers its reply.
+   * Runs `body` (Lua, given ARGV) as the script `probe` of a copy of Rota's scripts, with the
+   * includes it names in scope (and every wire value); answers its reply.
    */
-  async function runInLibrary<T>(body: string, args: Array<string | Buffer>): Promise<T> {
-    const lib = rotaLibrary();
-    const name = `${lib.name}x`;
-    const fn = `${name}_probe`;
-    const code =
-      lib.code.replace(`#!lua name=${lib.name}`, `#!lua name=${name}`).replaceAll(`'${lib.name}_`, `'${name}_`) +
-      `\nredis.register_function('${fn}', function(KEYS, ARGV)\n${body}\nend)\n`;
+  async function runInLibrary<T>(body: string, args: Array<string | Buffer>, includes: string[] = []): Promise<T> {
+    const dir = mkdtempSync(join(tmpdir(), 'rota-probe-'));
+    cpSync(LUA, dir, { recursive: true });
+    writeFileSync(join(dir, 'probe.lua'), [...includes.map((i) => `--- @include "${i}"`), body].join('\n'));
+    const lib = buildLibrary(dir);
     const r = rawClient();
     try {
-      await r.call('FUNCTION', 'LOAD', 'REPLACE', code);
-      return await runFunction<T>(r, { name, code, functions: new Map([['probe', fn]]) }, 'probe', ['k'], args, true);
+      await r.call('FUNCTION', 'LOAD', 'REPLACE', lib.code);
+      return await runFunction<T>(r, lib, 'probe', ['k'], args, true);
     } finally {
-      await r.call('FUNCTION', 'DELETE', name).catch(() => undefined);
+      await r.call('FUNCTION', 'DELETE', lib.name).catch(() => undefined);
       r.disconnect();
+      rmSync(dir, { recursive: true, force: true });
     }
   }
 
@@ -74,15 +74,18 @@ describe('the wire values', () => {
     };
     // written here, read by the scripts (describeJob: priority and retry limit)
     for (const args of [Buffer.alloc(0), pack({ a: 1 })]) {
-      const read = await runInLibrary<[Buffer, number]>('local p, m = describeJob(ARGV[1])\nreturn { p, m }', [
-        Buffer.concat(packDescription(d, args)),
-      ]);
+      const read = await runInLibrary<[Buffer, number]>(
+        'local p, m = describeJob(ARGV[1])\nreturn { p, m }',
+        [Buffer.concat(packDescription(d, args))],
+        ['includes/jobs'],
+      );
       expect([read[0].toString(), read[1]]).toEqual(['high', 7]);
     }
     // written by the scripts (a periodic run's, see periodic-stage), read here
     const packed = await runInLibrary<Buffer>(
       "return packDescription({ task = 't', group = 'g', priority = 'high', maxRetries = 7, subject = 's', maxRuntime = 500, tracker = 'p', occurrence = 1234 }, ARGV[1])",
       [pack({ a: 1 })],
+      ['includes/addJob'],
     );
     expect(unpackDescription(packed)).toEqual({ ...d, args: { a: 1 } });
   });
