@@ -30,10 +30,10 @@ describe('rota CLI: delays and rates', () => {
     expect(shown.stdout).toMatch(/runAt: 2099-01-31T09:00:00\.000Z/);
 
     const badDelay = await rota([...q, 'submit', 'send', '--delay', 'soon']);
-    expect(badDelay.code).toBe(2);
+    expect(badDelay.code).toBe(1);
     expect(badDelay.stderr).toMatch(/--delay/);
     const badAt = await rota([...q, 'submit', 'send', '--at', 'someday']);
-    expect(badAt.code).toBe(2);
+    expect(badAt.code).toBe(1);
     expect(badAt.stderr).toMatch(/--at must be a time/);
     const both = await rota([...q, 'submit', 'send', '--delay', '1s', '--at', at]);
     expect(both.code).toBe(1);
@@ -55,7 +55,7 @@ describe('rota CLI: delays and rates', () => {
     expect((await rota([...q, 'groups', '--json'])).stdout.trim()).toBe('');
 
     const bad = await rota([...q, 'group-limit', 'acme', '--rate', '10']);
-    expect(bad.code).toBe(2);
+    expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/--rate must be max\/per/);
     const zero = await rota([...q, 'group-limit', 'acme', '--rate', '0/1s']);
     expect(zero.code).toBe(1);
