@@ -44,6 +44,9 @@ const FLAGS = /^--- @flags ([a-z-]+(?: [a-z-]+)*)\s*$/m;
 /** The include generated from src/redis/wire.ts, emitted before every other include. */
 export const WIRE_INCLUDE = 'includes/wire';
 
+/** The include with the largest block of locals of its own (see {@link orderIncludes}). */
+const TAKE_INCLUDE = 'includes/take';
+
 /** The includes a Lua text declares, in the order it declares them. */
 function declaredIncludes(text: string): string[] {
   return [...text.matchAll(INCLUDE)].map((m) => m[1]);
@@ -51,8 +54,9 @@ function declaredIncludes(text: string): string[] {
 
 /**
  * The includes the scripts need, each after the includes it declares (a depth-first walk from
- * the scripts' declarations in file order, `includes/common` first): the order they are
- * defined in the library. Throws on an include that does not exist or that depends on itself.
+ * the scripts' declarations in file order, `includes/common` and `includes/take` first): the
+ * order they are defined in the library. Throws on an include that does not exist or that
+ * depends on itself.
  */
 export function orderIncludes(dir: string, scripts: Array<[string, string]>): string[] {
   const order: string[] = [];
@@ -69,6 +73,10 @@ export function orderIncludes(dir: string, scripts: Array<[string, string]>): st
     order.push(inc);
   };
   visit('includes/common', 'the library', []);
+  // The take's per-call state is one block of locals, in scope only while its include is defined:
+  // defined before the includes it does not need, it shares Lua's limit of 200 locals in scope
+  // (the library's main chunk) with fewer of theirs.
+  if (existsSync(join(dir, `${TAKE_INCLUDE}.lua`))) visit(TAKE_INCLUDE, 'the library', []);
   for (const [script, text] of scripts) for (const inc of declaredIncludes(text)) visit(inc, `${script}.lua`, []);
   return order;
 }
