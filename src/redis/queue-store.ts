@@ -516,22 +516,27 @@ export function decodeEndStates(codes: string): Array<JobState | ''> {
 /**
  * The jobs taken by executor `worker` from a take reply (see lua/includes/take): a flat list, the
  * first job's take sequence (the next jobs have the next numbers), then per job (TAKEN_WIDTH) id,
- * description, submitted, and nil, or for a job that failed before [retries, due, error].
+ * description, submitted (for a job submitted with a due time, [submitted, runAt]), and nil, or
+ * for a job that failed before [retries, due, error].
  */
 export function decodeTaken(flat: Array<unknown>, worker: string): Job[] {
   const jobs: Job[] = [];
   const first = Number(flat[0]);
   for (let i = 1, seq = first; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, seq++) {
+    // (a job submitted with a due time answers [submitted, runAt])
+    const submitted = flat[i + 2] as Buffer | [Buffer, Buffer];
+    const due = Array.isArray(submitted);
     const job: Record<string, unknown> = {
       id: String(flat[i]),
       takeSeq: seq,
       retries: 0,
-      submitted: Number(flat[i + 2]),
+      submitted: Number(due ? submitted[0] : submitted),
       state: 'scheduled',
       worker,
       subject: '',
       submitter: '',
     };
+    if (due) job.runAt = Number(submitted[1]);
     const retried = flat[i + 3] as Array<Buffer | null> | null;
     if (retried) {
       const [retries, due, error] = retried;
