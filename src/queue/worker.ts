@@ -253,7 +253,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   private readonly plan: TakePlan;
   private startedAt = Date.now();
 
-  constructor(name: string, handlers: HandlersOf<T>, options: WorkerOptions) {
+  constructor(name: string, handlers: NoInfer<HandlersOf<T>>, options: WorkerOptions) {
     super();
     this.keys = queueKeys(name);
     this.name = name;
