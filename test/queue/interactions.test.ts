@@ -74,6 +74,47 @@ describe('delays, rate limits and fan-out together', () => {
   }, 40_000);
 });
 
+describe('delays and rate limits together', () => {
+  it('jobs of a rate-limited group due at the same time become waiting together, then start no faster than the rate', async () => {
+    const name = uniqueQueue('mix');
+    const q = openQueue(name);
+    await q.setGroupLimit('rated', { rate: { max: 2, perMs: 800 } });
+    const runAt = Date.now() + 300;
+    const jobs = await q.submitBulk(Array.from({ length: 6 }, (_, i) => ({ task: 't', group: 'rated', args: i, runAt })));
+    expect((await q.counts()).delayed).toBe(6);
+    const w = openWorker(name, { t: () => undefined }, { concurrency: 6 });
+    const done: Job[] = [];
+    w.on('completed', (j) => done.push(j));
+    await until(w, 'completed', () => done.length === 6, 30_000);
+    const stored = await Promise.all(jobs.map((j) => q.getJob(j.id)));
+    const taken = stored.map((j) => j!.taken!).sort((a, b) => a - b);
+    expect(taken[0]).toBeGreaterThanOrEqual(runAt);
+    for (let i = 2; i < taken.length; i++) expect(taken[i] - taken[i - 2]).toBeGreaterThanOrEqual(800);
+    expect(await q.counts()).toMatchObject({ delayed: 0, waiting: 0, success: 6 });
+  }, 40_000);
+
+  it('offers no due time for fan-out children: a delay option is refused, naming it, and the run may fan out again', async () => {
+    const name = uniqueQueue('mix');
+    const q = openQueue(name);
+    const refused: unknown[] = [];
+    openWorker(name, {
+      parent: async (ctx) => {
+        refused.push(await ctx.fanOut([1], { task: 'child', delay: 1000 } as never).catch((e: unknown) => e));
+        refused.push(await ctx.fanOut([1], { task: 'child', runAt: Date.now() } as never).catch((e: unknown) => e));
+        await ctx.fanOut([1], { task: 'child' });
+      },
+      child: () => undefined,
+    });
+    const parent = await q.submit({ task: 'parent' });
+    await eventually(async () => (await q.getJob(parent.id))?.children?.ended !== undefined);
+    expect(refused).toEqual([
+      expect.objectContaining({ name: 'ValidationError', field: 'options.delay' }),
+      expect.objectContaining({ name: 'ValidationError', field: 'options.runAt' }),
+    ]);
+    expect((await q.getJob(`${parent.id}/0`))!.runAt).toBeUndefined();
+  });
+});
+
 describe('clean and bulk retry on fan-out', () => {
   it('retryFailed puts failed children back: their parent counts them not ended, and children.ended fires again', async () => {
     const name = uniqueQueue('mix');
