@@ -1,6 +1,7 @@
 --[[
   A page of the dashboard's job list (src/dashboard/): the jobs of one state, optionally of one
-  group and one task, newest first for finished jobs, in take order for waiting ones. Candidates
+  group and one task, newest first for finished jobs, in take order for waiting ones, due order
+  for delayed and stuck ones. Candidates
   (the ids of the set or lists that hold the state) are read a chunk at a time from a position,
   and the call stops once the page is full or it has looked at the most candidates it may, so
   no call reads a whole set; the next page goes on from the position it answers. Read only.
@@ -124,7 +125,8 @@ local skipped = 0
 if state == 'success' or state == 'failed' or state == 'cancelled' then
   chunks = zsetChunks(prefix .. 'done:' .. state, true, start)
   skipped = start
-elseif state == 'stuck' then
+elseif state == 'stuck' or state == 'delayed' then
+  -- (due order; the set also holds groups parked at their rate, which hold no job: passed over)
   chunks = zsetChunks(prefix .. 'delayed', false, start)
   skipped = start
 elseif state == 'scheduled' or state == 'running' then

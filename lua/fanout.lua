@@ -41,7 +41,7 @@ for i = 0, #f - 1, SUBMIT_WIDTH do jobKeys[#jobKeys + 1] = prefix .. 'j:' .. f[i
 local fresh = call('EXISTS', unpack(jobKeys)) == 0
 for k, key in ipairs(jobKeys) do
   local i = (k - 1) * SUBMIT_WIDTH
-  if writeJob(key, submitted, f, i, SUBMIT_WIDTH, nil, fresh) == 1 then
+  if writeJob(key, submitted, f, i, nil, fresh) == 1 then
     enqueueLater(prefix, batch, f[i + AT_ID], f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high')
     added = added + 1
   end

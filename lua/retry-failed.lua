@@ -2,7 +2,8 @@
   One step of a bulk retry: puts failed jobs back in their groups as `waiting` (retry count reset,
   as retry.lua does for one), optionally only those of one group and of one task, visiting at
   most a batch of the failed set (see includes/finishedScan). Only jobs that failed before the
-  first step are visited, so a job that fails again meanwhile is not retried twice. The caller
+  first step are visited, so a job that fails again meanwhile is not retried twice. A fan-out
+  child put back counts as not ended on its parent again, as with retry.lua. The caller
   repeats it with the cursor it answers until it answers none, so that no call holds Redis for long.
 
   KEYS[1] done:failed   (every key is built from ARGV[1])
@@ -20,6 +21,7 @@
 --- @include "includes/jobs"
 --- @include "includes/addJob"
 --- @include "includes/finishedScan"
+--- @include "includes/children"
 
 local prefix = ARGV[1]
 local untilMs = ARGV[3]
@@ -39,6 +41,11 @@ local score, skip = walkFinished(key, untilMs, ARGV[4], tonumber(ARGV[5]), tonum
     enqueueLater(prefix, batch, id, job[2], describeJob(job[3]) == 'high')
     left('failed')
     retried = retried + 1
+    if isChild(prefix, id) then
+      local parentKey = prefix .. 'j:' .. parentOf(id)
+      call('HINCRBY', parentKey, CHILD_FIELDS.failed, '-1')
+      call('HDEL', parentKey, CHILD_FIELDS.ended)
+    end
   end
   -- (a member whose job is gone or not failed is dropped)
   out[#out + 1] = id

@@ -8,11 +8,11 @@
   KEYS[1] marker   (prefix .. 'marker'; every other key is built from ARGV[1])
   ARGV[1] key prefix '{rota:<queue>}:'
   ARGV[2] events stream max length (0: no events)
-  ARGV[3] number of fields per job: SUBMIT_WIDTH (4), SUBMIT_PERIODIC_WIDTH (6) when some job is a
-          periodic task's run, all of SUBMIT_FIELDS (7) when some job has a due time
+  ARGV[3] number of fields per job: SUBMIT_WIDTH (4), or all of SUBMIT_FIELDS (5) when some job
+          has a due time
   ARGV[4] the jobs, as one MessagePack array of strings, flat, in the order of SUBMIT_FIELDS: per
-          job id, description, group, priority, with 6 fields tracker and occurrence (see
-          includes/addJob), with 7 its due time ('' none; ms, or DELAY_MARK and a delay in ms).
+          job id, description, group, priority (see includes/addJob), with 5 fields its due time
+          ('' none; ms, or DELAY_MARK and a delay in ms).
           One argument instead of one per field spares the client and the server an argument each.
 
   Returns { submitted time (ms), added flag per job (1 added, 0 existed) }; or, writing nothing,
@@ -58,18 +58,18 @@ for k, key in ipairs(jobKeys) do
   local i = (k - 1) * width
   local id = f[i + AT_ID]
   local runAt, state
-  if width > SUBMIT_PERIODIC_WIDTH then
+  if width > SUBMIT_WIDTH then
     runAt = dueTime(i)
     if runAt and runAt > now then state = 'delayed' end
   end
   local a
   if not fresh then
-    a = writeJob(key, submitted, f, i, width, state, false, runAt)
+    a = writeJob(key, submitted, f, i, state, false, runAt)
   elseif seen[id] then
     a = 0
   else
     seen[id] = true
-    a = writeJob(key, submitted, f, i, width, state, true, runAt)
+    a = writeJob(key, submitted, f, i, state, true, runAt)
   end
   if a == 1 then
     if state then

@@ -20,7 +20,7 @@ export {
 export { createLogger } from './observability/logger.js';
 export { type MetricsOptions, type MetricsServer, serveMetrics } from './observability/metrics.js';
 export * from './periodic/index.js';
-export type { Handler, Handlers, JobContext } from './queue/context.js';
+export type { FanOut, Handler, Handlers, JobContext } from './queue/context.js';
 export type { QueueEvent } from './queue/events.js';
 export { type FanOutOptions, MAX_FAN_OUT } from './queue/fanout.js';
 export type { ChildCounts, Job, JobState, Priority } from './queue/job.js';

@@ -1,19 +1,19 @@
 --[[
   Adding jobs: writeJob writes a job's hash unless a job with its id exists, from
-  f: id, description, group, priority ('high'|'low'), and when f holds six fields per job,
-     tracker and occurrence (either may be ''). The description (field `d`) is what the job is,
-     packed once: a MessagePack array of task, group, priority, maxRetries, subject, submitter,
-     maxRuntime, tracker, occurrence (nil when absent), then the args when there are any (see
-     src/queue/job.ts). The hash keeps its own copies of the fields the hot paths read (group;
-     tracker and occurrence of a periodic run, whose start reads them), so that they unpack
-     nothing; the paths that need the priority or retry limit (cancel, retry, a failed run) read
-     them from the description (describeJob);
+  f: id, description, group, priority ('high'|'low') (SUBMIT_FIELDS). The description (field `d`)
+     is what the job is, packed once: a MessagePack array of task, group, priority, maxRetries,
+     subject, submitter, maxRuntime, tracker, occurrence, parent (nil when absent), then the args
+     when there are any (see src/queue/job.ts). The hash keeps its own copies of the fields the
+     hot paths read (group; tracker and occurrence of a periodic run, whose start reads them), so
+     that they unpack nothing; the paths that need the priority or retry limit (cancel, retry, a
+     failed run) read them from the description (describeJob);
   enqueueLater puts it in its group's list in a batch (newJobBatch): list pushes are collected and
   applied by flushJobs with one LPUSH per list, and the group counters with one update per batch.
 
   A periodic occurrence's job is staged ahead of its occurrence (stageJob): its hash is written
   in state `planned`, in no list and no count, so that at the occurrence the release only flips
-  it to `waiting`. A planned job is not submitted: every reader treats it as absent.
+  it to `waiting`. A planned job is not submitted: every reader treats it as absent. Only a
+  staged job has a tracker and occurrence: a submit never carries them.
 ]]
 --- @include "includes/common"
 --- @include "includes/changes"
@@ -23,25 +23,27 @@
 local jobFields = { 'd', false, 'group', false, 'state', false }
 
 -- Where each field of a job lies in a submitted list (SUBMIT_FIELDS), past the job's offset.
-local SUBMIT_AT = {}
-for k = 1, #SUBMIT_FIELDS do SUBMIT_AT[SUBMIT_FIELDS[k]] = k end
-local AT_ID, AT_DESCRIPTION, AT_GROUP, AT_PRIORITY, AT_TRACKER, AT_OCCURRENCE = SUBMIT_AT.id, SUBMIT_AT.description,
-  SUBMIT_AT.group, SUBMIT_AT.priority, SUBMIT_AT.tracker, SUBMIT_AT.occurrence
-local AT_RUN_AT = SUBMIT_AT.runAt
+local AT_ID, AT_DESCRIPTION, AT_GROUP, AT_PRIORITY, AT_RUN_AT
+do
+  local at = {}
+  for k = 1, #SUBMIT_FIELDS do at[SUBMIT_FIELDS[k]] = k end
+  AT_ID, AT_DESCRIPTION, AT_GROUP, AT_PRIORITY, AT_RUN_AT = at.id, at.description, at.group, at.priority, at.runAt
+end
 
--- Writes job hash `jobKey` from the fields at f[i + 1 .. i + width] (SUBMIT_FIELDS: width
--- SUBMIT_WIDTH, or more with tracker and occurrence) in `state` (default waiting), with `submitted`
--- unless planned, and `runAt` when given (ms, a job submitted with a due time), unless the job
--- exists (`unchecked`: the caller knows it does not). Returns 1 when written, 0 when it existed.
-local function writeJob(jobKey, now, f, i, width, state, unchecked, runAt)
+-- Writes job hash `jobKey` from the fields at f[i + 1 .. i + SUBMIT_WIDTH] (SUBMIT_FIELDS) in
+-- `state` (default waiting), with `submitted` unless planned, `runAt` when given (ms, a job
+-- submitted with a due time), and `periodic` ({ tracker, occurrence }, a staged periodic run)
+-- when given, unless the job exists (`unchecked`: the caller knows it does not). Returns 1 when
+-- written, 0 when it existed.
+local function writeJob(jobKey, now, f, i, state, unchecked, runAt, periodic)
   if not unchecked and call('EXISTS', jobKey) == 1 then return 0 end
   state = state or 'waiting'
   local a = jobFields
   a[2], a[4], a[6] = f[i + AT_DESCRIPTION], f[i + AT_GROUP], state
   local n = 6
   if state ~= 'planned' then a[7], a[8], n = 'submitted', now, 8 end
-  if width > SUBMIT_WIDTH and f[i + AT_TRACKER] ~= '' then
-    a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', f[i + AT_TRACKER], 'occurrence', f[i + AT_OCCURRENCE]
+  if periodic then
+    a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', periodic.tracker, 'occurrence', periodic.occurrence
     n = n + 4
   end
   if runAt then a[n + 1], a[n + 2], n = 'runAt', str(runAt), n + 2 end
@@ -91,14 +93,14 @@ local function enqueueLater(prefix, batch, id, group, high)
   waiting[#waiting + 1] = id
 end
 
--- Writes `job` (its SUBMIT_FIELDS by name) in state `planned`, unless it exists. Returns true when
--- the job is planned afterwards (written now, or already planned), false when it was submitted
--- already.
+-- Writes `job` (its SUBMIT_FIELDS by name, and its tracker and occurrence) in state `planned`,
+-- unless it exists. Returns true when the job is planned afterwards (written now, or already
+-- planned), false when it was submitted already.
 local staging = {}
 local function stageJob(prefix, job)
-  for k = 1, #SUBMIT_FIELDS do staging[k] = job[SUBMIT_FIELDS[k]] end
+  for k = 1, SUBMIT_WIDTH do staging[k] = job[SUBMIT_FIELDS[k]] end
   local jobKey = prefix .. 'j:' .. job.id
-  if writeJob(jobKey, '', staging, 0, #SUBMIT_FIELDS, 'planned') == 1 then return true end
+  if writeJob(jobKey, '', staging, 0, 'planned', false, nil, job) == 1 then return true end
   return call('HGET', jobKey, 'state') == 'planned'
 end
 

@@ -18,28 +18,42 @@
 --- @include "includes/wire"
 --- @include "includes/common"
 
--- The order the functions below list the fields in (their results and parameters).
-local CODEC_ORDER = { 'running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready', 'rate', 'per',
-  'logged' }
-
--- Bytes a field, its struct format, and the field values the lists-only update checks, as the
--- bytes of the format (0 and 1; see addListLengths).
-local FIELD_BYTES, FIELD_FORMAT = 4, 'i4'
-local INT_BYTES = { [0] = '\0\0\0\0', [1] = '\1\0\0\0' }
-
--- The record's struct format, and the byte where each field begins (by name); the short record's
--- format (the fields before `rate`, which with `per` and `logged` ends the list) and length.
-local GROUP_FORMAT, FIELD_AT = '<', {}
-local SHORT_FORMAT, SHORT_BYTES
-for i = 1, #GROUP_FIELDS do
-  if GROUP_FIELDS[i] == 'rate' then SHORT_FORMAT, SHORT_BYTES = GROUP_FORMAT, (i - 1) * FIELD_BYTES end
-  GROUP_FORMAT = GROUP_FORMAT .. FIELD_FORMAT
-  FIELD_AT[GROUP_FIELDS[i]] = (i - 1) * FIELD_BYTES + 1
-  if GROUP_FIELDS[i] ~= CODEC_ORDER[i] or #GROUP_FIELDS ~= #CODEC_ORDER then
-    -- (a library cannot call error() while it loads: reading an unknown name fails the load, and
-    -- the message names it)
-    local _ = GROUP_FIELDS_DISAGREE_WITH_CODEC_ORDER -- luacheck: ignore 113
+-- The record's struct format, and the short record's format (the fields before `rate`, which
+-- with `per` and `logged` ends the list) and length; what addListLengths checks: that a record has
+-- no limit (the bytes of field limit), and is not paused and is listed (the bytes of fields paused
+-- and ready, adjacent in CODEC_ORDER); where the lengths of a group's three lists begin and end
+-- (nr, nh, nl, adjacent in CODEC_ORDER), and their format. All set as the library loads, by the
+-- block below, whose own locals (in scope only there) spare the library's limit of locals.
+local GROUP_FORMAT, SHORT_FORMAT, SHORT_BYTES
+local LIMIT_FROM, FLAGS_FROM, LIMIT_TO, FLAGS_TO, NO_LIMIT, UNPAUSED_LISTED
+local LISTS_AT, LISTS_END, LISTS_FORMAT
+do
+  -- The order the functions below list the fields in (their results and parameters).
+  local CODEC_ORDER = { 'running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready', 'rate',
+    'per', 'logged' }
+  -- Bytes a field, its struct format, and the field values the lists-only update checks, as the
+  -- bytes of the format (0 and 1; see addListLengths).
+  local FIELD_BYTES, FIELD_FORMAT = 4, 'i4'
+  local INT_BYTES = { [0] = '\0\0\0\0', [1] = '\1\0\0\0' }
+  -- The byte where each field begins (by name).
+  local FIELD_AT = {}
+  GROUP_FORMAT = '<'
+  for i = 1, #GROUP_FIELDS do
+    if GROUP_FIELDS[i] == 'rate' then SHORT_FORMAT, SHORT_BYTES = GROUP_FORMAT, (i - 1) * FIELD_BYTES end
+    GROUP_FORMAT = GROUP_FORMAT .. FIELD_FORMAT
+    FIELD_AT[GROUP_FIELDS[i]] = (i - 1) * FIELD_BYTES + 1
+    if GROUP_FIELDS[i] ~= CODEC_ORDER[i] or #GROUP_FIELDS ~= #CODEC_ORDER then
+      -- (a library cannot call error() while it loads: reading an unknown name fails the load, and
+      -- the message names it)
+      local _ = GROUP_FIELDS_DISAGREE_WITH_CODEC_ORDER -- luacheck: ignore 113
+    end
   end
+  LIMIT_FROM, FLAGS_FROM = FIELD_AT.limit, FIELD_AT.paused
+  LIMIT_TO, FLAGS_TO = LIMIT_FROM + FIELD_BYTES - 1, FLAGS_FROM + 2 * FIELD_BYTES - 1
+  NO_LIMIT, UNPAUSED_LISTED = INT_BYTES[0], INT_BYTES[0] .. INT_BYTES[1]
+  LISTS_AT = FIELD_AT.nr
+  LISTS_END = LISTS_AT + 3 * FIELD_BYTES - 1
+  LISTS_FORMAT = '<' .. FIELD_FORMAT .. FIELD_FORMAT .. FIELD_FORMAT
 end
 
 -- Whether a group may be picked now: not paused, under its limit (0: none), with runnable jobs
@@ -123,17 +137,6 @@ local function packGroup(g)
   return structPack(GROUP_FORMAT, g.running, g.stuck, g.nr, g.nh, g.nl, g.cnt, g.turns, g.limit, g.weight, paused,
     g.ready and 1 or 0, g.rate, g.per, g.logged)
 end
-
--- What addListLengths checks: that a record has no limit (the bytes of field limit), and is not
--- paused and is listed (the bytes of fields paused and ready, adjacent in CODEC_ORDER).
-local LIMIT_FROM, FLAGS_FROM = FIELD_AT.limit, FIELD_AT.paused
-local LIMIT_TO, FLAGS_TO = LIMIT_FROM + FIELD_BYTES - 1, FLAGS_FROM + 2 * FIELD_BYTES - 1
-local NO_LIMIT, UNPAUSED_LISTED = INT_BYTES[0], INT_BYTES[0] .. INT_BYTES[1]
--- Where the lengths of a group's three lists begin and end (nr, nh, nl, adjacent in CODEC_ORDER),
--- and their format.
-local LISTS_AT = FIELD_AT.nr
-local LISTS_END = LISTS_AT + 3 * FIELD_BYTES - 1
-local LISTS_FORMAT = '<' .. FIELD_FORMAT .. FIELD_FORMAT .. FIELD_FORMAT
 
 -- Record `r` with a, b, c added to the lengths of its lists :r, :h, :l, rewritten in place; or
 -- nil when the group has a limit, is paused or is not listed, whose update takes more than that

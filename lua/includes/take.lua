@@ -10,7 +10,8 @@
   numbers increase with every take; one reserved by a take that found fewer jobs is skipped.
   Returns the jobs as one flat list: the take sequence number of the first job (the others have
   the next ones, in order), then TAKEN_WIDTH entries per job: id, description (field d),
-  submitted, and false, or for a job that failed before (one of its group's preferred list)
+  submitted (for a job submitted with a due time, { submitted, runAt }), and false, or for a job
+  that failed before (one of its group's preferred list)
   { retries, due, error }; empty when it took none. And the next due time in `delayed` (a stuck
   or delayed job, or a parked group; ms) or -1. The caller flushes the changes (flushChanges).
 
@@ -193,14 +194,14 @@ do
         if list == ':r' then
           -- a stuck or released job: its state, and, when it failed before, its retry count,
           -- retry time and last error
-          job = call('HMGET', jobKey, 'd', 'submitted', 'state', 'retries', 'due', 'error')
-          left(job[3])
-          if job[3] == 'stuck' then unstuck = unstuck + 1 end
-          retried = job[4] and { job[4], job[5], job[6] } or false
+          job = call('HMGET', jobKey, 'd', 'submitted', 'runAt', 'state', 'retries', 'due', 'error')
+          left(job[4])
+          if job[4] == 'stuck' then unstuck = unstuck + 1 end
+          retried = job[5] and { job[5], job[6], job[7] } or false
         else
           -- a waiting job of the high or low list, which has not failed since it was submitted
           -- (a retry by hand puts a job back with its count reset, see retry.lua)
-          job = call('HMGET', jobKey, 'd', 'submitted')
+          job = call('HMGET', jobKey, 'd', 'submitted', 'runAt')
           retried = false
         end
         s = (s or call('INCRBY', prefix .. 'seq', str(wanted)) - wanted) + 1
@@ -218,7 +219,9 @@ do
         end
         scheduled[#scheduled + 1] = id
         local at = 1 + n * TAKEN_WIDTH
-        jobs[at + 1], jobs[at + 2], jobs[at + 3], jobs[at + 4] = id, job[1], job[2], retried
+        -- (a job submitted with a due time answers { submitted, runAt })
+        jobs[at + 1], jobs[at + 2], jobs[at + 4] = id, job[1], retried
+        jobs[at + 3] = job[3] and { job[2], job[3] } or job[2]
         n = n + 1
       end
       taken, leaseEnd, seq = n, leaseN, s

@@ -86,7 +86,7 @@ export async function serveMetrics(opts: MetricsOptions): Promise<MetricsServer>
   );
   const wait = new Histogram({
     name: 'rota_submit_to_start_seconds',
-    help: 'Time from submit to the start of a run, per group',
+    help: "Time from submit (or a delayed job's due time) to the start of a run, per group",
     labelNames: ['queue', 'group'],
     buckets: WAIT_BUCKETS,
     registers: [registry],
@@ -100,7 +100,11 @@ export async function serveMetrics(opts: MetricsOptions): Promise<MetricsServer>
   });
   const observe = (job: Job) => {
     if (job.started !== undefined)
-      wait.observe({ queue: queue.name, group: job.group }, Math.max(0, job.started - job.submitted) / 1000);
+      wait.observe(
+        { queue: queue.name, group: job.group },
+        // (a delayed job waits from its due time)
+        Math.max(0, job.started - Math.max(job.submitted, job.runAt ?? 0)) / 1000,
+      );
     if (job.tracker && job.occurrence !== undefined) {
       lateness.observe({ queue: queue.name, tracker: job.tracker }, Math.max(0, job.submitted - job.occurrence) / 1000);
     }

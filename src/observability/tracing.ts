@@ -102,6 +102,8 @@ interface Running {
 
 /** A run's consumer span. */
 export interface RunSpan {
+  /** The traceparent of the span: what the children of the run's fan-out store, so that their runs link to it. */
+  readonly trace: string;
   /** Calls `fn` with the span as the active one, so that the handler's own spans are its children. */
   within<T>(fn: () => T): T;
   /** Ends the span with the run's outcome: `error` when it failed, `state` its end (success, failed, cancelled, released). */
@@ -110,7 +112,8 @@ export interface RunSpan {
 
 /**
  * Starts the consumer span of a run of `job` from `queue`, linked to the span that submitted it
- * (`trace`, the traceparent its submit stored, if any), or answers null when no tracer is registered.
+ * (`trace`, the traceparent its submit stored, if any: for a fan-out child, its parent's run
+ * span), or answers null when no tracer is registered.
  */
 export function startRunSpan(queue: string, job: Running, trace: string | undefined): RunSpan | null {
   const tracer = registeredTracer();
@@ -130,9 +133,11 @@ export function startRunSpan(queue: string, job: Running, trace: string | undefi
     },
     links: submitted ? [{ context: submitted }] : undefined,
   });
-  if (!api!.isSpanContextValid(span.spanContext())) return null;
+  const spanContext = span.spanContext();
+  if (!api!.isSpanContextValid(spanContext)) return null;
   const active = api!.trace.setSpan(api!.context.active(), span);
   return {
+    trace: traceparent(spanContext),
     within: (fn) => api!.context.with(active, fn),
     end(state: string, error?: Error) {
       span.setAttribute('rota.outcome', state);

@@ -2,9 +2,13 @@
 import type { ValidationError } from '../errors.js';
 import type { FanOutOptions } from './fanout.js';
 import type { Job } from './job.js';
+import type { IsUntyped, TaskName, UntypedTasks } from './tasks.js';
 
-/** The handler's view of its run. */
-export interface JobContext<A = unknown> {
+/**
+ * The handler's view of its run. `A`: its args; `T`: the executor's task map, which types the
+ * tasks and items of {@link JobContext.fanOut} (any, without one).
+ */
+export interface JobContext<A = unknown, T extends object = UntypedTasks> {
   /** The job's arguments. */
   args: A;
   /** The job record as it was taken. */
@@ -34,15 +38,24 @@ export interface JobContext<A = unknown> {
    * Rejects with a FanOutLimitError past 100,000 items, or a {@link ValidationError} naming a bad
    * option or item (`items[3]`); nothing is written then, and the handler may call again.
    */
-  fanOut(items: readonly unknown[], options: FanOutOptions): Promise<void>;
+  fanOut: FanOut<T>;
 }
 
 /**
- * A task's code. What it resolves to is stored as the job's result: a value as
+ * {@link JobContext.fanOut} of an executor with task map `T`: without one, any task and items;
+ * with one, a task it names, and items of that task's args type.
+ */
+export type FanOut<T> =
+  IsUntyped<T> extends true
+    ? (items: readonly unknown[], options: FanOutOptions) => Promise<void>
+    : <K extends TaskName<T>>(items: readonly T[K][], options: FanOutOptions & { task: K }) => Promise<void>;
+
+/**
+ * A task's code (`T`: the executor's task map, when it has one). What it resolves to is stored as the job's result: a value as
  * `SubmitSpec.args` takes, at most `maxResultBytes` packed; any other fails the run for good.
  */
 // biome-ignore lint/suspicious/noExplicitAny: `any` lets a handler declare its own args type and still fit `Handlers`.
-export type Handler<A = any, R = unknown> = (ctx: JobContext<A>) => Promise<R> | R;
+export type Handler<A = any, R = unknown, T extends object = UntypedTasks> = (ctx: JobContext<A, T>) => Promise<R> | R;
 
 /** Task names mapped to their handlers. */
 export type Handlers = Record<string, Handler>;

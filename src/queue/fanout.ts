@@ -51,7 +51,8 @@ const OPTION_FIELDS = new Set(['task', 'group', 'priority', 'maxRetries', 'maxRu
 /**
  * Checks a fan-out and packs its children, writing nothing. Between chunks it lets the event loop
  * run (100,000 children take the executor about a second), so that the executor's other work
- * (heartbeats, other runs) goes on meanwhile.
+ * (heartbeats, other runs) goes on meanwhile. `trace`: the traceparent of the parent's run span,
+ * when it is traced; each child stores it, so that the child's run span links to it.
  * @throws {FanOutLimitError} past {@link MAX_FAN_OUT} items.
  * @throws {ValidationError} naming the bad option or item (`items[3]`).
  */
@@ -60,6 +61,7 @@ export async function packChildren(
   items: unknown,
   opts: FanOutOptions,
   maxArgsBytes: number,
+  trace?: string,
 ): Promise<PackedChildren> {
   if (!Array.isArray(items)) throw new ValidationError('items', 'must be an array');
   if (items.length > MAX_FAN_OUT) throw new FanOutLimitError(items.length, MAX_FAN_OUT);
@@ -92,6 +94,7 @@ export async function packChildren(
       maxRuntime: spec.maxRuntime,
       parent: parent.id,
       packedArgs: packValue(items[i], maxArgsBytes, `items[${i}]`),
+      trace,
     };
     if (chunk.length === CHUNK.jobs || (chunk.length > 0 && bytes + child.packedArgs.length > CHUNK.bytes)) {
       chunks.push(packSubmits(chunk, Infinity).packed);

@@ -360,8 +360,6 @@ export class Queue<T extends object = UntypedTasks> {
         maxRetries: c.maxRetries,
         submitted,
         maxRuntime: c.maxRuntime,
-        tracker: c.tracker,
-        occurrence: c.occurrence,
         runAt,
       };
     });

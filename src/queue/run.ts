@@ -27,9 +27,10 @@ export interface RunHooks {
   progress(job: Job, n: number): void;
   /**
    * Checks the children of a fan-out (rejecting with a ValidationError, nothing written, when
-   * they are bad), then stages them; resolves how many it staged.
+   * they are bad), then stages them; resolves how many it staged. `trace`: the traceparent of
+   * the run's span, when it is traced (the children store it).
    */
-  fanOut(job: Job, items: readonly unknown[], options: FanOutOptions): Promise<number>;
+  fanOut(job: Job, items: readonly unknown[], options: FanOutOptions, trace?: string): Promise<number>;
   /** Starts the run's span, when tracing is on (see src/observability/tracing.ts). */
   trace?(job: Job): RunSpan | null;
 }
@@ -197,7 +198,7 @@ export class Run {
 
   private fanOut(items: readonly unknown[], options: FanOutOptions): Promise<void> {
     if (this.fanned) return Promise.reject(new ValidationError('fanOut', 'may be called once per run'));
-    const staged = this.hooks.fanOut(this.job, items, options);
+    const staged = this.hooks.fanOut(this.job, items, options, this.span?.trace);
     this.fanned = staged;
     staged.catch((err: unknown) => {
       // Refused input: nothing was staged, and the handler may call again (this runs before the

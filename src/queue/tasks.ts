@@ -17,7 +17,7 @@ export type TaskName<T> = keyof T & string;
  * Whether `T` is no task map: any string is a task name, or it names none (`object`, what a
  * generic use such as `ConstructorParameters<typeof Worker>` sees).
  */
-type IsUntyped<T> = string extends keyof T ? true : [keyof T] extends [never] ? true : false;
+export type IsUntyped<T> = string extends keyof T ? true : [keyof T] extends [never] ? true : false;
 
 /** A submit of task `K` of map `T`: its name, and args of its type. */
 export type TaskSpec<T, K extends TaskName<T> = TaskName<T>> =
@@ -33,6 +33,7 @@ export type JobOf<T, K extends TaskName<T>, A> = IsUntyped<T> extends true ? Job
 
 /**
  * An executor's handlers for task map `T`: any handlers when untyped, else handlers of some of
- * its tasks (an executor may run only part of them), each given its task's args.
+ * its tasks (an executor may run only part of them), each given its task's args, and a fanOut
+ * to the map's tasks.
  */
-export type HandlersOf<T> = IsUntyped<T> extends true ? Handlers : { [K in TaskName<T>]?: Handler<T[K]> };
+export type HandlersOf<T> = IsUntyped<T> extends true ? Handlers : { [K in TaskName<T>]?: Handler<T[K], unknown, T & object> };

@@ -198,13 +198,8 @@ export function packValue(value: unknown, limit: number, field: string): Buffer 
   return packed;
 }
 
-/**
- * A spec that passed validation, with its defaults filled in and its args packed. Only Rota's
- * own callers set `tracker` and `occurrence` (a periodic task's run); a caller's spec cannot.
- */
+/** A spec that passed validation, with its defaults filled in and its args packed. */
 export interface CheckedSpec extends SubmitSpec {
-  tracker?: string;
-  occurrence?: number;
   /** The trace context of the submit's span, when a tracer made one (see src/observability/tracing.ts). */
   trace?: string;
   group: string;

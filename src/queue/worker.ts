@@ -241,8 +241,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         pipe.ltrim(this.keys.logs(j.id), -1000, -1);
       }),
     progress: (j, n) => this.progress.report(j, n),
-    fanOut: async (j, items, options) => {
-      const children = await packChildren(j, items, options, DEFAULT_MAX_ARGS_BYTES);
+    fanOut: async (j, items, options, trace) => {
+      const children = await packChildren(j, items, options, DEFAULT_MAX_ARGS_BYTES, trace);
       if (children.total > 0) await stageChildren(this.client, this.keys, j, children);
       return children.total;
     },
@@ -253,7 +253,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   private readonly plan: TakePlan;
   private startedAt = Date.now();
 
-  constructor(name: string, handlers: HandlersOf<T>, options: WorkerOptions) {
+  constructor(name: string, handlers: NoInfer<HandlersOf<T>>, options: WorkerOptions) {
     super();
     this.keys = queueKeys(name);
     this.name = name;

@@ -52,7 +52,8 @@ function declaredIncludes(text: string): string[] {
 /**
  * The includes the scripts need, each after the includes it declares (a depth-first walk from
  * the scripts' declarations in file order, `includes/common` first): the order they are
- * defined in the library. Throws on an include that does not exist or that depends on itself.
+ * defined in a script's block of the library. Throws on an include that does not exist or that
+ * depends on itself.
  */
 export function orderIncludes(dir: string, scripts: Array<[string, string]>): string[] {
   const order: string[] = [];

@@ -20,7 +20,6 @@ import {
   END_REFUSED,
   type OutcomeCode,
   SUBMIT_FIELDS,
-  SUBMIT_PERIODIC_WIDTH,
   SUBMIT_WIDTH,
   TAKEN_WIDTH,
   UNSTARTED_PREFIX,
@@ -40,8 +39,11 @@ export interface QueueStoreOptions {
   replicaTimeoutMs?: number;
 }
 
-/** A job to submit: its description and packed args, id, and periodic origin when it has one. */
-export interface SubmitJob extends JobDescription {
+/**
+ * A job to submit: its description and packed args, id, and due time when it has one. No periodic
+ * origin: a periodic task's runs are staged by periodic-stage.lua, never submitted.
+ */
+export interface SubmitJob extends Omit<JobDescription, 'tracker' | 'occurrence'> {
   id?: string;
   priority: Priority;
   /** The args as MessagePack, empty when it has none. */
@@ -470,24 +472,19 @@ export class QueueStore {
 /**
  * Packs jobs into submit.lua's job list: one MessagePack array of the per-job fields, flat, so
  * that a call carries one argument however many jobs it holds (see ./string-array.ts). A job has
- * the first SUBMIT_WIDTH of SUBMIT_FIELDS (id, description, group, priority), the first
- * SUBMIT_PERIODIC_WIDTH when some job of the call is a periodic task's run (tracker and
- * occurrence, '' for the others), all of them when some job has a due time (runAt: ms, or
- * DELAY_MARK and a delay; '' for the others). Refuses, with a PayloadTooLargeError naming
- * `specs`, a list over `limit` bytes.
+ * the first SUBMIT_WIDTH of SUBMIT_FIELDS (id, description, group, priority), all of them when
+ * some job of the call has a due time (runAt: ms, or DELAY_MARK and a delay; '' for the others).
+ * Refuses, with a PayloadTooLargeError naming `specs`, a list over `limit` bytes.
  */
 export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed: Buffer; width: number } {
   const due = jobs.some((s) => s.runAt !== undefined || s.delay !== undefined);
-  const periodic = due || jobs.some((s) => s.tracker !== undefined || s.occurrence !== undefined);
   const fields: StringValue[] = [];
   // (in the order of SUBMIT_FIELDS)
   for (const s of jobs) {
     fields.push(s.id!, packDescription(s, s.packedArgs, s.trace), s.group, s.priority);
-    if (periodic) fields.push(s.tracker ?? '', s.occurrence === undefined ? '' : String(s.occurrence));
     if (due) fields.push(s.runAt !== undefined ? String(s.runAt) : s.delay !== undefined ? `${DELAY_MARK}${s.delay}` : '');
   }
-  const width = due ? SUBMIT_FIELDS.length : periodic ? SUBMIT_PERIODIC_WIDTH : SUBMIT_WIDTH;
-  return { packed: packStrings(fields, limit, 'specs'), width };
+  return { packed: packStrings(fields, limit, 'specs'), width: due ? SUBMIT_FIELDS.length : SUBMIT_WIDTH };
 }
 
 /**
@@ -519,22 +516,27 @@ export function decodeEndStates(codes: string): Array<JobState | ''> {
 /**
  * The jobs taken by executor `worker` from a take reply (see lua/includes/take): a flat list, the
  * first job's take sequence (the next jobs have the next numbers), then per job (TAKEN_WIDTH) id,
- * description, submitted, and nil, or for a job that failed before [retries, due, error].
+ * description, submitted (for a job submitted with a due time, [submitted, runAt]), and nil, or
+ * for a job that failed before [retries, due, error].
  */
 export function decodeTaken(flat: Array<unknown>, worker: string): Job[] {
   const jobs: Job[] = [];
   const first = Number(flat[0]);
   for (let i = 1, seq = first; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, seq++) {
+    // (a job submitted with a due time answers [submitted, runAt])
+    const submitted = flat[i + 2] as Buffer | [Buffer, Buffer];
+    const due = Array.isArray(submitted);
     const job: Record<string, unknown> = {
       id: String(flat[i]),
       takeSeq: seq,
       retries: 0,
-      submitted: Number(flat[i + 2]),
+      submitted: Number(due ? submitted[0] : submitted),
       state: 'scheduled',
       worker,
       subject: '',
       submitter: '',
     };
+    if (due) job.runAt = Number(submitted[1]);
     const retried = flat[i + 3] as Array<Buffer | null> | null;
     if (retried) {
       const [retries, due, error] = retried;

@@ -81,13 +81,11 @@ export const DESCRIPTION = [
 
 /**
  * The fields of a job in a submit call's list, in order (see lua/includes/addJob): the first
- * SUBMIT_WIDTH for a plain job, the first SUBMIT_PERIODIC_WIDTH when some job of the call is a
- * periodic task's run, all of them when some job has a due time (`runAt`: absolute ms, or `+` and
- * a delay in ms from the server's now).
+ * SUBMIT_WIDTH for each job, all of them when some job of the call has a due time (`runAt`:
+ * absolute ms, or `+` and a delay in ms from the server's now).
  */
-export const SUBMIT_FIELDS = ['id', 'description', 'group', 'priority', 'tracker', 'occurrence', 'runAt'] as const;
+export const SUBMIT_FIELDS = ['id', 'description', 'group', 'priority', 'runAt'] as const;
 export const SUBMIT_WIDTH = 4;
-export const SUBMIT_PERIODIC_WIDTH = 6;
 /** The first character of a submitted `runAt` that is a delay from the server's now. */
 export const DELAY_MARK = '+';
 
@@ -215,7 +213,6 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   DESCRIPTION,
   SUBMIT_FIELDS,
   SUBMIT_WIDTH,
-  SUBMIT_PERIODIC_WIDTH,
   DELAY_MARK,
   RUN_WIDTH,
   OUTCOME_SUCCESS: OUTCOME.success,

@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT_INVALID, EXIT_USAGE } from '../../src/cli/exit-codes.js';
 import type { Queue } from '../../src/index.js';
 import { TS_EXEC_ARGV } from '../helpers/processes.js';
 import { closeAll, openQueue, rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
@@ -58,17 +59,17 @@ describe('rota clean', () => {
     expect((await q.jobs({ state: 'failed' })).map((j) => j.group)).toEqual(['b']);
   });
 
-  it('refuses a state that is not final, a bad duration and a bad limit (exit 1), and a missing --state (exit 2)', async () => {
+  it('refuses a state that is not final, a bad duration and a bad limit as invalid values, and no state as a usage error', async () => {
     const q = openQueue(uniqueQueue('cli-clean'));
     const args = ['--redis', redisUrl(), '--queue', q.name];
     const waiting = await rota([...args, 'clean', '--state', 'waiting']);
-    expect(waiting.code).toBe(1);
+    expect(waiting.code).toBe(EXIT_INVALID);
     expect(waiting.stderr).toMatch(/expected one of success, failed, cancelled/);
     const duration = await rota([...args, 'clean', '--state', 'failed', '--older-than', '7 fortnights']);
-    expect(duration.code).toBe(1);
+    expect(duration.code).toBe(EXIT_INVALID);
     expect(duration.stderr).toMatch(/--older-than: .*unknown unit "fortnights"/);
-    expect((await rota([...args, 'clean', '--state', 'failed', '--limit', '0'])).code).toBe(1);
-    expect((await rota([...args, 'clean'])).code).toBe(2);
+    expect((await rota([...args, 'clean', '--state', 'failed', '--limit', '0'])).code).toBe(EXIT_INVALID);
+    expect((await rota([...args, 'clean'])).code).toBe(EXIT_USAGE);
   });
 });
 

@@ -1,6 +1,7 @@
 /** The CLI's options for delayed jobs (`submit --delay/--at`) and rate limits (`group-limit --rate`). */
 import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { EXIT_INVALID } from '../../src/cli/exit-codes.js';
 import { TS_EXEC_ARGV } from '../helpers/processes.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
 
@@ -26,14 +27,17 @@ describe('rota CLI: delays and rates', () => {
     expect(later).toMatchObject({ state: 'delayed', runAt: Date.parse(at) });
     const listed = (await rota([...q, 'jobs', '--state', 'delayed', '--json'])).stdout.trim().split('\n');
     expect(listed.map((l) => JSON.parse(l).id)).toEqual([delayed.id, later.id]);
+    const table = (await rota([...q, 'jobs', '--state', 'delayed'])).stdout.split('\n');
+    expect(table[0]).toMatch(/SUBMITTED +RUN AT$/);
+    expect(table.find((l) => l.startsWith(later.id))).toMatch(/ 2099-01-31T09:00:00\.000Z$/);
     const shown = await rota([...q, 'job', later.id]);
     expect(shown.stdout).toMatch(/runAt: 2099-01-31T09:00:00\.000Z/);
 
     const badDelay = await rota([...q, 'submit', 'send', '--delay', 'soon']);
-    expect(badDelay.code).toBe(1);
+    expect(badDelay.code).toBe(EXIT_INVALID);
     expect(badDelay.stderr).toMatch(/--delay/);
     const badAt = await rota([...q, 'submit', 'send', '--at', 'someday']);
-    expect(badAt.code).toBe(1);
+    expect(badAt.code).toBe(EXIT_INVALID);
     expect(badAt.stderr).toMatch(/--at must be a time/);
     const both = await rota([...q, 'submit', 'send', '--delay', '1s', '--at', at]);
     expect(both.code).toBe(1);
@@ -55,10 +59,10 @@ describe('rota CLI: delays and rates', () => {
     expect((await rota([...q, 'groups', '--json'])).stdout.trim()).toBe('');
 
     const bad = await rota([...q, 'group-limit', 'acme', '--rate', '10']);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(EXIT_INVALID);
     expect(bad.stderr).toMatch(/--rate must be max\/per/);
     const zero = await rota([...q, 'group-limit', 'acme', '--rate', '0/1s']);
-    expect(zero.code).toBe(1);
+    expect(zero.code).toBe(EXIT_INVALID);
     expect(zero.stderr).toMatch(/rate\.max/);
   });
 });

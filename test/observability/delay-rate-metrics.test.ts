@@ -3,8 +3,8 @@
  * (beside the other per-group gauges, filled from the same read).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Queue, serveMetrics } from '../../src/index.js';
-import { redisUrl, uniqueQueue } from '../helpers/setup.js';
+import { type Job, Queue, serveMetrics, Worker } from '../../src/index.js';
+import { redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -29,5 +29,29 @@ describe('Prometheus metrics of delays and rates', () => {
     expect(body).toContain(`rota_group_rate_window_seconds{queue="${name}",group="api"} 1.5`);
     expect(body).toContain(`rota_group_running{queue="${name}",group="plain"} 0`);
     expect(body).not.toMatch(/rota_group_rate_max\{[^}]*group="plain"/);
+  });
+
+  it('measures a delayed job’s wait to its start from its due time, in stats() and the histogram', async () => {
+    const name = uniqueQueue('metrics');
+    const queue = new Queue(name, { connection: redisUrl() });
+    open.push(queue);
+    const submitted = await queue.submit({ task: 'noop', group: 'later', delay: 1500 });
+    const worker = new Worker(name, { noop: () => 'done' }, { connection: redisUrl() });
+    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', queue, workers: [worker] });
+    open.push(metrics, worker);
+    const done: Job[] = [];
+    worker.on('completed', (j) => done.push(j));
+    await until(worker, 'completed', () => done.length === 1);
+    // The executor's job carries its due time, and starts after it.
+    const [ran] = done;
+    expect(ran.runAt).toBe(submitted.runAt);
+    const stored = (await queue.getJob(submitted.id))!;
+    expect(ran.started).toBe(stored.started);
+    const wait = stored.started! - stored.runAt!;
+    expect(stored.started! - stored.submitted).toBeGreaterThanOrEqual(1500);
+    expect((await queue.stats()).waitMs.max).toBe(wait);
+    const body = await (await fetch(metrics.url)).text();
+    const sum = Number(new RegExp(`rota_submit_to_start_seconds_sum\\{queue="${name}",group="later"\\} (\\S+)`).exec(body)?.[1]);
+    expect(sum).toBeCloseTo(wait / 1000, 6);
   });
 });

@@ -157,6 +157,32 @@ describe('with a tracer registered', () => {
     for (const r of runs) expect(r.links[0].context.spanId).toBe(send.spanContext().spanId);
   });
 
+  it('links a delayed job’s run to its submit, and each fan-out child’s run to its parent’s run', async () => {
+    const q = openQueue(uniqueQueue('trace'));
+    const parent = await q.submit({ task: 'parent', group: 'p', delay: 300 });
+    expect(parent.state).toBe('delayed');
+    const [send] = spans(`send ${q.name}`);
+    const done: Job[] = [];
+    const w = openWorker(
+      q.name,
+      { parent: (ctx) => ctx.fanOut(['a', 'b'], { task: 'child', group: 'kids' }), child: () => undefined },
+      { concurrency: 2 },
+    );
+    w.on('completed', (j) => done.push(j));
+    await until(w, 'completed', () => done.length === 3);
+    await eventually(async () => spans(`process ${q.name}`).length === 3);
+    const runs = spans(`process ${q.name}`);
+    const byId = new Map(runs.map((r) => [r.attributes['messaging.message.id'], r]));
+    const parentRun = byId.get(parent.id)!;
+    expect(parentRun.links.map((l) => l.context.spanId)).toEqual([send.spanContext().spanId]);
+    for (const i of [0, 1]) {
+      const child = byId.get(`${parent.id}/${i}`)!;
+      expect(child.attributes).toMatchObject({ 'rota.group': 'kids', 'rota.task': 'child', 'rota.outcome': 'success' });
+      expect(child.links.map((l) => l.context.spanId)).toEqual([parentRun.spanContext().spanId]);
+      expect(child.links[0].context.traceId).toBe(parentRun.spanContext().traceId);
+    }
+  });
+
   it('ends a failed submit’s span with its error', async () => {
     const q = openQueue(uniqueQueue('trace'));
     const raw = rawClient();

@@ -109,4 +109,47 @@ describe('periodic runs that fan out', () => {
     await eventually(async () => (await tasks.runs('sweep')).find((r) => r.jobId === third.jobId)?.status === 'success');
     expect(parts).toBe(4);
   });
+
+  it("'cancel-previous' starts the next run while the children of the last still run, and cancels none of them (its job has ended)", async () => {
+    const name = uniqueQueue('fancancel');
+    const tasks = track(new PeriodicTasks(name, { connection: redisUrl() }));
+    const queue = track(new Queue(name, { connection: redisUrl() }));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let sweeps = 0;
+    let parts = 0;
+    track(
+      new Worker(
+        name,
+        {
+          sweep: (ctx) => {
+            sweeps += 1;
+            // only the first run fans out
+            return sweeps === 1 ? ctx.fanOut(['a', 'b'], { task: 'part' }) : 'alone';
+          },
+          part: async () => {
+            parts += 1;
+            await released;
+          },
+        },
+        { connection: redisUrl(), concurrency: 4 },
+      ),
+    );
+    await tasks.upsert({ id: 'sweep', task: 'sweep', timer: 'every 1h', overlap: 'cancel-previous' });
+    await track(new Scheduler(name, { connection: redisUrl() })).start();
+    const first = (await tasks.trigger('sweep'))!;
+    await eventually(async () => parts === 2);
+    const second = (await tasks.trigger('sweep'))!;
+    await eventually(async () => (await queue.getJob(second.jobId))?.state === 'success');
+    // the first run's children were not cancelled: they end as they run
+    const running = (await queue.getJob(first.jobId))!.children!;
+    expect(running).toMatchObject({ total: 2, running: 2, cancelled: 0 });
+    release();
+    const ended = await eventually(async () => {
+      const c = (await queue.getJob(first.jobId))!.children!;
+      return c.ended !== undefined && c;
+    });
+    expect(ended).toMatchObject({ total: 2, success: 2, cancelled: 0 });
+    await eventually(async () => (await tasks.runs('sweep')).find((r) => r.jobId === first.jobId)?.status === 'success');
+  });
 });

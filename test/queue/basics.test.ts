@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type Job, PayloadTooLargeError, PermanentError, type SubmitSpec, Worker } from '../../src/index.js';
 import { packSubmits } from '../../src/redis/queue-store.js';
 import { closeAll, openQueue, rawClient, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
-import { storeOf } from '../helpers/store.js';
 
 afterEach(closeAll);
 const queue = (name: string) => openQueue(name);
@@ -121,24 +120,6 @@ describe('submitting', () => {
     })();
     expect(err).toBeInstanceOf(PayloadTooLargeError);
     expect(err).toMatchObject({ field: 'specs', size, limit: size - 1 });
-  });
-
-  it('stores the tracker and occurrence of the runs of periodic tasks in a bulk, and none for the other jobs', async () => {
-    const q = queue(uniqueQueue());
-    // (a caller's spec cannot carry them: only Rota's own callers of the store set them)
-    const specs = [
-      q.check({ task: 't', args: 1 }),
-      q.check({ task: 't', args: 2 }),
-      q.check({ task: 't', args: 3, group: 'g2' }),
-    ];
-    Object.assign(specs[1], { tracker: 'nightly', occurrence: 1_795_000_000_000 });
-    await storeOf(q.client, q.name).submit(specs, Infinity);
-    const stored = await Promise.all(specs.map((j) => q.getJob(j.id!)));
-    expect(stored.map((j) => [j!.args, j!.tracker, j!.occurrence, j!.state])).toEqual([
-      [1, undefined, undefined, 'waiting'],
-      [2, 'nightly', 1_795_000_000_000, 'waiting'],
-      [3, undefined, undefined, 'waiting'],
-    ]);
   });
 
   it('keeps the groups hash a table from its first group (no field scan per group), and lists only groups', async () => {

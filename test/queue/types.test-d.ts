@@ -4,7 +4,15 @@
  * one), and each `expectTypeOf` must hold. Nothing here runs; the queue is never connected.
  */
 import { expectTypeOf } from 'vitest';
-import { installShutdownHandlers, type Job, type Queue, type SubmitSpec, serveMetrics, Worker } from '../../src/index.js';
+import {
+  type ChildCounts,
+  installShutdownHandlers,
+  type Job,
+  type Queue,
+  type SubmitSpec,
+  serveMetrics,
+  Worker,
+} from '../../src/index.js';
 
 type Tasks = { send: { to: string }; ping: undefined };
 declare const connection: string;
@@ -29,15 +37,38 @@ export async function typedQueue(queue: Queue<Tasks>): Promise<void> {
     { task: 'send', args: { to: 1 } },
   ]);
   await queue.submitBulk([{ task: 'send', args: { to: 'a' } }, { task: 'ping' }]);
+
+  // A due time goes with any task: a delay in ms, or runAt as a Date or ms.
+  const later = await queue.submit({ task: 'send', args: { to: 'a' }, delay: 30_000 });
+  expectTypeOf(later.runAt).toEqualTypeOf<number | undefined>();
+  await queue.submit({ task: 'ping', runAt: new Date('2030-01-01T00:00:00Z') });
+  await queue.submitBulk([
+    { task: 'send', args: { to: 'a' }, runAt: Date.now() + 60_000 },
+    { task: 'ping', delay: 5 },
+  ]);
+  // @ts-expect-error runAt is a Date or ms, not a string
+  await queue.submit({ task: 'ping', runAt: '2030-01-01' });
+  // @ts-expect-error a delay is ms, not a duration string
+  await queue.submit({ task: 'ping', delay: '30s' });
 }
 
 export function typedWorker(): void {
   new Worker<Tasks>(
     'mail',
     {
-      send: async ({ args, job }) => {
+      send: async ({ args, job, progress, fanOut }) => {
         expectTypeOf(args).toEqualTypeOf<{ to: string }>();
         expectTypeOf(job.args).toEqualTypeOf<{ to: string }>();
+        progress(50);
+        // @ts-expect-error progress is a number
+        progress('half');
+        // fanOut names a task of the map, and its items are that task's args
+        await fanOut([{ to: 'a' }, { to: 'b' }], { task: 'send', group: 'acme' });
+        await fanOut([undefined], { task: 'ping' });
+        // @ts-expect-error a task the map does not name
+        await fanOut([{ to: 'a' }], { task: 'sned' });
+        // @ts-expect-error items of another task's type
+        await fanOut([{ to: 1 }], { task: 'send' });
         return args.to.length;
       },
     },
@@ -69,12 +100,26 @@ export async function untyped(queue: Queue, spec: SubmitSpec): Promise<void> {
   await queue.submit(spec);
   await queue.submitBulk([{ task: 'a' }, { task: 'b', args: 2 }]);
   new Worker('mail', { anything: async ({ args }) => args }, { connection });
+  // Untyped executors fan out to any task, with any items.
+  new Worker(
+    'mail',
+    {
+      parent: async ({ fanOut, progress }) => {
+        progress(1);
+        await fanOut([1, 'two', { three: 3 }], { task: 'child', priority: 'high' });
+      },
+    },
+    { connection },
+  );
 }
 
 export function jobShape(job: Job): void {
   // The fields a job read back has: pid is a number, host and pid are there (runs of periodic tasks).
   expectTypeOf(job.pid).toEqualTypeOf<number | undefined>();
   expectTypeOf(job.host).toEqualTypeOf<string | undefined>();
+  // A delayed job's due time, and a fan-out parent's children by state.
+  expectTypeOf(job.runAt).toEqualTypeOf<number | undefined>();
+  expectTypeOf(job.children).toEqualTypeOf<ChildCounts | undefined>();
 }
 
 export function internalFields(queue: Queue): void {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseEntry } from '../../src/queue/events.js';
-import { buildLibrary, orderIncludes } from '../../src/redis/library.js';
+import { buildLibrary, orderIncludes, rotaLibrary } from '../../src/redis/library.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
 import { wireInclude } from '../../src/redis/wire.js';
 import { closeAll, openQueue, rawClient, uniqueQueue } from '../helpers/setup.js';
@@ -68,6 +68,26 @@ describe('the function library', () => {
       await r.call('FUNCTION', 'DELETE', buildLibrary(copy).name).catch(() => undefined);
       r.disconnect();
       rmSync(copy, { recursive: true, force: true });
+    }
+  });
+  it('keeps room for 10 more locals: Lua allows 200 in scope in the main chunk (the wire values and one script block at a time)', async () => {
+    // Locals declared first are in scope at every point of the helpers: the library loads with
+    // them only while every point has room for them (past 200 it fails to compile, and no
+    // script runs).
+    const lib = rotaLibrary();
+    const name = `${lib.name}x`;
+    const spare = `local ${Array.from({ length: 10 }, (_, i) => `_spare${i}`).join(', ')}`;
+    const code = lib.code
+      .replace(`#!lua name=${lib.name}\n`, `#!lua name=${name}\n${spare}\n`)
+      .replaceAll(`'${lib.name}_`, `'${name}_`);
+    const r = rawClient();
+    try {
+      await expect(r.call('FUNCTION', 'LOAD', 'REPLACE', code)).resolves.toBe(name);
+      const over = `local ${Array.from({ length: 200 }, (_, i) => `_over${i}`).join(', ')}`;
+      await expect(r.call('FUNCTION', 'LOAD', 'REPLACE', code.replace(spare, over))).rejects.toThrow(/more than 200 local/);
+    } finally {
+      await r.call('FUNCTION', 'DELETE', name).catch(() => undefined);
+      r.disconnect();
     }
   });
 });

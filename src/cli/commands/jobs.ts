@@ -106,8 +106,10 @@ export function register(program: Command): void {
           for (const j of jobs) printJson(printable(j));
           return;
         }
+        // (delayed jobs have no executor nor error yet: their due time instead)
+        const delayed = o.state === 'delayed';
         printTable(
-          ['ID', 'TASK', 'GROUP', 'PRIO', 'STATE', 'RETRIES', 'SUBMITTED', 'WORKER', 'ERROR'],
+          ['ID', 'TASK', 'GROUP', 'PRIO', 'STATE', 'RETRIES', 'SUBMITTED', ...(delayed ? ['RUN AT'] : ['WORKER', 'ERROR'])],
           jobs.map((j) => [
             j.id,
             j.task,
@@ -116,8 +118,7 @@ export function register(program: Command): void {
             j.state,
             `${j.retries}/${j.maxRetries}`,
             iso(j.submitted),
-            j.worker,
-            oneLine(j.error),
+            ...(delayed ? [iso(j.runAt)] : [j.worker, oneLine(j.error)]),
           ]),
         );
       }),

@@ -3,7 +3,7 @@
  * detail (args, result, error with stack, log lines, progress, retries, timeline, executor),
  * with cancel, retry, and retry of every failed job matching the filter.
  */
-import { FINAL_STATES, JOB_STATES, unpackDescription } from '../../queue/job.js';
+import { type ChildCounts, FINAL_STATES, JOB_STATES, unpackDescription } from '../../queue/job.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, type Html, html, pretty, time } from '../html.js';
 import { actionButton } from './layout.js';
@@ -74,6 +74,13 @@ ${pager(ctx, start, read.next, read.more)}`
 }
 
 /** Links to the first and the next page of a job list (a page starts at a candidate position). */
+/** A fan-out parent's children by state, in one line. */
+function childSummary(c: ChildCounts): string {
+  const parts = [`${c.total} in all`, `${c.waiting} waiting`, `${c.running} running`, `${c.success} success`];
+  parts.push(`${c.failed} failed`, `${c.cancelled} cancelled`);
+  return c.ended === undefined ? parts.join(' · ') : `${parts.join(' · ')} (all ended ${time(c.ended)})`;
+}
+
 function pager(ctx: PageContext, start: number, next: number, more: boolean): Html {
   const link = (to: number, label: string) => {
     const p = new URLSearchParams(ctx.query);
@@ -112,12 +119,15 @@ ${row('executor', job.worker ?? '–')}
 ${job.subject ? row('subject', job.subject) : ''}${job.submitter ? row('submitter', job.submitter) : ''}
 ${job.tracker ? row('periodic task', html`<a href="${ctx.base}/periodic/${encodeURIComponent(job.tracker)}">${job.tracker}</a>`) : ''}
 ${job.maxRuntime ? row('max runtime', `${job.maxRuntime} ms`) : ''}
+${job.parent !== undefined ? row('fanned out by', html`<a href="${ctx.base}/jobs/${encodeURIComponent(job.parent)}">${job.parent}</a>`) : ''}
+${job.children ? row('children', childSummary(job.children)) : ''}
 </table>
 <h2>Timeline</h2>
 <ol class="timeline">
 ${job.occurrence !== undefined ? html`<li><b>planned</b> ${time(job.occurrence)}</li>` : ''}
 <li><b>submitted</b> ${time(job.submitted)} (${ago(job.submitted, now)})</li>
-${job.started !== undefined ? html`<li><b>started</b> ${time(job.started)} (waited ${String(job.started - job.submitted)} ms)</li>` : ''}
+${job.runAt !== undefined ? html`<li><b>due</b> ${time(job.runAt)}</li>` : ''}
+${job.started !== undefined ? html`<li><b>started</b> ${time(job.started)} (waited ${String(job.started - Math.max(job.submitted, job.runAt ?? 0))} ms)</li>` : ''}
 ${job.due !== undefined ? html`<li><b>retry due</b> ${time(job.due)}</li>` : ''}
 ${job.finished !== undefined ? html`<li><b>finished</b> ${time(job.finished)}${job.started !== undefined ? ` (ran ${job.finished - job.started} ms)` : ''}</li>` : ''}
 </ol>
