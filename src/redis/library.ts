@@ -49,10 +49,20 @@ function declaredIncludes(text: string): string[] {
   return [...text.matchAll(INCLUDE)].map((m) => m[1]);
 }
 
+/** The includes of `dir` that hold a top-level block (a line `do`), by name. */
+function blockIncludes(dir: string): string[] {
+  const folder = join(dir, 'includes');
+  if (!existsSync(folder)) return [];
+  return readdirSync(folder)
+    .filter((f) => f.endsWith('.lua') && /^do$/m.test(readFileSync(join(folder, f), 'utf8')))
+    .map((f) => `includes/${f.slice(0, -4)}`)
+    .sort();
+}
+
 /**
  * The includes the scripts need, each after the includes it declares (a depth-first walk from
- * the scripts' declarations in file order, `includes/common` first): the order they are
- * defined in the library. Throws on an include that does not exist or that depends on itself.
+ * the scripts' declarations in file order, `includes/common` first, then those that hold a
+ * top-level block): the order they are defined in the library. Throws on an include that does not exist or that depends on itself.
  */
 export function orderIncludes(dir: string, scripts: Array<[string, string]>): string[] {
   const order: string[] = [];
@@ -69,6 +79,10 @@ export function orderIncludes(dir: string, scripts: Array<[string, string]>): st
     order.push(inc);
   };
   visit('includes/common', 'the library', []);
+  // An include whose locals are kept in a block of its own (`do ... end` at the top level) comes
+  // as early as its dependencies allow: while the block is read, the library's locals declared so
+  // far count too, and Lua allows 200 active locals in the library's main chunk.
+  for (const inc of blockIncludes(dir)) visit(inc, 'the library', []);
   for (const [script, text] of scripts) for (const inc of declaredIncludes(text)) visit(inc, `${script}.lua`, []);
   return order;
 }
