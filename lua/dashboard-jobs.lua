@@ -13,13 +13,19 @@
   ARGV[5] position of the first candidate (candidates before it are passed over unread)
   ARGV[6] page size
   ARGV[7] most candidates looked at
+  ARGV[8..] the job hash fields answered per job: state, group and d (the packed description)
+            first, as the filter reads them, then any others
+
+  Delayed and stuck jobs come in due order from `delayed`, which also holds groups parked at
+  their rate (members beginning with GROUP_DUE_MARK): those are passed over unread.
 
   Returns { 1 when the state can be listed, else 0, the jobs as a flat list (per job: id, then
-            the hash fields of JOB_FIELDS below), position after the last candidate looked at,
-            1 when candidates are left }
+            the hash fields of ARGV[8..]), position after the last candidate looked
+            at, 1 when candidates are left }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
 --- @flags no-writes
+--- @include "includes/wire"
 --- @include "includes/common"
 --- @include "includes/leases"
 
@@ -27,7 +33,8 @@ local prefix = ARGV[1]
 local state, group, task = ARGV[2], ARGV[3], ARGV[4]
 local start, size, most = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local CHUNK = 200
-local JOB_FIELDS = { 'state', 'group', 'd', 'submitted', 'started', 'finished', 'retries', 'worker', 'error' }
+local JOB_FIELDS = {}
+for i = 8, #ARGV do JOB_FIELDS[#JOB_FIELDS + 1] = ARGV[i] end
 
 -- The task of a packed description (its first element, a MessagePack string), or nil.
 local function taskOf(d)
@@ -124,7 +131,7 @@ local skipped = 0
 if state == 'success' or state == 'failed' or state == 'cancelled' then
   chunks = zsetChunks(prefix .. 'done:' .. state, true, start)
   skipped = start
-elseif state == 'stuck' then
+elseif state == 'stuck' or state == 'delayed' then
   chunks = zsetChunks(prefix .. 'delayed', false, start)
   skipped = start
 elseif state == 'scheduled' or state == 'running' then
@@ -163,7 +170,8 @@ local out, found, looked = {}, 0, 0
 while part and found < size and looked < most do
   local id = part[at]
   at, looked = at + 1, looked + 1
-  local job = call('HMGET', prefix .. 'j:' .. id, unpack(JOB_FIELDS))
+  local job = EMPTY
+  if string.sub(id, 1, 1) ~= GROUP_DUE_MARK then job = call('HMGET', prefix .. 'j:' .. id, unpack(JOB_FIELDS)) end
   if job[1] == state and (group == '' or job[2] == group) and (task == '' or taskOf(job[3]) == task) then
     found = found + 1
     out[#out + 1] = id

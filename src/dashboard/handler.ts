@@ -256,7 +256,14 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
     const ctx = contextOf(q, rest, url.searchParams, access.csrf(req, res));
     const fragment = url.searchParams.get('fragment') === '1';
     if (fragment) ctx.query.delete('fragment');
-    const page = await render(ctx);
+    let page: Rendered | null;
+    try {
+      page = await render(ctx);
+    } catch (err) {
+      // (a name that cannot be a task or job id, say)
+      if (err instanceof RotaError) return plainPage(res, 400, 'Refused', err.message);
+      throw err;
+    }
     if (!page) return plainPage(res, 404, 'Not found', 'No such page.');
     if ('redirect' in page) return send(res, 303, 'text/plain', '', { location: page.redirect });
     if (fragment) return send(res, 200, 'text/html; charset=utf-8', page.main.text);
