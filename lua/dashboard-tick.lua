@@ -16,7 +16,8 @@
             executors { id, registry expiry, info JSON, ... }, live executors,
             id of the newest events entry ('' none),
             next sweep cursor ('' when no sweep), { group, packed record, ... },
-            { used_memory, instantaneous_ops_per_sec } or false }
+            { used_memory, instantaneous_ops_per_sec } or false,
+            per swept group, the submitted time of its oldest waiting job (ms; 0: none) }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
 --- @flags no-writes
@@ -51,10 +52,26 @@ local newest = call('XREVRANGE', prefix .. 'events', '+', '-', 'COUNT', '1')
 local lastEvent = ''
 if newest[1] then lastEvent = newest[1][1] end
 
-local cursor, swept = '', EMPTY
+-- The sweep: a step of the `groups` hash, and each group's oldest waiting job (the next of each
+-- of its lists), so that the groups page can sort on the oldest wait.
+local cursor, swept, oldest = '', EMPTY, {}
 if ARGV[3] ~= '' then
   local r = call('HSCAN', prefix .. 'groups', ARGV[3], 'COUNT', ARGV[4])
   cursor, swept = r[1], r[2]
+  for i = 1, #swept, 2 do
+    local first = 0
+    if swept[i] ~= '' then
+      local lists = prefix .. 'g:' .. swept[i]
+      for _, list in ipairs({ ':r', ':h', ':l' }) do
+        local id = call('LINDEX', lists .. list, '-1')
+        if id then
+          local at = tonumber(call('HGET', prefix .. 'j:' .. id, 'submitted'))
+          if at and (first == 0 or at < first) then first = at end
+        end
+      end
+    end
+    oldest[#oldest + 1] = first
+  end
 end
 
 local server = false
@@ -67,4 +84,4 @@ if ARGV[6] == '1' then
   }
 end
 
-return { now, counts, finished, executors, live, lastEvent, cursor, swept, server }
+return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldest }

@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { EMPTY_GROUP, type GroupState, readGroupStates } from '../redis/group-state.js';
 
 /** A column the groups page sorts on: a field of the record, the runs in progress, or the name. */
-export type GroupSort = 'group' | 'waiting' | 'running' | 'stuck' | 'limit' | 'weight' | 'paused' | string;
+export type GroupSort = 'group' | 'waiting' | 'running' | 'oldest' | 'stuck' | 'limit' | 'weight' | 'paused' | string;
 
 /** Runnable waiting jobs of a record: its high, low and preferred lists (less the stuck ones). */
 export function waitingOf(g: GroupState): number {
@@ -25,6 +25,8 @@ const SMALL_INDEX = 10_000;
 
 export class GroupIndex {
   private readonly states = new Map<string, GroupState>();
+  /** Submitted time of each group's oldest waiting job (ms), as the sweep or a page last read it. */
+  private readonly oldest = new Map<string, number>();
   /** Runs in progress per group (those with some), as the last groups page read them. */
   private running = new Map<string, number>();
   /** Names seen in the current round of the sweep. */
@@ -69,27 +71,39 @@ export class GroupIndex {
   }
 
   /** Takes a step of the sweep: the records read, and the cursor to go on from ('0': the round is over). */
-  swept(entries: Array<[string, GroupState]>, cursor: string): void {
+  swept(entries: Array<[string, GroupState, number | undefined]>, cursor: string): void {
     if (!this.loaded || cursor === '') return;
-    for (const [name, state] of entries) {
+    for (const [name, state, oldest] of entries) {
       this.states.set(name, state);
+      this.setOldest(name, oldest);
       this.round.add(name);
     }
     if (entries.length) this.version++;
     this.next = cursor;
     if (cursor === '0') {
       // A group the whole round did not see is gone.
-      for (const name of this.states.keys()) if (!this.round.has(name)) this.states.delete(name);
+      for (const name of this.states.keys()) {
+        if (!this.round.has(name)) {
+          this.states.delete(name);
+          this.oldest.delete(name);
+        }
+      }
       this.round = new Set();
       this.version++;
     }
   }
 
-  /** Notes a group's record read fresh (an action changed it). */
-  update(name: string, state: GroupState | undefined): void {
+  /** Notes a group's record and oldest waiting job read fresh (by a page). */
+  update(name: string, state: GroupState | undefined, oldest: number | undefined): void {
     if (state) this.states.set(name, state);
     else this.states.delete(name);
+    this.setOldest(name, oldest);
     this.version++;
+  }
+
+  private setOldest(name: string, oldest: number | undefined): void {
+    if (oldest === undefined) this.oldest.delete(name);
+    else this.oldest.set(name, oldest);
   }
 
   /**
@@ -137,7 +151,10 @@ export class GroupIndex {
           ? (n: string) => waitingOf(state(n))
           : sort === 'running'
             ? (n: string) => this.running.get(n) ?? 0
-            : (n: string) => (state(n) as Record<string, number>)[sort] ?? 0;
+            : sort === 'oldest'
+              ? // (the longest wait first in descending order; groups with nothing waiting last)
+                (n: string) => -(this.oldest.get(n) ?? Number.POSITIVE_INFINITY)
+              : (n: string) => (state(n) as Record<string, number>)[sort] ?? 0;
       const values = new Map(names.map((n) => [n, value(n)]));
       names.sort((a, b) => values.get(b)! - values.get(a)! || (a < b ? -1 : a > b ? 1 : 0));
     }

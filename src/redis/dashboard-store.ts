@@ -23,8 +23,8 @@ export interface Tick {
   lastEvent: string;
   /** Cursor of the groups sweep to pass next ('0' when the sweep went round; '' when none ran). */
   cursor: string;
-  /** Groups the sweep read this tick. */
-  swept: Array<[string, GroupState]>;
+  /** Groups the sweep read this tick, with the submitted time of each one's oldest waiting job (ms), if any. */
+  swept: Array<[string, GroupState, number | undefined]>;
   /** The server's memory (bytes) and commands per second, when asked for. */
   server?: { usedMemory: number; opsPerSec: number };
 }
@@ -142,8 +142,8 @@ export class DashboardStore {
   /** dashboard-tick.lua: a tick of the shared reader. */
   async tick(o: TickOptions): Promise<Tick> {
     const k = this.queue.keys;
-    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server] = await this.queue.fcall<
-      [number, Buffer[], number[], Buffer[], number, Buffer, Buffer, Buffer[], Buffer[] | null]
+    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldest] = await this.queue.fcall<
+      [number, Buffer[], number[], Buffer[], number, Buffer, Buffer, Buffer[], Buffer[] | null, number[]]
     >(
       'dashboard-tick',
       k.counts,
@@ -164,7 +164,8 @@ export class DashboardStore {
     }
     const groups: Tick['swept'] = [];
     for (let i = 0; i < swept.length; i += 2) {
-      if (swept[i].length > 0) groups.push([swept[i].toString(), decodeGroupState(swept[i + 1])]);
+      const first = Number(oldest[i / 2]);
+      if (swept[i].length > 0) groups.push([swept[i].toString(), decodeGroupState(swept[i + 1]), first > 0 ? first : undefined]);
     }
     return {
       now: Number(now),

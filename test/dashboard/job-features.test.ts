@@ -1,7 +1,8 @@
 /**
  * The dashboard on the job features: delayed jobs (listed in due order with their runAt, the
  * groups parked at their rate in the same set passed over), groups' rate limits (shown, set and
- * lifted from the page), a group with runs and nothing waiting listed, fan-out children counts
+ * lifted from the page), a group with runs and nothing waiting listed, groups sorted on their
+ * oldest waiting job, fan-out children counts
  * and the parent link, progress (shown; progress events do not crowd the takes out of the
  * fairness view), the delayed count on the overview, and event rules' pending runs and replaced
  * runs on the periodic pages.
@@ -140,6 +141,24 @@ describe('dashboard on delayed jobs, rates, fan-out, progress and event rules', 
     info = (await queue.groups()).find((g) => g.group === 'rl');
     expect(info?.rate).toBeNull();
     expect((await get('/groups?group=rl')).body).toMatch(/<td class="num rate">none<\/td>/);
+  });
+
+  it('sorts the groups on their oldest waiting job', async () => {
+    const names = ['old-c', 'old-a', 'old-b'];
+    // Paused (so that they keep waiting), submitted one after the other: old-c waits longest.
+    for (const g of names) {
+      await queue.pauseGroup(g);
+      await queue.submit({ task: 'quick', group: g });
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const order = async (dir: string) => {
+      const body = (await get(`/groups?sort=oldest&dir=${dir}&limit=500`)).body;
+      return [...body.matchAll(/<tr data-group="([^"]+)">/g)].map((m) => m[1]).filter((g) => names.includes(g));
+    };
+    // (the index learns each group's oldest job from the reader's sweep, a tick or so later)
+    await eventually(async () => (await order('desc')).join() === 'old-c,old-a,old-b', 15_000);
+    expect(await order('asc')).toEqual(['old-b', 'old-a', 'old-c']);
+    expect((await get('/groups?sort=oldest')).body).toContain('class="sorted desc">oldest wait</a>');
   });
 
   it('shows a fan-out parent with its children by state, and a child with its parent', async () => {
