@@ -29,11 +29,12 @@ describe('rota CLI: delays and rates', () => {
     const shown = await rota([...q, 'job', later.id]);
     expect(shown.stdout).toMatch(/runAt: 2099-01-31T09:00:00\.000Z/);
 
+    // (invalid values: exit 1, as every invalid value)
     const badDelay = await rota([...q, 'submit', 'send', '--delay', 'soon']);
-    expect(badDelay.code).toBe(2);
+    expect(badDelay.code).toBe(1);
     expect(badDelay.stderr).toMatch(/--delay/);
     const badAt = await rota([...q, 'submit', 'send', '--at', 'someday']);
-    expect(badAt.code).toBe(2);
+    expect(badAt.code).toBe(1);
     expect(badAt.stderr).toMatch(/--at must be a time/);
     const both = await rota([...q, 'submit', 'send', '--delay', '1s', '--at', at]);
     expect(both.code).toBe(1);
@@ -46,6 +47,9 @@ describe('rota CLI: delays and rates', () => {
     const g = JSON.parse((await rota([...q, 'groups', '--json'])).stdout.trim());
     expect(g).toMatchObject({ group: 'acme', rate: { max: 10, perMs: 1000 } });
     expect((await rota([...q, 'groups'])).stdout).toMatch(/acme .* 10\/1s/);
+    expect((await rota([...q, 'group-limit', 'acme'])).stdout).toMatch(
+      /^group acme: concurrency none, weight 1, rate 10\/1s, not paused;/,
+    );
     expect((await rota([...q, 'group-limit', 'acme', '--rate', '600/PT1H', '--weight', '2'])).code).toBe(0);
     expect(JSON.parse((await rota([...q, 'groups', '--json'])).stdout.trim())).toMatchObject({
       rate: { max: 600, perMs: 3_600_000 },
@@ -54,8 +58,9 @@ describe('rota CLI: delays and rates', () => {
     expect((await rota([...q, 'group-limit', 'acme', '--rate', 'none', '--weight', '1'])).code).toBe(0);
     expect((await rota([...q, 'groups', '--json'])).stdout.trim()).toBe('');
 
+    // (an invalid value: exit 1, as every invalid value)
     const bad = await rota([...q, 'group-limit', 'acme', '--rate', '10']);
-    expect(bad.code).toBe(2);
+    expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/--rate must be max\/per/);
     const zero = await rota([...q, 'group-limit', 'acme', '--rate', '0/1s']);
     expect(zero.code).toBe(1);
