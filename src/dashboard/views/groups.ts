@@ -29,7 +29,7 @@ const SHOWN = new Set([
   'per',
   'logged',
 ]);
-const SORTS = ['group', 'waiting', 'running', 'stuck', 'oldest', 'limit', 'weight', 'rate', 'paused'];
+const SORTS = ['group', 'waiting', 'nh', 'nl', 'running', 'stuck', 'oldest', 'limit', 'weight', 'rate', 'paused'];
 /** Events entries read for the fairness view, and takes counted at most. */
 const FAIRNESS_EVENTS = 200;
 const FAIRNESS_TAKES = 2000;
@@ -97,7 +97,7 @@ ${extra.map((f) => html`<td class="num">${g ? String((g as Record<string, number
     main: html`<h1>Groups <small>${count(index.size)} with jobs, runs or settings</small></h1>
 <form method="get" action="${ctx.base}/groups" class="filters"><label>find group <input name="group" value="${find}"></label><button type="submit">Find</button>${find ? html` <a href="${ctx.base}/groups">all groups</a>` : ''}</form>
 <table class="groups"><thead><tr>
-<th>${sortLink('group', 'group')}</th><th>${sortLink('waiting', 'waiting')}</th><th>high</th><th>low</th><th>released / due</th><th>${sortLink('running', 'running')}</th><th>${sortLink('stuck', 'stuck')}</th><th>${sortLink('oldest', 'oldest wait')}</th><th>${sortLink('limit', 'limit')}</th><th>${sortLink('weight', 'weight')}</th><th>${sortLink('rate', 'rate')}</th>
+<th>${sortLink('group', 'group')}</th><th>${sortLink('waiting', 'waiting')}</th><th>${sortLink('nh', 'high')}</th><th>${sortLink('nl', 'low')}</th><th>released / due</th><th>${sortLink('running', 'running')}</th><th>${sortLink('stuck', 'stuck')}</th><th>${sortLink('oldest', 'oldest wait')}</th><th>${sortLink('limit', 'limit')}</th><th>${sortLink('weight', 'weight')}</th><th>${sortLink('rate', 'rate')}</th>
 ${extra.map((f) => html`<th>${sortLink(f, f)}</th>`)}<th>${sortLink('paused', 'paused')}</th><th></th>
 </tr></thead><tbody>${rows}</tbody></table>
 ${names.length === 0 ? html`<p class="empty">${find ? 'No such group.' : 'No group has jobs, runs or settings.'}</p>` : ''}
