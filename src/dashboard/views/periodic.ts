@@ -15,6 +15,8 @@ const RUNS_PAGE = 100;
 const MOST_RUNS = 10_000;
 /** Upcoming runs on the timeline. */
 const UPCOMING = 40;
+/** Tasks read by next run for the event rules' soonest pending runs. */
+const SOONEST = 200;
 
 /** Timers parsed, by spec and zone (parsing a calendar timer is not free; tasks keep theirs). */
 const parsed = new Map<string, Timer | string>();
@@ -98,7 +100,12 @@ function status(s: string | undefined): Html {
 
 export async function periodicList(ctx: PageContext): Promise<Page> {
   const p = ctx.q.periodic;
-  const [tasks, rules, planned] = await Promise.all([p.list(), p.rules(), p.upcoming({ limit: UPCOMING })]);
+  // (the soonest tasks by next run, one entry each: the event rules' pending runs among them)
+  const [tasks, rules, soonest] = await Promise.all([
+    p.list(),
+    p.rules(),
+    p.client.zrange(p.keys.nextrun, 0, SOONEST - 1, 'WITHSCORES'),
+  ]);
   const lastIds = tasks.map((t) => t.lastJobId);
   const pipe = p.client.pipeline();
   for (const id of lastIds) if (id) pipe.hget(ctx.q.queue.keys.job(id), 'state');
@@ -113,8 +120,30 @@ export async function periodicList(ctx: PageContext): Promise<Page> {
     const timer = timerOf(t);
     return typeof timer === 'string' ? [] : nextRuns(t, timer, 5);
   });
-  // The timeline: the next runs of every enabled task and every pending event-rule run, in time order.
-  const upcoming = planned.map((r) => ({ ...r, rule: ruleOf(r.id) }));
+  // The event rules' soonest pending runs (due time: their score), and the timeline: the next
+  // runs of every enabled task (up to 5 each) and those pending runs, in time order.
+  const ruleById = new Map(rules.map((r) => [r.id, r]));
+  const pendingRuns: Array<{ id: string; task: string; group: string; occurrence: number; rule: string }> = [];
+  for (let i = 0; i < soonest.length; i += 2) {
+    const rule = ruleById.get(ruleOf(soonest[i]) ?? '');
+    if (rule) {
+      pendingRuns.push({
+        id: soonest[i],
+        task: rule.task,
+        group: rule.group ?? '',
+        occurrence: Number(soonest[i + 1]),
+        rule: rule.id,
+      });
+    }
+  }
+  const upcoming = [
+    ...tasks.flatMap((t, i) =>
+      t.enabled ? next[i].map((occurrence) => ({ id: t.id, task: t.task, group: t.group, occurrence })) : [],
+    ),
+    ...pendingRuns,
+  ]
+    .sort((a, b) => a.occurrence - b.occurrence)
+    .slice(0, UPCOMING);
   return {
     title: 'Periodic',
     nav: 'periodic',
@@ -138,7 +167,7 @@ ${
   rules.length
     ? html`<table class="rules"><thead><tr><th>id</th><th>after event</th><th>delay</th><th>task</th><th>group</th><th>args</th><th>pending runs</th></tr></thead><tbody>${rules.map(
         (r, i) => {
-          const soon = upcoming.filter((u) => u.rule === r.id);
+          const soon = pendingRuns.filter((u) => u.rule === r.id).slice(0, 3);
           return html`<tr data-rule="${r.id}"><td>${r.id}</td><td class="mono">${r.after}</td><td>${String(r.delay)} (${duration(r.delayMs)})</td><td>${r.task}</td><td>${r.group ?? ''}</td><td><pre class="inline">${pretty(r.args)}</pre></td>
 <td><span class="status status-pending" data-pending="${pending[i]}">${count(pending[i])} pending</span>${
             soon.length
@@ -147,7 +176,7 @@ ${
           }</td></tr>`;
         },
       )}</tbody></table>
-<p class="muted">A pending run is planned per rule and subject; a newer event for the subject replaces it. The next ones are on the timeline above.</p>`
+<p class="muted">A pending run is planned per rule and subject; a newer event for the subject replaces it.</p>`
     : html`<p class="empty">No event rule.</p>`
 }`,
   };
