@@ -185,8 +185,17 @@ async function main(): Promise<void> {
   const slow = (await admin.slowlog('GET', 100)) as Array<[number, number, number, string[]]>;
   process.stdout.write(`\nfirst /groups (waits for the group index to load): ${firstGroups} ms\n`);
   process.stdout.write(`Redis commands slower than 10 ms during the requests: ${slow.length}\n`);
-  for (const s of slow.slice(0, 10))
-    process.stdout.write(`  ${(s[2] / 1000).toFixed(1)} ms  ${s[3].slice(0, 4).join(' ').slice(0, 100)}\n`);
+  // By command (a script call by its function), with the slowest of each.
+  const byCommand = new Map<string, { n: number; max: number }>();
+  for (const s of slow) {
+    const name = s[3][0] === 'FCALL' ? String(s[3][1]).replace(/^rota_[0-9a-f]+_/, 'FCALL ') : s[3].slice(0, 2).join(' ');
+    const e = byCommand.get(name) ?? { n: 0, max: 0 };
+    e.n++;
+    e.max = Math.max(e.max, s[2] / 1000);
+    byCommand.set(name, e);
+  }
+  for (const [name, e] of byCommand)
+    process.stdout.write(`  ${String(e.n).padStart(4)} × ${name}, slowest ${e.max.toFixed(1)} ms\n`);
 
   mkdirSync(RESULTS, { recursive: true });
   const file = `${RESULTS}${new Date().toISOString().replace(/[:.]/g, '-')}-dashboard${quick ? '-quick' : ''}.json`;

@@ -10,6 +10,8 @@
   ARGV[4] fields the sweep reads at most (HSCAN COUNT)
   ARGV[5] most executors listed
   ARGV[6] '1': also the server's memory and ops/s (INFO)
+  ARGV[7] cursor of the oldest-wait sweep of the `groups` hash ('': none this tick)
+  ARGV[8] fields that sweep reads at most (HSCAN COUNT)
 
   Returns { now (ms), counts as a flat list state, n, ...,
             { success, failed, cancelled: jobs finished after ARGV[2] },
@@ -17,7 +19,8 @@
             id of the newest events entry ('' none),
             next sweep cursor ('' when no sweep), { group, packed record, ... },
             { used_memory, instantaneous_ops_per_sec } or false,
-            per swept group, the submitted time of its oldest waiting job (ms; 0: none) }
+            next oldest-wait sweep cursor ('' when none), { group, submitted time of its oldest
+            waiting job (ms; 0: none), ... } }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
 --- @flags no-writes
@@ -52,16 +55,24 @@ local newest = call('XREVRANGE', prefix .. 'events', '+', '-', 'COUNT', '1')
 local lastEvent = ''
 if newest[1] then lastEvent = newest[1][1] end
 
--- The sweep: a step of the `groups` hash, and each group's oldest waiting job (the next of each
--- of its lists), so that the groups page can sort on the oldest wait.
-local cursor, swept, oldest = '', EMPTY, {}
+local cursor, swept = '', EMPTY
 if ARGV[3] ~= '' then
   local r = call('HSCAN', prefix .. 'groups', ARGV[3], 'COUNT', ARGV[4])
   cursor, swept = r[1], r[2]
-  for i = 1, #swept, 2 do
-    local first = 0
-    if swept[i] ~= '' then
-      local lists = prefix .. 'g:' .. swept[i]
+end
+
+-- The oldest-wait sweep, a smaller step of its own (it reads up to six keys a group): each
+-- group's oldest waiting job, the next of each of its lists, for the groups page's order.
+local oldestCursor, oldest = '', {}
+if ARGV[7] ~= '' then
+  local r = call('HSCAN', prefix .. 'groups', ARGV[7], 'COUNT', ARGV[8])
+  oldestCursor = r[1]
+  local fields = r[2]
+  for i = 1, #fields, 2 do
+    local name = fields[i]
+    if name ~= '' then
+      local first = 0
+      local lists = prefix .. 'g:' .. name
       for _, list in ipairs({ ':r', ':h', ':l' }) do
         local id = call('LINDEX', lists .. list, '-1')
         if id then
@@ -69,8 +80,9 @@ if ARGV[3] ~= '' then
           if at and (first == 0 or at < first) then first = at end
         end
       end
+      oldest[#oldest + 1] = name
+      oldest[#oldest + 1] = first
     end
-    oldest[#oldest + 1] = first
   end
 end
 
@@ -84,4 +96,4 @@ if ARGV[6] == '1' then
   }
 end
 
-return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldest }
+return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldest }

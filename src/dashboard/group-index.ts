@@ -25,13 +25,17 @@ const SMALL_INDEX = 10_000;
 
 export class GroupIndex {
   private readonly states = new Map<string, GroupState>();
-  /** Submitted time of each group's oldest waiting job (ms), as the sweep or a page last read it. */
+  /**
+   * Submitted time of each group's oldest waiting job (ms), as the oldest-wait sweep (a slower
+   * round of its own: it reads up to six keys a group) or a page last read it.
+   */
   private readonly oldest = new Map<string, number>();
   /** Runs in progress per group (those with some), as the last groups page read them. */
   private running = new Map<string, number>();
   /** Names seen in the current round of the sweep. */
   private round = new Set<string>();
   private next = '0';
+  private oldestNext = '0';
   private loading?: Promise<void>;
   private loaded = false;
   private version = 0;
@@ -71,11 +75,10 @@ export class GroupIndex {
   }
 
   /** Takes a step of the sweep: the records read, and the cursor to go on from ('0': the round is over). */
-  swept(entries: Array<[string, GroupState, number | undefined]>, cursor: string): void {
+  swept(entries: Array<[string, GroupState]>, cursor: string): void {
     if (!this.loaded || cursor === '') return;
-    for (const [name, state, oldest] of entries) {
+    for (const [name, state] of entries) {
       this.states.set(name, state);
-      this.setOldest(name, oldest);
       this.round.add(name);
     }
     if (entries.length) this.version++;
@@ -91,6 +94,19 @@ export class GroupIndex {
       this.round = new Set();
       this.version++;
     }
+  }
+
+  /** The cursor the next tick's oldest-wait sweep starts from (undefined until the first load is done). */
+  get oldestCursor(): string | undefined {
+    return this.loaded ? this.oldestNext : undefined;
+  }
+
+  /** Takes a step of the oldest-wait sweep: each group's oldest waiting job (ms), and the cursor to go on from. */
+  sweptOldest(entries: Array<[string, number | undefined]>, cursor: string): void {
+    if (!this.loaded || cursor === '') return;
+    for (const [name, oldest] of entries) this.setOldest(name, oldest);
+    if (entries.length) this.version++;
+    this.oldestNext = cursor;
   }
 
   /** Notes a group's record and oldest waiting job read fresh (by a page). */

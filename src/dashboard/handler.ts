@@ -250,7 +250,13 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
     await reader.touch(q.name);
     if (rest === '/live') return live(q, url, req, res);
     if (rest === '/api/tick') {
-      const { swept: _swept, cursor: _cursor, ...tick } = q.live.tick ?? ({} as Partial<Tick>);
+      const {
+        swept: _swept,
+        cursor: _cursor,
+        oldest: _oldest,
+        oldestCursor: _oldestCursor,
+        ...tick
+      } = q.live.tick ?? ({} as Partial<Tick>);
       return send(res, 200, 'application/json', JSON.stringify({ tick, series: q.live.series }));
     }
     const ctx = contextOf(q, rest, url.searchParams, access.csrf(req, res));

@@ -23,8 +23,12 @@ export interface Tick {
   lastEvent: string;
   /** Cursor of the groups sweep to pass next ('0' when the sweep went round; '' when none ran). */
   cursor: string;
-  /** Groups the sweep read this tick, with the submitted time of each one's oldest waiting job (ms), if any. */
-  swept: Array<[string, GroupState, number | undefined]>;
+  /** Groups the sweep read this tick. */
+  swept: Array<[string, GroupState]>;
+  /** Cursor of the oldest-wait sweep to pass next ('0' when it went round; '' when none ran). */
+  oldestCursor: string;
+  /** Groups the oldest-wait sweep read this tick, with the submitted time of each one's oldest waiting job (ms), if any. */
+  oldest: Array<[string, number | undefined]>;
   /** The server's memory (bytes) and commands per second, when asked for. */
   server?: { usedMemory: number; opsPerSec: number };
 }
@@ -37,6 +41,10 @@ export interface TickOptions {
   cursor?: string;
   /** Fields the sweep reads at most. */
   sweepCount: number;
+  /** Sweep the groups' oldest waiting jobs from this cursor ('0' starts a round); undefined: none. */
+  oldestCursor?: string;
+  /** Groups the oldest-wait sweep reads at most. */
+  oldestCount: number;
   /** Most executors listed. */
   maxExecutors: number;
   /** Also read the server's memory and ops/s. */
@@ -135,6 +143,16 @@ const JOB_ROW_FIELDS = [
 const text = (b: Buffer | null | undefined) => (b ? b.toString() : '');
 const optNumber = (b: Buffer | null | undefined) => (b?.length ? Number(b.toString()) : undefined);
 
+/** The oldest-wait sweep's flat reply (group, ms or 0, ...) as pairs. */
+function oldestOf(flat: Array<Buffer | number>): Array<[string, number | undefined]> {
+  const out: Array<[string, number | undefined]> = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    const at = Number(flat[i + 1]);
+    out.push([flat[i].toString(), at > 0 ? at : undefined]);
+  }
+  return out;
+}
+
 /** The dashboard's script calls on one queue's store. */
 export class DashboardStore {
   constructor(private readonly queue: QueueStore) {}
@@ -142,14 +160,24 @@ export class DashboardStore {
   /** dashboard-tick.lua: a tick of the shared reader. */
   async tick(o: TickOptions): Promise<Tick> {
     const k = this.queue.keys;
-    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldest] = await this.queue.fcall<
-      [number, Buffer[], number[], Buffer[], number, Buffer, Buffer, Buffer[], Buffer[] | null, number[]]
-    >(
-      'dashboard-tick',
-      k.counts,
-      [k.prefix, o.since ?? '', o.cursor ?? '', o.sweepCount, o.maxExecutors, o.server ? '1' : '0'],
-      true,
-    );
+    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldestFlat] =
+      await this.queue.fcall<
+        [number, Buffer[], number[], Buffer[], number, Buffer, Buffer, Buffer[], Buffer[] | null, Buffer, Array<Buffer | number>]
+      >(
+        'dashboard-tick',
+        k.counts,
+        [
+          k.prefix,
+          o.since ?? '',
+          o.cursor ?? '',
+          o.sweepCount,
+          o.maxExecutors,
+          o.server ? '1' : '0',
+          o.oldestCursor ?? '',
+          o.oldestCount,
+        ],
+        true,
+      );
     const c: Record<string, number> = {};
     for (let i = 0; i < counts.length; i += 2) c[counts[i].toString()] = Number(counts[i + 1].toString());
     const ex: Tick['executors'] = [];
@@ -164,8 +192,7 @@ export class DashboardStore {
     }
     const groups: Tick['swept'] = [];
     for (let i = 0; i < swept.length; i += 2) {
-      const first = Number(oldest[i / 2]);
-      if (swept[i].length > 0) groups.push([swept[i].toString(), decodeGroupState(swept[i + 1]), first > 0 ? first : undefined]);
+      if (swept[i].length > 0) groups.push([swept[i].toString(), decodeGroupState(swept[i + 1])]);
     }
     return {
       now: Number(now),
@@ -176,6 +203,8 @@ export class DashboardStore {
       lastEvent: text(lastEvent),
       cursor: text(cursor),
       swept: groups,
+      oldestCursor: text(oldestCursor),
+      oldest: oldestOf(oldestFlat),
       server: server ? { usedMemory: Number(server[0].toString()), opsPerSec: Number(server[1].toString()) } : undefined,
     };
   }
