@@ -131,6 +131,8 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
       return page && 'main' in page ? page.main.text : '';
     },
   );
+  // (every open page's event stream listens to its ticks)
+  reader.setMaxListeners(0);
   reader.on('error', () => {
     // A failed tick (Redis away) is retried on the next; the pages show the last values meanwhile.
   });

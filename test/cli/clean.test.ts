@@ -58,16 +58,16 @@ describe('rota clean', () => {
     expect((await q.jobs({ state: 'failed' })).map((j) => j.group)).toEqual(['b']);
   });
 
-  it('refuses a state that is not final, a bad duration and a bad limit as usage errors', async () => {
+  it('refuses a state that is not final, a bad duration and a bad limit as invalid values (1), a missing state as a usage error (2)', async () => {
     const q = openQueue(uniqueQueue('cli-clean'));
     const args = ['--redis', redisUrl(), '--queue', q.name];
     const waiting = await rota([...args, 'clean', '--state', 'waiting']);
-    expect(waiting.code).toBe(2);
+    expect(waiting.code).toBe(1);
     expect(waiting.stderr).toMatch(/expected one of success, failed, cancelled/);
     const duration = await rota([...args, 'clean', '--state', 'failed', '--older-than', '7 fortnights']);
-    expect(duration.code).toBe(2);
+    expect(duration.code).toBe(1);
     expect(duration.stderr).toMatch(/--older-than: .*unknown unit "fortnights"/);
-    expect((await rota([...args, 'clean', '--state', 'failed', '--limit', '0'])).code).toBe(2);
+    expect((await rota([...args, 'clean', '--state', 'failed', '--limit', '0'])).code).toBe(1);
     expect((await rota([...args, 'clean'])).code).toBe(2);
   });
 });
