@@ -7,7 +7,8 @@
  * Starts a private redis-server (or uses REDIS_URL), then fills one queue: 50,000 jobs drained
  * by an executor at concurrency 100 (three in four succeed, the rest fail), so the finished sets
  * hold jobs; then 950,000 waiting jobs over 100,000 groups (a thousand paused, a thousand with a
- * limit), and 20 periodic tasks. `--quick`: 10,000 groups and 100,000 jobs. A dashboard handler
+ * limit and a rate), 10,000 delayed jobs, and 20 periodic tasks. `--quick`: 10,000 groups and
+ * 100,000 jobs (1,000 delayed). A dashboard handler
  * is served in this process with one page kept open (an event stream, so the shared reader ticks
  * and sweeps the groups as it would), and each route is requested `--requests` times one after
  * the other (pages at varying offsets, sorts and ids), after one warm-up request each. Prints
@@ -29,6 +30,7 @@ const REQUESTS = argAt > 0 ? Number(process.argv[argAt + 1]) : 40;
 const GROUPS = quick ? 10_000 : 100_000;
 const JOBS = quick ? 100_000 : 1_000_000;
 const DRAINED = quick ? 10_000 : 50_000;
+const DELAYED = quick ? 1000 : 10_000;
 const RESULTS = new URL('./results/runs/', import.meta.url).pathname;
 const queueName = 'bench';
 
@@ -83,9 +85,20 @@ async function fill(url: string): Promise<{ failedId: string; succeededId: strin
     if (i % 50_000 === 0) waitingIds.push(jobs[0].id);
   }
   process.stdout.write(`submitted ${rest} waiting jobs over ${GROUPS} groups in ${((Date.now() - t1) / 1000).toFixed(1)} s\n`);
+  // Delayed jobs, due over the next hours (the delayed set, which the jobs page lists in due order).
+  for (let i = 0; i < DELAYED; i += 1000) {
+    await queue.submitBulk(
+      Array.from({ length: 1000 }, (_, k) => ({
+        task: 'mail',
+        group: `g${(i + k) % GROUPS}`,
+        args: { user: i + k },
+        delay: 3_600_000 + (i + k) * 100,
+      })),
+    );
+  }
   for (let g = 0; g < 1000; g++) {
     if (g % 2) await queue.pauseGroup(`g${g * 7}`);
-    else await queue.setGroupLimit(`g${g * 7}`, { concurrency: 5, weight: 2 });
+    else await queue.setGroupLimit(`g${g * 7}`, { concurrency: 5, weight: 2, rate: { max: 10, perMs: 1000 } });
   }
   const tasks = new PeriodicTasks(queueName, { connection: url });
   for (let i = 0; i < 20; i++) {
@@ -130,10 +143,12 @@ async function main(): Promise<void> {
     'GET /groups (by waiting)': (i) => `/groups?offset=${(i * 50) % GROUPS}`,
     'GET /groups (by name, deep page)': (i) => `/groups?sort=group&dir=asc&offset=${(GROUPS / 2 + i * 500) % GROUPS}`,
     'GET /groups (by stuck, ascending)': (i) => `/groups?sort=stuck&dir=asc&offset=${i * 50}`,
+    'GET /groups (by oldest wait)': (i) => `/groups?sort=oldest&offset=${i * 50}`,
     'GET /groups?group= (find)': (i) => `/groups?group=g${n(i * 997)}`,
     'GET /jobs (waiting)': (i) => `/jobs?state=waiting&offset=${i * 50}`,
     'GET /jobs (waiting, one group)': (i) => `/jobs?state=waiting&group=g${n(i * 13)}`,
     'GET /jobs (success, deep page)': (i) => `/jobs?state=success&offset=${i * 500}`,
+    'GET /jobs (delayed)': (i) => `/jobs?state=delayed&start=${i * 10}`,
     'GET /jobs (failed, task filter)': (i) => `/jobs?state=failed&task=bad&offset=${i * 50}`,
     'GET /jobs (success, filter matching none)': () => `/jobs?state=success&task=nothing`,
     'GET /jobs/<id>': (i) => `/jobs/${[ids.failedId, ids.succeededId, ...ids.waitingIds][i % (2 + ids.waitingIds.length)]}`,
@@ -170,8 +185,17 @@ async function main(): Promise<void> {
   const slow = (await admin.slowlog('GET', 100)) as Array<[number, number, number, string[]]>;
   process.stdout.write(`\nfirst /groups (waits for the group index to load): ${firstGroups} ms\n`);
   process.stdout.write(`Redis commands slower than 10 ms during the requests: ${slow.length}\n`);
-  for (const s of slow.slice(0, 10))
-    process.stdout.write(`  ${(s[2] / 1000).toFixed(1)} ms  ${s[3].slice(0, 4).join(' ').slice(0, 100)}\n`);
+  // By command (a script call by its function), with the slowest of each.
+  const byCommand = new Map<string, { n: number; max: number }>();
+  for (const s of slow) {
+    const name = s[3][0] === 'FCALL' ? String(s[3][1]).replace(/^rota_[0-9a-f]+_/, 'FCALL ') : s[3].slice(0, 2).join(' ');
+    const e = byCommand.get(name) ?? { n: 0, max: 0 };
+    e.n++;
+    e.max = Math.max(e.max, s[2] / 1000);
+    byCommand.set(name, e);
+  }
+  for (const [name, e] of byCommand)
+    process.stdout.write(`  ${String(e.n).padStart(4)} × ${name}, slowest ${e.max.toFixed(1)} ms\n`);
 
   mkdirSync(RESULTS, { recursive: true });
   const file = `${RESULTS}${new Date().toISOString().replace(/[:.]/g, '-')}-dashboard${quick ? '-quick' : ''}.json`;

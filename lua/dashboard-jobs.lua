@@ -1,7 +1,6 @@
 --[[
   A page of the dashboard's job list (src/dashboard/): the jobs of one state, optionally of one
-  group and one task, newest first for finished jobs, in take order for waiting ones, due order
-  for delayed and stuck ones. Candidates
+  group and one task, newest first for finished jobs, in take order for waiting ones. Candidates
   (the ids of the set or lists that hold the state) are read a chunk at a time from a position,
   and the call stops once the page is full or it has looked at the most candidates it may, so
   no call reads a whole set; the next page goes on from the position it answers. Read only.
@@ -14,13 +13,19 @@
   ARGV[5] position of the first candidate (candidates before it are passed over unread)
   ARGV[6] page size
   ARGV[7] most candidates looked at
+  ARGV[8..] the job hash fields answered per job: state, group and d (the packed description)
+            first, as the filter reads them, then any others
+
+  Delayed and stuck jobs come in due order from `delayed`, which also holds groups parked at
+  their rate (members beginning with GROUP_DUE_MARK): those are passed over unread.
 
   Returns { 1 when the state can be listed, else 0, the jobs as a flat list (per job: id, then
-            the hash fields of JOB_FIELDS below), position after the last candidate looked at,
-            1 when candidates are left }
+            the hash fields of ARGV[8..]), position after the last candidate looked
+            at, 1 when candidates are left }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
 --- @flags no-writes
+--- @include "includes/wire"
 --- @include "includes/common"
 --- @include "includes/leases"
 
@@ -28,7 +33,8 @@ local prefix = ARGV[1]
 local state, group, task = ARGV[2], ARGV[3], ARGV[4]
 local start, size, most = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local CHUNK = 200
-local JOB_FIELDS = { 'state', 'group', 'd', 'submitted', 'started', 'finished', 'retries', 'worker', 'error' }
+local JOB_FIELDS = {}
+for i = 8, #ARGV do JOB_FIELDS[#JOB_FIELDS + 1] = ARGV[i] end
 
 -- The task of a packed description (its first element, a MessagePack string), or nil.
 local function taskOf(d)
@@ -126,7 +132,6 @@ if state == 'success' or state == 'failed' or state == 'cancelled' then
   chunks = zsetChunks(prefix .. 'done:' .. state, true, start)
   skipped = start
 elseif state == 'stuck' or state == 'delayed' then
-  -- (due order; the set also holds groups parked at their rate, which hold no job: passed over)
   chunks = zsetChunks(prefix .. 'delayed', false, start)
   skipped = start
 elseif state == 'scheduled' or state == 'running' then
@@ -165,7 +170,8 @@ local out, found, looked = {}, 0, 0
 while part and found < size and looked < most do
   local id = part[at]
   at, looked = at + 1, looked + 1
-  local job = call('HMGET', prefix .. 'j:' .. id, unpack(JOB_FIELDS))
+  local job = EMPTY
+  if string.sub(id, 1, 1) ~= GROUP_DUE_MARK then job = call('HMGET', prefix .. 'j:' .. id, unpack(JOB_FIELDS)) end
   if job[1] == state and (group == '' or job[2] == group) and (task == '' or taskOf(job[3]) == task) then
     found = found + 1
     out[#out + 1] = id

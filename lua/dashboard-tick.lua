@@ -10,13 +10,17 @@
   ARGV[4] fields the sweep reads at most (HSCAN COUNT)
   ARGV[5] most executors listed
   ARGV[6] '1': also the server's memory and ops/s (INFO)
+  ARGV[7] cursor of the oldest-wait sweep of the `groups` hash ('': none this tick)
+  ARGV[8] fields that sweep reads at most (HSCAN COUNT)
 
   Returns { now (ms), counts as a flat list state, n, ...,
             { success, failed, cancelled: jobs finished after ARGV[2] },
             executors { id, registry expiry, info JSON, ... }, live executors,
             id of the newest events entry ('' none),
             next sweep cursor ('' when no sweep), { group, packed record, ... },
-            { used_memory, instantaneous_ops_per_sec } or false }
+            { used_memory, instantaneous_ops_per_sec } or false,
+            next oldest-wait sweep cursor ('' when none), { group, submitted time of its oldest
+            waiting job (ms; 0: none), ... } }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
 --- @flags no-writes
@@ -57,6 +61,31 @@ if ARGV[3] ~= '' then
   cursor, swept = r[1], r[2]
 end
 
+-- The oldest-wait sweep, a smaller step of its own (it reads up to six keys a group): each
+-- group's oldest waiting job, the next of each of its lists, for the groups page's order.
+local oldestCursor, oldest = '', {}
+if ARGV[7] ~= '' then
+  local r = call('HSCAN', prefix .. 'groups', ARGV[7], 'COUNT', ARGV[8])
+  oldestCursor = r[1]
+  local fields = r[2]
+  for i = 1, #fields, 2 do
+    local name = fields[i]
+    if name ~= '' then
+      local first = 0
+      local lists = prefix .. 'g:' .. name
+      for _, list in ipairs({ ':r', ':h', ':l' }) do
+        local id = call('LINDEX', lists .. list, '-1')
+        if id then
+          local at = tonumber(call('HGET', prefix .. 'j:' .. id, 'submitted'))
+          if at and (first == 0 or at < first) then first = at end
+        end
+      end
+      oldest[#oldest + 1] = name
+      oldest[#oldest + 1] = first
+    end
+  end
+end
+
 local server = false
 if ARGV[6] == '1' then
   local memory = call('INFO', 'memory')
@@ -67,4 +96,4 @@ if ARGV[6] == '1' then
   }
 end
 
-return { now, counts, finished, executors, live, lastEvent, cursor, swept, server }
+return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldest }

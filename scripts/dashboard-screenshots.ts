@@ -5,7 +5,8 @@
  *
  * Starts a private redis-server, runs a small demo on it for `--seconds` (default 60: submits at
  * a varying rate, executors working through it with some failures, periodic tasks with a
- * scheduler, a paused group and a limited one), serves the dashboard and photographs each page
+ * scheduler, a paused group, a limited one and a rate-limited one, delayed jobs, a fan-out,
+ * event-rule runs pending), serves the dashboard and photographs each page
  * with Debian's chromium (/usr/bin/chromium) through playwright-core.
  */
 import { mkdirSync } from 'node:fs';
@@ -42,7 +43,11 @@ async function main(): Promise<void> {
       if (Math.random() < 0.05) throw new Error('SMTP 451: try again later');
       return { accepted: true };
     },
-    report: async () => ({ rows: 1200 }),
+    report: async (ctx) => {
+      // a report per account: fanned out, the run ends when its children do
+      await ctx.fanOut(['north', 'south', 'east', 'west'], { task: 'send', group: 'reports' });
+      return { rows: 1200 };
+    },
     digest: async () => ({ sent: 52 }),
     ping: async (ctx) => {
       ctx.log('pong');
@@ -59,7 +64,18 @@ async function main(): Promise<void> {
     (i) => new Worker('mail', handlers, { connection: url, concurrency: 8, id: `mail-worker-${i + 1}` }),
   );
   await queue.setGroupLimit('acme', { concurrency: 2, weight: 3 });
+  await queue.setGroupLimit('globex', { rate: { max: 5, perMs: 1000 } });
   await queue.pauseGroup('umbrella');
+  // Reminders due later (delayed jobs), and event-rule runs pending for a few users.
+  await queue.submitBulk(
+    Array.from({ length: 40 }, (_, k) => ({
+      task: 'send',
+      group: TENANTS[k % TENANTS.length],
+      args: { to: `later${k}@example.com`, template: 'reminder' },
+      delay: 600_000 + k * 90_000,
+    })),
+  );
+  for (const user of ['u-1042', 'u-2210', 'u-3178']) await tasks.emit({ event: 'user.last_seen', subject: user });
   // The dashboard runs from the start, with a page open, so that its throughput series fills.
   const served = await serveDashboard({ connection: url, queues: ['mail'], port: 0 });
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
@@ -92,10 +108,13 @@ async function main(): Promise<void> {
     Array.from({ length: 3000 }, (_, k) => ({ task: 'send', group: TENANTS[k % 5], args: { to: `late${k}@example.com` } })),
   );
   const [failed] = await queue.jobs({ state: 'failed', limit: 1 });
+  const parent = await queue.submit({ task: 'report', group: 'reports', args: { month: '2026-10' } });
   const shots: Array<[string, string]> = [
     ['groups', 'groups'],
     ['jobs', 'jobs?state=failed'],
+    ['jobs-delayed', 'jobs?state=delayed'],
     ['job', failed ? `jobs/${failed.id}` : 'jobs'],
+    ['job-fanout', `jobs/${parent.id}`],
     ['executors', 'executors'],
     ['periodic', 'periodic'],
     ['periodic-task', 'periodic/flaky-sync'],
@@ -103,7 +122,7 @@ async function main(): Promise<void> {
   for (const [name, path] of shots) {
     await page.goto(served.url + path);
     await sleep(1500);
-    await page.screenshot({ path: `${OUT}${name}.png`, fullPage: name !== 'jobs' && name !== 'groups' });
+    await page.screenshot({ path: `${OUT}${name}.png`, fullPage: !['jobs', 'groups', 'jobs-delayed'].includes(name) });
     process.stdout.write(`${OUT}${name}.png\n`);
   }
   producing = false;

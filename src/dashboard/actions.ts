@@ -1,9 +1,11 @@
 /**
- * The dashboard's actions, each a POST of a form: pause, resume and set a group's limit and
- * weight; cancel and retry a job; retry every failed job matching a filter; enable, disable and
+ * The dashboard's actions, each a POST of a form: pause, resume and set a group's limit, weight
+ * and rate limit; cancel and retry a job; retry every failed job matching a filter; enable, disable and
  * trigger a periodic task. Each answers what it did, in a sentence.
  */
 import { ValidationError } from '../errors.js';
+import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../timers/duration.js';
+import { TimerSyntaxError } from '../timers/errors.js';
 import type { QueueHandle } from './context.js';
 import { MAX_READ } from './views/jobs.js';
 
@@ -25,6 +27,27 @@ function whole(form: URLSearchParams, name: string): number | undefined {
   return Number(v);
 }
 
+/**
+ * A rate limit field: `max/per` (`10/1s`, `600/1h`, `5/PT1M`) sets one; empty or `none` lifts it;
+ * absent leaves it as it is.
+ */
+function rate(form: URLSearchParams): { max: number; perMs: number } | null | undefined {
+  const v = form.get('rate');
+  if (v === null) return undefined;
+  const text = v.trim();
+  if (text === '' || text === 'none') return null;
+  const m = /^(\d+)\s*\/\s*(\S+)$/.exec(text);
+  if (!m) throw new ValidationError('rate', `must be max/per, such as 10/1s or 600/1h, or empty for none (got "${v}")`);
+  try {
+    const perMs = looksLikeIsoDuration(m[2]) ? parseIsoDuration(m[2], m[2], 0) : parseHumanDuration(m[2], m[2], 0);
+    return { max: Number(m[1]), perMs };
+  } catch (err) {
+    if (err instanceof TimerSyntaxError)
+      throw new ValidationError('rate', `"${v}": the window ${m[2]} is no duration such as 1s or 5m`);
+    throw err;
+  }
+}
+
 /** The actions by path below `/actions/`. */
 export const ACTIONS: Record<string, Action> = {
   'group/pause': async (q, f) => {
@@ -39,7 +62,7 @@ export const ACTIONS: Record<string, Action> = {
   },
   'group/settings': async (q, f) => {
     const g = field(f, 'group');
-    await q.queue.setGroupLimit(g, { concurrency: whole(f, 'limit'), weight: whole(f, 'weight') });
+    await q.queue.setGroupLimit(g, { concurrency: whole(f, 'limit'), weight: whole(f, 'weight'), rate: rate(f) });
     return `Group ${g} updated.`;
   },
   'job/cancel': async (q, f) => {

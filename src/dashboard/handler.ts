@@ -131,6 +131,8 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
       return page && 'main' in page ? page.main.text : '';
     },
   );
+  // (every open page's event stream listens to its ticks)
+  reader.setMaxListeners(0);
   reader.on('error', () => {
     // A failed tick (Redis away) is retried on the next; the pages show the last values meanwhile.
   });
@@ -250,13 +252,26 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
     await reader.touch(q.name);
     if (rest === '/live') return live(q, url, req, res);
     if (rest === '/api/tick') {
-      const { swept: _swept, cursor: _cursor, ...tick } = q.live.tick ?? ({} as Partial<Tick>);
+      const {
+        swept: _swept,
+        cursor: _cursor,
+        oldest: _oldest,
+        oldestCursor: _oldestCursor,
+        ...tick
+      } = q.live.tick ?? ({} as Partial<Tick>);
       return send(res, 200, 'application/json', JSON.stringify({ tick, series: q.live.series }));
     }
     const ctx = contextOf(q, rest, url.searchParams, access.csrf(req, res));
     const fragment = url.searchParams.get('fragment') === '1';
     if (fragment) ctx.query.delete('fragment');
-    const page = await render(ctx);
+    let page: Rendered | null;
+    try {
+      page = await render(ctx);
+    } catch (err) {
+      // (a name that cannot be a task or job id, say)
+      if (err instanceof RotaError) return plainPage(res, 400, 'Refused', err.message);
+      throw err;
+    }
     if (!page) return plainPage(res, 404, 'Not found', 'No such page.');
     if ('redirect' in page) return send(res, 303, 'text/plain', '', { location: page.redirect });
     if (fragment) return send(res, 200, 'text/html; charset=utf-8', page.main.text);

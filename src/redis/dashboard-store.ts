@@ -25,6 +25,10 @@ export interface Tick {
   cursor: string;
   /** Groups the sweep read this tick. */
   swept: Array<[string, GroupState]>;
+  /** Cursor of the oldest-wait sweep to pass next ('0' when it went round; '' when none ran). */
+  oldestCursor: string;
+  /** Groups the oldest-wait sweep read this tick, with the submitted time of each one's oldest waiting job (ms), if any. */
+  oldest: Array<[string, number | undefined]>;
   /** The server's memory (bytes) and commands per second, when asked for. */
   server?: { usedMemory: number; opsPerSec: number };
 }
@@ -37,6 +41,10 @@ export interface TickOptions {
   cursor?: string;
   /** Fields the sweep reads at most. */
   sweepCount: number;
+  /** Sweep the groups' oldest waiting jobs from this cursor ('0' starts a round); undefined: none. */
+  oldestCursor?: string;
+  /** Groups the oldest-wait sweep reads at most. */
+  oldestCount: number;
   /** Most executors listed. */
   maxExecutors: number;
   /** Also read the server's memory and ops/s. */
@@ -63,6 +71,8 @@ export interface GroupsRead {
   takes: number;
   /** Time of the oldest events entry read (ms). */
   since?: number;
+  /** Runs in progress of every group that has some (a group with runs and nothing waiting has no record). */
+  running: Map<string, number>;
 }
 
 /** A job of a job list page: the hash fields the list shows, as stored. */
@@ -78,6 +88,11 @@ export interface JobRow {
   retries: number;
   worker?: string;
   error?: string;
+  /** When a delayed job becomes waiting (ms). */
+  runAt?: number;
+  /** When a stuck job may run again (ms). */
+  due?: number;
+  progress?: number;
 }
 
 /** A job list page's read. */
@@ -106,8 +121,37 @@ export interface JobsQuery {
   maxRead: number;
 }
 
+/**
+ * The job hash fields a job list page reads per job, in the order dashboard-jobs.lua answers
+ * them after the job's id (it is given them; it filters on the first three).
+ */
+const JOB_ROW_FIELDS = [
+  'state',
+  'group',
+  'd',
+  'submitted',
+  'started',
+  'finished',
+  'retries',
+  'worker',
+  'error',
+  'runAt',
+  'due',
+  'progress',
+] as const;
+
 const text = (b: Buffer | null | undefined) => (b ? b.toString() : '');
 const optNumber = (b: Buffer | null | undefined) => (b?.length ? Number(b.toString()) : undefined);
+
+/** The oldest-wait sweep's flat reply (group, ms or 0, ...) as pairs. */
+function oldestOf(flat: Array<Buffer | number>): Array<[string, number | undefined]> {
+  const out: Array<[string, number | undefined]> = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    const at = Number(flat[i + 1]);
+    out.push([flat[i].toString(), at > 0 ? at : undefined]);
+  }
+  return out;
+}
 
 /** The dashboard's script calls on one queue's store. */
 export class DashboardStore {
@@ -116,14 +160,24 @@ export class DashboardStore {
   /** dashboard-tick.lua: a tick of the shared reader. */
   async tick(o: TickOptions): Promise<Tick> {
     const k = this.queue.keys;
-    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server] = await this.queue.fcall<
-      [number, Buffer[], number[], Buffer[], number, Buffer, Buffer, Buffer[], Buffer[] | null]
-    >(
-      'dashboard-tick',
-      k.counts,
-      [k.prefix, o.since ?? '', o.cursor ?? '', o.sweepCount, o.maxExecutors, o.server ? '1' : '0'],
-      true,
-    );
+    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldestFlat] =
+      await this.queue.fcall<
+        [number, Buffer[], number[], Buffer[], number, Buffer, Buffer, Buffer[], Buffer[] | null, Buffer, Array<Buffer | number>]
+      >(
+        'dashboard-tick',
+        k.counts,
+        [
+          k.prefix,
+          o.since ?? '',
+          o.cursor ?? '',
+          o.sweepCount,
+          o.maxExecutors,
+          o.server ? '1' : '0',
+          o.oldestCursor ?? '',
+          o.oldestCount,
+        ],
+        true,
+      );
     const c: Record<string, number> = {};
     for (let i = 0; i < counts.length; i += 2) c[counts[i].toString()] = Number(counts[i + 1].toString());
     const ex: Tick['executors'] = [];
@@ -149,6 +203,8 @@ export class DashboardStore {
       lastEvent: text(lastEvent),
       cursor: text(cursor),
       swept: groups,
+      oldestCursor: text(oldestCursor),
+      oldest: oldestOf(oldestFlat),
       server: server ? { usedMemory: Number(server[0].toString()), opsPerSec: Number(server[1].toString()) } : undefined,
     };
   }
@@ -156,11 +212,13 @@ export class DashboardStore {
   /** dashboard-groups.lua: the page's groups as they are now, and the share of the last takes per group. */
   async groups(names: readonly string[], o: { events: number; maxTakes: number }): Promise<GroupsRead> {
     const k = this.queue.keys;
-    const [now, rows, shares, takes, since] = await this.queue.fcall<
-      [number, Array<[Buffer | null, number, number | null]>, Buffer[], number, number | null]
+    const [now, rows, shares, takes, since, runs] = await this.queue.fcall<
+      [number, Array<[Buffer | null, number, number | null]>, Buffer[], number, number | null, Buffer[]]
     >('dashboard-groups', k.groups, [k.prefix, o.events, o.maxTakes, ...names], true);
     const m = new Map<string, number>();
     for (let i = 0; i < shares.length; i += 2) m.set(shares[i].toString(), Number(shares[i + 1]));
+    const running = new Map<string, number>();
+    for (let i = 0; i < runs.length; i += 2) running.set(runs[i].toString(), Number(runs[i + 1]));
     return {
       now: Number(now),
       rows: rows.map(([record, running, oldest]) => ({
@@ -171,6 +229,7 @@ export class DashboardStore {
       shares: m,
       takes: Number(takes),
       since: since === null ? undefined : Number(since),
+      running,
     };
   }
 
@@ -180,22 +239,27 @@ export class DashboardStore {
     const [listable, flat, next, left] = await this.queue.fcall<[number, Buffer[], number, number]>(
       'dashboard-jobs',
       k.counts,
-      [k.prefix, q.state, q.group ?? '', q.task ?? '', q.start, q.limit, q.maxRead],
+      [k.prefix, q.state, q.group ?? '', q.task ?? '', q.start, q.limit, q.maxRead, ...JOB_ROW_FIELDS],
       true,
     );
     const jobs: JobRow[] = [];
-    for (let i = 0; i + 10 <= flat.length; i += 10) {
+    const width = JOB_ROW_FIELDS.length + 1;
+    for (let i = 0; i + width <= flat.length; i += width) {
+      const f = (name: (typeof JOB_ROW_FIELDS)[number]) => flat[i + 1 + JOB_ROW_FIELDS.indexOf(name)];
       jobs.push({
         id: text(flat[i]),
-        state: text(flat[i + 1]),
-        group: text(flat[i + 2]),
-        d: flat[i + 3],
-        submitted: optNumber(flat[i + 4]),
-        started: optNumber(flat[i + 5]),
-        finished: optNumber(flat[i + 6]),
-        retries: optNumber(flat[i + 7]) ?? 0,
-        worker: text(flat[i + 8]) || undefined,
-        error: text(flat[i + 9]) || undefined,
+        state: text(f('state')),
+        group: text(f('group')),
+        d: f('d'),
+        submitted: optNumber(f('submitted')),
+        started: optNumber(f('started')),
+        finished: optNumber(f('finished')),
+        retries: optNumber(f('retries')) ?? 0,
+        worker: text(f('worker')) || undefined,
+        error: text(f('error')) || undefined,
+        runAt: optNumber(f('runAt')),
+        due: optNumber(f('due')),
+        progress: optNumber(f('progress')),
       });
     }
     return { listable: listable === 1, jobs, next: Number(next), more: left === 1 };

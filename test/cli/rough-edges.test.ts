@@ -80,7 +80,7 @@ describe('rota, as a new user meets it', () => {
     const shown = await rota([...q, 'group-limit', 'acme']);
     expect(shown).toMatchObject({
       code: EXIT_OK,
-      stdout: expect.stringMatching(/^group acme: concurrency 3, weight 1, paused;/),
+      stdout: expect.stringMatching(/^group acme: concurrency 3, weight 1, rate none, paused;/),
     });
     expect(JSON.parse((await rota([...q, 'group-limit', 'acme', '--json'])).stdout)).toMatchObject({
       group: 'acme',

@@ -1,7 +1,8 @@
 /**
  * The dashboard in a real browser (Debian's chromium driven by playwright-core): every page opens
  * without a script error or a CSP violation; pause, resume, cancel, retry and trigger clicked on
- * the pages change Redis; a hostile group name shows as text; counts update without a reload.
+ * the pages change Redis, and so does a group's rate set in its form; a hostile group name shows
+ * as text; counts update without a reload.
  */
 import { existsSync } from 'node:fs';
 import type { Redis } from 'ioredis';
@@ -96,6 +97,19 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in a browser', () => {
     await page.waitForSelector('button[data-action="group/resume"]');
     await page.click('button[data-action="group/resume"]');
     await eventually(async () => (await queue.groups()).find((g) => g.group === 'g1')?.paused === false);
+    await page.close();
+  });
+
+  it("sets and lifts a group's rate limit with its form", async () => {
+    const page = await open('/groups?group=g1');
+    await page.fill('tr[data-group="g1"] input[name="rate"]', '5/2s');
+    await page.click('tr[data-group="g1"] button[data-action="group/settings"]');
+    await eventually(async () => (await queue.groups()).find((g) => g.group === 'g1')?.rate?.perMs === 2000);
+    expect((await queue.groups()).find((g) => g.group === 'g1')?.rate).toEqual({ max: 5, perMs: 2000 });
+    await page.waitForSelector('tr[data-group="g1"] td.rate:text("5/2s")');
+    await page.fill('tr[data-group="g1"] input[name="rate"]', '');
+    await page.click('tr[data-group="g1"] button[data-action="group/settings"]');
+    await eventually(async () => (await queue.groups()).find((g) => g.group === 'g1')?.rate === null);
     await page.close();
   });
 

@@ -20,7 +20,12 @@ function noGroup(queue: Queue, group: string, hint: string): CliError {
 
 /** A group's settings in one line. */
 function describeGroup(g: GroupInfo): string {
-  return `group ${g.group}: concurrency ${g.limit || 'none'}, weight ${g.weight}, ${g.paused ? 'paused' : 'not paused'}; ${g.waiting} waiting, ${g.running} running, ${g.stuck} stuck`;
+  return `group ${g.group}: concurrency ${g.limit || 'none'}, weight ${g.weight}, rate ${formatRate(g.rate)}, ${g.paused ? 'paused' : 'not paused'}; ${g.waiting} waiting, ${g.running} running, ${g.stuck} stuck`;
+}
+
+/** A rate limit as the options take it (`10/1s`), or `none`. */
+function formatRate(rate: GroupInfo['rate']): string {
+  return rate ? `${rate.max}/${formatDuration(rate.perMs)}` : 'none';
 }
 
 /** Registers the group, executor and stats commands on `program`. */
@@ -43,7 +48,7 @@ export function register(program: Command): void {
             x.paused ? 'yes' : 'no',
             x.limit || 'none',
             x.weight,
-            x.rate ? `${x.rate.max}/${formatDuration(x.rate.perMs)}` : 'none',
+            formatRate(x.rate),
           ]),
         );
       }),
@@ -106,7 +111,13 @@ export function register(program: Command): void {
             return;
           }
           await queue.setGroupLimit(group, { ...settings, rate: settings.rate === 'none' ? null : settings.rate });
-          process.stdout.write(`group ${group}: ${JSON.stringify(settings)}\n`);
+          // (what was set, as the options say it)
+          const set = [
+            settings.concurrency !== undefined ? `concurrency ${settings.concurrency || 'none'}` : '',
+            settings.weight !== undefined ? `weight ${settings.weight}` : '',
+            settings.rate !== undefined ? `rate ${settings.rate === 'none' ? 'none' : formatRate(settings.rate)}` : '',
+          ].filter(Boolean);
+          process.stdout.write(`group ${group}: ${set.join(', ')}\n`);
         }),
     );
 

@@ -1,9 +1,11 @@
 /**
  * The groups page: paged and sorted on the server (the order from the group index, the values
- * read fresh for the page's groups in one call), with pause, resume, limit and weight actions,
- * and the share of recent takes per group (fairness).
+ * read fresh for the page's groups in one call), with pause, resume, limit, weight and rate
+ * actions, and the share of recent takes per group (fairness).
  */
+import { EMPTY_GROUP } from '../../redis/group-state.js';
 import { GROUP_FIELDS } from '../../redis/wire.js';
+import { formatDuration } from '../../timers/duration.js';
 import type { Page, PageContext } from '../context.js';
 import { waitingOf } from '../group-index.js';
 import { ago, count, html } from '../html.js';
@@ -11,8 +13,23 @@ import { actionButton, csrfField } from './layout.js';
 import { pageOf, pager } from './paging.js';
 
 /** Record fields the page shows in columns of their own; any other field is a setting shown as it is. */
-const SHOWN = new Set(['running', 'stuck', 'nr', 'nh', 'nl', 'cnt', 'turns', 'limit', 'weight', 'paused', 'ready']);
-const SORTS = ['group', 'waiting', 'stuck', 'limit', 'weight', 'paused'];
+const SHOWN = new Set([
+  'running',
+  'stuck',
+  'nr',
+  'nh',
+  'nl',
+  'cnt',
+  'turns',
+  'limit',
+  'weight',
+  'paused',
+  'ready',
+  'rate',
+  'per',
+  'logged',
+]);
+const SORTS = ['group', 'waiting', 'nh', 'nl', 'running', 'stuck', 'oldest', 'limit', 'weight', 'rate', 'paused'];
 /** Events entries read for the fairness view, and takes counted at most. */
 const FAIRNESS_EVENTS = 200;
 const FAIRNESS_TAKES = 2000;
@@ -26,10 +43,20 @@ export async function groups(ctx: PageContext): Promise<Page> {
   const desc = ctx.query.get('dir') ? ctx.query.get('dir') === 'desc' : sort !== 'group';
   const { offset, limit } = pageOf(ctx.query);
   const find = ctx.query.get('group') ?? '';
-  const names = find ? [find] : index.page(sort, desc, offset, limit);
-  const read = await ctx.q.store.groups(names, { events: FAIRNESS_EVENTS, maxTakes: FAIRNESS_TAKES });
+  let names = find ? [find] : index.page(sort, desc, offset, limit);
+  const fairness = { events: FAIRNESS_EVENTS, maxTakes: FAIRNESS_TAKES };
+  let read = await ctx.q.store.groups(names, fairness);
+  // Groups with runs and nothing waiting are listed from the runs the read found: when those
+  // changed the page's groups, the page is read again (seldom: only as such groups come and go).
+  if (index.setRunning(read.running) && !find) {
+    const again = index.page(sort, desc, offset, limit);
+    if (again.join('\n') !== names.join('\n')) {
+      names = again;
+      read = await ctx.q.store.groups(names, fairness);
+    }
+  }
   names.forEach((n, i) => {
-    if (read.rows[i].state || index.has(n)) index.update(n, read.rows[i].state);
+    if (read.rows[i].state || index.has(n)) index.update(n, read.rows[i].state, read.rows[i].oldest);
   });
   const now = read.now;
   const sortLink = (col: string, label: string) => {
@@ -41,14 +68,16 @@ export async function groups(ctx: PageContext): Promise<Page> {
   };
   const rows = names.map((name, i) => {
     const row = read.rows[i];
-    const g = row.state;
+    // (a group with runs and nothing waiting has no record: its settings are the defaults)
+    const g = row.state ?? (row.running > 0 ? EMPTY_GROUP : undefined);
+    const rate = g && g.rate > 0 ? `${g.rate}/${formatDuration(g.per)}` : '';
     const enc = { group: name };
     return html`<tr data-group="${name}">
 <td class="name">${name}</td>
 <td class="num">${g ? count(waitingOf(g)) : '–'}</td><td class="num">${g ? count(g.nh) : '–'}</td><td class="num">${g ? count(g.nl) : '–'}</td><td class="num">${g ? count(Math.max(0, g.nr - g.stuck)) : '–'}</td>
 <td class="num">${count(row.running)}</td><td class="num">${g ? count(g.stuck) : '–'}</td>
 <td>${row.oldest !== undefined ? ago(row.oldest, now) : '–'}</td>
-<td class="num">${g && g.limit > 0 ? g.limit : 'none'}</td><td class="num">${g ? g.weight : 1}</td>
+<td class="num">${g && g.limit > 0 ? g.limit : 'none'}</td><td class="num">${g ? g.weight : 1}</td><td class="num rate">${rate || 'none'}</td>
 ${extra.map((f) => html`<td class="num">${g ? String((g as Record<string, number>)[f]) : '–'}</td>`)}
 <td>${g?.paused ? html`<span class="paused">paused</span>` : 'no'}</td>
 <td class="actions">${
@@ -56,7 +85,7 @@ ${extra.map((f) => html`<td class="num">${g ? String((g as Record<string, number
     }${
       ctx.readOnly
         ? ''
-        : html`<form method="post" action="${ctx.base}/actions/group/settings" class="inline settings">${csrfField(ctx)}<input type="hidden" name="group" value="${name}"><input type="hidden" name="return" value="${ctx.base}/groups?${ctx.query}"><label>limit <input name="limit" type="number" min="0" value="${g ? g.limit : 0}"></label><label>weight <input name="weight" type="number" min="1" max="1000" value="${g ? g.weight : 1}"></label><button type="submit" data-action="group/settings">Set</button></form>`
+        : html`<form method="post" action="${ctx.base}/actions/group/settings" class="inline settings">${csrfField(ctx)}<input type="hidden" name="group" value="${name}"><input type="hidden" name="return" value="${ctx.base}/groups?${ctx.query}"><label>limit <input name="limit" type="number" min="0" value="${g ? g.limit : 0}"></label><label>weight <input name="weight" type="number" min="1" max="1000" value="${g ? g.weight : 1}"></label><label title="at most max starts in any window of per, such as 10/1s or 600/1h; empty: no rate limit">rate <input name="rate" size="7" placeholder="10/1s" value="${rate}"></label><button type="submit" data-action="group/settings">Set</button></form>`
     }</td></tr>`;
   });
   const shares = [...read.shares.entries()].sort((a, b) => b[1] - a[1]);
@@ -65,13 +94,13 @@ ${extra.map((f) => html`<td class="num">${g ? String((g as Record<string, number
   return {
     title: 'Groups',
     nav: 'groups',
-    main: html`<h1>Groups <small>${count(index.size)} with jobs or settings</small></h1>
+    main: html`<h1>Groups <small>${count(index.size)} with jobs, runs or settings</small></h1>
 <form method="get" action="${ctx.base}/groups" class="filters"><label>find group <input name="group" value="${find}"></label><button type="submit">Find</button>${find ? html` <a href="${ctx.base}/groups">all groups</a>` : ''}</form>
 <table class="groups"><thead><tr>
-<th>${sortLink('group', 'group')}</th><th>${sortLink('waiting', 'waiting')}</th><th>high</th><th>low</th><th>released / due</th><th>running</th><th>${sortLink('stuck', 'stuck')}</th><th>oldest wait</th><th>${sortLink('limit', 'limit')}</th><th>${sortLink('weight', 'weight')}</th>
+<th>${sortLink('group', 'group')}</th><th>${sortLink('waiting', 'waiting')}</th><th>${sortLink('nh', 'high')}</th><th>${sortLink('nl', 'low')}</th><th>released / due</th><th>${sortLink('running', 'running')}</th><th>${sortLink('stuck', 'stuck')}</th><th>${sortLink('oldest', 'oldest wait')}</th><th>${sortLink('limit', 'limit')}</th><th>${sortLink('weight', 'weight')}</th><th>${sortLink('rate', 'rate')}</th>
 ${extra.map((f) => html`<th>${sortLink(f, f)}</th>`)}<th>${sortLink('paused', 'paused')}</th><th></th>
 </tr></thead><tbody>${rows}</tbody></table>
-${names.length === 0 ? html`<p class="empty">${find ? 'No such group.' : 'No group has jobs or settings.'}</p>` : ''}
+${names.length === 0 ? html`<p class="empty">${find ? 'No such group.' : 'No group has jobs, runs or settings.'}</p>` : ''}
 ${find ? '' : pager(ctx, '/groups', offset, limit, index.size)}
 <section class="fairness"><h2>Fairness: share of the last ${count(read.takes)} takes${read.since !== undefined ? html` (since ${ago(read.since, now)})` : ''}</h2>
 ${

@@ -42,6 +42,8 @@ export async function jobList(ctx: PageContext): Promise<Page> {
     return html`<a href="${ctx.base}/jobs?${p}" class="tab state-${s}${s === state ? ' current' : ''}">${s} <b data-count="${s}">${count(counts[s] ?? 0)}</b></a>`;
   };
   const filtered = group !== '' || task !== '';
+  // Delayed and stuck jobs wait for a time: the list shows it (runAt, or the retry's due time).
+  const dueColumn = state === 'delayed' || state === 'stuck';
   return {
     title: 'Jobs',
     nav: 'jobs',
@@ -55,7 +57,7 @@ ${state === 'failed' && !ctx.readOnly ? actionButton(ctx, 'jobs/retry-failed', f
 </div>
 ${
   read.listable
-    ? html`<table class="jobs"><thead><tr><th>id</th><th>task</th><th>group</th><th>state</th><th>submitted</th><th>started</th><th>finished</th><th>retries</th><th>error</th></tr></thead>
+    ? html`<table class="jobs"><thead><tr><th>id</th><th>task</th><th>group</th><th>state</th><th>submitted</th><th>started</th><th>finished</th>${dueColumn ? html`<th>due</th>` : ''}<th>progress</th><th>retries</th><th>error</th></tr></thead>
 <tbody>${read.jobs.map((j) => {
         let taskName = '';
         try {
@@ -64,7 +66,7 @@ ${
           taskName = '?';
         }
         return html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${taskName}</td><td>${j.group}</td><td><span class="state state-${j.state}">${j.state}</span></td>
-<td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td></tr>`;
+<td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td>${dueColumn ? html`<td class="due">${ago(j.runAt ?? j.due, now)}</td>` : ''}<td class="num">${j.progress ?? '–'}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td></tr>`;
       })}</tbody></table>
 ${read.jobs.length === 0 ? html`<p class="empty">No ${state} job${filtered ? ' matches the filter' : ''}${read.more ? ` among the ${count(read.next - start)} looked at; the next page looks further` : ''}.</p>` : ''}
 ${pager(ctx, start, read.next, read.more)}`
@@ -73,14 +75,16 @@ ${pager(ctx, start, read.next, read.more)}`
   };
 }
 
-/** Links to the first and the next page of a job list (a page starts at a candidate position). */
-/** A fan-out parent's children by state, in one line. */
-function childSummary(c: ChildCounts): string {
-  const parts = [`${c.total} in all`, `${c.waiting} waiting`, `${c.running} running`, `${c.success} success`];
-  parts.push(`${c.failed} failed`, `${c.cancelled} cancelled`);
-  return c.ended === undefined ? parts.join(' · ') : `${parts.join(' · ')} (all ended ${time(c.ended)})`;
+/**
+ * A fan-out parent's children by state, each count linking to the jobs list of that state (its
+ * children's ids are `<parent>/<index>`, so they are found by id from the parent's page).
+ */
+function childCounts(ctx: PageContext, parent: string, c: ChildCounts): Html {
+  const part = (label: string, n: number) => html`<span class="child-count">${label} <b>${count(n)}</b></span> `;
+  return html`<span class="children" data-children="${parent}">${part('total', c.total)}${part('waiting', c.waiting)}${part('running', c.running)}${part('success', c.success)}${part('failed', c.failed)}${part('cancelled', c.cancelled)}${c.ended !== undefined ? html`<span class="child-count">all ended ${time(c.ended)}</span>` : ''}</span>${c.total > 0 ? html` <a href="${ctx.base}/jobs/${encodeURIComponent(`${parent}/0`)}">first child</a>` : ''}`;
 }
 
+/** Links to the first and the next page of a job list (a page starts at a candidate position). */
 function pager(ctx: PageContext, start: number, next: number, more: boolean): Html {
   const link = (to: number, label: string) => {
     const p = new URLSearchParams(ctx.query);
@@ -115,18 +119,18 @@ ${row('group', html`<a href="${ctx.base}/groups?group=${encodeURIComponent(job.g
 ${row('priority', job.priority)}
 ${row('retries', `${job.retries} of ${job.maxRetries}`)}
 ${row('progress', job.progress === undefined ? '–' : `${job.progress}`)}
+${job.parent ? row('parent', html`<a href="${ctx.base}/jobs/${encodeURIComponent(job.parent)}">${job.parent}</a>`) : ''}
+${job.children ? row('children', childCounts(ctx, job.id, job.children)) : ''}
 ${row('executor', job.worker ?? '–')}
 ${job.subject ? row('subject', job.subject) : ''}${job.submitter ? row('submitter', job.submitter) : ''}
 ${job.tracker ? row('periodic task', html`<a href="${ctx.base}/periodic/${encodeURIComponent(job.tracker)}">${job.tracker}</a>`) : ''}
 ${job.maxRuntime ? row('max runtime', `${job.maxRuntime} ms`) : ''}
-${job.parent !== undefined ? row('fanned out by', html`<a href="${ctx.base}/jobs/${encodeURIComponent(job.parent)}">${job.parent}</a>`) : ''}
-${job.children ? row('children', childSummary(job.children)) : ''}
 </table>
 <h2>Timeline</h2>
 <ol class="timeline">
 ${job.occurrence !== undefined ? html`<li><b>planned</b> ${time(job.occurrence)}</li>` : ''}
 <li><b>submitted</b> ${time(job.submitted)} (${ago(job.submitted, now)})</li>
-${job.runAt !== undefined ? html`<li><b>due</b> ${time(job.runAt)}</li>` : ''}
+${job.runAt !== undefined ? html`<li class="run-at"><b>${job.state === 'delayed' ? 'delayed until' : 'due'}</b> ${time(job.runAt)} (${ago(job.runAt, now)})</li>` : ''}
 ${job.started !== undefined ? html`<li><b>started</b> ${time(job.started)} (waited ${String(job.started - Math.max(job.submitted, job.runAt ?? 0))} ms)</li>` : ''}
 ${job.due !== undefined ? html`<li><b>retry due</b> ${time(job.due)}</li>` : ''}
 ${job.finished !== undefined ? html`<li><b>finished</b> ${time(job.finished)}${job.started !== undefined ? ` (ran ${job.finished - job.started} ms)` : ''}</li>` : ''}

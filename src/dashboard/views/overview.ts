@@ -1,7 +1,18 @@
 /** The overview: jobs per state, throughput over 15 minutes, executors, Redis memory and ops/s. */
+import { JOB_STATES } from '../../queue/job.js';
 import type { Tick } from '../../redis/dashboard-store.js';
 import type { Page, PageContext } from '../context.js';
 import { bytes, count, html } from '../html.js';
+
+/**
+ * A queue's counts per state in lifecycle order, every known state (delayed first) with 0 when
+ * the queue counts none yet, then any other state the counts hold.
+ */
+export function stateCounts(counts: Record<string, number>): Array<[string, number]> {
+  const out: Array<[string, number]> = JOB_STATES.map((s) => [s, counts[s] ?? 0]);
+  for (const [s, n] of Object.entries(counts)) if (!(JOB_STATES as readonly string[]).includes(s)) out.push([s, n]);
+  return out;
+}
 
 /** The overview of the context's queue, from the shared reader's last tick (no Redis command). */
 export function overview(ctx: PageContext): Page {
@@ -13,7 +24,7 @@ export function overview(ctx: PageContext): Page {
     title: 'Overview',
     nav: 'overview',
     main: html`<h1>Overview <small>${ctx.q.name}</small></h1>
-<section class="cards" id="state-cards" data-jobs="${ctx.base}/jobs">${Object.entries(counts).map(
+<section class="cards" id="state-cards" data-jobs="${ctx.base}/jobs">${stateCounts(counts).map(
       ([state, n]) =>
         html`<a class="card state-${state}" href="${ctx.base}/jobs?state=${encodeURIComponent(state)}"><span>${state}</span><b data-count="${state}">${count(n)}</b></a>`,
     )}</section>
@@ -50,7 +61,7 @@ export function queueIndex(root: string, handles: Array<{ name: string; counts: 
     main: html`<h1>Queues</h1>
 <table><thead><tr><th>queue</th><th>jobs per state</th></tr></thead><tbody>${handles.map(
       (h) =>
-        html`<tr><td><a href="${root}/q/${encodeURIComponent(h.name)}/">${h.name}</a></td><td>${Object.entries(h.counts).map(
+        html`<tr><td><a href="${root}/q/${encodeURIComponent(h.name)}/">${h.name}</a></td><td>${stateCounts(h.counts).map(
           ([s, n]) => html`<span class="state state-${s}">${s} ${count(n)}</span> `,
         )}</td></tr>`,
     )}</tbody></table>`,

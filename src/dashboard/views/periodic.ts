@@ -4,9 +4,10 @@
  * tasks on a timeline; the event rules; and a task's page with its whole run history.
  */
 import type { PeriodicTask } from '../../periodic/definition.js';
+import type { RunRecord } from '../../periodic/tasks.js';
 import { parseTimer, type Timer } from '../../timers/index.js';
 import type { Page, PageContext } from '../context.js';
-import { ago, duration, type Html, html, pretty, time } from '../html.js';
+import { ago, count, duration, type Html, html, pretty, time } from '../html.js';
 import { actionButton } from './layout.js';
 
 /** Runs shown on a task's page at first; "more" doubles it, up to the most. */
@@ -14,6 +15,8 @@ const RUNS_PAGE = 100;
 const MOST_RUNS = 10_000;
 /** Upcoming runs on the timeline. */
 const UPCOMING = 40;
+/** Tasks read by next run for the event rules' soonest pending runs. */
+const SOONEST = 200;
 
 /** Timers parsed, by spec and zone (parsing a calendar timer is not free; tasks keep theirs). */
 const parsed = new Map<string, Timer | string>();
@@ -75,27 +78,70 @@ function nextRuns(t: PeriodicTask, timer: Timer, n: number): number[] {
   return out;
 }
 
+/**
+ * What a run's history says of an event rule's newer event: a run it replaced before release
+ * (status `replaced`), or one released before the newer event came, which ran all the same.
+ */
+function replaced(r: RunRecord): Html | string {
+  if (r.replacedBy === undefined) return '';
+  return r.status === 'replaced'
+    ? html`<br><small class="replaced-by">by the run planned for ${time(r.replacedBy)}</small>`
+    : html`<br><small class="replaced-by">a newer event planned ${time(r.replacedBy)}; this run was released already</small>`;
+}
+
+/** The event rule of a pending run's task id (`r:<rule>:<hash of the subject>`, see pendingId), or undefined. */
+function ruleOf(id: string): string | undefined {
+  return /^r:(.+):[0-9a-f]{20}$/.exec(id)?.[1];
+}
+
 function status(s: string | undefined): Html {
   return s ? html`<span class="status status-${s}">${s}</span>` : html`<span class="status">never ran</span>`;
 }
 
 export async function periodicList(ctx: PageContext): Promise<Page> {
   const p = ctx.q.periodic;
-  const [tasks, rules] = await Promise.all([p.list(), p.rules()]);
+  // (the soonest tasks by next run, one entry each: the event rules' pending runs among them)
+  const [tasks, rules, soonest] = await Promise.all([
+    p.list(),
+    p.rules(),
+    p.client.zrange(p.keys.nextrun, 0, SOONEST - 1, 'WITHSCORES'),
+  ]);
   const lastIds = tasks.map((t) => t.lastJobId);
   const pipe = p.client.pipeline();
   for (const id of lastIds) if (id) pipe.hget(ctx.q.queue.keys.job(id), 'state');
-  const states = lastIds.some(Boolean) ? ((await pipe.exec()) ?? []) : [];
+  // (an event rule's pending runs are counted, never read all: there is one per subject)
+  for (const r of rules) pipe.scard(p.keys.owner(`rule:${r.id}`));
+  const replies = lastIds.some(Boolean) || rules.length ? ((await pipe.exec()) ?? []) : [];
   let k = 0;
-  const lastState = lastIds.map((id) => (id ? ((states[k++]?.[1] as string | null) ?? 'expired') : undefined));
+  const lastState = lastIds.map((id) => (id ? ((replies[k++]?.[1] as string | null) ?? 'expired') : undefined));
+  const pending = rules.map(() => Number(replies[k++]?.[1] ?? 0));
   const now = ctx.q.live.tick?.now ?? Date.now();
   const next = tasks.map((t) => {
     const timer = timerOf(t);
     return typeof timer === 'string' ? [] : nextRuns(t, timer, 5);
   });
-  // The timeline: the next runs of every enabled task (up to 5 each), in time order.
-  const upcoming = tasks
-    .flatMap((t, i) => (t.enabled ? next[i].map((occurrence) => ({ id: t.id, task: t.task, group: t.group, occurrence })) : []))
+  // The event rules' soonest pending runs (due time: their score), and the timeline: the next
+  // runs of every enabled task (up to 5 each) and those pending runs, in time order.
+  const ruleById = new Map(rules.map((r) => [r.id, r]));
+  const pendingRuns: Array<{ id: string; task: string; group: string; occurrence: number; rule: string }> = [];
+  for (let i = 0; i < soonest.length; i += 2) {
+    const rule = ruleById.get(ruleOf(soonest[i]) ?? '');
+    if (rule) {
+      pendingRuns.push({
+        id: soonest[i],
+        task: rule.task,
+        group: rule.group ?? '',
+        occurrence: Number(soonest[i + 1]),
+        rule: rule.id,
+      });
+    }
+  }
+  const upcoming = [
+    ...tasks.flatMap((t, i) =>
+      t.enabled ? next[i].map((occurrence) => ({ id: t.id, task: t.task, group: t.group, occurrence })) : [],
+    ),
+    ...pendingRuns,
+  ]
     .sort((a, b) => a.occurrence - b.occurrence)
     .slice(0, UPCOMING);
   return {
@@ -119,10 +165,18 @@ ${timeline(ctx, upcoming, now)}
 <h2>Event rules <small>${rules.length}</small></h2>
 ${
   rules.length
-    ? html`<table><thead><tr><th>id</th><th>after event</th><th>delay</th><th>task</th><th>group</th><th>args</th></tr></thead><tbody>${rules.map(
-        (r) =>
-          html`<tr><td>${r.id}</td><td class="mono">${r.after}</td><td>${String(r.delay)} (${duration(r.delayMs)})</td><td>${r.task}</td><td>${r.group ?? ''}</td><td><pre class="inline">${pretty(r.args)}</pre></td></tr>`,
-      )}</tbody></table>`
+    ? html`<table class="rules"><thead><tr><th>id</th><th>after event</th><th>delay</th><th>task</th><th>group</th><th>args</th><th>pending runs</th></tr></thead><tbody>${rules.map(
+        (r, i) => {
+          const soon = pendingRuns.filter((u) => u.rule === r.id).slice(0, 3);
+          return html`<tr data-rule="${r.id}"><td>${r.id}</td><td class="mono">${r.after}</td><td>${String(r.delay)} (${duration(r.delayMs)})</td><td>${r.task}</td><td>${r.group ?? ''}</td><td><pre class="inline">${pretty(r.args)}</pre></td>
+<td><span class="status status-pending" data-pending="${pending[i]}">${count(pending[i])} pending</span>${
+            soon.length
+              ? html`<ol class="next">${soon.map((u) => html`<li><a href="${ctx.base}/periodic/${encodeURIComponent(u.id)}">${time(u.occurrence)}</a> (${ago(u.occurrence, now)})</li>`)}</ol>`
+              : ''
+          }</td></tr>`;
+        },
+      )}</tbody></table>
+<p class="muted">A pending run is planned per rule and subject; a newer event for the subject replaces it.</p>`
     : html`<p class="empty">No event rule.</p>`
 }`,
   };
@@ -131,7 +185,7 @@ ${
 /** The upcoming runs as a list and on an SVG time axis (no inline style: the CSP forbids it). */
 function timeline(
   ctx: PageContext,
-  runs: Array<{ id: string; task: string; group: string; occurrence: number }>,
+  runs: Array<{ id: string; task: string; group: string; occurrence: number; rule?: string }>,
   now: number,
 ): Html {
   if (runs.length === 0) return html`<p class="empty">Nothing planned.</p>`;
@@ -145,27 +199,29 @@ ${runs.map((r) => html`<circle cx="${x(r.occurrence)}" cy="40" r="5" class="run"
 </svg>
 <table class="upcoming"><thead><tr><th>when</th><th>task id</th><th>task</th><th>group</th></tr></thead><tbody>${runs.map(
     (r) =>
-      html`<tr><td>${time(r.occurrence)} (${ago(r.occurrence, now)})</td><td><a href="${ctx.base}/periodic/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${r.task}</td><td>${r.group}</td></tr>`,
+      html`<tr><td>${time(r.occurrence)} (${ago(r.occurrence, now)})</td><td><a href="${ctx.base}/periodic/${encodeURIComponent(r.id)}">${r.id}</a>${r.rule ? html` <small class="muted">pending run of rule ${r.rule}</small>` : ''}</td><td>${r.task}</td><td>${r.group}</td></tr>`,
   )}</tbody></table>`;
 }
 
 export async function periodicTask(ctx: PageContext, id: string): Promise<Page> {
   const p = ctx.q.periodic;
   const limit = Math.min(MOST_RUNS, Math.max(1, Number(ctx.query.get('runs')) || RUNS_PAGE));
-  const task = await p.get(id);
-  if (!task)
+  const [task, runs] = await Promise.all([p.get(id), p.runs(id, { limit: limit + 1 })]);
+  if (!task) {
+    // An event rule's run, once released, leaves its history behind its task.
     return {
       title: 'Periodic task',
       nav: 'periodic',
-      main: html`<h1>Periodic task ${id}</h1><p class="empty">No such task.</p>`,
+      main: runs.length
+        ? html`<h1>Periodic task <span class="mono">${id}</span> <span class="muted">gone</span></h1>
+<p class="empty">This task is gone (an event rule's run once released, or a removed task); its run history stays until it expires.</p>
+${runHistory(ctx, id, runs, limit)}`
+        : html`<h1>Periodic task ${id}</h1><p class="empty">No such task.</p>`,
     };
-  const runs = await p.runs(id, { limit: limit + 1 });
-  const more = runs.length > limit;
+  }
   const timer = timerOf(task);
   const zone = typeof timer === 'string' ? task.timezone : (timer.timezone ?? task.timezone);
   const next = typeof timer === 'string' ? [] : nextRuns(task, timer, 5);
-  const q = new URLSearchParams(ctx.query);
-  q.set('runs', String(Math.min(MOST_RUNS, limit * 2)));
   return {
     title: `Periodic ${id}`,
     nav: 'periodic',
@@ -177,20 +233,30 @@ export async function periodicTask(ctx: PageContext, id: string): Promise<Page> 
 <tr><th>normalized</th><td class="mono">${typeof timer === 'string' ? timer : timer.normalized}</td></tr>
 <tr><th>zone</th><td>${zone ?? 'UTC'}</td></tr>
 <tr><th>next runs</th><td><ol class="next">${next.map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol></td></tr>
+${task.subject ? html`<tr><th>subject</th><td>${task.subject}</td></tr>` : ''}
+${task.rule ? html`<tr><th>event rule</th><td>${task.rule} <small class="muted">(its pending run for this subject; a newer event replaces it)</small></td></tr>` : ''}
 <tr><th>overlap / catch-up</th><td>${task.overlap} / ${task.catchup}</td></tr>
 <tr><th>args</th><td><pre class="inline">${pretty(task.args)}</pre></td></tr>
 </table>
-<h2>Run history <small>${runs.length > limit ? `newest ${limit}` : `${runs.length}`}</small></h2>
+${runHistory(ctx, id, runs, limit)}`,
+  };
+}
+
+/** A task's run history table (`runs`: up to limit + 1, the one past the limit says more exist). */
+function runHistory(ctx: PageContext, id: string, runs: RunRecord[], limit: number): Html {
+  const more = runs.length > limit;
+  const q = new URLSearchParams(ctx.query);
+  q.set('runs', String(Math.min(MOST_RUNS, limit * 2)));
+  return html`<h2>Run history <small>${runs.length > limit ? `newest ${limit}` : `${runs.length}`}</small></h2>
 <table class="runs"><thead><tr><th>planned</th><th>started</th><th>finished</th><th>status</th><th>worker</th><th>host</th><th>pid</th><th>log</th><th>error</th></tr></thead>
 <tbody>${runs.slice(0, limit).map(
-      (r) =>
-        html`<tr><td>${time(r.occurrence)}${r.status === 'missed' && r.count ? html`<br><small>${r.count} missed until ${time(r.until)}</small>` : ''}</td><td>${time(r.started)}</td><td>${time(r.finished)}</td>
-<td>${r.jobId && r.status !== 'expired' ? html`<a href="${ctx.base}/jobs/${encodeURIComponent(r.jobId)}">${status(r.status)}</a>` : status(r.status)}</td>
+    (r) =>
+      html`<tr><td>${time(r.occurrence)}${r.status === 'missed' && r.count ? html`<br><small>${r.count} missed until ${time(r.until)}</small>` : ''}</td><td>${time(r.started)}</td><td>${time(r.finished)}</td>
+<td>${r.jobId && r.status !== 'expired' ? html`<a href="${ctx.base}/jobs/${encodeURIComponent(r.jobId)}">${status(r.status)}</a>` : status(r.status)}${replaced(r)}</td>
 <td class="mono">${r.worker ?? ''}</td><td>${r.host ?? ''}</td><td>${r.pid ?? ''}</td>
 <td>${r.logs?.length ? html`<details><summary>${r.logs.length} lines</summary><pre class="logs">${r.logs.join('\n')}</pre></details>` : ''}</td>
 <td>${r.error ? html`<details><summary class="error">${r.error.split('\n')[0]}</summary><pre class="error">${r.error}</pre></details>` : ''}</td></tr>`,
-    )}</tbody></table>
+  )}</tbody></table>
 ${runs.length === 0 ? html`<p class="empty">No run yet.</p>` : ''}
-${more ? html`<p><a href="${ctx.base}/periodic/${encodeURIComponent(id)}?${q}">show more runs</a></p>` : ''}`,
-  };
+${more ? html`<p><a href="${ctx.base}/periodic/${encodeURIComponent(id)}?${q}">show more runs</a></p>` : ''}`;
 }
