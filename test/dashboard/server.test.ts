@@ -196,33 +196,6 @@ describe('dashboard over HTTP', () => {
     expect(odd.size).toBe(15);
     for (const id of odd) expect((await queue.getJob(id))?.task).toBe('odd');
   });
-
-  it('lists delayed jobs and shows their due time; shows a fan-out parent’s children and a child’s parent', async () => {
-    const later = await queue.submit({ task: 'later', group: 'delayed-g', runAt: Date.now() + 3_600_000 });
-    const listed = await request(`${base}/jobs?state=delayed&group=delayed-g`);
-    expect(listed.body).toContain(later.id);
-    expect(listed.body).not.toContain('cannot be listed');
-    const shown = await request(`${base}/jobs/${later.id}`);
-    expect(shown.body).toContain(`<b>due</b> ${new Date(later.runAt!).toISOString().slice(0, 19).replace('T', ' ')} UTC`);
-
-    const worker = new Worker(
-      name,
-      { fan: (ctx) => ctx.fanOut(['a', 'b'], { task: 'leaf', group: 'fan-kids' }), leaf: () => undefined },
-      { connection: redisUrl() },
-    );
-    try {
-      const parent = await queue.submit({ task: 'fan', group: 'fan-g' });
-      await eventually(async () => (await queue.getJob(parent.id))?.children?.ended !== undefined, 30_000);
-      const page = await request(`${base}/jobs/${parent.id}`);
-      expect(page.body).toMatch(
-        /<th>children<\/th><td>2 in all · 0 waiting · 0 running · 2 success · 0 failed · 0 cancelled \(all ended /,
-      );
-      const child = await request(`${base}/jobs/${encodeURIComponent(`${parent.id}/1`)}`);
-      expect(child.body).toContain(`<th>fanned out by</th><td><a href="/admin/rota/jobs/${parent.id}">${parent.id}</a>`);
-    } finally {
-      await worker.close();
-    }
-  });
 });
 
 describe('dashboard access', () => {
