@@ -13,22 +13,7 @@ import { actionButton, csrfField } from './layout.js';
 import { pageOf, pager } from './paging.js';
 
 /** Record fields the page shows in columns of their own; any other field is a setting shown as it is. */
-const SHOWN = new Set([
-  'running',
-  'stuck',
-  'nr',
-  'nh',
-  'nl',
-  'cnt',
-  'turns',
-  'limit',
-  'weight',
-  'paused',
-  'ready',
-  'rate',
-  'per',
-  'logged',
-]);
+const SHOWN = new Set<string>(GROUP_FIELDS);
 const SORTS = ['group', 'waiting', 'nh', 'nl', 'running', 'stuck', 'oldest', 'limit', 'weight', 'rate', 'paused'];
 /** Events entries read for the fairness view, and takes counted at most. */
 const FAIRNESS_EVENTS = 200;
