@@ -3,6 +3,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { type Handlers, Queue, type QueueOptions, Worker, type WorkerOptions } from '../../src/index.js';
+import { parseEntry, type QueueEvent } from '../../src/queue/events.js';
 import { RedisServer, type RedisServerOptions } from './redis-server.js';
 
 /** URL of the Redis server of this test run. */
@@ -20,6 +21,17 @@ export function uniqueQueue(label = 'q'): string {
 /** A plain client for inspecting Redis in assertions. */
 export function rawClient(): Redis {
   return new Redis(redisUrl());
+}
+
+/** Every entry of queue `name`'s events stream, parsed as `queue.events()` gives them. */
+export async function streamEvents(name: string): Promise<QueueEvent[]> {
+  const c = rawClient();
+  try {
+    const entries = (await c.xrange(`{rota:${name}}:events`, '-', '+')) as Array<[string, string[]]>;
+    return entries.flatMap(([sid, fields]) => parseEntry(sid, fields));
+  } finally {
+    c.disconnect();
+  }
 }
 
 /** Resolves when `pred` holds, checking after each event of `emitter` named `event`. */

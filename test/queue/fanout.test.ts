@@ -4,33 +4,13 @@
  * idempotent under a redelivered finish.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  FanOutLimitError,
-  type Handlers,
-  type Job,
-  MAX_FAN_OUT,
-  PermanentError,
-  type QueueEvent,
-  ValidationError,
-} from '../../src/index.js';
-import { parseEntry } from '../../src/queue/events.js';
+import { FanOutLimitError, type Handlers, type Job, MAX_FAN_OUT, PermanentError, ValidationError } from '../../src/index.js';
 import { packChildren, stageChildren, submitCommitted } from '../../src/queue/fanout.js';
 import { addRun, QueueStore } from '../../src/redis/queue-store.js';
 import { OUTCOME } from '../../src/redis/wire.js';
-import { closeAll, eventually, openQueue, openWorker, rawClient, uniqueQueue, until } from '../helpers/setup.js';
+import { closeAll, eventually, openQueue, openWorker, rawClient, streamEvents, uniqueQueue, until } from '../helpers/setup.js';
 
 afterEach(closeAll);
-
-/** Every event the queue's stream holds. */
-async function streamEvents(name: string): Promise<QueueEvent[]> {
-  const c = rawClient();
-  try {
-    const entries = (await c.xrange(`{rota:${name}}:events`, '-', '+')) as Array<[string, string[]]>;
-    return entries.flatMap(([sid, fields]) => parseEntry(sid, fields));
-  } finally {
-    c.disconnect();
-  }
-}
 
 /** Keys of the queue that hold fan-out staging or committed children not submitted yet. */
 async function fanKeys(name: string): Promise<string[]> {

@@ -5,23 +5,13 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Job, PermanentError } from '../../src/index.js';
-import { parseEntry } from '../../src/queue/events.js';
-import { closeAll, eventually, openQueue, openWorker, rawClient, uniqueQueue, until } from '../helpers/setup.js';
+import { closeAll, eventually, openQueue, openWorker, streamEvents, uniqueQueue, until } from '../helpers/setup.js';
 
 afterEach(closeAll);
 
 /** The children.ended events of the queue's stream, as their counts. */
 async function childrenEnded(name: string): Promise<unknown[]> {
-  const c = rawClient();
-  try {
-    const entries = (await c.xrange(`{rota:${name}}:events`, '-', '+')) as Array<[string, string[]]>;
-    return entries
-      .flatMap(([sid, fields]) => parseEntry(sid, fields))
-      .filter((e) => e.event === 'children.ended')
-      .map((e) => e.children);
-  } finally {
-    c.disconnect();
-  }
+  return (await streamEvents(name)).filter((e) => e.event === 'children.ended').map((e) => e.children);
 }
 
 describe('delays, rate limits and fan-out together', () => {
