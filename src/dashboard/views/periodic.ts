@@ -6,6 +6,7 @@
 import type { PeriodicTask } from '../../periodic/definition.js';
 import type { RunRecord } from '../../periodic/tasks.js';
 import { parseTimer, type Timer } from '../../timers/index.js';
+import { zoneOffset } from '../../timers/zone.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, duration, type Html, html, pretty, time } from '../html.js';
 import { actionButton } from './layout.js';
@@ -37,31 +38,12 @@ function timerOf(t: PeriodicTask): Timer | string {
   return timer;
 }
 
-/** Date formats by zone (building one costs more than formatting with it). */
-const formats = new Map<string, Intl.DateTimeFormat>();
-
 /** A time in a zone, as `YYYY-MM-DD HH:MM:SS zone`. */
 export function zoned(ms: number, zone: string | undefined): string {
   const tz = zone ?? 'UTC';
   try {
-    let f = formats.get(tz);
-    if (!f) {
-      f = new Intl.DateTimeFormat('en-CA', {
-        timeZone: tz,
-        year: 'numeric',
-        month: '2-digit',
-        day: '2-digit',
-        hour: '2-digit',
-        minute: '2-digit',
-        second: '2-digit',
-        hourCycle: 'h23',
-      });
-      if (formats.size >= 500) formats.clear();
-      formats.set(tz, f);
-    }
-    const parts = f.formatToParts(new Date(ms));
-    const p = Object.fromEntries(parts.map((x) => [x.type, x.value]));
-    return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${tz}`;
+    const wall = new Date(ms + zoneOffset(tz, Math.floor(ms / 1000)) * 1000).toISOString();
+    return `${wall.slice(0, 10)} ${wall.slice(11, 19)} ${tz}`;
   } catch {
     return time(ms);
   }
