@@ -77,6 +77,23 @@ export class SchemaMismatchError extends RotaError {
 }
 
 /**
+ * The queue was laid out with another shard count (its `shards` in `{rota:<queue>}:meta`) than
+ * this part of Rota is configured with. Nothing was written. Configure the count the queue has,
+ * or change the queue's with `rota reshard`.
+ */
+export class ShardCountError extends RotaError {
+  constructor(
+    readonly queue: string,
+    readonly found: number,
+    readonly configured: number,
+  ) {
+    super(
+      `queue "${queue}" has ${found} shard${found === 1 ? '' : 's'}, but this part of Rota is configured with shards: ${configured}; nothing was written (configure shards: ${found}, or change the queue's count with rota reshard)`,
+    );
+  }
+}
+
+/**
  * With `durability: 'replicated'`, no replica acknowledged a write within the timeout (`WAIT`).
  * The write is on the primary, but a failover now could lose it: a submit may be repeated with
  * the same `id`; an executor sends the outcome again.

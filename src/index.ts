@@ -13,6 +13,7 @@ export {
   ReplicationError,
   RotaError,
   SchemaMismatchError,
+  ShardCountError,
   TimeoutError,
   UnknownTaskError,
   ValidationError,

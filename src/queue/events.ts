@@ -1,4 +1,5 @@
 /** Reads the queue's events stream: one entry per script call, holding every state change it made. */
+import { ValidationError } from '../errors.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import {
   EVENT_CHILDREN_ENDED_FIELD,
@@ -122,5 +123,68 @@ export async function* readEvents(
   } finally {
     opts.signal?.removeEventListener('abort', onAbort);
     client.disconnect();
+  }
+}
+
+/**
+ * Events of a sharded queue: those of each shard's stream (`keys`, by shard number), in order
+ * within each shard. An event's `streamId` is every shard's place after it (their stream ids
+ * joined by `,`), so that `from` resumes each shard where it was; one key reads as {@link readEvents}.
+ */
+export async function* readShardEvents(
+  connection: ConnectionOption,
+  keys: readonly string[],
+  opts: { from?: string; signal?: AbortSignal },
+): AsyncGenerator<QueueEvent> {
+  if (keys.length === 1) {
+    yield* readEvents(connection, keys[0], opts);
+    return;
+  }
+  const places = opts.from?.split(',') ?? keys.map(() => '$');
+  if (places.length !== keys.length) {
+    throw new ValidationError('from', `must hold one stream id per shard (${keys.length}), as an event's streamId does`);
+  }
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  // Each shard's reader hands over its events one at a time: the next waits until it was yielded.
+  let wake: (() => void) | null = null;
+  const ready: Array<{ shard: number; event: QueueEvent; taken: () => void }> = [];
+  let failure: unknown = null;
+  let running = keys.length;
+  const readers = keys.map(async (key, shard) => {
+    try {
+      for await (const event of readEvents(connection, key, { from: places[shard], signal: stop.signal })) {
+        await new Promise<void>((taken) => {
+          ready.push({ shard, event, taken });
+          wake?.();
+        });
+      }
+    } catch (err) {
+      failure ??= err;
+    } finally {
+      running--;
+      wake?.();
+    }
+  });
+  try {
+    while (!stop.signal.aborted) {
+      const next = ready.shift();
+      if (next) {
+        places[next.shard] = next.event.streamId;
+        yield { ...next.event, streamId: places.join(',') };
+        next.taken();
+        continue;
+      }
+      if (failure) throw failure;
+      if (running === 0) return;
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = null;
+    }
+  } finally {
+    stop.abort();
+    opts.signal?.removeEventListener('abort', onAbort);
+    for (const r of ready) r.taken();
+    await Promise.allSettled(readers);
   }
 }

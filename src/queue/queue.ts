@@ -4,11 +4,12 @@ import { BulkSubmitError, ValidationError } from '../errors.js';
 import { startSubmitSpan } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
-import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
-import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queue-store.js';
+import { leaseJobId, type QueueKeys } from '../redis/keys.js';
+import { type FinishedCursor, type GroupChange, QueueStore, type SubmitReply } from '../redis/queue-store.js';
+import { bucketSuffix, checkShards, groupBucket, shardOfGroup, shardOfId } from '../redis/shards.js';
 import { GROUP_DUE_MARK } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
-import { type QueueEvent, readEvents } from './events.js';
+import { type QueueEvent, readShardEvents } from './events.js';
 import { decodeJob, decodeJobObject, FINAL_STATES, JOB_STATES, type Job, type JobState } from './job.js';
 import type { JobOf, SubmitOf, TaskName, UntypedTasks } from './tasks.js';
 import { type CheckedSpec, checkRate, checkSpec, type SubmitSpec } from './validate.js';
@@ -29,6 +30,13 @@ export interface QueueOptions {
   durability?: Durability;
   /** How long a `'replicated'` write waits for a replica; default 1,000 ms. */
   replicaTimeoutMs?: number;
+  /**
+   * Shards the queue spreads over (default 1): each is a queue of its own in its own Cluster slot,
+   * a group lives in one of them (by a stable hash of its name), and executors take from them in
+   * turn. Every part that opens the queue must give the count the queue has (a
+   * ShardCountError otherwise); `rota reshard` changes it.
+   */
+  shards?: number;
 }
 
 /** Where a write must be before Rota acknowledges it: the primary, or a replica too. */
@@ -160,8 +168,11 @@ function reservedIdError(field: string): ValidationError {
 let idCounter = 0;
 let idMs = 0;
 let idTime = '';
-/** A new job id: time-ordered, unique across processes (a counter and 6 random base-36 digits). */
-export function newJobId(): string {
+/**
+ * A new job id for a job of group `group`: time-ordered, unique across processes (a counter and 6
+ * random base-36 digits), and ending in the group's bucket, which names its shard (../redis/shards.ts).
+ */
+export function newJobId(group: string): string {
   idCounter = (idCounter + 1) % 1_679_616;
   const now = Date.now();
   if (now !== idMs) {
@@ -171,7 +182,7 @@ export function newJobId(): string {
   const random = Math.floor(Math.random() * 2_176_782_336)
     .toString(36)
     .padStart(6, '0');
-  return `${idTime}${idCounter.toString(36).padStart(4, '0')}${random}`;
+  return `${idTime}${idCounter.toString(36).padStart(4, '0')}${random}.${bucketSuffix(groupBucket(group))}`;
 }
 
 /**
@@ -188,7 +199,12 @@ export function newJobId(): string {
  */
 export class Queue<T extends object = UntypedTasks> {
   readonly name: string;
+  /** The keys of the first shard (of the queue, when it has one shard); {@link shardKeys} has every shard's. */
   readonly keys: QueueKeys;
+  /** The queue's shard count. */
+  readonly shards: number;
+  /** The keys of each shard, by shard number. */
+  readonly shardKeys: readonly QueueKeys[];
   /** The command connection (shared with parts of Rota built on this queue). */
   readonly client: Redis;
   private readonly owned: boolean;
@@ -204,11 +220,11 @@ export class Queue<T extends object = UntypedTasks> {
   });
   readonly maxEvents: number;
   readonly connection: ConnectionOption;
-  /** The queue's script calls (see src/redis/queue-store.ts). */
-  private readonly store: QueueStore;
+  /** Each shard's script calls (see src/redis/queue-store.ts), by shard number. */
+  private readonly stores: QueueStore[];
 
   constructor(name: string, opts: QueueOptions) {
-    this.keys = queueKeys(name);
+    this.shards = checkShards(opts.shards);
     this.name = name;
     this.connection = opts.connection;
     const { client, owned } = connect(opts.connection, { reuse: true });
@@ -216,13 +232,33 @@ export class Queue<T extends object = UntypedTasks> {
     this.owned = owned;
     this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
     this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
-    this.store = new QueueStore(client, name, { maxEvents: this.maxEvents, replicaTimeoutMs: replicaTimeout(opts) });
+    const replicaTimeoutMs = replicaTimeout(opts);
+    this.stores = Array.from(
+      { length: this.shards },
+      (_, shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, replicaTimeoutMs, shard, shards: this.shards }),
+    );
+    this.shardKeys = this.stores.map((s) => s.keys);
+    this.keys = this.shardKeys[0];
+  }
+
+  /** The store of the shard that holds group `group`. */
+  private storeOf(group: string): QueueStore {
+    return this.stores[shardOfGroup(group, this.shards)];
+  }
+
+  /**
+   * The stores that may hold job `id`: its shard's, for an id Rota made; every shard's for
+   * another id (a caller's id is unique within a shard, and any shard may hold it).
+   */
+  private storesOf(id: string): QueueStore[] {
+    const shard = shardOfId(id, this.shards);
+    return shard === null ? this.stores : [this.stores[shard]];
   }
 
   /** Validates a spec (throws {@link ValidationError} naming the field) and gives it an id. */
   check(spec: SubmitSpec, where = ''): CheckedSpec {
     const c = checkSpec(spec, this.maxArgsBytes, where);
-    c.id ??= newJobId();
+    c.id ??= newJobId(c.group);
     return c;
   }
 
@@ -255,15 +291,17 @@ export class Queue<T extends object = UntypedTasks> {
   }
 
   /**
-   * Submits many jobs; all are validated before any is written. Up to 1,000 jobs (and 1 MiB of
-   * packed args) go in one script call, all or none. A larger bulk is written in calls of that
-   * size, one after the other, so that no call holds Redis for long (about 10 ms): each call is
-   * all or none, and when one fails the jobs of the calls before it stay written and the
-   * {@link BulkSubmitError} lists them.
+   * Submits many jobs; all are validated before any is written. Each shard's jobs are written by
+   * calls of up to 1,000 jobs (and 1 MiB of packed args), each all or none, one after the other
+   * so that no call holds Redis for long (about 10 ms); the shards are written at once. So a bulk
+   * of up to 1,000 jobs on an unsharded queue is all or none, and on a sharded queue all or none
+   * within each shard. When a call fails, the calls of its shard after it are not made, and the
+   * {@link BulkSubmitError} lists the jobs that were written (by the calls before it and by the
+   * other shards).
    * @throws {ValidationError} when a field is bad, or an id is that of a periodic occurrence
    * staged ahead of its time; nothing is written then (in a bulk of several calls: nothing of
-   * that call and those after it).
-   * @throws {BulkSubmitError} when a call after the first failed: the jobs written before it.
+   * that call and the calls of its shard after it).
+   * @throws {BulkSubmitError} when a call failed after other calls were written: the jobs written.
    */
   async submitBulk<K extends TaskName<T>, A = unknown>(specs: SubmitOf<T, K, A>[]): Promise<JobOf<T, K, A>[]> {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
@@ -281,34 +319,61 @@ export class Queue<T extends object = UntypedTasks> {
     }
   }
 
-  /** Writes a checked bulk in calls of at most SUBMIT_CHUNK (see {@link submitBulk}); `many`: its errors name specs[i]. */
+  /** Writes a checked bulk, each shard's part in calls of at most SUBMIT_CHUNK (see {@link submitBulk}); `many`: its errors name specs[i]. */
   private async writeBulk<K extends TaskName<T>, A>(checked: CheckedSpec[], many: boolean): Promise<JobOf<T, K, A>[]> {
-    const written: JobOf<T, K, A>[] = [];
-    for (const chunk of submitChunks(checked, (c) => c)) {
-      let out: JobOf<T, K, A>[] | number;
-      try {
-        out = (await this.write(chunk)) as JobOf<T, K, A>[] | number;
-        if (typeof out === 'number') throw reservedIdError(many ? `specs[${written.length + out}].id` : 'id');
-      } catch (err) {
-        if (written.length === 0) throw err;
-        throw new BulkSubmitError(written, err);
-      }
-      written.push(...out);
+    const out: Array<JobOf<T, K, A> | undefined> = new Array(checked.length);
+    const parts = this.byShard(checked.keys(), (i) => checked[i].group);
+    const ends = await Promise.allSettled(
+      [...parts].map(async ([shard, positions]) => {
+        for (const chunk of submitChunks(positions, (i) => checked[i])) {
+          const r = await this.write(
+            this.stores[shard],
+            chunk.map((i) => checked[i]),
+          );
+          if (typeof r === 'number') throw reservedIdError(many ? `specs[${chunk[r]}].id` : 'id');
+          chunk.forEach((i, k) => {
+            out[i] = r[k] as JobOf<T, K, A>;
+          });
+        }
+      }),
+    );
+    const failed = ends.find((e) => e.status === 'rejected');
+    if (!failed) return out as JobOf<T, K, A>[];
+    const written = out.filter((j) => j !== undefined);
+    if (written.length === 0) throw failed.reason;
+    throw new BulkSubmitError(written, failed.reason);
+  }
+
+  /** `items` by the shard of their group, in their order. */
+  private byShard<I>(items: Iterable<I>, groupOf: (item: I) => string): Map<number, I[]> {
+    const parts = new Map<number, I[]>();
+    for (const item of items) {
+      const shard = shardOfGroup(groupOf(item), this.shards);
+      const part = parts.get(shard);
+      if (part) part.push(item);
+      else parts.set(shard, [item]);
     }
-    return written;
+    return parts;
   }
 
-  /** Sends submit() calls made together, in bulks of at most SUBMIT_CHUNK jobs or bytes of args. */
+  /** Sends submit() calls made together, by shard, in bulks of at most SUBMIT_CHUNK jobs or bytes of args. */
   private async sendSubmits(items: PendingSubmit[]): Promise<void> {
-    await Promise.all(submitChunks(items, (item) => item.spec).map((c) => this.sendChunk(c)));
+    const sends: Promise<void>[] = [];
+    for (const [shard, part] of this.byShard(items, (item) => item.spec.group)) {
+      for (const c of submitChunks(part, (item) => item.spec)) sends.push(this.sendChunk(this.stores[shard], c));
+    }
+    await Promise.all(sends);
   }
 
-  private async sendChunk(items: PendingSubmit[]): Promise<void> {
+  private async sendChunk(store: QueueStore, items: PendingSubmit[]): Promise<void> {
     let rest = items;
     while (rest.length > 0) {
       let out: Job[] | number;
       try {
-        out = await this.write(rest.map((p) => p.spec));
+        out = await this.write(
+          store,
+          rest.map((p) => p.spec),
+        );
       } catch (err) {
         for (const p of rest) p.reject(err);
         return;
@@ -327,19 +392,19 @@ export class Queue<T extends object = UntypedTasks> {
   }
 
   /**
-   * Writes checked specs in one script call: the jobs (an existing id answers the job that has
-   * it), or, when an id is reserved for a staged periodic occurrence, its position, with nothing
-   * written.
+   * Writes checked specs of one shard in one script call: the jobs (an existing id answers the
+   * job that has it), or, when an id is reserved for a staged periodic occurrence, its position,
+   * with nothing written.
    */
-  private async write<A>(checked: CheckedSpec[]): Promise<Job<A>[] | number> {
-    const r = await this.store.submit(checked, MAX_SUBMIT_BYTES);
+  private async write<A>(store: QueueStore, checked: CheckedSpec[]): Promise<Job<A>[] | number> {
+    const r: SubmitReply = await store.submit(checked, MAX_SUBMIT_BYTES);
     if (r.reserved !== undefined) return r.reserved;
     const submitted = r.submitted;
     // Ids that existed already are read back together (one round trip on the pipelined connection).
     const existing = new Map<number, Job<A>>();
     const reads: Promise<void>[] = [];
     r.added.forEach((added, i) => {
-      if (!added) reads.push(this.getJob<A>(checked[i].id!).then((job) => void existing.set(i, job!)));
+      if (!added) reads.push(this.readJob<A>(store, checked[i].id!).then((job) => void existing.set(i, job!)));
     });
     await Promise.all(reads);
     return checked.map((c, i): Job<A> => {
@@ -367,7 +432,15 @@ export class Queue<T extends object = UntypedTasks> {
 
   /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
   async getJob<A = unknown>(id: string): Promise<Job<A> | null> {
-    const flat = (await this.client.callBuffer('HGETALL', this.keys.job(id))) as Buffer[];
+    const stores = this.storesOf(id);
+    if (stores.length === 1) return this.readJob<A>(stores[0], id);
+    const found = await Promise.all(stores.map((s) => this.readJob<A>(s, id)));
+    return found.find((j) => j !== null) ?? null;
+  }
+
+  /** Job `id` as shard `store` holds it, or null. */
+  private async readJob<A>(store: QueueStore, id: string): Promise<Job<A> | null> {
+    const flat = (await this.client.callBuffer('HGETALL', store.keys.job(id))) as Buffer[];
     if (!flat.length) return null;
     const job = decodeJob(id, flat) as Job<A>;
     // A periodic occurrence staged ahead of time is not submitted until its occurrence.
@@ -376,7 +449,14 @@ export class Queue<T extends object = UntypedTasks> {
 
   /** The log lines a job's runs wrote with `ctx.log`, oldest first. */
   async jobLogs(id: string): Promise<string[]> {
-    return this.client.lrange(this.keys.logs(id), 0, -1);
+    const logs = await Promise.all(this.storesOf(id).map((s) => this.client.lrange(s.keys.logs(id), 0, -1)));
+    return logs.find((l) => l.length > 0) ?? [];
+  }
+
+  /** The first non-null answer of `call` on the stores that may hold job `id` (asked at once). */
+  private async onJob<R>(id: string, call: (store: QueueStore) => Promise<R | null>): Promise<R | null> {
+    const answers = await Promise.all(this.storesOf(id).map(call));
+    return answers.find((a) => a !== null) ?? null;
   }
 
   /**
@@ -385,12 +465,12 @@ export class Queue<T extends object = UntypedTasks> {
    * A finished job is left alone (resolves its state); an unknown id resolves null.
    */
   async cancel(id: string): Promise<JobState | 'cancelling' | null> {
-    return this.store.cancel(id);
+    return this.onJob(id, (s) => s.cancel(id));
   }
 
   /** Puts a failed or cancelled job back as `waiting` (retries reset); resolves its state afterwards, or null. */
   async retry(id: string): Promise<JobState | null> {
-    return this.store.retry(id);
+    return this.onJob(id, (s) => s.retry(id));
   }
 
   /**
@@ -413,13 +493,17 @@ export class Queue<T extends object = UntypedTasks> {
     }
     if (group !== undefined) this.check({ task: 'x', group });
     let removed = 0;
-    let cursor: FinishedCursor | undefined;
-    do {
-      const most = Math.min(CLEAN_BATCH, limit - removed);
-      const step = await this.store.clean({ state, ageMs: olderThan, group, most, batch: CLEAN_BATCH }, cursor);
-      removed += step.count;
-      cursor = step.next;
-    } while (cursor && removed < limit);
+    // (shard by shard, so that `limit` holds across them)
+    for (const store of group !== undefined ? [this.storeOf(group)] : this.stores) {
+      let cursor: FinishedCursor | undefined;
+      do {
+        const most = Math.min(CLEAN_BATCH, limit - removed);
+        if (most <= 0) return removed;
+        const step = await store.clean({ state, ageMs: olderThan, group, most, batch: CLEAN_BATCH }, cursor);
+        removed += step.count;
+        cursor = step.next;
+      } while (cursor && removed < limit);
+    }
     return removed;
   }
 
@@ -433,14 +517,20 @@ export class Queue<T extends object = UntypedTasks> {
   async retryFailed(opts: RetryFailedOptions = {}): Promise<number> {
     const { group, task } = opts;
     if (group !== undefined || task !== undefined) this.check({ task: task ?? 'x', group });
-    let retried = 0;
-    let cursor: FinishedCursor | undefined;
-    do {
-      const step = await this.store.retryFailed({ group, task, batch: RETRY_BATCH }, cursor);
-      retried += step.count;
-      cursor = step.next;
-    } while (cursor);
-    return retried;
+    const shards = group !== undefined ? [this.storeOf(group)] : this.stores;
+    const counts = await Promise.all(
+      shards.map(async (store) => {
+        let retried = 0;
+        let cursor: FinishedCursor | undefined;
+        do {
+          const step = await store.retryFailed({ group, task, batch: RETRY_BATCH }, cursor);
+          retried += step.count;
+          cursor = step.next;
+        } while (cursor);
+        return retried;
+      }),
+    );
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   /**
@@ -448,31 +538,52 @@ export class Queue<T extends object = UntypedTasks> {
    * optionally of one group. At most `limit` jobs (default 50).
    */
   async jobs(opts: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
+    if (opts.group !== undefined || this.shards === 1) return this.shardJobs(this.storeOf(opts.group ?? ''), opts);
+    const limit = opts.limit ?? 50;
+    const parts = await Promise.all(this.stores.map((s) => this.shardJobs(s, opts)));
+    const all = parts.flat();
+    // (each shard's part is in order: merged by the same order)
+    const order: Record<string, (a: Job, b: Job) => number> = {
+      success: (a, b) => (b.finished ?? 0) - (a.finished ?? 0),
+      failed: (a, b) => (b.finished ?? 0) - (a.finished ?? 0),
+      cancelled: (a, b) => (b.finished ?? 0) - (a.finished ?? 0),
+      stuck: (a, b) => (a.due ?? 0) - (b.due ?? 0),
+      delayed: (a, b) => (a.runAt ?? 0) - (b.runAt ?? 0),
+      waiting: (a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0),
+    };
+    const by = order[opts.state];
+    if (by) all.sort(by);
+    return all.slice(0, limit);
+  }
+
+  /** {@link jobs} of one shard. */
+  private async shardJobs(store: QueueStore, opts: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
+    const keys = store.keys;
     const limit = opts.limit ?? 50;
     let ids: string[];
     switch (opts.state) {
       case 'success':
       case 'failed':
       case 'cancelled':
-        ids = await this.client.zrevrange(this.keys.done(opts.state), 0, opts.group ? -1 : limit - 1);
+        ids = await this.client.zrevrange(keys.done(opts.state), 0, opts.group ? -1 : limit - 1);
         break;
       case 'scheduled':
       case 'running': {
-        const leased = await this.client.zrange(this.keys.leases, 0, -1);
+        const leased = await this.client.zrange(keys.leases, 0, -1);
         ids = leased.map(leaseJobId).filter((id) => id !== null);
         break;
       }
       case 'stuck':
       case 'delayed':
         // (due order; the set also holds groups parked at their rate, which are no jobs)
-        ids = (await this.client.zrange(this.keys.delayed, 0, -1)).filter((id) => !id.startsWith(GROUP_DUE_MARK));
+        ids = (await this.client.zrange(keys.delayed, 0, -1)).filter((id) => !id.startsWith(GROUP_DUE_MARK));
         break;
       case 'waiting': {
-        const groups = opts.group ? [opts.group] : [...(await readGroupStates(this.client, this.keys.groups)).keys()].sort();
+        const groups = opts.group ? [opts.group] : [...(await readGroupStates(this.client, keys.groups)).keys()].sort();
         ids = [];
         for (const g of groups) {
           if (ids.length >= limit) break;
-          const gk = this.keys.group(g);
+          const gk = keys.group(g);
           const [r, h, l] = await Promise.all([`${gk}:r`, `${gk}:h`, `${gk}:l`].map((k) => this.client.lrange(k, 0, limit - 1)));
           ids.push(...r.reverse(), ...h.reverse(), ...l.reverse());
         }
@@ -485,7 +596,7 @@ export class Queue<T extends object = UntypedTasks> {
     for (let i = 0; i < ids.length && out.length < limit; i += 200) {
       const pipe = this.client.pipeline();
       const slice = ids.slice(i, i + 200);
-      for (const id of slice) pipe.hgetallBuffer(this.keys.job(id));
+      for (const id of slice) pipe.hgetallBuffer(keys.job(id));
       for (const [k, [err, obj]] of (await pipe.exec())!.entries()) {
         if (err) throw err;
         const job = decodeJobObject(slice[k], obj as Record<string, Buffer>);
@@ -502,19 +613,29 @@ export class Queue<T extends object = UntypedTasks> {
   async stats(windowMs = 60_000): Promise<QueueStats> {
     const now = Number((await this.client.time())[0]) * 1000;
     const since = now - windowMs;
-    const [success, failed, cancelled] = await Promise.all(
-      (['success', 'failed', 'cancelled'] as const).map((s) => this.client.zcount(this.keys.done(s), since, '+inf')),
-    );
-    const sample = await this.client.zrevrangebyscore(this.keys.done('success'), '+inf', since, 'LIMIT', 0, 1000);
-    const pipe = this.client.pipeline();
-    for (const id of sample) pipe.hmget(this.keys.job(id), 'submitted', 'started', 'runAt');
+    const finished = { success: 0, failed: 0, cancelled: 0 };
     const waits: number[] = [];
-    for (const [err, v] of (await pipe.exec()) ?? []) {
-      if (err) continue;
-      const [sub, start, runAt] = v as (string | null)[];
-      // (a delayed job waits from its due time)
-      if (sub && start) waits.push(Number(start) - Math.max(Number(sub), Number(runAt ?? 0)));
-    }
+    // (each shard samples its share of the 1,000)
+    const sampled = Math.ceil(1000 / this.shards);
+    await Promise.all(
+      this.stores.map(async ({ keys }) => {
+        const states = ['success', 'failed', 'cancelled'] as const;
+        const counted = await Promise.all(states.map((s) => this.client.zcount(keys.done(s), since, '+inf')));
+        states.forEach((s, i) => {
+          finished[s] += counted[i];
+        });
+        const sample = await this.client.zrevrangebyscore(keys.done('success'), '+inf', since, 'LIMIT', 0, sampled);
+        const pipe = this.client.pipeline();
+        for (const id of sample) pipe.hmget(keys.job(id), 'submitted', 'started', 'runAt');
+        for (const [err, v] of (await pipe.exec()) ?? []) {
+          if (err) continue;
+          const [sub, start, runAt] = v as (string | null)[];
+          // (a delayed job waits from its due time)
+          if (sub && start) waits.push(Number(start) - Math.max(Number(sub), Number(runAt ?? 0)));
+        }
+      }),
+    );
+    const { success, failed, cancelled } = finished;
     waits.sort((a, b) => a - b);
     const pct = (p: number) =>
       waits.length ? waits[Math.min(waits.length - 1, Math.floor((p / 100) * waits.length))] : undefined;
@@ -529,9 +650,9 @@ export class Queue<T extends object = UntypedTasks> {
 
   /** Number of jobs per state (finished jobs counted until retention removes them). */
   async counts(): Promise<Record<JobState, number>> {
-    const raw = await this.client.hgetall(this.keys.counts);
+    const raws = await Promise.all(this.shardKeys.map((k) => this.client.hgetall(k.counts)));
     const out = {} as Record<JobState, number>;
-    for (const s of JOB_STATES) out[s] = Number(raw[s] ?? 0);
+    for (const s of JOB_STATES) out[s] = raws.reduce((n, raw) => n + Number(raw[s] ?? 0), 0);
     return out;
   }
 
@@ -542,11 +663,18 @@ export class Queue<T extends object = UntypedTasks> {
    * A group with neither is not kept: groups can come and go by the million.
    */
   async groups(): Promise<GroupInfo[]> {
+    // (a group lives in one shard: the shards' groups are told apart by name)
+    const parts = await Promise.all(this.stores.map((s) => this.shardGroups(s)));
+    return parts.flat().sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
+  }
+
+  /** {@link groups} of one shard. */
+  private async shardGroups(store: QueueStore): Promise<GroupInfo[]> {
     // Runs in progress are counted from the leases: a group keeps its own count only while it
     // has a limit, and a group with runs but nothing waiting is not in the hash.
-    const [states, running] = await Promise.all([readGroupStates(this.client, this.keys.groups), this.store.running()]);
+    const [states, running] = await Promise.all([readGroupStates(this.client, store.keys.groups), store.running()]);
     const names = new Set([...states.keys(), ...running.keys()]);
-    return [...names].sort().map((group) => {
+    return [...names].map((group) => {
       const g = states.get(group) ?? EMPTY_GROUP;
       return {
         group,
@@ -608,7 +736,7 @@ export class Queue<T extends object = UntypedTasks> {
 
   private async setGroup(group: string, change: GroupChange): Promise<void> {
     this.check({ task: 'x', group });
-    await this.store.group(group, change);
+    await this.storeOf(group).group(group, change);
   }
 
   /** Live executors (whose heartbeat has not expired). */
@@ -616,23 +744,31 @@ export class Queue<T extends object = UntypedTasks> {
     // Registry expiries are the Redis server's clock (heartbeat.lua), so compare with it.
     const [sec, usec] = await this.client.time();
     const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-    const ids = await this.client.zrangebyscore(this.keys.workers, now, '+inf');
-    if (ids.length === 0) return [];
-    const infos = await this.client.mget(ids.map((id) => this.keys.worker(id)));
-    const out: WorkerInfo[] = [];
-    ids.forEach((id, i) => {
-      const raw = infos[i];
-      if (raw) out.push({ id, ...(JSON.parse(raw) as Omit<WorkerInfo, 'id'>) });
-    });
-    return out;
+    // (an executor registers in every shard: each lists it once)
+    const out = new Map<string, WorkerInfo>();
+    for (const keys of this.shardKeys) {
+      const ids = (await this.client.zrangebyscore(keys.workers, now, '+inf')).filter((id) => !out.has(id));
+      if (ids.length === 0) continue;
+      const infos = await this.client.mget(ids.map((id) => keys.worker(id)));
+      ids.forEach((id, i) => {
+        const raw = infos[i];
+        if (raw) out.set(id, { id, ...(JSON.parse(raw) as Omit<WorkerInfo, 'id'>) });
+      });
+    }
+    return [...out.values()];
   }
 
   /**
-   * State changes as they happen, from the capped events stream. Pass `from` (an event's
-   * `streamId`) to resume after it; by default only new events are read.
+   * State changes as they happen, from the capped events stream (of each shard). Pass `from` (an
+   * event's `streamId`) to resume after it; by default only new events are read. A sharded
+   * queue's events come in order within each shard, and their `streamId` holds each shard's place.
    */
   events(opts: { from?: string; signal?: AbortSignal } = {}): AsyncIterable<QueueEvent> {
-    return readEvents(this.connection, this.keys.events, opts);
+    return readShardEvents(
+      this.connection,
+      this.shardKeys.map((k) => k.events),
+      opts,
+    );
   }
 
   /** Sends the submit() calls still pending, then closes the connection Rota opened (a client that was passed in is left open). */

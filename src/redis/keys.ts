@@ -1,9 +1,11 @@
 /**
- * Key names of a queue, built in one place. Every key shares the hash tag `{rota:<queue>}`,
- * so a queue lives in one Redis Cluster slot. Lua scripts build the per-group and per-job keys
- * from the same prefix (key layout: docs/architecture.md).
+ * Key names of a queue shard, built in one place. Every key of a shard shares its hash tag
+ * (`{rota:<queue>}` for an unsharded queue, `{rota:<queue>:<i>}` for shard i: ./shards.ts), so a
+ * shard lives in one Redis Cluster slot. Lua scripts build the per-group and per-job keys from the
+ * same prefix (key layout: docs/architecture.md).
  */
 import { ValidationError } from '../errors.js';
+import { shardTag } from './shards.js';
 import { CANCEL_MARK, RUNNING_MARK, SCHEDULED_MARK } from './wire.js';
 
 const QUEUE_NAME = /^[A-Za-z0-9._-]{1,100}$/;
@@ -17,6 +19,8 @@ export function checkQueueName(name: string): void {
 
 export interface QueueKeys {
   prefix: string;
+  /** The shard these keys are of (0 for an unsharded queue). */
+  shard: number;
   /** HASH of the queue's own facts: `schema`, the data format's version (see SCHEMA_VERSION in ./wire.ts). */
   meta: string;
   rotation: string;
@@ -57,12 +61,13 @@ export function leaseJobId(member: string): string | null {
   return LEASE_MEMBER.exec(member)?.[1] ?? null;
 }
 
-/** The keys of queue `name`. */
-export function queueKeys(name: string): QueueKeys {
+/** The keys of shard `shard` of queue `name` with `shards` shards (default: the unsharded queue's). */
+export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
   checkQueueName(name);
-  const prefix = `{rota:${name}}:`;
+  const prefix = `${shardTag(name, shard, shards)}:`;
   return {
     prefix,
+    shard,
     meta: `${prefix}meta`,
     rotation: `${prefix}rotation`,
     marker: `${prefix}marker`,

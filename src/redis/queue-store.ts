@@ -37,6 +37,9 @@ export interface QueueStoreOptions {
    * acknowledge it, and rejects with a {@link ReplicationError} when none did.
    */
   replicaTimeoutMs?: number;
+  /** The shard this store calls (default 0) of a queue of `shards` shards (default 1: unsharded). */
+  shard?: number;
+  shards?: number;
 }
 
 /**
@@ -195,7 +198,7 @@ function walkStep([count, until, score, skip]: RawWalk): WalkStep {
 type RawTake = [Array<Buffer | number | null>, Buffer | number];
 
 /**
- * One queue's script calls on one client.
+ * One queue shard's script calls on one client.
  * @example
  * const store = new QueueStore(client, 'mail', { maxEvents: 10_000 });
  * const { jobs } = await store.take(10, { workerId: 'w1', countingScheme: [2, 1], leaseMs: 30_000 });
@@ -215,8 +218,9 @@ export class QueueStore {
     readonly queue: string,
     opts: QueueStoreOptions,
   ) {
-    this.keys = queueKeys(queue);
-    this.gate = new SchemaGate(client, this.keys.meta, queue);
+    const shards = opts.shards ?? 1;
+    this.keys = queueKeys(queue, opts.shard ?? 0, shards);
+    this.gate = new SchemaGate(client, this.keys.meta, queue, queueKeys(queue).meta, shards);
     this.lib = opts.library ?? rotaLibrary();
     this.maxEvents = opts.maxEvents;
     this.replicaTimeoutMs = opts.replicaTimeoutMs ?? 0;

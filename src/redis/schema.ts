@@ -1,9 +1,11 @@
 /**
- * The schema check: the first client to use a queue records the data format's version in the
- * queue's `meta` hash; a client of another version refuses the queue before its first script call.
+ * The schema check: the first client to use a queue shard records the data format's version in
+ * the shard's `meta` hash, and the queue's shard count in the unsharded queue's `meta` hash (the
+ * queue's layout); a client of another version, or configured with another count, refuses the
+ * queue before its first script call.
  */
 import type { Redis } from 'ioredis';
-import { SchemaMismatchError } from '../errors.js';
+import { SchemaMismatchError, ShardCountError } from '../errors.js';
 import { asConnectionError } from './connection.js';
 import { SCHEMA_VERSION } from './wire.js';
 
@@ -13,10 +15,16 @@ export class SchemaGate {
   passed = false;
   private pending: Promise<void> | null = null;
 
+  /**
+   * @param layoutKey the unsharded queue's `meta` hash, which records the queue's shard count
+   * @param shards the shard count this client is configured with
+   */
   constructor(
     private readonly client: Redis,
     private readonly metaKey: string,
     private readonly queue: string,
+    private readonly layoutKey = metaKey,
+    private readonly shards = 1,
   ) {}
 
   /**
@@ -47,13 +55,19 @@ export class SchemaGate {
   }
 
   private async readOnce(): Promise<void> {
-    // A read first: a queue that has its schema needs no write, so the check passes while Redis
-    // refuses writes (maxmemory reached, a read-only replica).
-    let found = await this.client.hget(this.metaKey, 'schema');
-    if (found === null) {
-      await this.client.hsetnx(this.metaKey, 'schema', String(SCHEMA_VERSION));
-      found = await this.client.hget(this.metaKey, 'schema');
-    }
-    if (found !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, String(found), SCHEMA_VERSION);
+    // Reads first: a queue that has its schema and count needs no write, so the check passes
+    // while Redis refuses writes (maxmemory reached, a read-only replica).
+    const schema = await this.readOrRecord(this.metaKey, 'schema', SCHEMA_VERSION);
+    if (schema !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, String(schema), SCHEMA_VERSION);
+    const shards = await this.readOrRecord(this.layoutKey, 'shards', this.shards);
+    if (shards !== String(this.shards)) throw new ShardCountError(this.queue, Number(shards), this.shards);
+  }
+
+  /** Field `field` of hash `key`, recorded as `value` first when it has none (HSETNX). */
+  private async readOrRecord(key: string, field: string, value: number): Promise<string | null> {
+    const found = await this.client.hget(key, field);
+    if (found !== null) return found;
+    await this.client.hsetnx(key, field, String(value));
+    return this.client.hget(key, field);
   }
 }

@@ -1,0 +1,64 @@
+/**
+ * Where a sharded queue keeps what. A queue of `shards: N` is N independent queues ("shards")
+ * under one name, each in its own Cluster slot (hash tag `{rota:<queue>:<i>}`; one shard keeps
+ * the unsharded tag `{rota:<queue>}`). A group lives in one shard, chosen by its bucket: a
+ * stable hash of its name into {@link BUCKETS} buckets, and bucket mod N the shard. A job id that
+ * Rota makes carries its group's bucket, so it names its shard under any shard count.
+ */
+import { ValidationError } from '../errors.js';
+
+/** Most shards a queue may have. */
+export const MAX_SHARDS = 1024;
+
+/** Buckets a group hashes into (36³: three base-36 digits in a job id). */
+export const BUCKETS = 46_656;
+
+/** Checks a shard count: a whole number from 1 to {@link MAX_SHARDS}; answers it (default 1). */
+export function checkShards(shards: number | undefined): number {
+  if (shards === undefined) return 1;
+  if (!Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS) {
+    throw new ValidationError('shards', `must be a whole number from 1 to ${MAX_SHARDS}`);
+  }
+  return shards;
+}
+
+/** The bucket of group `group`: FNV-1a (32 bits) over its UTF-16 code units, mod {@link BUCKETS}. */
+export function groupBucket(group: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < group.length; i++) {
+    h ^= group.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % BUCKETS;
+}
+
+/** The shard of group `group` in a queue of `shards` shards. */
+export function shardOfGroup(group: string, shards: number): number {
+  return shards === 1 ? 0 : groupBucket(group) % shards;
+}
+
+/** The bucket as a job id's suffix: three base-36 digits. */
+export function bucketSuffix(bucket: number): string {
+  return bucket.toString(36).padStart(3, '0');
+}
+
+/**
+ * A job id Rota made: 18 base-36 digits, `.`, the group's bucket (three base-36 digits); a
+ * fan-out child adds `/<n>` to its parent's id.
+ */
+const MADE_ID = /^[0-9a-z]{18,19}\.([0-9a-z]{3})(?:\/\d+)*$/;
+
+/**
+ * The shard a job id names, for an id Rota made (or a fan-out child of one); null for another id
+ * (a caller's), which any shard may hold.
+ */
+export function shardOfId(id: string, shards: number): number | null {
+  if (shards === 1) return 0;
+  const m = MADE_ID.exec(id);
+  return m ? Number.parseInt(m[1], 36) % shards : null;
+}
+
+/** The hash tag of shard `shard` of queue `queue` with `shards` shards (one shard: the unsharded tag). */
+export function shardTag(queue: string, shard: number, shards: number): string {
+  return shards === 1 ? `{rota:${queue}}` : `{rota:${queue}:${shard}}`;
+}
