@@ -6,7 +6,7 @@ import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
 import { leaseJobId, type QueueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore, type SubmitReply } from '../redis/queue-store.js';
-import { bucketSuffix, checkShards, groupBucket, shardOfGroup, shardOfId } from '../redis/shards.js';
+import { bucketSuffix, checkShards, groupBucket, homeShard, shardOfGroup, shardOfId } from '../redis/shards.js';
 import { GROUP_DUE_MARK } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
 import { type QueueEvent, readShardEvents } from './events.js';
@@ -203,7 +203,10 @@ export class Queue<T extends object = UntypedTasks> {
   readonly keys: QueueKeys;
   /** The queue's shard count. */
   readonly shards: number;
-  /** The keys of each shard, by shard number. */
+  /**
+   * The keys of each shard, by shard number; a queue of more than one shard has its home shard
+   * (periodic tasks and their runs) last.
+   */
   readonly shardKeys: readonly QueueKeys[];
   /** The command connection (shared with parts of Rota built on this queue). */
   readonly client: Redis;
@@ -234,7 +237,7 @@ export class Queue<T extends object = UntypedTasks> {
     this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
     const replicaTimeoutMs = replicaTimeout(opts);
     this.stores = Array.from(
-      { length: this.shards },
+      { length: homeShard(this.shards) + 1 },
       (_, shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, replicaTimeoutMs, shard, shards: this.shards }),
     );
     this.shardKeys = this.stores.map((s) => s.keys);
@@ -247,8 +250,19 @@ export class Queue<T extends object = UntypedTasks> {
   }
 
   /**
-   * The stores that may hold job `id`: its shard's, for an id Rota made; every shard's for
-   * another id (a caller's id is unique within a shard, and any shard may hold it).
+   * The stores that may hold jobs of group `group`: its shard's, and the home shard's (where its
+   * periodic runs are) when the queue has more than one.
+   */
+  private storesOfGroup(group: string): QueueStore[] {
+    const own = this.storeOf(group);
+    const home = this.stores[homeShard(this.shards)];
+    return own === home ? [own] : [own, home];
+  }
+
+  /**
+   * The stores that may hold job `id`: its shard's, for an id Rota made (or a fan-out child of
+   * one); every shard's for another id (a caller's id is unique within a shard, and any shard may
+   * hold it; the home shard holds periodic runs).
    */
   private storesOf(id: string): QueueStore[] {
     const shard = shardOfId(id, this.shards);
@@ -494,7 +508,7 @@ export class Queue<T extends object = UntypedTasks> {
     if (group !== undefined) this.check({ task: 'x', group });
     let removed = 0;
     // (shard by shard, so that `limit` holds across them)
-    for (const store of group !== undefined ? [this.storeOf(group)] : this.stores) {
+    for (const store of group !== undefined ? this.storesOfGroup(group) : this.stores) {
       let cursor: FinishedCursor | undefined;
       do {
         const most = Math.min(CLEAN_BATCH, limit - removed);
@@ -517,7 +531,7 @@ export class Queue<T extends object = UntypedTasks> {
   async retryFailed(opts: RetryFailedOptions = {}): Promise<number> {
     const { group, task } = opts;
     if (group !== undefined || task !== undefined) this.check({ task: task ?? 'x', group });
-    const shards = group !== undefined ? [this.storeOf(group)] : this.stores;
+    const shards = group !== undefined ? this.storesOfGroup(group) : this.stores;
     const counts = await Promise.all(
       shards.map(async (store) => {
         let retried = 0;
@@ -538,9 +552,10 @@ export class Queue<T extends object = UntypedTasks> {
    * optionally of one group. At most `limit` jobs (default 50).
    */
   async jobs(opts: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
-    if (opts.group !== undefined || this.shards === 1) return this.shardJobs(this.storeOf(opts.group ?? ''), opts);
+    if (this.stores.length === 1) return this.shardJobs(this.stores[0], opts);
     const limit = opts.limit ?? 50;
-    const parts = await Promise.all(this.stores.map((s) => this.shardJobs(s, opts)));
+    const stores = opts.group !== undefined ? this.storesOfGroup(opts.group) : this.stores;
+    const parts = await Promise.all(stores.map((s) => this.shardJobs(s, opts)));
     const all = parts.flat();
     // (each shard's part is in order: merged by the same order)
     const order: Record<string, (a: Job, b: Job) => number> = {
@@ -616,7 +631,7 @@ export class Queue<T extends object = UntypedTasks> {
     const finished = { success: 0, failed: 0, cancelled: 0 };
     const waits: number[] = [];
     // (each shard samples its share of the 1,000)
-    const sampled = Math.ceil(1000 / this.shards);
+    const sampled = Math.ceil(1000 / this.stores.length);
     await Promise.all(
       this.stores.map(async ({ keys }) => {
         const states = ['success', 'failed', 'cancelled'] as const;
@@ -663,9 +678,26 @@ export class Queue<T extends object = UntypedTasks> {
    * A group with neither is not kept: groups can come and go by the million.
    */
   async groups(): Promise<GroupInfo[]> {
-    // (a group lives in one shard: the shards' groups are told apart by name)
     const parts = await Promise.all(this.stores.map((s) => this.shardGroups(s)));
-    return parts.flat().sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
+    // A group lives in its shard; its periodic runs (home shard) and fan-out children (their
+    // parent's shard) may be elsewhere: their counts add up, its settings are its shard's.
+    const merged = new Map<string, GroupInfo>();
+    parts.forEach((part, shard) => {
+      for (const g of part) {
+        const seen = merged.get(g.group);
+        if (!seen) merged.set(g.group, g);
+        else {
+          const own = shardOfGroup(g.group, this.shards) === shard ? g : seen;
+          merged.set(g.group, {
+            ...own,
+            waiting: seen.waiting + g.waiting,
+            running: seen.running + g.running,
+            stuck: seen.stuck + g.stuck,
+          });
+        }
+      }
+    });
+    return [...merged.values()].sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
   }
 
   /** {@link groups} of one shard. */
@@ -736,7 +768,8 @@ export class Queue<T extends object = UntypedTasks> {
 
   private async setGroup(group: string, change: GroupChange): Promise<void> {
     this.check({ task: 'x', group });
-    await this.storeOf(group).group(group, change);
+    // (its periodic runs, in the home shard, follow the same settings)
+    await Promise.all(this.storesOfGroup(group).map((s) => s.group(group, change)));
   }
 
   /** Live executors (whose heartbeat has not expired). */

@@ -1,9 +1,12 @@
 /**
  * Where a sharded queue keeps what. A queue of `shards: N` is N independent queues ("shards")
- * under one name, each in its own Cluster slot (hash tag `{rota:<queue>:<i>}`; one shard keeps
- * the unsharded tag `{rota:<queue>}`). A group lives in one shard, chosen by its bucket: a
- * stable hash of its name into {@link BUCKETS} buckets, and bucket mod N the shard. A job id that
- * Rota makes carries its group's bucket, so it names its shard under any shard count.
+ * under one name, each in its own Cluster slot (hash tag `{rota:<queue>:<i>}`), and, when N > 1,
+ * a home shard under the unsharded tag `{rota:<queue>}`: it holds the queue's layout (its shard
+ * count), the periodic tasks and their runs, so that staging a run stays one atomic call beside
+ * its task. An unsharded queue (N = 1) is its own home. A submitted job lives in its group's
+ * shard, chosen by the group's bucket (a stable hash of its name into {@link BUCKETS} buckets,
+ * bucket mod N); a fan-out child lives with its parent. A job id that Rota makes carries its
+ * group's bucket, so it names its shard under any shard count.
  */
 import { ValidationError } from '../errors.js';
 
@@ -58,7 +61,12 @@ export function shardOfId(id: string, shards: number): number | null {
   return m ? Number.parseInt(m[1], 36) % shards : null;
 }
 
-/** The hash tag of shard `shard` of queue `queue` with `shards` shards (one shard: the unsharded tag). */
+/** The number of the home shard of a queue of `shards` shards: the only one, or the one after the last. */
+export function homeShard(shards: number): number {
+  return shards === 1 ? 0 : shards;
+}
+
+/** The hash tag of shard `shard` of queue `queue` with `shards` shards (the home shard: the unsharded tag). */
 export function shardTag(queue: string, shard: number, shards: number): string {
-  return shards === 1 ? `{rota:${queue}}` : `{rota:${queue}:${shard}}`;
+  return shard === homeShard(shards) ? `{rota:${queue}}` : `{rota:${queue}:${shard}}`;
 }
