@@ -81,11 +81,11 @@ describe('a sharded queue', () => {
     );
     await Promise.all(workers.map((w) => w.run()));
     const groups = groupsOverShards(40);
-    const jobs = await q.submitBulk(Array.from({ length: 800 }, (_, i) => ({ task: 't', group: groups[i % groups.length] })));
     let done = 0;
     const bus = new EventEmitter();
     for (const w of workers) w.on('completed', () => bus.emit('done', ++done));
-    await until(bus, 'done', () => done >= jobs.length, 30_000);
+    await q.submitBulk(Array.from({ length: 800 }, (_, i) => ({ task: 't', group: groups[i % groups.length] })));
+    await until(bus, 'done', () => done >= 800, 30_000);
     expect(runs.size).toBe(800);
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     expect((await q.counts()).success).toBe(800);
@@ -151,6 +151,70 @@ describe('a sharded queue', () => {
     await until(w, 'completed', () => order.includes(light));
     // The executor takes from the shards in turn: the light shard's job is in one of its next takes.
     expect(order.indexOf(light) - at).toBeLessThan(4 * 10 + 20);
+  });
+
+  it('keeps a fan-out’s children with their parent, in whatever group, and counts them there', async () => {
+    const name = uniqueQueue('shards');
+    const q = openQueue(name, { shards: SHARDS });
+    const [parentGroup, childGroup] = groupsInTwoShards();
+    const ran: string[] = [];
+    const w = openWorker(
+      name,
+      {
+        parent: (ctx) => ctx.fanOut([1, 2, 3, 4, 5], { task: 'child', group: childGroup }),
+        child: ({ job }: { job: Job }) => {
+          ran.push(job.id);
+        },
+      },
+      { shards: SHARDS, concurrency: 4 },
+    );
+    const parent = await q.submit({ task: 'parent', group: parentGroup });
+    await until(w, 'completed', () => ran.length === 5);
+    const raw = rawClient();
+    try {
+      const home = q.shardKeys[shardOfGroup(parentGroup, SHARDS)];
+      for (const id of ran) {
+        expect(id.startsWith(`${parent.id}/`)).toBe(true);
+        expect(await raw.hget(home.job(id), 'group')).toBe(childGroup);
+        expect((await q.getJob(id))?.state).toBe('success');
+      }
+    } finally {
+      raw.disconnect();
+    }
+    await eventually(async () => (await q.getJob(parent.id))?.children?.success === 5);
+  });
+
+  it('merges the shards’ events, and resumes every shard from an event’s streamId', async () => {
+    const name = uniqueQueue('shards');
+    const q = openQueue(name, { shards: SHARDS });
+    const groups = groupsOverShards(12);
+    const stop = new AbortController();
+    const seen: Array<{ id: string; streamId: string }> = [];
+    const reading = (async () => {
+      for await (const e of q.events({ from: q.shardKeys.map(() => '0').join(','), signal: stop.signal })) {
+        seen.push(e);
+        if (seen.length === 12) stop.abort();
+      }
+    })();
+    const jobs = await q.submitBulk(groups.map((group) => ({ task: 't', group })));
+    await reading;
+    expect(seen.map((e) => e.id).sort()).toEqual(jobs.map((j) => j.id).sort());
+    // Resuming after the sixth event gives the six after it, in whatever shard they are.
+    const rest: string[] = [];
+    const again = new AbortController();
+    for await (const e of q.events({ from: seen[5].streamId, signal: again.signal })) {
+      rest.push(e.id);
+      if (rest.length === 6) again.abort();
+    }
+    expect(rest.sort()).toEqual(
+      seen
+        .slice(6)
+        .map((e) => e.id)
+        .sort(),
+    );
+    await expect(async () => {
+      for await (const _ of q.events({ from: '0-0' })) break;
+    }).rejects.toThrow(/one stream id per shard/);
   });
 
   it('refuses a part configured with another shard count, and writes nothing', async () => {
