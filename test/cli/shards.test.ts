@@ -3,7 +3,10 @@
  * is not given, `--shards` (or ROTA_SHARDS) overrides it and a count the queue does not have is
  * refused, and every command adds up or reaches across the shards.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler } from '../../src/index.js';
 import { shardOfGroup } from '../../src/redis/shards.js';
@@ -114,6 +117,17 @@ describe('rota on a sharded queue', () => {
     expect(periodic.stdout).toContain('"nightly"');
   });
 
+  it('runs a scheduler replica with the count it reads', async () => {
+    const replica = new NodeProcess(BIN, [...q, 'scheduler', '--id', 'cli-replica']);
+    try {
+      await eventually(async () => (await tasks.schedulers()).includes('cli-replica'), 20_000);
+      replica.signal('SIGTERM');
+      expect(await replica.exited).toBe(0);
+    } finally {
+      await replica.kill();
+    }
+  });
+
   it('cleans across every shard', async () => {
     const clean = await rota([...q, 'clean', '--state', 'cancelled']);
     expect(clean).toMatchObject({ code: 0, stdout: `${cancelled.length} cancelled jobs removed\n` });
@@ -160,4 +174,36 @@ describe('rota on a sharded queue', () => {
       await dashboard.exited;
     }
   });
+
+  it('runs an executor on every shard with the count it reads; workers and retry --all-failed cover every shard', async () => {
+    const other = uniqueQueue('cli-shards');
+    const o = ['--redis', redisUrl(), '--queue', other];
+    const dir = mkdtempSync(join(tmpdir(), 'rota-cli-'));
+    const file = join(dir, 'tasks.mjs');
+    writeFileSync(file, "export default { ok: async () => 'ok', bad: async () => { throw new Error('no'); } };\n");
+    const sharded = new Queue(other, { connection: redisUrl(), shards: SHARDS });
+    try {
+      const oks = await sharded.submitBulk(GROUPS.map((group) => ({ task: 'ok', group })));
+      const bads = await sharded.submitBulk(GROUPS.map((group) => ({ task: 'bad', group, maxRetries: 0 })));
+      const worker = new NodeProcess(BIN, [...o, 'worker', '--tasks', file, '--concurrency', '4']);
+      try {
+        await eventually(async () => {
+          const c = await sharded.counts();
+          return c.success === oks.length && c.failed === bads.length;
+        }, 30_000);
+        const workers = (await rota([...o, 'workers', '--json'])).stdout.trim().split('\n');
+        expect(workers).toHaveLength(1);
+        expect(JSON.parse(workers[0])).toMatchObject({ pid: worker.pid, concurrency: 4 });
+        worker.signal('SIGTERM');
+        expect(await worker.exited).toBe(0);
+      } finally {
+        await worker.kill();
+      }
+      const retried = await rota([...o, 'retry', '--all-failed']);
+      expect(retried).toMatchObject({ code: 0, stdout: `${bads.length} failed jobs put back as waiting\n` });
+      expect((await sharded.counts()).waiting).toBe(bads.length);
+    } finally {
+      await sharded.close();
+    }
+  }, 60_000);
 });

@@ -7,9 +7,11 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.js';
+import { PermanentError } from '../../src/errors.js';
 import { Scheduler } from '../../src/periodic/scheduler.js';
 import { PeriodicTasks } from '../../src/periodic/tasks.js';
 import { Queue } from '../../src/queue/queue.js';
+import { Worker } from '../../src/queue/worker.js';
 import { shardOfGroup } from '../../src/redis/shards.js';
 import { dashboardClient, textOf } from '../helpers/dashboard.js';
 import { eventually, rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
@@ -35,6 +37,18 @@ describe('dashboard of a sharded queue', () => {
   let served: DashboardServer;
   let redis: Redis;
   const { get, act } = dashboardClient(() => served.url);
+  /** The ids of every page of a job list, following its next links. */
+  const walk = async (first: string) => {
+    const seen: string[][] = [];
+    let path: string | undefined = first;
+    while (path) {
+      const page = listed((await get(path)).body);
+      seen.push(page.ids);
+      path = page.next;
+      if (seen.length > 50) throw new Error('no last page');
+    }
+    return seen;
+  };
   /** Submitted per group: 5 waiting jobs, 1 cancelled and 1 delayed. */
   const waiting: string[] = [];
   const cancelled: string[] = [];
@@ -105,20 +119,11 @@ describe('dashboard of a sharded queue', () => {
     const body = (await get('/groups?sort=waiting&dir=desc&limit=1')).body;
     expect(/<tr data-group="([^"]+)">/.exec(body)?.[1]).toBe(own);
     expect(textOf(body)).toContain(`${GROUPS.length} with jobs, runs or settings`);
+    expect((await act('group/resume', { group: own })).status).toBe(200);
+    expect((await queue.groups()).find((g) => g.group === own)?.paused).toBe(false);
   });
 
   it('pages a job list across the shards: every job once, in the list order', async () => {
-    const walk = async (first: string) => {
-      const seen: string[][] = [];
-      let path: string | undefined = first;
-      while (path) {
-        const page = listed((await get(path)).body);
-        seen.push(page.ids);
-        path = page.next;
-        if (seen.length > 50) throw new Error('no last page');
-      }
-      return seen;
-    };
     const waitingPages = await walk('/jobs?state=waiting&limit=7');
     expect(waitingPages.length).toBeGreaterThan(8);
     expect(waitingPages.flat().sort()).toEqual([...waiting].sort());
@@ -152,6 +157,7 @@ describe('dashboard of a sharded queue', () => {
     expect((await queue.getJob(job.id))?.state).toBe('cancelled');
     expect((await act('job/retry', { id: job.id })).body).toContain(`Job ${job.id}: waiting.`);
     expect((await queue.getJob(job.id))?.state).toBe('waiting');
+    waiting.push(job.id);
     const run = textOf((await get(`/jobs/${encodeURIComponent(periodicRun)}`)).body);
     expect(run).toContain('periodic task nightly');
   });
@@ -165,5 +171,32 @@ describe('dashboard of a sharded queue', () => {
     } finally {
       await wrong.close();
     }
+  });
+
+  it('lists the failed jobs of every shard, retries them all, and shows the executor that took from every shard', async () => {
+    const worker = new Worker(
+      name,
+      {
+        work: async () => {
+          throw new PermanentError('refused');
+        },
+      },
+      { connection: redisUrl(), shards: SHARDS, concurrency: 8 },
+    );
+    try {
+      await worker.run();
+      await eventually(async () => (await queue.counts()).failed === waiting.length, 20_000);
+      await eventually(async () => (await get('/executors')).body.includes(worker.id), 10_000);
+      expect(textOf((await get('/executors')).body)).toContain('Executors 1 live');
+    } finally {
+      await worker.close();
+    }
+    const failed = (await walk('/jobs?state=failed&limit=9')).flat();
+    expect([...failed].sort()).toEqual([...waiting].sort());
+    const finished = await Promise.all(failed.map(async (id) => (await queue.getJob(id))!.finished!));
+    expect(finished).toEqual([...finished].sort((a, b) => b - a));
+    const retried = await act('jobs/retry-failed', {});
+    expect(JSON.parse(retried.body).message).toBe(`${waiting.length} failed jobs retried.`);
+    expect(await queue.counts()).toMatchObject({ failed: 0, waiting: waiting.length });
   });
 });

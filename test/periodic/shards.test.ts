@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { PeriodicTasks, Queue, Scheduler, ShardCountError } from '../../src/index.js';
-import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
+import { type Job, PeriodicTasks, Queue, Scheduler, ShardCountError, Worker } from '../../src/index.js';
+import { shardOfGroup } from '../../src/redis/shards.js';
+import { closeAll, eventually, rawClient, redisUrl, streamEvents, track, uniqueQueue } from '../helpers/setup.js';
 
 afterEach(closeAll);
 
@@ -53,4 +54,69 @@ describe('periodic tasks of a sharded queue', () => {
       redis.disconnect();
     }
   });
+
+  it('fires each occurrence exactly once with two scheduler replicas and an executor taking from every shard', async () => {
+    const name = uniqueQueue('pshards');
+    const SHARDS = 3;
+    const queue = track(new Queue(name, { connection: redisUrl(), shards: SHARDS }));
+    const tasks = track(new PeriodicTasks(name, { connection: redisUrl(), shards: SHARDS }));
+    // A task in a group of each shard (its runs are in the home shard all the same).
+    const groups = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    const byShard = Array.from({ length: SHARDS }, (_, i) => groups.find((g) => shardOfGroup(g, SHARDS) === i)!);
+    for (const [i, group] of byShard.entries()) {
+      await tasks.upsert({ id: `t${i}`, task: 'tick', group, timer: 'every 500ms', overlap: 'allow' });
+    }
+    const ran = new Map<string, number>();
+    const done: Job[] = [];
+    const worker = track(
+      new Worker(
+        name,
+        {
+          tick: async ({ job }) => {
+            ran.set(job.id, (ran.get(job.id) ?? 0) + 1);
+          },
+        },
+        { connection: redisUrl(), shards: SHARDS, concurrency: 4 },
+      ),
+    );
+    worker.on('completed', (j) => done.push(j));
+    await worker.run();
+    const replicas = [0, 1].map((i) => track(new Scheduler(name, { connection: redisUrl(), shards: SHARDS, id: `r${i}` })));
+    await Promise.all(replicas.map((r) => r.start()));
+    // about eight occurrences of each task
+    await eventually(
+      async () => (await Promise.all(byShard.map((_, i) => tasks.runs(`t${i}`)))).every((r) => r.length >= 8),
+      20_000,
+    );
+    for (const i of byShard.keys()) await tasks.disable(`t${i}`);
+    for (const r of replicas) await r.close();
+    const runs = (await Promise.all(byShard.map((_, i) => tasks.runs(`t${i}`, { limit: 1000 })))).map((r) =>
+      r.filter((x) => x.jobId).sort((a, b) => a.occurrence - b.occurrence),
+    );
+    const all = runs.flat();
+    await eventually(async () => done.length >= all.length && true, 20_000);
+
+    const redis = rawClient();
+    try {
+      for (const [i, taskRuns] of runs.entries()) {
+        // every occurrence from the first to the last, once each
+        taskRuns.forEach((r, k) => {
+          expect(r.jobId).toBe(`t${i}@${r.occurrence}`);
+          if (k > 0) expect(r.occurrence - taskRuns[k - 1].occurrence).toBe(500);
+        });
+        expect(taskRuns.length).toBeGreaterThanOrEqual(8);
+      }
+      for (const r of all) {
+        expect(ran.get(r.jobId!), r.jobId).toBe(1);
+        expect((await queue.getJob(r.jobId!))?.state).toBe('success');
+        expect(await redis.exists(`{rota:${name}}:j:${r.jobId}`)).toBe(1);
+      }
+      expect(ran.size).toBe(all.length);
+      // Submitted once each: one `waiting` change per run in the home shard's events.
+      const added = (await streamEvents(name)).filter((e) => e.state === 'waiting').map((e) => e.id);
+      expect(added.sort()).toEqual(all.map((r) => r.jobId!).sort());
+    } finally {
+      redis.disconnect();
+    }
+  }, 60_000);
 });
