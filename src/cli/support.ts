@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { type Command, InvalidArgumentError } from 'commander';
-import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { ConnectionError, RotaError, ShardCountError } from '../errors.js';
 import { Queue } from '../queue/queue.js';
 import { connectionError, maskUrl } from '../redis/connection.js';
@@ -149,27 +149,30 @@ async function reach<C extends Client>(g: GlobalOptions, client: C): Promise<C> 
 }
 
 /**
- * A Cluster client started from the node `options` name, carrying its user, password and TLS to
- * every node (`redisOptions`). Under TLS with a host name, the name is kept rather than resolved
- * first (`dnsLookup`), so that the node's certificate is checked against the name given.
+ * A Cluster client started from the node `options` name (and `more` nodes after it), carrying its
+ * user, password and TLS to every node (`redisOptions`). Under TLS with a host name, the name is
+ * kept rather than resolved first (`dnsLookup`), so that the node's certificate is checked
+ * against the name given.
  */
-function clusterOf(options: RedisOptions, more: Partial<ClusterOptions>): Cluster {
+function clusterOf(options: RedisOptions, clusterOptions: Partial<ClusterOptions>, more: ClusterNode[] = []): Cluster {
   const { host, port, db: _db, ...nodeOptions } = options;
-  const clusterOptions: ClusterOptions = { ...more, redisOptions: { ...nodeOptions, ...more.redisOptions } };
-  if (options.tls && host && isIP(host) === 0) clusterOptions.dnsLookup = (address, callback) => callback(null, address);
-  return new Cluster([{ host, port }], clusterOptions);
+  const all: ClusterOptions = { ...clusterOptions, redisOptions: { ...nodeOptions, ...clusterOptions.redisOptions } };
+  if (options.tls && host && isIP(host) === 0) all.dnsLookup = (address, callback) => callback(null, address);
+  return new Cluster([{ host, port }, ...more], all);
 }
 
 /**
  * The `connection` a long-running command (executor, scheduler, dashboard, demo) hands Rota,
  * which opens its own connections from it and retries them through outages: the `--redis`
  * options for a single server; for a Cluster (`client` is one, see {@link openClient}) a Cluster
- * client with Rota's defaults, which Rota copies for each connection it needs. Disconnect a
- * Cluster when the command ends.
+ * client with Rota's defaults, which Rota copies for each connection it needs. Its startup nodes
+ * are the `--redis` node and every node `client` knows, so that it can connect again while that
+ * node is gone. Disconnect a Cluster when the command ends.
  */
-export function connectionFor(g: GlobalOptions, client: Client): RedisOptions | Cluster {
+function connectionFor(g: GlobalOptions, client: Client): RedisOptions | Cluster {
   if (!(client instanceof Cluster)) return connectionOf(g);
-  const cluster = clusterOf(connectionOf(g), {});
+  const known = client.nodes('all').map((n) => ({ host: n.options.host, port: n.options.port }));
+  const cluster = clusterOf(connectionOf(g), {}, known);
   // (a failed command reports its error; without a listener ioredis would print each one)
   cluster.on('error', () => {});
   return cluster;
