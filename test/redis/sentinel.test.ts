@@ -9,7 +9,7 @@ import { drainThrough } from '../fixtures/failover.js';
 
 describe('under Sentinel, a manual failover mid-drain', () => {
   it('loses no acknowledged job with durability "replicated"', async () => {
-    const counts = await drainThrough('sentinel', 'replicated', 5000);
+    const counts = await drainThrough({ fault: 'sentinel', durability: 'replicated', jobs: 5000 });
     expect(counts.acknowledged).toBe(5000);
     expect(counts.lost).toBe(0);
     expect(counts.missing).toBe(0);
