@@ -48,7 +48,7 @@ const FAN_LEAVES = named('fan-leaves', (g) => shardOfGroup(g, 4) === shardOfGrou
  * in a paused group ({@link KIDS}), a periodic run, delayed jobs, and waiting jobs of both
  * priorities over {@link GROUPS}, a few with caller-given ids and one group with a long list.
  * Groups with settings: KIDS paused, `tenant-1` limited, `tenant-2` weighted, `tenant-3`
- * rate-limited (two starts logged).
+ * rate-limited (5 an hour, with the starts of its finished jobs logged).
  */
 export async function populate(name: string): Promise<string[]> {
   const connection = redisUrl();

@@ -15,7 +15,7 @@ import { type JobSet, ReshardStore } from '../../src/redis/reshard-store.js';
 import { shardOfGroup, shardOfId } from '../../src/redis/shards.js';
 import { executorScript } from '../fixtures/chaos.js';
 import { NodeProcess } from '../helpers/processes.js';
-import { audit, populate, type Snapshot, snapshot } from '../helpers/reshard.js';
+import { audit, KIDS, populate, type Snapshot, snapshot } from '../helpers/reshard.js';
 import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
 
 const raw = rawClient();
@@ -73,6 +73,48 @@ describe('reshard', () => {
     const same = await dump(name);
     expect(await reshard(redisUrl(), name, { to: 1 })).toMatchObject({ from: 1, to: 1, moved: 0, resumed: false });
     expect(await dump(name)).toEqual(same);
+  });
+
+  it("leaves the jobs to executors of the new count: each waiting job runs once, under its group's settings (a limit, a rate whose log came along)", async () => {
+    const q = await filled('reshard-run');
+    await reshard(redisUrl(), q.name, { to: 4, batch: 7 });
+    await reshard(redisUrl(), q.name, { to: 3, batch: 7 });
+    await audit(q.name, 3, q.before, raw);
+    const queue = openQueue(q.name, { shards: 3 });
+    await queue.resumeGroup(KIDS);
+    const ran: Job[] = [];
+    const busy = new Map<string, number>();
+    let most = 0;
+    const handler = async (ctx: { job: Job }) => {
+      ran.push(ctx.job);
+      const g = ctx.job.group;
+      busy.set(g, (busy.get(g) ?? 0) + 1);
+      if (g === 'tenant-1') most = Math.max(most, busy.get(g)!);
+      await new Promise((r) => setTimeout(r, 5));
+      busy.set(g, busy.get(g)! - 1);
+    };
+    const handlers = { work: handler, child: handler, ok: handler, hang: handler };
+    for (let i = 0; i < 2; i++) openWorker(q.name, handlers, { shards: 3, concurrency: 4 });
+    const waiting = [...q.before.jobs.values()].filter((j) => j.state === 'waiting');
+    // tenant-3's rate is 5 starts an hour, and the starts before the move count (its log came along)
+    const rated = waiting.filter((j) => j.group === 'tenant-3');
+    const more = 5 - [...q.before.jobs.values()].filter((j) => j.group === 'tenant-3' && j.started).length;
+    expect(more).toBeGreaterThan(0);
+    expect(rated.length).toBeGreaterThan(more);
+    const runnable = waiting.length - (rated.length - more);
+    await eventually(async () => ran.length >= runnable, 30_000);
+    expect(new Set(ran.map((j) => j.id)).size).toBe(ran.length);
+    expect(ran.every((j) => q.before.jobs.get(j.id)?.state === 'waiting')).toBe(true);
+    expect(ran.filter((j) => j.group === 'tenant-3').length).toBe(more);
+    expect(most).toBeLessThanOrEqual(2);
+    await eventually(async () => (await queue.counts()).success === q.before.counts.success + runnable);
+    expect(await queue.counts()).toMatchObject({
+      waiting: rated.length - more,
+      delayed: q.before.counts.delayed,
+      stuck: q.before.counts.stuck,
+      running: 0,
+      scheduled: 0,
+    });
   });
 
   it('is killed (kill -9) at any point and run again to completion, with no job lost or doubled; meanwhile the queue is refused to every other client', async () => {
