@@ -207,15 +207,15 @@ class Resharder {
         if (to !== this.to) throw underwayError(this.queue, this.from, to);
       }
     }
-    if (!tidying) {
-      for (const s of expired) await this.recover(s);
-      for (const s of this.sources) {
-        await this.submitFannedOut(s);
-        await this.copySettings(s);
-        await this.moveShard(s);
-      }
-      await this.client.hset(this.layout, LAYOUT.reshardStep, TIDYING);
+    for (const s of expired) await this.recover(s);
+    for (const s of this.sources) {
+      await this.submitFannedOut(s);
+      // (once tidying, settings moved away are lifted at their source: they are not copied again)
+      if (!tidying) await this.copySettings(s);
+      // (again when tidying: jobs that a producer left running added meanwhile move too)
+      await this.moveShard(s);
     }
+    if (!tidying) await this.client.hset(this.layout, LAYOUT.reshardStep, TIDYING);
     await this.tidy();
     await this.client
       .multi()
@@ -673,7 +673,7 @@ class Resharder {
         throw new ReshardRefusedError(
           this.queue,
           'changed',
-          `shard ${s} still holds ${left} after the move: is a producer or an executor running? Stop it and run the command again`,
+          `shard ${s} still holds ${left} after the move: is a producer or an executor running? Stop it and run the command again (it moves what was added)`,
         );
       }
       this.report.dropped++;

@@ -184,6 +184,31 @@ describe('reshard', () => {
     await audit(q.name, 1, q.before, raw);
   });
 
+  it('run again at its last step, moves the jobs a producer left running added after the move', async () => {
+    const name = uniqueQueue('reshard-late');
+    const queue = openQueue(name, { shards: 3 });
+    const early = await queue.submitBulk(['a', 'b', 'c', 'd', 'e'].map((group) => ({ task: 't', group })));
+    await reshard(redisUrl(), name, { to: 2 });
+    // As if killed at its last step, with jobs in the old shards that a producer left running
+    // (with the old count) wrote after the move.
+    await raw.hset(`{rota:${name}}:meta`, 'shards', '3');
+    const late = await openQueue(name, { shards: 3 }).submitBulk([
+      { task: 't', group: 'f' },
+      { task: 't', group: 'z' },
+      { id: 'late-1', task: 't', group: 'g', delay: 60_000 },
+    ]);
+    await raw.hset(`{rota:${name}}:meta`, 'reshard', '2', 'reshardStep', 'tidying');
+    const report = await reshard(redisUrl(), name, { to: 2 });
+    expect(report).toMatchObject({ resumed: true, from: 3, to: 2, dropped: 1 });
+    const two = openQueue(name, { shards: 2 });
+    for (const job of [...early, ...late]) {
+      const shard = shardOfId(job.id, 2) ?? shardOfGroup(job.group, 2);
+      expect(await raw.exists(two.shardKeys[shard].job(job.id)), job.id).toBe(1);
+      expect((await two.getJob(job.id))?.state).toBe(job.state);
+    }
+    expect(await two.counts()).toMatchObject({ waiting: 7, delayed: 1 });
+  });
+
   it('refuses, writing nothing, while an executor is live or a run is in progress', async () => {
     const name = uniqueQueue('reshard-busy');
     const queue = openQueue(name);
