@@ -3,9 +3,11 @@
 import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import { Redis, type RedisOptions } from 'ioredis';
-import { RotaError } from '../errors.js';
+import { RotaError, ShardCountError } from '../errors.js';
 import { Queue } from '../queue/queue.js';
 import { connectionError, maskUrl } from '../redis/connection.js';
+import { queueKeys } from '../redis/keys.js';
+import { MAX_SHARDS } from '../redis/shards.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
 import type { GlobalOptions } from './main.js';
 
@@ -91,6 +93,39 @@ export async function openClient(g: GlobalOptions): Promise<Redis> {
   return client;
 }
 
+/**
+ * The shard count the CLI opens queue `name` with (default: the `--queue` one): the count the
+ * queue's layout records (field `shards` of `{rota:<queue>}:meta`), so that operators need not
+ * repeat it; `--shards` (or $ROTA_SHARDS) for a queue not laid out yet; else 1.
+ * @throws {ShardCountError} when `--shards` is not the count the queue has (the queue's reads
+ * would miss shards: they are refused before any is made).
+ * @throws {CliError} (invalid value) when the layout holds no shard count.
+ */
+export async function shardsOf(g: GlobalOptions, client: Redis, name = g.queue): Promise<number> {
+  const found = await client.hget(queueKeys(name).meta, 'shards');
+  if (found === null) return g.shards ?? 1;
+  const n = Number(found);
+  if (!/^\d+$/.test(found) || n < 1 || n > MAX_SHARDS) {
+    throw new CliError(`queue "${name}" records shards "${found}", which is no shard count`, EXIT_INVALID);
+  }
+  if (g.shards !== undefined && g.shards !== n) throw new ShardCountError(name, n, g.shards);
+  return n;
+}
+
+/**
+ * Checks that Redis can be reached (see {@link openClient}) and answers the shard count of queue
+ * `name` ({@link shardsOf}), for a command that opens connections of its own (an executor, a
+ * scheduler, the dashboard).
+ */
+export async function probeShards(g: GlobalOptions, name = g.queue): Promise<number> {
+  const client = await openClient(g);
+  try {
+    return await shardsOf(g, client, name);
+  } finally {
+    client.disconnect();
+  }
+}
+
 /** Runs `fn` with the queue named on the command line, closing it after; reports errors. */
 export async function withQueue(
   cmd: Command,
@@ -99,8 +134,8 @@ export async function withQueue(
   const opts = globals(cmd);
   await run(async () => {
     const client = await openClient(opts);
-    const queue = new Queue(opts.queue, { connection: client });
     try {
+      const queue = new Queue(opts.queue, { connection: client, shards: await shardsOf(opts, client) });
       await fn(queue, opts);
     } finally {
       client.disconnect();

@@ -19,6 +19,8 @@ export interface DemoOptions {
   durationS?: number;
   /** Jobs the flooding tenant submits at once; default 4,000. */
   flood?: number;
+  /** Shards of the demo's queue (a new queue each run); default 1. */
+  shards?: number;
   /** Write progress here (default stdout); redraws in place when it is a terminal. */
   out?: NodeJS.WriteStream;
 }
@@ -51,8 +53,9 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
     out.write(`started a private redis-server on ${url}\n`);
   }
   const queueName = server ? 'demo' : `demo-${Date.now().toString(36)}`;
-  const queue = new Queue(queueName, { connection: url });
-  const tasks = new PeriodicTasks(queueName, { connection: url });
+  const shards = opts.shards;
+  const queue = new Queue(queueName, { connection: url, shards });
+  const tasks = new PeriodicTasks(queueName, { connection: url, shards });
   const periodicRuns = new Map<string, number>();
   const tenants = new Map<string, TenantView>();
   const tenant = (g: string) => {
@@ -74,9 +77,9 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
     ping: async () => 'pong',
   };
   const workers = [1, 2].map(
-    (n) => new Worker(queueName, handlers, { connection: url!, concurrency: 8, id: `demo-executor-${n}` }),
+    (n) => new Worker(queueName, handlers, { connection: url!, concurrency: 8, id: `demo-executor-${n}`, shards }),
   );
-  const scheduler = new Scheduler(queueName, { connection: url });
+  const scheduler = new Scheduler(queueName, { connection: url, shards });
   let stopping = false;
   const onSigint = () => {
     stopping = true;

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { serveDashboard } from '../../dashboard/serve.js';
 import { EXIT_INVALID } from '../exit-codes.js';
-import { CliError, connectionOf, globals, intOption, openClient, run } from '../support.js';
+import { CliError, connectionOf, globals, intOption, openClient, run, shardsOf } from '../support.js';
 
 /**
  * Every queue named with `--queue` on the command line (it may be repeated: `--queue a --queue b`).
@@ -33,7 +33,14 @@ export function register(program: Command): void {
         const g = globals(cmd);
         const queues = queuesOf((program as unknown as { rawArgs: string[] }).rawArgs, g.queue);
         const token = o.token ?? process.env.ROTA_DASHBOARD_TOKEN ?? undefined;
-        (await openClient(g)).disconnect();
+        // (each queue's shard count: --shards, else the count its layout records)
+        const client = await openClient(g);
+        const shards: Record<string, number> = {};
+        try {
+          for (const q of queues) shards[q] = await shardsOf(g, client, q);
+        } finally {
+          client.disconnect();
+        }
         let served: Awaited<ReturnType<typeof serveDashboard>>;
         try {
           served = await serveDashboard({
@@ -44,6 +51,7 @@ export function register(program: Command): void {
             readOnly: o.readOnly,
             token: token || undefined,
             basePath: o.basePath,
+            shards,
           });
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {

@@ -16,10 +16,15 @@ export function register(program: Command): void {
     .action(async (o: { duration?: number; flood: number; json?: boolean }, cmd: Command) =>
       run(async () => {
         const redisGiven = cmd.parent?.getOptionValueSource('redis') === 'cli' || Boolean(process.env.REDIS_URL);
-        const g = cmd.optsWithGlobals() as { redis: string };
+        const g = cmd.optsWithGlobals() as { redis: string; shards?: number };
         let summary: DemoSummary;
         try {
-          summary = await runDemo({ redis: redisGiven ? g.redis : undefined, durationS: o.duration, flood: o.flood });
+          summary = await runDemo({
+            redis: redisGiven ? g.redis : undefined,
+            durationS: o.duration,
+            flood: o.flood,
+            shards: g.shards,
+          });
         } catch (err) {
           if (err instanceof ValidationError) throw new CliError(err.message.replace(/^connection:/, '--redis:'), EXIT_INVALID);
           throw new CliError((err as Error).message, EXIT_UNREACHABLE);

@@ -8,7 +8,18 @@ import { PeriodicTasks } from '../../periodic/tasks.js';
 import { Queue } from '../../queue/queue.js';
 import { parseTimer } from '../../timers/index.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
-import { CliError, connectionOf, globals, intOption, openClient, printJson, printTable, run } from '../support.js';
+import {
+  CliError,
+  connectionOf,
+  globals,
+  intOption,
+  openClient,
+  printJson,
+  printTable,
+  probeShards,
+  run,
+  shardsOf,
+} from '../support.js';
 import { timeFormat } from '../times.js';
 
 /** What a periodic command reads from the global options. */
@@ -23,11 +34,14 @@ async function withTasks(cmd: Command, fn: (tasks: PeriodicTasks, ctx: TasksCont
   const g = globals(cmd);
   await run(async () => {
     const client = await openClient(g);
-    const tasks = new PeriodicTasks(g.queue, { connection: client });
     try {
-      await fn(tasks, { json: Boolean(g.json), queue: g.queue, utc: Boolean(g.utc) });
+      const tasks = new PeriodicTasks(g.queue, { connection: client, shards: await shardsOf(g, client) });
+      try {
+        await fn(tasks, { json: Boolean(g.json), queue: g.queue, utc: Boolean(g.utc) });
+      } finally {
+        await tasks.close().catch(() => {});
+      }
     } finally {
-      await tasks.close().catch(() => {});
       client.disconnect();
     }
   });
@@ -73,9 +87,9 @@ export function register(program: Command): void {
     .action(async (o: { id?: string; metricsPort?: number }, cmd: Command) =>
       run(async () => {
         const g = globals(cmd);
-        (await openClient(g)).disconnect();
+        const shards = await probeShards(g);
         const log = createLogger({ name: 'rota-scheduler' });
-        const scheduler = new Scheduler(g.queue, { connection: connectionOf(g), id: o.id });
+        const scheduler = new Scheduler(g.queue, { connection: connectionOf(g), id: o.id, shards });
         scheduler.on('error', (err) => log.warn({ err }, 'scheduler error'));
         scheduler.on('fired', (info) => log.debug(info, 'occurrence submitted'));
         await scheduler.start();
@@ -83,7 +97,7 @@ export function register(program: Command): void {
         const metrics =
           o.metricsPort === undefined
             ? undefined
-            : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection: connectionOf(g) }) });
+            : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection: connectionOf(g), shards }) });
         if (metrics) log.info({ url: metrics.url }, 'serving metrics');
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {

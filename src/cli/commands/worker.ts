@@ -9,7 +9,7 @@ import { Queue } from '../../queue/queue.js';
 import { installShutdownHandlers } from '../../queue/shutdown.js';
 import { Worker } from '../../queue/worker.js';
 import { EXIT_INVALID } from '../exit-codes.js';
-import { CliError, connectionOf, globals, intOption, openClient, run } from '../support.js';
+import { CliError, connectionOf, globals, intOption, probeShards, run } from '../support.js';
 
 /** Loads handlers: the module's default export (an object of functions) or its named function exports. */
 export async function loadHandlers(path: string): Promise<Handlers> {
@@ -54,25 +54,26 @@ export function register(program: Command): void {
         run(async () => {
           const g = globals(cmd);
           const handlers = await loadHandlers(o.tasks);
-          (await openClient(g)).disconnect();
+          const shards = await probeShards(g);
           const log = createLogger({ name: 'rota-worker' });
           const worker = new Worker(g.queue, handlers, {
             connection: connectionOf(g),
             concurrency: o.concurrency,
             id: o.id,
             logger: log,
+            shards,
           });
           worker.on('error', (err) => log.warn({ err }, 'executor error'));
           await worker.run();
           log.info(
-            { id: worker.id, queue: g.queue, concurrency: o.concurrency, tasks: Object.keys(handlers) },
+            { id: worker.id, queue: g.queue, shards, concurrency: o.concurrency, tasks: Object.keys(handlers) },
             'executor started',
           );
           let metrics: MetricsServer | undefined;
           if (o.metricsPort !== undefined) {
             metrics = await serveMetrics({
               port: o.metricsPort,
-              queue: new Queue(g.queue, { connection: connectionOf(g) }),
+              queue: new Queue(g.queue, { connection: connectionOf(g), shards }),
               workers: [worker],
             });
             log.info({ url: metrics.url }, 'serving metrics');
