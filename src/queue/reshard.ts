@@ -84,7 +84,9 @@ const CHILD_ID = /^([\s\S]*)\/\d+$/;
  * @throws {ValidationError} naming a bad option; nothing is written then.
  * @throws {ReshardRefusedError} while an executor is live or a run is in progress (`reason`
  * `executors`, `runs`), when two jobs of one id would meet in one shard (`ids`), or when another
- * reshard of the queue to another count is under way (`underway`); nothing is written then.
+ * reshard of the queue to another count is under way (`underway`); nothing is written then. With
+ * `changed` when the queue changed under it (a producer or an executor still running): what it
+ * moved stays moved, and it goes on when run again once they are stopped.
  * @example
  * const report = await reshard('redis://127.0.0.1:6379', 'mail', { to: 4 });
  * // then start executors, producers and schedulers with shards: 4
