@@ -15,6 +15,7 @@ import { register as registerDemo } from './commands/demo.js';
 import { register as registerGroups } from './commands/groups.js';
 import { register as registerJobs } from './commands/jobs.js';
 import { register as registerPeriodic } from './commands/periodic.js';
+import { register as registerReshard } from './commands/reshard.js';
 import { register as registerWorker } from './commands/worker.js';
 import { EXIT_CODES_HELP, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { intOption } from './support.js';
@@ -31,6 +32,7 @@ const COMMANDS: RegisterCommand[] = [
   registerPeriodic,
   registerCalendar,
   registerDashboard,
+  registerReshard,
 ];
 
 /** Options every command can read with `command.optsWithGlobals()`. */
