@@ -156,6 +156,22 @@ describe('rota on a Redis Cluster', () => {
     }
   }, 30_000);
 
+  it('reshards a queue over the cluster’s primaries from one node', async () => {
+    const other = `${name}-reshard`;
+    const before = new Queue(other, { connection: conn });
+    const jobs = await before.submitBulk(GROUPS.map((group) => ({ task: 'ok', group })));
+    await before.close();
+    const r = await rota(['--redis', q[1], 'reshard', other, '--to', String(SHARDS)]);
+    expect(r.code, r.stderr).toBe(0);
+    const after = new Queue(other, { connection: conn, shards: SHARDS });
+    try {
+      expect((await after.counts()).waiting).toBe(jobs.length);
+      for (const job of jobs) expect((await after.getJob(job.id))?.state).toBe('waiting');
+    } finally {
+      await after.close();
+    }
+  });
+
   it('refuses a database number, which a Cluster does not have', async () => {
     const r = await rota(['--redis', `${q[1]}/2`, '--queue', name, 'stats']);
     expect(r.code).toBe(EXIT_INVALID);
