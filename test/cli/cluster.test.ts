@@ -13,7 +13,7 @@ import { EXIT_INVALID, EXIT_UNREACHABLE } from '../../src/cli/exit-codes.js';
 import { PeriodicTasks, Queue } from '../../src/index.js';
 import { queueKeys } from '../../src/redis/keys.js';
 import { shardOfGroup } from '../../src/redis/shards.js';
-import { BIN, rota } from '../helpers/cli.js';
+import { BIN, rota, servedPage } from '../helpers/cli.js';
 import { type LocalCluster, startCluster } from '../helpers/cluster.js';
 import { textOf } from '../helpers/dashboard.js';
 import { NodeProcess } from '../helpers/processes.js';
@@ -141,13 +141,7 @@ describe('rota on a Redis Cluster', () => {
     const port = await freePort();
     const dashboard = new NodeProcess(BIN, [...q, 'dashboard', '--port', String(port)]);
     try {
-      const page = await eventually(async () => {
-        try {
-          return await (await fetch(`http://127.0.0.1:${port}/`)).text();
-        } catch {
-          return undefined;
-        }
-      }, 20_000);
+      const page = await servedPage(port);
       expect(textOf(page)).toContain(`success ${waiting.length}`);
       dashboard.signal('SIGTERM');
       expect(await dashboard.exited).toBe(0);

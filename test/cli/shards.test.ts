@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler } from '../../src/index.js';
 import { shardOfGroup } from '../../src/redis/shards.js';
-import { BIN, rota } from '../helpers/cli.js';
+import { BIN, rota, servedPage } from '../helpers/cli.js';
 import { textOf } from '../helpers/dashboard.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { eventually, rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
@@ -160,13 +160,7 @@ describe('rota on a sharded queue', () => {
     const port = await freePort();
     const dashboard = new NodeProcess(BIN, [...q, 'dashboard', '--port', String(port)]);
     try {
-      const page = await eventually(async () => {
-        try {
-          return await (await fetch(`http://127.0.0.1:${port}/`)).text();
-        } catch {
-          return undefined;
-        }
-      }, 20_000);
+      const page = await servedPage(port);
       const counts = await queue.counts();
       expect(textOf(page)).toContain(`waiting ${counts.waiting}`);
     } finally {

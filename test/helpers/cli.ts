@@ -1,6 +1,7 @@
 /** Runs the `rota` CLI from source (through tsx) as a user would, and collects what it printed. */
 import { execFile } from 'node:child_process';
 import { TS_EXEC_ARGV } from './processes.js';
+import { eventually } from './setup.js';
 
 /** The CLI's entry point. */
 export const BIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
@@ -29,4 +30,15 @@ export function rota(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRe
       },
     );
   });
+}
+
+/** The page a dashboard process serves at `http://127.0.0.1:<port>/`, once it serves (within `timeoutMs`). */
+export function servedPage(port: number, timeoutMs = 20_000): Promise<string> {
+  return eventually(async () => {
+    try {
+      return await (await fetch(`http://127.0.0.1:${port}/`)).text();
+    } catch {
+      return undefined;
+    }
+  }, timeoutMs);
 }

@@ -1,6 +1,7 @@
 /** A local Redis Cluster for tests: real redis-server nodes on free ports, built with redis-cli. */
 import { execFileSync } from 'node:child_process';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import { RedisServer } from './redis-server.js';
 
 /** A running cluster: its nodes, in the order they were started. */
@@ -100,4 +101,28 @@ async function isSettled(c: Redis): Promise<boolean> {
   if (!(await c.cluster('INFO')).includes('cluster_state:ok')) return false;
   const replication = await c.info('replication');
   return !replication.includes('role:slave') || replication.includes('master_link_status:up');
+}
+
+/**
+ * A cluster of a test file's own: started before the file's tests ({@link startCluster}) and
+ * destroyed after them, with the Cluster clients `connect()` opened meanwhile.
+ */
+export function fileCluster(primaries = 3, replicas = 0): { readonly cluster: LocalCluster; connect(): Cluster } {
+  const clients: Cluster[] = [];
+  const own = {
+    cluster: undefined as unknown as LocalCluster,
+    connect(): Cluster {
+      const c = new Cluster(own.cluster.startupNodes);
+      clients.push(c);
+      return c;
+    },
+  };
+  beforeAll(async () => {
+    own.cluster = await startCluster(primaries, replicas);
+  }, 60_000);
+  afterAll(async () => {
+    for (const c of clients.splice(0)) c.disconnect();
+    await own.cluster?.destroy();
+  });
+  return own;
 }

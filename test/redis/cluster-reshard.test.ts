@@ -1,22 +1,15 @@
 /** A reshard on a Redis Cluster of three primaries: the shards of each count spread over the primaries, and every job moves to its own. */
-import { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type Job, Queue, reshard, Worker } from '../../src/index.js';
 import { homeShard, shardOfGroup, shardOfId } from '../../src/redis/shards.js';
-import { type LocalCluster, startCluster } from '../helpers/cluster.js';
+import { fileCluster } from '../helpers/cluster.js';
 import { eventually } from '../helpers/setup.js';
 
-let cluster: LocalCluster;
-beforeAll(async () => {
-  cluster = await startCluster(3, 0);
-}, 60_000);
-afterAll(async () => {
-  await cluster?.destroy();
-});
+const own = fileCluster(3, 0);
 
 describe('reshard on a Redis Cluster', () => {
   it('moves jobs between shards on different primaries, 1 -> 6 -> 2 shards, and executors of the new count run them', async () => {
-    const conn = new Cluster(cluster.startupNodes);
+    const conn = own.connect();
     const name = 'resharded';
     const groups = Array.from({ length: 30 }, (_, i) => `tenant-${i}`);
     try {
@@ -41,7 +34,7 @@ describe('reshard on a Redis Cluster', () => {
           const shard = shardOfId(j.id, to) ?? shardOfGroup(j.group, to);
           expect(await conn.exists(sharded.shardKeys[shard].job(j.id)), j.id).toBe(1);
           expect(await sharded.getJob(j.id)).toEqual(before.get(j.id));
-          primaries.add((await cluster.primaryOf(sharded.shardKeys[shard].meta)).port);
+          primaries.add((await own.cluster.primaryOf(sharded.shardKeys[shard].meta)).port);
         }
         expect(primaries.size, 'primaries holding the jobs').toBeGreaterThan(1);
         expect(await sharded.counts()).toMatchObject({ success: 5, waiting: 60, delayed: 6 });

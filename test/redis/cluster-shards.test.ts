@@ -5,38 +5,24 @@
  * and with durability 'replicated' no acknowledged submit or finish is lost). Figures of the same
  * faults at larger sizes: `npm run soak` (test/fixtures/failover.ts), docs/decisions/0029.
  */
-import { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Queue, Worker } from '../../src/index.js';
 import { shardOfGroup, shardTag } from '../../src/redis/shards.js';
 import { drainThrough } from '../fixtures/failover.js';
-import { type LocalCluster, NODE_TIMEOUT_MS, startCluster } from '../helpers/cluster.js';
+import { fileCluster, NODE_TIMEOUT_MS } from '../helpers/cluster.js';
 
 const SHARDS = 6;
 
-let cluster: LocalCluster;
-
-beforeAll(async () => {
-  cluster = await startCluster(3, 1);
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.destroy();
-});
+const own = fileCluster(3, 1);
+const connection = () => own.connect();
 
 describe('a sharded queue on a Redis Cluster', () => {
   it('runs every job of a drain by several executors exactly once, over every shard and primary', async () => {
     const name = 'drain';
     const primaries = new Set(
-      await Promise.all(Array.from({ length: SHARDS }, (_, i) => cluster.primaryOf(`${shardTag(name, i, SHARDS)}:x`))),
+      await Promise.all(Array.from({ length: SHARDS }, (_, i) => own.cluster.primaryOf(`${shardTag(name, i, SHARDS)}:x`))),
     );
     expect(primaries.size).toBe(3);
-    const clients: Cluster[] = [];
-    const connection = () => {
-      const c = new Cluster(cluster.startupNodes);
-      clients.push(c);
-      return c;
-    };
     const q = new Queue(name, { connection: connection(), shards: SHARDS });
     const runs = new Map<string, number>();
     const completed = new Set<string>();
@@ -75,24 +61,17 @@ describe('a sharded queue on a Redis Cluster', () => {
     } finally {
       await Promise.all(workers.map((w) => w.close()));
       await q.close();
-      for (const c of clients) c.disconnect();
     }
   });
 
   it('keeps running the other shards’ jobs while a primary holding some shards is down', async () => {
     const name = 'outage';
     const owners = await Promise.all(
-      Array.from({ length: SHARDS }, (_, i) => cluster.primaryOf(`${shardTag(name, i, SHARDS)}:x`)),
+      Array.from({ length: SHARDS }, (_, i) => own.cluster.primaryOf(`${shardTag(name, i, SHARDS)}:x`)),
     );
     const victim = owners[0];
     const struck = new Set(owners.flatMap((o, i) => (o === victim ? [i] : [])));
     expect(struck.size).toBeLessThan(SHARDS);
-    const clients: Cluster[] = [];
-    const connection = () => {
-      const c = new Cluster(cluster.startupNodes);
-      clients.push(c);
-      return c;
-    };
     const q = new Queue(name, { connection: connection(), shards: SHARDS });
     const w = new Worker(
       name,
@@ -114,25 +93,24 @@ describe('a sharded queue on a Redis Cluster', () => {
       await warm;
       await victim.kill();
       down = true;
-      await cluster.waitOk();
+      await own.cluster.waitOk();
       down = false;
       // Before the promotion the struck shards answer nothing; the others' jobs go on (a take the
       // struck shards hold frees its slots after a second). Their count is the executor's pace, far
       // above the handful a stalled executor finishes.
       expect(othersWhileDown).toBeGreaterThan(200);
       await victim.restart();
-      await cluster.waitOk();
+      await own.cluster.waitOk();
     } finally {
       await w.close({ timeout: 1000 });
       await q.close();
-      for (const c of clients) c.disconnect();
     }
   }, 90_000);
 
   it('goes on after kill -9 of a primary holding shards mid-drain, and loses no acknowledged job when replicated', async () => {
     const r = await drainThrough({
       fault: 'cluster',
-      cluster,
+      cluster: own.cluster,
       queue: 'kill',
       durability: 'replicated',
       jobs: 3000,

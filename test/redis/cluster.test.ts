@@ -2,24 +2,15 @@
  * A queue on a Redis Cluster of three primaries, each with a replica: the function library
  * reaches every primary, a job runs through, and executors go on when the queue's primary dies.
  */
-import { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Queue, Worker } from '../../src/index.js';
-import { type LocalCluster, startCluster } from '../helpers/cluster.js';
+import { fileCluster } from '../helpers/cluster.js';
 
-let cluster: LocalCluster;
-
-beforeAll(async () => {
-  cluster = await startCluster(3, 1);
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.destroy();
-});
+const own = fileCluster(3, 1);
 
 describe('on a Redis Cluster', () => {
   it('loads the function library into every primary and runs a job from submit to success', async () => {
-    const conn = new Cluster(cluster.startupNodes);
+    const conn = own.connect();
     const q = new Queue('clustered', { connection: conn });
     const w = new Worker('clustered', { double: ({ args }) => (args as number) * 2 }, { connection: conn });
     try {
@@ -38,8 +29,8 @@ describe('on a Redis Cluster', () => {
 
   it('goes on after kill -9 of the queue primary: the replica takes over and new jobs run', async () => {
     const name = 'failover';
-    const primary = await cluster.primaryOf(`{rota:${name}}:x`);
-    const conn = new Cluster(cluster.startupNodes);
+    const primary = await own.cluster.primaryOf(`{rota:${name}}:x`);
+    const conn = own.connect();
     const q = new Queue(name, { connection: conn });
     const errors: Error[] = [];
     const completed = new Set<string>();
@@ -59,7 +50,7 @@ describe('on a Redis Cluster', () => {
       await q.submitBulk(Array.from({ length: 300 }, (_, i) => ({ id: `a${i}`, task: 'work', group: `g${i % 7}` })));
       await reach(() => completed.size >= 50);
       await primary.kill();
-      await cluster.waitOk();
+      await own.cluster.waitOk();
       const after = Array.from({ length: 50 }, (_, i) => `b${i}`);
       await q.submitBulk(after.map((id) => ({ id, task: 'work' })));
       // every job submitted after the failover runs (those of before may be lost with the
