@@ -62,20 +62,20 @@ beforeAll(async () => {
     '-extfile',
     'san.cnf',
   );
+  // (the server's certificate, key and CA; clients show none)
+  const tlsFiles = [
+    '--tls-cert-file',
+    join(certs, 'server.crt'),
+    '--tls-key-file',
+    join(certs, 'server.key'),
+    '--tls-ca-cert-file',
+    join(certs, 'ca.crt'),
+    '--tls-auth-clients',
+    'no',
+  ];
   tlsPort = await freePort();
   tlsServer = await RedisServer.start({
-    args: [
-      '--tls-port',
-      String(tlsPort),
-      '--tls-cert-file',
-      join(certs, 'server.crt'),
-      '--tls-key-file',
-      join(certs, 'server.key'),
-      '--tls-ca-cert-file',
-      join(certs, 'ca.crt'),
-      '--tls-auth-clients',
-      'no',
-    ],
+    args: ['--tls-port', String(tlsPort), ...tlsFiles],
   });
   tlsClusterPort = await freePort();
   tlsCluster = await RedisServer.start({
@@ -88,14 +88,7 @@ beforeAll(async () => {
       // (a lone node knows no address of its own to announce until it meets another)
       '--cluster-announce-ip',
       '127.0.0.1',
-      '--tls-cert-file',
-      join(certs, 'server.crt'),
-      '--tls-key-file',
-      join(certs, 'server.key'),
-      '--tls-ca-cert-file',
-      join(certs, 'ca.crt'),
-      '--tls-auth-clients',
-      'no',
+      ...tlsFiles,
       '--user',
       'default',
       'off',
