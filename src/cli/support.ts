@@ -8,6 +8,7 @@ import { ConnectionError, RotaError, ShardCountError } from '../errors.js';
 import { Queue } from '../queue/queue.js';
 import { connectionError, maskUrl } from '../redis/connection.js';
 import { queueKeys } from '../redis/keys.js';
+import { LAYOUT } from '../redis/schema.js';
 import { MAX_SHARDS } from '../redis/shards.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
 import type { GlobalOptions } from './main.js';
@@ -187,7 +188,7 @@ function connectionFor(g: GlobalOptions, client: Client): RedisOptions | Cluster
  * @throws {CliError} (invalid value) when the layout holds no shard count.
  */
 export async function shardsOf(g: GlobalOptions, client: Client, name = g.queue): Promise<number> {
-  const found = await client.hget(queueKeys(name).meta, 'shards');
+  const found = await client.hget(queueKeys(name).meta, LAYOUT.shards);
   if (found === null) return g.shards ?? 1;
   const n = Number(found);
   if (!/^\d+$/.test(found) || n < 1 || n > MAX_SHARDS) {

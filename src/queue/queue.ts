@@ -6,6 +6,7 @@ import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
 import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore, type SubmitReply } from '../redis/queue-store.js';
+import { LAYOUT } from '../redis/schema.js';
 import { bucketSuffix, checkShards, groupBucket, homeShard, shardOfGroup, shardOfId } from '../redis/shards.js';
 import { GROUP_DUE_MARK } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
@@ -252,7 +253,7 @@ export class Queue<T extends object = UntypedTasks> {
    * count would miss shards.
    */
   private layoutChecked(): Promise<void> {
-    this.layoutCheck ??= this.client.hget(queueKeys(this.name).meta, 'shards').then(
+    this.layoutCheck ??= this.client.hget(queueKeys(this.name).meta, LAYOUT.shards).then(
       (found) => {
         if (found !== null && Number(found) !== this.shards) throw new ShardCountError(this.name, Number(found), this.shards);
       },
