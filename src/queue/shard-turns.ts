@@ -97,11 +97,17 @@ export class ShardTurns {
     return this.turns[i].dry;
   }
 
-  /** Shard `i` has work again (its marker fired, or a take found it full). */
-  wake(i: number): void {
+  /**
+   * Shard `i` has work again (its marker fired, or a take found it full). `first`: a dry shard
+   * whose marker fired has the next turn, as a group new to a shard has the next turn there.
+   */
+  wake(i: number, first = false): void {
     const t = this.turns[i];
     t.wakeUps++;
-    if (t.dry) this.dryCount--;
+    if (t.dry) {
+      this.dryCount--;
+      if (first) this.cursor = i;
+    }
     t.dry = false;
   }
 

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
-import { SchemaMismatchError, ValidationError } from '../errors.js';
+import { SchemaMismatchError, ShardCountError, ValidationError } from '../errors.js';
 import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import type { QueueKeys } from '../redis/keys.js';
@@ -419,6 +419,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
    * is up; a failure to start (Redis unreachable, the library not loadable yet) is an `error`
    * event, and the start is tried again until it succeeds or the executor is closed.
    * @throws {SchemaMismatchError} when the queue holds data of another schema version.
+   * @throws {ShardCountError} when the queue has another shard count than `shards`.
    */
   run(): Promise<void> {
     if (this.loopDone) return this.started ?? Promise.resolve();
@@ -451,7 +452,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         return;
       } catch (err) {
         this.emitError(err);
-        if (err instanceof SchemaMismatchError) throw err;
+        if (err instanceof SchemaMismatchError || err instanceof ShardCountError) throw err;
         this.logger?.warn(
           { worker: this.id, err: err instanceof Error ? err.message : String(err) },
           'executor cannot start yet; trying again',
@@ -622,7 +623,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       while (!this.closing && this.turns.isDry(i)) {
         const popped = await this.blocking[i].bzpopmin(this.stores[i].keys.marker, (this.opts.fallbackWakeMs / 1000).toFixed(3));
         if (!popped || this.closing) continue;
-        this.turns.wake(i);
+        this.turns.wake(i, true);
         if (this.waiting) this.sleepWake?.();
         else if (this.runs.size >= this.opts.concurrency) await this.stores[i].wake();
         else {

@@ -19,6 +19,16 @@ describe('shard turns', () => {
     expect([turns.next(), turns.next()]).toEqual([1, 1]);
   });
 
+  it('gives a dry shard whose marker fired the next turn', () => {
+    const turns = new ShardTurns(4);
+    turns.answered(2, 5, 0, -1, turns.ticket(2));
+    expect([turns.next(), turns.next()]).toEqual([0, 1]);
+    turns.wake(2, true);
+    expect(turns.next()).toBe(2);
+    turns.wake(0, true);
+    expect(turns.next()).toBe(3);
+  });
+
   it('does not let a take sent before a wake-up mark its shard dry', () => {
     const turns = new ShardTurns(2);
     const ticket = turns.ticket(0);

@@ -223,6 +223,10 @@ describe('a sharded queue', () => {
     const other = openQueue(name, { shards: 2 });
     await expect(other.submit({ task: 't', group: 'b' })).rejects.toBeInstanceOf(ShardCountError);
     await expect(openQueue(name).submit({ task: 't', group: 'b' })).rejects.toThrow(/has 4 shards.*shards: 1/);
+    // (an executor too: its start rejects, it does not try again)
+    const w = openWorker(name, { t: () => 'ok' }, { shards: 2, autorun: false });
+    w.on('error', () => {});
+    await expect(w.run()).rejects.toBeInstanceOf(ShardCountError);
     // (reads too: they would miss shards)
     await expect(other.counts()).rejects.toBeInstanceOf(ShardCountError);
     await expect(openQueue(name, { shards: 8 }).getJob('x')).rejects.toBeInstanceOf(ShardCountError);
