@@ -12,17 +12,21 @@ export interface LocalCluster {
   primaryOf(key: string): Promise<RedisServer>;
   /** Resolves once every slot is served and the cluster says `ok` (after a failover too). */
   waitOk(timeoutMs?: number): Promise<void>;
+  /** Moves `slot`, which must hold no key, to primary `to` (see {@link moveEmptySlot}). */
+  moveSlot(slot: number, to: RedisServer): Promise<void>;
   destroy(): Promise<void>;
 }
 
 /**
- * Starts `primaries` primaries with `replicas` replicas each. A short node timeout (1 s) makes a
- * replica take over within seconds of its primary's death.
+ * Starts `primaries` primaries with `replicas` replicas each. A short node timeout (1 s by
+ * default) makes a replica take over within seconds of its primary's death.
  */
-export async function startCluster(primaries = 3, replicas = 0): Promise<LocalCluster> {
+export async function startCluster(primaries = 3, replicas = 0, nodeTimeoutMs = 1000): Promise<LocalCluster> {
   const count = primaries * (1 + replicas);
   const nodes = await Promise.all(
-    Array.from({ length: count }, () => RedisServer.start({ cluster: true, args: ['--cluster-node-timeout', '1000'] })),
+    Array.from({ length: count }, () =>
+      RedisServer.start({ cluster: true, args: ['--cluster-node-timeout', String(nodeTimeoutMs)] }),
+    ),
   );
   execFileSync(
     'redis-cli',
@@ -62,6 +66,13 @@ export async function startCluster(primaries = 3, replicas = 0): Promise<LocalCl
         await new Promise((r) => setTimeout(r, 100));
       }
     },
+    async moveSlot(slot, to) {
+      await moveEmptySlot(
+        nodes.filter((n) => n.pid).map((n) => ({ host: '127.0.0.1', port: n.port })),
+        slot,
+        { host: '127.0.0.1', port: to.port },
+      );
+    },
     async destroy() {
       await Promise.all(nodes.map((n) => n.destroy()));
     },
@@ -95,4 +106,38 @@ async function isSettled(c: Redis): Promise<boolean> {
   if (!(await c.cluster('INFO')).includes('cluster_state:ok')) return false;
   const replication = await c.info('replication');
   return !replication.includes('role:slave') || replication.includes('master_link_status:up');
+}
+
+/**
+ * Moves `slot`, which must hold no key, to primary `to`, by the steps of a slot migration with no
+ * key to migrate: IMPORTING on `to`, MIGRATING on the owner, then `SETSLOT <slot> NODE <to>` on
+ * `to` (which bumps its config epoch, so its claim wins over older gossip), on the owner and on
+ * every other primary of `nodes` (all the cluster's nodes), so every primary agrees at once.
+ */
+export async function moveEmptySlot(
+  nodes: Array<{ host: string; port: number }>,
+  slot: number,
+  to: { host: string; port: number },
+): Promise<void> {
+  const clients = nodes.map((n) => ({ ...n, c: new Redis(n.port, n.host, { maxRetriesPerRequest: 0 }) }));
+  try {
+    const ids = await Promise.all(clients.map((n) => n.c.cluster('MYID') as Promise<string>));
+    const target = clients.findIndex((n) => n.port === to.port && n.host === to.host);
+    if (target < 0) throw new Error(`${to.host}:${to.port} is not among the nodes`);
+    const slots = await clients[target].c.cluster('SLOTS');
+    const range = slots.find(([from, last]) => slot >= from && slot <= last);
+    const owner = clients.findIndex((n) => n.port === range?.[2]?.[1]);
+    if (owner < 0) throw new Error(`no node of the list serves slot ${slot}`);
+    if (owner === target) return;
+    const keys = (await clients[owner].c.cluster('COUNTKEYSINSLOT', slot)) as number;
+    if (keys > 0) throw new Error(`slot ${slot} holds ${keys} keys; only an empty slot is moved here`);
+    await clients[target].c.cluster('SETSLOT', slot, 'IMPORTING', ids[owner]);
+    await clients[owner].c.cluster('SETSLOT', slot, 'MIGRATING', ids[target]);
+    // (replicas refuse SETSLOT and learn the move from their primaries)
+    const roles = await Promise.all(clients.map((n) => n.c.call('ROLE') as Promise<[string]>));
+    const others = [...clients.keys()].filter((i) => i !== target && i !== owner && roles[i][0] === 'master');
+    for (const i of [target, owner, ...others]) await clients[i].c.cluster('SETSLOT', slot, 'NODE', ids[target]);
+  } finally {
+    for (const n of clients) n.c.disconnect();
+  }
 }
