@@ -18,6 +18,8 @@ export interface HeartbeatDeps {
   concurrency: number;
   started: number;
   held(): HeldJob[];
+  /** Runs in progress in the whole executor (its held jobs are one shard's); default the held ones. */
+  running?(): number;
   onLost(ids: string[]): void;
   onCancel(ids: string[]): void;
   onError(err: unknown): void;
@@ -50,7 +52,7 @@ export class Heartbeat {
       pid: process.pid,
       started: this.d.started,
       concurrency: this.d.concurrency,
-      running: held.length,
+      running: this.d.running?.() ?? held.length,
       // (the registry entry's time to live: its expiry less this is the time of this heartbeat)
       ttlMs: this.d.leaseMs * 3,
     };

@@ -134,12 +134,14 @@ export class TakePlan {
 
   /**
    * The take of `n` jobs with `ticket` brought `got` jobs (their runs started), and the queue's
-   * next due time (a retry, a delayed job, a group's rate window) is `due` (wall-clock ms; 0 or less: none).
+   * next due time (a retry, a delayed job, a group's rate window) is `due` (wall-clock ms; 0 or
+   * less: none). `exhausted`: no shard of the queue has work left (a sharded queue's take that
+   * came back short dried only its own shard; see shard-turns.ts).
    */
-  answered(n: number, got: number, due: number, ticket: number): void {
+  answered(n: number, got: number, due: number, ticket: number, exhausted = got < n): void {
     this.failures = 0;
     this.backlog = got === n;
-    if (got < n && ticket === this.wakeUps) {
+    if (got < n && exhausted && ticket === this.wakeUps) {
       this.dry = true;
       this.nextDue = due;
     } else if (got === n) {

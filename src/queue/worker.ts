@@ -14,9 +14,10 @@ import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ValidationError } from '../errors.js';
 import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
-import { type QueueKeys, queueKeys } from '../redis/keys.js';
+import type { QueueKeys } from '../redis/keys.js';
 import { loadLibrary } from '../redis/library.js';
 import { addRun, type FinishSettings, QueueStore, type Taken } from '../redis/queue-store.js';
+import { checkShards, homeShard } from '../redis/shards.js';
 import type { StringValue } from '../redis/string-array.js';
 import { OUTCOME } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
@@ -30,6 +31,7 @@ import { ProgressThrottle } from './progress.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replicaTimeout } from './queue.js';
 import { type Keep, Recoverer } from './recoverer.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
+import { ShardTurns } from './shard-turns.js';
 import { TakePlan } from './take-plan.js';
 import { TakeSizer } from './take-size.js';
 import type { HandlersOf, UntypedTasks } from './tasks.js';
@@ -71,6 +73,8 @@ export interface WorkerOptions {
   durability?: Durability;
   /** How long a `'replicated'` write waits for a replica; default 1,000 ms. */
   replicaTimeoutMs?: number;
+  /** The queue's shard count (see QueueOptions.shards); default 1. The executor takes from every shard in turn. */
+  shards?: number;
   /** Where to log job state changes (debug) and failures (warn): a pino logger or alike; default none. */
   logger?: JobLogger;
   /** Start taking jobs at once; default true. Otherwise call {@link Worker.run}. */
@@ -121,6 +125,28 @@ interface Finished {
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The shard a taken job came from, kept on the job object for its start, finish and side writes. */
+const SHARD = Symbol('shard');
+type ShardedJob = Job & { [SHARD]?: number };
+
+/** The shard job `job` was taken from. */
+function shardOf(job: Job): number {
+  return (job as ShardedJob)[SHARD] ?? 0;
+}
+
+/** `items` by shard (by `shard(item)`), each part in their order; one part when there is one shard. */
+function byShard<I>(items: I[], shards: number, shard: (item: I) => number): Array<[number, I[]]> {
+  if (shards === 1) return [[0, items]];
+  const parts = new Map<number, I[]>();
+  for (const item of items) {
+    const i = shard(item);
+    const part = parts.get(i);
+    if (part) part.push(item);
+    else parts.set(i, [item]);
+  }
+  return [...parts];
+}
+
 /** The event a run's end is reported as, by the state it ended in. */
 const REPORTED: Record<string, 'completed' | 'stuck' | 'failed' | 'cancelled' | undefined> = {
   success: 'completed',
@@ -128,12 +154,6 @@ const REPORTED: Record<string, 'completed' | 'stuck' | 'failed' | 'cancelled' | 
   failed: 'failed',
   cancelled: 'cancelled',
 };
-
-/**
- * How long past its due time a sleep's blocking call may last: its timer wakes it through the
- * marker first (see waitForWork), and a timeout is late by up to 100 ms anyway.
- */
-const DUE_WAKE_MARGIN_MS = 100;
 
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
 const CLOSE_FLUSH_MS = 5000;
@@ -183,24 +203,35 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       | 'durability'
       | 'replicaTimeoutMs'
       | 'progressIntervalMs'
+      | 'shards'
     >
   >;
+  /** The queue's shard count. */
+  readonly shards: number;
   private readonly handlers: Handlers;
   private readonly logger?: JobLogger;
   private readonly client: Redis;
-  /** The queue's script calls, on `client`. */
-  private readonly store: QueueStore;
+  /** Each shard's script calls, on `client`, by shard number (the home shard last: see ../redis/shards.ts). */
+  private readonly stores: QueueStore[];
+  /** Which shard the next take goes to. */
+  private readonly turns: ShardTurns;
   /** What every take and finish call asks for besides its size. */
   private readonly settings: FinishSettings;
-  private readonly blocking: Redis;
+  /** One connection per shard, blocked on the shard's wake-up marker while the executor sleeps. */
+  private readonly blocking: Redis[];
+  /** Each shard's blocking call in flight (it outlives the sleep that made it: see waitForWork). */
+  private readonly watches: Array<Promise<void> | null>;
+  /** Ends the sleep in progress (a shard's marker fired, close()). */
+  private sleepWake: (() => void) | null = null;
   private readonly subscriber: Redis;
   /** Runs in progress by job id (a plain object, not a Map: runs come and go all the time, see churn.ts). */
   private readonly runs = new Dictionary<Run>();
   private readonly finishes: Batcher<Finished>;
   private readonly starts: Batcher<Run>;
   private readonly sideWrites: Batcher<(pipe: ReturnType<Redis['pipeline']>) => void>;
-  private readonly heartbeat: Heartbeat;
-  private readonly recoverer: Recoverer;
+  /** One heartbeat and one recovery duty per shard. */
+  private readonly heartbeats: Heartbeat[];
+  private readonly recoverers: Recoverer[];
   private loopDone: Promise<void> | null = null;
   private closing = false;
   private closed: Promise<void> | null = null;
@@ -231,19 +262,20 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   /** Children of fan-outs this executor committed and is submitting (close() lets them finish). */
   private readonly fanOuts = new Set<Promise<void>>();
   /** Progress updates to write (throttled per run by `progress`), one progress.lua call per batch. */
-  private readonly progressWrites: Batcher<{ id: string; progress: number }>;
+  private readonly progressWrites: Batcher<{ id: string; progress: number; shard: number }>;
   private readonly progress: ProgressThrottle;
   /** What a handler's log, progress and fanOut calls write (logs batched with other side writes). */
   private readonly runHooks: RunHooks = {
     log: (j, line) =>
       this.sideWrites.add((pipe) => {
-        pipe.rpush(this.keys.logs(j.id), `${new Date().toISOString()} ${line}`);
-        pipe.ltrim(this.keys.logs(j.id), -1000, -1);
+        const logs = this.stores[shardOf(j)].keys.logs(j.id);
+        pipe.rpush(logs, `${new Date().toISOString()} ${line}`);
+        pipe.ltrim(logs, -1000, -1);
       }),
     progress: (j, n) => this.progress.report(j, n),
     fanOut: async (j, items, options, trace) => {
       const children = await packChildren(j, items, options, DEFAULT_MAX_ARGS_BYTES, trace);
-      if (children.total > 0) await stageChildren(this.client, this.keys, j, children);
+      if (children.total > 0) await stageChildren(this.client, this.stores[shardOf(j)].keys, j, children);
       return children.total;
     },
     trace: tracingAvailable ? (j) => startRunSpan(this.name, j, (j as { [TRACE]?: string })[TRACE]) : undefined,
@@ -255,7 +287,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
 
   constructor(name: string, handlers: NoInfer<HandlersOf<T>>, options: WorkerOptions) {
     super();
-    this.keys = queueKeys(name);
+    this.shards = checkShards(options.shards);
     this.name = name;
     if (typeof handlers !== 'object' || handlers === null)
       throw new ValidationError('handlers', 'must map task names to functions');
@@ -290,16 +322,24 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     });
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.client = connect(options.connection, { blocking: true }).client;
-    this.store = new QueueStore(this.client, name, { maxEvents: this.opts.maxEvents, replicaTimeoutMs: replicaTimeout(options) });
+    const replicaTimeoutMs = replicaTimeout(options);
+    this.stores = Array.from(
+      { length: homeShard(this.shards) + 1 },
+      (_, shard) =>
+        new QueueStore(this.client, name, { maxEvents: this.opts.maxEvents, replicaTimeoutMs, shard, shards: this.shards }),
+    );
+    this.keys = this.stores[0].keys;
+    this.turns = new ShardTurns(this.stores.length);
     this.settings = {
       workerId: this.id,
       countingScheme: this.opts.countingScheme,
       leaseMs: this.opts.leaseMs,
       retryDelay: this.opts.retryDelay,
     };
-    this.blocking = connect(options.connection, { blocking: true }).client;
+    this.blocking = this.stores.map(() => connect(options.connection, { blocking: true }).client);
+    this.watches = this.stores.map(() => null);
     this.subscriber = connect(options.connection, { blocking: true, subscriber: true }).client;
-    for (const c of [this.client, this.blocking, this.subscriber]) {
+    for (const c of [this.client, ...this.blocking, this.subscriber]) {
       // One error event per outage and connection (ioredis would print every reconnect attempt).
       c.on('error', (err: Error) => {
         if (this.connDown.has(c)) return;
@@ -317,7 +357,9 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     this.starts = new Batcher((batch) => this.sendStarts(batch));
     this.progressWrites = new Batcher(async (updates) => {
       try {
-        await this.store.progress(updates);
+        await Promise.all(
+          byShard(updates, this.stores.length, (u) => u.shard).map(([shard, part]) => this.stores[shard].progress(part)),
+        );
       } catch (err) {
         this.emitError(err);
       }
@@ -326,7 +368,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     if (!Number.isInteger(progressIntervalMs) || progressIntervalMs < 0)
       throw new ValidationError('progressIntervalMs', 'must be a whole number of ms >= 0');
     this.progress = new ProgressThrottle(progressIntervalMs, (job, n) => {
-      this.progressWrites.add({ id: job.id, progress: n });
+      this.progressWrites.add({ id: job.id, progress: n, shard: shardOf(job) });
       if (this.listenerCount('progress') > 0) this.emit('progress', { ...job, progress: n }, n);
     });
     this.sideWrites = new Batcher(async (writes) => {
@@ -334,27 +376,34 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       for (const w of writes) w(pipe);
       await pipe.exec();
     });
-    this.heartbeat = new Heartbeat({
-      store: this.store,
-      workerId: this.id,
-      leaseMs: this.opts.leaseMs,
-      concurrency,
-      started: this.startedAt,
-      held: () => this.held(),
-      onLost: (ids) => this.abortRuns(ids, 'lost'),
-      onCancel: (ids) => this.abortRuns(ids, 'cancel'),
-      onError: (err) => this.emitError(err),
-    });
-    this.recoverer = new Recoverer({
-      store: this.store,
-      workerId: this.id,
-      retryDelay: this.opts.retryDelay,
-      everyMs: Math.max(100, Math.floor(this.opts.leaseMs / 2)),
-      leaseMs: this.opts.leaseMs,
-      keepSucceeded,
-      keepFailed,
-      onError: (err) => this.emitError(err),
-    });
+    this.heartbeats = this.stores.map(
+      (store, shard) =>
+        new Heartbeat({
+          store,
+          workerId: this.id,
+          leaseMs: this.opts.leaseMs,
+          concurrency,
+          started: this.startedAt,
+          held: () => this.held(shard),
+          running: () => this.runs.size,
+          onLost: (ids) => this.abortRuns(ids, 'lost'),
+          onCancel: (ids) => this.abortRuns(ids, 'cancel'),
+          onError: (err) => this.emitError(err),
+        }),
+    );
+    this.recoverers = this.stores.map(
+      (store) =>
+        new Recoverer({
+          store,
+          workerId: this.id,
+          retryDelay: this.opts.retryDelay,
+          everyMs: Math.max(100, Math.floor(this.opts.leaseMs / 2)),
+          leaseMs: this.opts.leaseMs,
+          keepSucceeded,
+          keepFailed,
+          onError: (err) => this.emitError(err),
+        }),
+    );
     // (a failure to start is an error event)
     if (options.autorun ?? true) this.run().catch(() => undefined);
   }
@@ -388,11 +437,11 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   private async startUp(): Promise<void> {
     for (let failures = 0; !this.closing; failures++) {
       try {
-        await this.store.ready();
+        for (const store of this.stores) await store.ready();
         await loadLibrary(this.client);
-        await this.subscriber.subscribe(this.keys.cancel);
-        await this.heartbeat.start();
-        await this.recoverer.start();
+        await this.subscriber.subscribe(...this.stores.map((s) => s.keys.cancel));
+        await Promise.all(this.heartbeats.map((h) => h.start()));
+        await Promise.all(this.recoverers.map((r) => r.start()));
         return;
       } catch (err) {
         this.emitError(err);
@@ -433,7 +482,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     while (!this.closing) {
       const want = this.plan.forLoop(this.runs.size, this.finishes.waiting);
       if (want > 0) {
-        this.trackTake(want, this.take(want), false);
+        const shard = this.turns.next();
+        this.trackTake(shard, want, this.take(shard, want), false);
         continue;
       }
       switch (this.plan.idle(this.finishes.busy)) {
@@ -475,19 +525,23 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     );
   }
 
-  /** Follows a take of `want` jobs: starts the jobs it brings, and tells the plan what it found. */
-  private trackTake(want: number, reply: Promise<Taken>, quiet: boolean): void {
+  /** Follows a take of `want` jobs from shard `shard`: starts the jobs it brings, and tells the plan what it found. */
+  private trackTake(shard: number, want: number, reply: Promise<Taken>, quiet: boolean): void {
     const ticket = this.plan.sent(want);
+    const shardTicket = this.turns.ticket(shard);
     void reply
       .then(
         ({ jobs, nextDue: due }) => {
+          if (shard > 0) for (const job of jobs) (job as ShardedJob)[SHARD] = shard;
           if (this.closing) {
             // Taken while close() began: hand them back untouched.
             this.releaseTaken(jobs);
             return;
           }
           for (const job of jobs) this.start(job);
-          this.plan.answered(want, jobs.length, due, ticket);
+          const exhausted = this.turns.answered(shard, want, jobs.length, due, shardTicket);
+          if (this.turns.isDry(shard)) this.watches[shard] ??= this.watch(shard);
+          this.plan.answered(want, jobs.length, this.turns.nextDue(), ticket, exhausted);
         },
         (err: unknown) => {
           if (this.closing) return;
@@ -501,30 +555,67 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       });
   }
 
-  private take(n: number): Promise<Taken> {
-    return this.takeSizer.timed(this.store.take(n, this.settings));
+  private take(shard: number, n: number): Promise<Taken> {
+    return this.takeSizer.timed(this.stores[shard].take(n, this.settings));
   }
 
   /**
-   * Blocks on the wake-up marker for at most `ms`. A sleep shorter than the fallback ends at a due
-   * time (a retry, a delayed job, a group's rate window), and Redis ends a blocked call's timeout
-   * only every 100 ms or so (its `hz`): so a timer here wakes an executor through the marker then,
-   * this one or another blocked on the queue, which takes what is due.
+   * Sleeps until a shard's wake-up marker fires, or for at most `ms` (a shorter sleep ends at a
+   * due time: a retry, a delayed job, a group's rate window; the shard it is in wakes then). The
+   * executor watches each shard's marker from the moment the shard runs dry (see watch), so the
+   * sleep only waits on those watches: an idle executor sends one blocking call per shard per
+   * fallback period.
    */
   private async waitForWork(ms: number): Promise<void> {
     this.waiting = true;
-    const due = ms < this.opts.fallbackWakeMs ? setTimeout(() => void this.store.wake().catch(() => {}), ms) : null;
+    let timer: NodeJS.Timeout | undefined;
+    let fallback = false;
     try {
-      // (past the timer: the marker ends the call, not a timeout that may come first and leave it set)
-      await this.blocking.bzpopmin(this.keys.marker, ((due ? ms + DUE_WAKE_MARGIN_MS : ms) / 1000).toFixed(3));
+      await new Promise<void>((resolve) => {
+        this.sleepWake = resolve;
+        for (let i = 0; i < this.stores.length; i++) this.watches[i] ??= this.watch(i);
+        timer = setTimeout(() => {
+          fallback = ms >= this.opts.fallbackWakeMs;
+          resolve();
+        }, ms);
+      });
+    } finally {
+      clearTimeout(timer);
+      this.sleepWake = null;
+      this.waiting = false;
+    }
+    if (fallback) this.turns.wakeAll();
+  }
+
+  /**
+   * Watches dry shard `i`'s wake-up marker (a blocking call on its own connection, renewed each
+   * fallback period) until it fires, so that a shard that gets work is taken from again while
+   * the other shards keep the executor busy. A wake-up ends the executor's sleep, or has the
+   * loop take when slots are free; when none is, it is passed on (the marker set again) for an
+   * executor that has some.
+   */
+  private async watch(i: number): Promise<void> {
+    try {
+      while (!this.closing && this.turns.isDry(i)) {
+        const popped = await this.blocking[i].bzpopmin(this.stores[i].keys.marker, (this.opts.fallbackWakeMs / 1000).toFixed(3));
+        if (!popped || this.closing) continue;
+        this.turns.wake(i);
+        if (this.waiting) this.sleepWake?.();
+        else if (this.runs.size >= this.opts.concurrency) await this.stores[i].wake();
+        else {
+          this.plan.woken();
+          this.wakeLoop();
+        }
+      }
     } catch (err) {
       if (!this.closing) {
         this.emitError(err);
         await delay(200);
+        this.turns.wake(i);
+        this.sleepWake?.();
       }
     } finally {
-      if (due) clearTimeout(due);
-      this.waiting = false;
+      this.watches[i] = null;
     }
   }
 
@@ -574,10 +665,16 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   }
 
   private async sendStarts(batch: Run[]): Promise<void> {
+    await Promise.all(
+      byShard(batch, this.stores.length, (r) => shardOf(r.job)).map(([shard, part]) => this.sendShardStarts(shard, part)),
+    );
+  }
+
+  private async sendShardStarts(shard: number, batch: Run[]): Promise<void> {
     const jobs: Job[] = [];
     for (const r of batch) jobs.push(r.job);
     try {
-      const { startedAt, lost, dropped } = await this.store.start(this.opts.leaseMs, jobs);
+      const { startedAt, lost, dropped } = await this.stores[shard].start(this.opts.leaseMs, jobs);
       for (const r of batch) r.job.started = startedAt;
       if (lost.length) this.abortRuns(lost, 'lost');
       // Periodic runs wait for this answer: a run dropped by its task's tolerance ends cancelled unrun.
@@ -589,9 +686,28 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     }
   }
 
-  /** Acknowledges finished runs, and takes jobs for the slots they freed in the same call. */
+  /**
+   * Acknowledges finished runs (one call per shard they came from), and takes jobs for the slots
+   * they freed: from the shard next in turn, in the same call when some of the runs are that
+   * shard's (always, on an unsharded queue), in a take of its own otherwise.
+   */
   private async sendFinishes(sent: Finished[], keepSucceeded: number, keepFailed: number): Promise<void> {
     const want = this.plan.forFinish(this.runs.size);
+    const keep = { succeeded: keepSucceeded, failed: keepFailed };
+    const parts = byShard(sent, this.stores.length, (f) => shardOf(f.run.job));
+    // (every shard dry: the take rides on a finish call all the same, and costs no call of its own)
+    const take = want <= 0 ? -1 : this.turns.allDry ? parts[0][0] : this.turns.next();
+    if (take >= 0 && !parts.some(([shard]) => shard === take)) this.trackTake(take, want, this.take(take, want), true);
+    await Promise.all(parts.map(([shard, part]) => this.sendShardFinishes(shard, part, keep, shard === take ? want : 0)));
+  }
+
+  /** Acknowledges finished runs of shard `shard`, and takes `want` jobs from it in the same call. */
+  private async sendShardFinishes(
+    shard: number,
+    sent: Finished[],
+    keep: { succeeded: number; failed: number },
+    want: number,
+  ): Promise<void> {
     // The runs of fan-out children go last (their parents count them).
     let children = 0;
     for (const f of sent) if (f.run.job.parent !== undefined) children++;
@@ -609,10 +725,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
       addRun(runs, f.run.job.id, String(f.run.job.takeSeq), f.outcome.code, f.unstarted ?? false, payload);
     }
-    const reply = this.takeSizer.timed(
-      this.store.finish(this.settings, { succeeded: keepSucceeded, failed: keepFailed }, want, runs, children),
-    );
-    if (want > 0) this.trackTake(want, reply, true);
+    const reply = this.takeSizer.timed(this.stores[shard].finish(this.settings, keep, want, runs, children));
+    if (want > 0) this.trackTake(shard, want, reply, true);
     let states: Array<JobState | ''>;
     let at: number;
     try {
@@ -641,19 +755,25 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   private fannedOutEnded(f: Finished, state: JobState | ''): void {
     const job = f.run.job;
     if (state === 'success' && f.outcome.code === OUTCOME.fannedOut) {
-      const p: Promise<void> = submitCommitted(this.store, job.id)
+      const p: Promise<void> = submitCommitted(this.stores[shardOf(job)], job.id)
         .catch((err) => this.emitError(err))
         .finally(() => this.fanOuts.delete(p));
       this.fanOuts.add(p);
     } else if (state !== '' && state !== 'success') {
-      this.sideWrites.add((pipe) => pipe.del(this.keys.fanStaging(job.id, String(job.takeSeq))));
+      this.sideWrites.add((pipe) => pipe.del(this.stores[shardOf(job)].keys.fanStaging(job.id, String(job.takeSeq))));
     }
   }
 
-  /** The runs whose leases the heartbeat extends: those running, and those whose outcome waits to be delivered. */
-  private held(): Array<{ id: string; token: string }> {
-    const held = this.runs.values().map((r) => ({ id: r.job.id, token: String(r.job.takeSeq) }));
-    for (const f of this.undelivered) held.push({ id: f.run.job.id, token: String(f.run.job.takeSeq) });
+  /**
+   * The runs of shard `shard` whose leases its heartbeat extends: those running, and those whose
+   * outcome waits to be delivered.
+   */
+  private held(shard: number): Array<{ id: string; token: string }> {
+    const held: Array<{ id: string; token: string }> = [];
+    for (const r of this.runs.values()) if (shardOf(r.job) === shard) held.push({ id: r.job.id, token: String(r.job.takeSeq) });
+    for (const f of this.undelivered) {
+      if (shardOf(f.run.job) === shard) held.push({ id: f.run.job.id, token: String(f.run.job.takeSeq) });
+    }
     return held;
   }
 
@@ -719,7 +839,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     if (this.paceTimer) clearTimeout(this.paceTimer);
     const end = Date.now() + timeout;
     this.wakeLoop();
-    if (this.waiting) this.blocking.disconnect();
+    this.sleepWake?.();
     // The loop stops taking; jobs a take in flight brings back are released by it.
     await within(this.loopDone ?? Promise.resolve(), timeout);
     const pending = this.runs.values().map((r) => r.done);
@@ -729,7 +849,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       run.settleNow({ code: 'r' });
     }
     await new Promise((r) => setImmediate(r));
-    this.recoverer.stop();
+    for (const r of this.recoverers) r.stop();
     // Acknowledge and release what we can; Redis may be unreachable, so not forever.
     const flushed = await within(
       (async () => {
@@ -743,18 +863,18 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         await this.sideWrites.drain();
         await this.progressWrites.drain();
         await Promise.all(this.fanOuts);
-        await this.heartbeat.stop();
+        await Promise.all(this.heartbeats.map((h) => h.stop()));
       })(),
       CLOSE_FLUSH_MS,
     );
-    this.blocking.disconnect();
+    for (const b of this.blocking) b.disconnect();
     this.subscriber.disconnect();
     if (flushed) {
       await this.client.quit().catch(() => this.client.disconnect());
       return;
     }
     this.deliveryOver = true;
-    void this.heartbeat.stop();
+    for (const h of this.heartbeats) void h.stop();
     if (this.redeliveryTimer) clearTimeout(this.redeliveryTimer);
     this.emitError(
       new Error(
