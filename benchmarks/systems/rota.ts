@@ -31,7 +31,7 @@ export function open(target: RotaTarget, name: string): SystemAdapter {
           concurrency: opts.concurrency,
           keepSucceeded: { count: KEEP_COMPLETED },
           keepFailed: { count: KEEP_FAILED },
-          ...(shards > 1 ? { shards } : {}),
+          shards,
         },
       );
       worker.on('error', (err) => console.error('rota worker error:', err.message));
