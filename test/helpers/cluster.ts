@@ -111,8 +111,13 @@ async function isSettled(c: Redis): Promise<boolean> {
 /**
  * Moves `slot`, which must hold no key, to primary `to`, by the steps of a slot migration with no
  * key to migrate: IMPORTING on `to`, MIGRATING on the owner, then `SETSLOT <slot> NODE <to>` on
- * `to` (which bumps its config epoch, so its claim wins over older gossip), on the owner and on
- * every other primary of `nodes` (all the cluster's nodes), so every primary agrees at once.
+ * `to`, on the owner and on every other primary of `nodes` (all the cluster's nodes). `to` goes
+ * first and takes a new config epoch, above every other node's, so that its claim wins over the
+ * owner's older gossip. It can only do so if it knows the cluster's current epoch: after a move
+ * to another node a moment before, it may not yet, and then the owner's last claim (sent before it
+ * let go of the slot) takes the slot back on `to` while the owner already thinks `to` has it, and
+ * nobody serves the slot. So a move first waits until every primary reports the same current
+ * epoch, and afterwards until every primary sees `to` serve the slot.
  */
 export async function moveEmptySlot(
   nodes: Array<{ host: string; port: number }>,
@@ -121,23 +126,44 @@ export async function moveEmptySlot(
 ): Promise<void> {
   const clients = nodes.map((n) => ({ ...n, c: new Redis(n.port, n.host, { maxRetriesPerRequest: 0 }) }));
   try {
-    const ids = await Promise.all(clients.map((n) => n.c.cluster('MYID') as Promise<string>));
-    const target = clients.findIndex((n) => n.port === to.port && n.host === to.host);
-    if (target < 0) throw new Error(`${to.host}:${to.port} is not among the nodes`);
-    const slots = await clients[target].c.cluster('SLOTS');
-    const range = slots.find(([from, last]) => slot >= from && slot <= last);
-    const owner = clients.findIndex((n) => n.port === range?.[2]?.[1]);
-    if (owner < 0) throw new Error(`no node of the list serves slot ${slot}`);
-    if (owner === target) return;
-    const keys = (await clients[owner].c.cluster('COUNTKEYSINSLOT', slot)) as number;
-    if (keys > 0) throw new Error(`slot ${slot} holds ${keys} keys; only an empty slot is moved here`);
-    await clients[target].c.cluster('SETSLOT', slot, 'IMPORTING', ids[owner]);
-    await clients[owner].c.cluster('SETSLOT', slot, 'MIGRATING', ids[target]);
     // (replicas refuse SETSLOT and learn the move from their primaries)
     const roles = await Promise.all(clients.map((n) => n.c.call('ROLE') as Promise<[string]>));
-    const others = [...clients.keys()].filter((i) => i !== target && i !== owner && roles[i][0] === 'master');
-    for (const i of [target, owner, ...others]) await clients[i].c.cluster('SETSLOT', slot, 'NODE', ids[target]);
+    const primaries = clients.filter((_, i) => roles[i][0] === 'master');
+    const ids = await Promise.all(primaries.map((n) => n.c.cluster('MYID') as Promise<string>));
+    const target = primaries.findIndex((n) => n.port === to.port && n.host === to.host);
+    if (target < 0) throw new Error(`${to.host}:${to.port} is not a primary among the nodes`);
+    const ownerSeenBy = async (n: (typeof clients)[number]) => {
+      const range = (await n.c.cluster('SLOTS')).find(([from, last]) => slot >= from && slot <= last);
+      return primaries.findIndex((p) => p.port === range?.[2]?.[1]);
+    };
+    const epochsAgree = async () => {
+      const infos = await Promise.all(primaries.map((n) => n.c.cluster('INFO') as Promise<string>));
+      return new Set(infos.map((i) => /cluster_current_epoch:(\d+)/.exec(i)?.[1])).size === 1;
+    };
+    await settle(epochsAgree, `the primaries did not agree on the current epoch before moving slot ${slot}`);
+    const owner = await ownerSeenBy(primaries[target]);
+    if (owner < 0) throw new Error(`no primary of the list serves slot ${slot}`);
+    if (owner === target) return;
+    const keys = (await primaries[owner].c.cluster('COUNTKEYSINSLOT', slot)) as number;
+    if (keys > 0) throw new Error(`slot ${slot} holds ${keys} keys; only an empty slot is moved here`);
+    await primaries[target].c.cluster('SETSLOT', slot, 'IMPORTING', ids[owner]);
+    await primaries[owner].c.cluster('SETSLOT', slot, 'MIGRATING', ids[target]);
+    const others = [...primaries.keys()].filter((i) => i !== target && i !== owner);
+    for (const i of [target, owner, ...others]) await primaries[i].c.cluster('SETSLOT', slot, 'NODE', ids[target]);
+    await settle(
+      async () => (await Promise.all(primaries.map(ownerSeenBy))).every((o) => o === target) && (await epochsAgree()),
+      `the primaries did not all see slot ${slot} on ${to.host}:${to.port} after the move`,
+    );
   } finally {
     for (const n of clients) n.c.disconnect();
+  }
+}
+
+/** Resolves once `check` holds (polled every 20 ms); throws `message` after 10 s. */
+async function settle(check: () => Promise<boolean>, message: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(message);
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
