@@ -25,6 +25,8 @@ export type CaseSpec = (
   systems?: readonly SystemName[];
   /** Measured runs when `--runs` is not given (full sizes; default 5). */
   runs?: number;
+  /** Adjacent cases of one group run interleaved, round by round (their figures are compared). */
+  interleave?: string;
 };
 
 export const CASE_NAMES = [
@@ -110,13 +112,15 @@ export function cases(quick: boolean): CaseSpec[] {
       params: { jobs: q(100_000, 20_000), groups: 1000, concurrency: 100, headroom: 1.5, windowMs: 200, capMs: cap },
     },
     // One queue of 1, 3 and 6 shards on a cluster of three primaries: the c100 drain over 1,000
-    // groups and the noisy neighbour (fewer runs than the rest, to stay within about 3 minutes).
+    // groups and the noisy neighbour (fewer runs than the rest, to stay within about 3 minutes;
+    // interleaved, since the goals compare them).
     ...[1, 3, 6].map(
       (shards): CaseSpec => ({
         name: `cluster-${shards}`,
         kind: 'cluster',
         systems: ['rota'],
         runs: 3,
+        interleave: 'cluster',
         params: {
           shards,
           jobs: DRAIN,

@@ -141,39 +141,57 @@ async function main(): Promise<void> {
     return m;
   };
 
+  // Cases of one interleave group run round by round (warm-ups, then run 1 of each, ...), so
+  // that a change of load on the machine hits them alike; every other case runs on its own.
+  const blocks: CaseSpec[][] = [];
   for (const spec of selected) {
-    const rates = new Map<SystemName, number>();
-    if (spec.kind === 'latency') {
-      // --rate: every system at the same arrival rate, instead of a share of its own maximum.
-      for (const s of opts.systems) rates.set(s, opts.rate || ((await maxRate(s, spec)) * spec.loadPct) / 100);
+    const last = blocks.at(-1);
+    if (spec.interleave && last?.[0].interleave === spec.interleave) last.push(spec);
+    else blocks.push([spec]);
+  }
+  for (const block of blocks) {
+    const plans = [];
+    for (const spec of block) {
+      const rates = new Map<SystemName, number>();
+      if (spec.kind === 'latency') {
+        // --rate: every system at the same arrival rate, instead of a share of its own maximum.
+        for (const s of opts.systems) rates.set(s, opts.rate || ((await maxRate(s, spec)) * spec.loadPct) / 100);
+      }
+      const systems = opts.systems.filter((s) => !spec.systems || spec.systems.includes(s));
+      const results = new Map<SystemName, RunResult[]>(systems.map((s) => [s, []]));
+      const caseRuns = opts.runs || (opts.quick ? 1 : (spec.runs ?? runs));
+      plans.push({ spec, rates, systems, results, caseRuns });
     }
-    const systems = opts.systems.filter((s) => !spec.systems || spec.systems.includes(s));
-    const results = new Map<SystemName, RunResult[]>(systems.map((s) => [s, []]));
-    const caseRuns = opts.runs || (opts.quick ? 1 : (spec.runs ?? runs));
-    for (let k = 0; k < warmups + caseRuns; k++) {
-      for (const s of systems) {
-        let r: RunResult;
-        try {
-          r = await runOne(s, spec, rates.get(s));
-        } catch (err) {
-          console.error(`!!! ${spec.name} ${s}: ${(err as Error).message}`);
-          failed = true;
-          continue;
+    const rounds = warmups + Math.max(...plans.map((p) => p.caseRuns));
+    for (let k = 0; k < rounds; k++) {
+      for (const { spec, rates, systems, results, caseRuns } of plans) {
+        if (k >= warmups + caseRuns) continue;
+        for (const s of systems) {
+          let r: RunResult;
+          try {
+            r = await runOne(s, spec, rates.get(s));
+          } catch (err) {
+            console.error(`!!! ${spec.name} ${s}: ${(err as Error).message}`);
+            failed = true;
+            continue;
+          }
+          const warm = k < warmups;
+          if (!warm) results.get(s)!.push(r);
+          const verdict = exactlyOnceVerdict(r);
+          if (verdict !== 'ok') failed = true;
+          const lat = r.extra.p99Ms != null ? `  p50 ${r.extra.p50Ms?.toFixed(2)} ms  p99 ${r.extra.p99Ms.toFixed(2)} ms` : '';
+          process.stdout.write(
+            `  ${spec.name.padEnd(18)} ${s.padEnd(8)} ${warm ? 'warm-up' : `run ${k - warmups + 1}/${caseRuns}`}  ${fmt(r.jobsPerSec).padStart(8)} jobs/s  ${(r.redis.cpuUs / Math.max(1, r.jobs)).toFixed(1).padStart(6)} µs/job${lat}  ${verdict === 'ok' ? (r.capped ? 'ok (capped)' : 'ok') : `!!! EXACTLY-ONCE ${verdict}`}\n`,
+          );
+          if (spec.kind === 'cluster') console.log(`      ${clusterRunLine(r)}`);
         }
-        const warm = k < warmups;
-        if (!warm) results.get(s)!.push(r);
-        const verdict = exactlyOnceVerdict(r);
-        if (verdict !== 'ok') failed = true;
-        const lat = r.extra.p99Ms != null ? `  p50 ${r.extra.p50Ms?.toFixed(2)} ms  p99 ${r.extra.p99Ms.toFixed(2)} ms` : '';
-        process.stdout.write(
-          `  ${spec.name.padEnd(18)} ${s.padEnd(8)} ${warm ? 'warm-up' : `run ${k - warmups + 1}/${caseRuns}`}  ${fmt(r.jobsPerSec).padStart(8)} jobs/s  ${(r.redis.cpuUs / Math.max(1, r.jobs)).toFixed(1).padStart(6)} µs/job${lat}  ${verdict === 'ok' ? (r.capped ? 'ok (capped)' : 'ok') : `!!! EXACTLY-ONCE ${verdict}`}\n`,
-        );
-        if (spec.kind === 'cluster') console.log(`      ${clusterRunLine(r)}`);
       }
     }
-    const caseRecs = systems.filter((s) => results.get(s)!.length).map((s) => summarize(spec.name, s, results.get(s)!));
-    records.push(...caseRecs);
-    console.log(`\n${textTable(caseRecs.map(tableRow))}\n`);
+    for (const { spec, systems, results } of plans) {
+      const caseRecs = systems.filter((s) => results.get(s)!.length).map((s) => summarize(spec.name, s, results.get(s)!));
+      records.push(...caseRecs);
+      console.log(`\n${textTable(caseRecs.map(tableRow))}\n`);
+    }
   }
 
   for (const c of children.values()) c.stop();
