@@ -19,9 +19,11 @@
   Delayed and stuck jobs come in due order from `delayed`, which also holds groups parked at
   their rate (members beginning with GROUP_DUE_MARK): those are passed over unread.
 
-  Returns { 1 when the state can be listed, else 0, the jobs as a flat list (per job: id, then
-            the hash fields of ARGV[8..]), position after the last candidate looked
-            at, 1 when candidates are left }
+  Returns { 1 when the state can be listed, else 0, the jobs as a flat list (per job: id, its
+            candidate position, then the hash fields of ARGV[8..]), position after the last
+            candidate looked at, 1 when candidates are left }
+  (A job's position lets a page merged from several shards go on from the first job of a shard
+  that it did not show.)
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
 --- @flags no-writes
@@ -169,12 +171,14 @@ end
 local out, found, looked = {}, 0, 0
 while part and found < size and looked < most do
   local id = part[at]
+  local pos = start + looked
   at, looked = at + 1, looked + 1
   local job = EMPTY
   if string.sub(id, 1, 1) ~= GROUP_DUE_MARK then job = call('HMGET', prefix .. 'j:' .. id, unpack(JOB_FIELDS)) end
   if job[1] == state and (group == '' or job[2] == group) and (task == '' or taskOf(job[3]) == task) then
     found = found + 1
     out[#out + 1] = id
+    out[#out + 1] = pos
     for k = 1, #JOB_FIELDS do out[#out + 1] = job[k] or '' end
   end
   settle()

@@ -94,6 +94,40 @@ export class ShardCountError extends RotaError {
 }
 
 /**
+ * The queue's shard count is being changed: `rota reshard` (or `reshard()`) started and has
+ * not finished, and no other part of Rota may use the queue until it has. Nothing was written.
+ * Run the reshard again to finish it (`rota reshard <queue> --to <to>`), then start everything
+ * with `shards: <to>`.
+ */
+export class ReshardInProgressError extends RotaError {
+  constructor(
+    readonly queue: string,
+    readonly from: number,
+    readonly to: number,
+  ) {
+    super(
+      `queue "${queue}" is being resharded from ${from} to ${to} shards and cannot be used until that is done; nothing was written (finish it with: rota reshard ${queue} --to ${to})`,
+    );
+  }
+}
+
+/**
+ * A reshard (`rota reshard`, `reshard()`) refused to start, or to go on: `reason` says why
+ * (`executors`: an executor is live; `runs`: a run is in progress; `ids`: two jobs of one id would
+ * meet in one shard; `underway`: another reshard of the queue is under way; `changed`: the queue
+ * changed under it). Nothing was written by the step it refused.
+ */
+export class ReshardRefusedError extends RotaError {
+  constructor(
+    readonly queue: string,
+    readonly reason: 'executors' | 'runs' | 'ids' | 'underway' | 'changed',
+    message: string,
+  ) {
+    super(`cannot reshard queue "${queue}": ${message}`);
+  }
+}
+
+/**
  * With `durability: 'replicated'`, no replica acknowledged a write within the timeout (`WAIT`).
  * The write is on the primary, but a failover now could lose it: a submit may be repeated with
  * the same `id`; an executor sends the outcome again.

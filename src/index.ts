@@ -11,6 +11,8 @@ export {
   PayloadTooLargeError,
   PermanentError,
   ReplicationError,
+  ReshardInProgressError,
+  ReshardRefusedError,
   RotaError,
   SchemaMismatchError,
   ShardCountError,
@@ -37,6 +39,7 @@ export {
   type WorkerInfo,
 } from './queue/queue.js';
 export type { Keep } from './queue/recoverer.js';
+export { type ReshardOptions, type ReshardReport, reshard } from './queue/reshard.js';
 export { installShutdownHandlers, type ShutdownOptions } from './queue/shutdown.js';
 export type { TaskName, TaskSpec, UntypedTasks } from './queue/tasks.js';
 export type { SubmitSpec } from './queue/validate.js';

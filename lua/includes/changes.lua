@@ -66,6 +66,12 @@ local function left(state)
   countDelta[state] = (countDelta[state] or 0) - 1
 end
 
+-- A job came in `state` from another shard of its queue (reshard-in.lua): counted, no event (its
+-- state did not change).
+local function arrived(state)
+  countDelta[state] = (countDelta[state] or 0) + 1
+end
+
 local function periodicFailed(id, tracker, occurrence, err)
   periodicFailures[#periodicFailures + 1] = { id, tracker, tonumber(occurrence) or false, err or false }
 end

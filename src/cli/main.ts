@@ -7,15 +7,18 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
+import { MAX_SHARDS } from '../redis/shards.js';
 import { register as registerCalendar } from './commands/calendar.js';
 import { register as registerDashboard } from './commands/dashboard.js';
 import { register as registerDemo } from './commands/demo.js';
 import { register as registerGroups } from './commands/groups.js';
 import { register as registerJobs } from './commands/jobs.js';
 import { register as registerPeriodic } from './commands/periodic.js';
+import { register as registerReshard } from './commands/reshard.js';
 import { register as registerWorker } from './commands/worker.js';
 import { EXIT_CODES_HELP, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
+import { intOption } from './support.js';
 
 /** Signature every command module exports. */
 export type RegisterCommand = (program: Command) => void;
@@ -29,6 +32,7 @@ const COMMANDS: RegisterCommand[] = [
   registerPeriodic,
   registerCalendar,
   registerDashboard,
+  registerReshard,
 ];
 
 /** Options every command can read with `command.optsWithGlobals()`. */
@@ -45,6 +49,8 @@ export interface GlobalOptions {
   tlsKey?: string;
   /** Print times in UTC rather than in each periodic task's zone (or calendar's --tz). */
   utc?: boolean;
+  /** The queue's shard count (`--shards` or $ROTA_SHARDS); when absent, read from the queue's layout (see shardsOf). */
+  shards?: number;
 }
 
 /** The version in Rota's package.json (found from src/cli or dist/src/cli). */
@@ -79,6 +85,11 @@ export function buildProgram(): Command {
     .version(packageVersion(), '-V, --version', 'print the version of rota')
     .option('--redis <url>', 'Redis URL', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379')
     .option('--queue <name>', 'queue name', 'default')
+    .addOption(
+      new Option('--shards <n>', "the queue's shard count (default: the count the queue records, else 1)")
+        .env('ROTA_SHARDS')
+        .argParser(intOption('--shards', 1, MAX_SHARDS)),
+    )
     .option('--tls-ca <file>', "CA certificate (PEM) to trust the server's TLS certificate with")
     .option('--tls-cert <file>', 'client TLS certificate (PEM)')
     .option('--tls-key <file>', "client TLS certificate's private key (PEM)")

@@ -1,11 +1,14 @@
 /** What the CLI's commands share: opening the queue, printing tables and JSON, failing clearly. */
 
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { type Command, InvalidArgumentError } from 'commander';
-import { Redis, type RedisOptions } from 'ioredis';
-import { RotaError } from '../errors.js';
+import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import { ConnectionError, RotaError, ShardCountError } from '../errors.js';
 import { Queue } from '../queue/queue.js';
 import { connectionError, maskUrl } from '../redis/connection.js';
+import { queueKeys } from '../redis/keys.js';
+import { MAX_SHARDS } from '../redis/shards.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
 import type { GlobalOptions } from './main.js';
 
@@ -66,29 +69,162 @@ export function connectionOf(g: GlobalOptions): RedisOptions {
   return options;
 }
 
+/** A client of the CLI: the `--redis` server, or the Redis Cluster that server is a node of. */
+export type Client = Redis | Cluster;
+
+/** How a client of a short-lived command connects: it fails at once rather than retry. */
+const FAIL_FAST = { maxRetriesPerRequest: 1, connectTimeout: 3000 } satisfies RedisOptions;
+
 /**
  * A client that fails fast when Redis is unreachable or refuses it, instead of retrying forever.
+ * When the `--redis` server is a Redis Cluster node (`cluster_enabled:1` in its `INFO cluster`),
+ * the client is a {@link Cluster} started from that node, with the same user, password and TLS,
+ * so that commands reach every shard wherever its slot lives.
  * @throws {CliError} naming the URL (password masked) and the cause.
  */
-export async function openClient(g: GlobalOptions): Promise<Redis> {
-  const client = new Redis({
-    ...connectionOf(g),
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
-    connectTimeout: 3000,
-  });
+export async function openClient(g: GlobalOptions): Promise<Client> {
+  const options = connectionOf(g);
+  const node = await reach(g, new Redis({ ...options, ...FAIL_FAST, lazyConnect: true, retryStrategy: () => null }));
+  const state = await clusterState(node);
+  if (state === undefined) return node;
+  node.disconnect();
+  if (options.db) throw new CliError(`--redis: database ${options.db}: a Redis Cluster has database 0 only`, EXIT_INVALID);
+  if (state !== 'ok' && state !== '') {
+    const e = new ConnectionError(
+      maskUrl(g.redis),
+      'CLUSTERDOWN',
+      `its Redis Cluster is down (cluster_state:${state}; a primary is unreachable and no replica took over?)`,
+    );
+    throw new CliError(e.message, EXIT_UNREACHABLE);
+  }
+  return reach(g, clusterOf(options, { lazyConnect: true, clusterRetryStrategy: () => null, redisOptions: { ...FAIL_FAST } }));
+}
+
+/**
+ * The state of the Redis Cluster `node` is a node of (`ok`, `fail`; '' when CLUSTER INFO is
+ * refused), or undefined when it is no Cluster node. A server that refuses INFO (an ACL) is taken
+ * for a single server, as ioredis's ready check does.
+ */
+async function clusterState(node: Redis): Promise<string | undefined> {
+  const info = await node.info('cluster').catch(() => '');
+  if (!/^cluster_enabled:1\b/m.test(info)) return undefined;
+  const state = await node.cluster('INFO').catch(() => '');
+  return /^cluster_state:(\w+)/m.exec(state)?.[1] ?? '';
+}
+
+/**
+ * Connects `client` (made with `lazyConnect`) and checks that it answers (a Cluster: every
+ * primary), or disconnects it and throws the reason as a CliError naming where (a Cluster's node
+ * that failed).
+ */
+async function reach<C extends Client>(g: GlobalOptions, client: C): Promise<C> {
   let last: Error | undefined;
+  let where = maskUrl(g.redis);
   client.on('error', (err: Error) => (last = err));
+  const cluster = client instanceof Cluster ? client : undefined;
+  cluster?.on('node error', (err: Error, node: string) => {
+    last = err;
+    where = `${node}, a node of the Redis Cluster of ${maskUrl(g.redis)}`;
+  });
+  // (a Cluster whose ready check fails, its state not ok, ends without settling `connect` when it
+  // may not retry)
+  const closed = cluster ? 'its Redis Cluster is down (its state is not ok)' : 'Connection is closed';
+  const ended = new Promise<never>((_, reject) => client.once('end', () => reject(new Error(closed))));
+  ended.catch(() => {});
   try {
-    await client.connect();
-    await client.ping();
+    await Promise.race([client.connect(), ended]);
+    // (every primary of a Cluster, so that no command finds a shard's node gone)
+    await Promise.all(cluster ? cluster.nodes('master').map((n) => n.ping()) : [client.ping()]);
   } catch (err) {
     client.disconnect();
-    const e = connectionError(g.redis, last ?? err);
-    throw new CliError(`${e.message}. Start one (redis-server), or point --redis / REDIS_URL at yours.`, EXIT_UNREACHABLE);
+    // (a Cluster's error when no node answered carries the node's own error)
+    const e = connectionError(where, (last as { lastNodeError?: Error } | undefined)?.lastNodeError ?? last ?? err);
+    const message = e.message.replace(/\.$/, '');
+    throw new CliError(
+      cluster ? message : `${message}. Start one (redis-server), or point --redis / REDIS_URL at yours.`,
+      EXIT_UNREACHABLE,
+    );
   }
   return client;
+}
+
+/**
+ * A Cluster client started from the node `options` name (and `more` nodes after it), carrying its
+ * user, password and TLS to every node (`redisOptions`). Under TLS with a host name, the name is
+ * kept rather than resolved first (`dnsLookup`), so that the node's certificate is checked
+ * against the name given.
+ */
+function clusterOf(options: RedisOptions, clusterOptions: Partial<ClusterOptions>, more: ClusterNode[] = []): Cluster {
+  const { host, port, db: _db, ...nodeOptions } = options;
+  const all: ClusterOptions = { ...clusterOptions, redisOptions: { ...nodeOptions, ...clusterOptions.redisOptions } };
+  if (options.tls && host && isIP(host) === 0) all.dnsLookup = (address, callback) => callback(null, address);
+  return new Cluster([{ host, port }, ...more], all);
+}
+
+/**
+ * The `connection` a long-running command (executor, scheduler, dashboard, demo) hands Rota,
+ * which opens its own connections from it and retries them through outages: the `--redis`
+ * options for a single server; for a Cluster (`client` is one, see {@link openClient}) a Cluster
+ * client with Rota's defaults, which Rota copies for each connection it needs. Its startup nodes
+ * are the `--redis` node and every node `client` knows, so that it can connect again while that
+ * node is gone. Disconnect a Cluster when the command ends.
+ */
+function connectionFor(g: GlobalOptions, client: Client): RedisOptions | Cluster {
+  if (!(client instanceof Cluster)) return connectionOf(g);
+  const known = client.nodes('all').map((n) => ({ host: n.options.host, port: n.options.port }));
+  const cluster = clusterOf(connectionOf(g), {}, known);
+  // (a failed command reports its error; without a listener ioredis would print each one)
+  cluster.on('error', () => {});
+  return cluster;
+}
+
+/**
+ * The shard count the CLI opens queue `name` with (default: the `--queue` one): the count the
+ * queue's layout records (field `shards` of `{rota:<queue>}:meta`), so that operators need not
+ * repeat it; `--shards` (or $ROTA_SHARDS) for a queue not laid out yet; else 1.
+ * @throws {ShardCountError} when `--shards` is not the count the queue has (the queue's reads
+ * would miss shards: they are refused before any is made).
+ * @throws {CliError} (invalid value) when the layout holds no shard count.
+ */
+export async function shardsOf(g: GlobalOptions, client: Client, name = g.queue): Promise<number> {
+  const found = await client.hget(queueKeys(name).meta, 'shards');
+  if (found === null) return g.shards ?? 1;
+  const n = Number(found);
+  if (!/^\d+$/.test(found) || n < 1 || n > MAX_SHARDS) {
+    throw new CliError(`queue "${name}" records shards "${found}", which is no shard count`, EXIT_INVALID);
+  }
+  if (g.shards !== undefined && g.shards !== n) throw new ShardCountError(name, n, g.shards);
+  return n;
+}
+
+/** Where a long-running command connects, and the shard counts of its queues. */
+export interface Target {
+  /** The `connection` to hand Rota (see {@link connectionFor}). */
+  connection: RedisOptions | Cluster;
+  /** Each queue's shard count ({@link shardsOf}). */
+  shards: Record<string, number>;
+  /** Closes what the target holds (a Cluster's connections); call it when the command ends. */
+  close(): void;
+}
+
+/**
+ * Checks that Redis can be reached (see {@link openClient}), reads the shard count of each of
+ * `queues` (default: the `--queue` one) and gives the connection for a command that opens
+ * connections of its own (an executor, a scheduler, the dashboard).
+ */
+export async function openTarget(g: GlobalOptions, queues = [g.queue]): Promise<Target> {
+  const client = await openClient(g);
+  try {
+    const shards: Record<string, number> = {};
+    for (const q of queues) shards[q] = await shardsOf(g, client, q);
+    const connection = connectionFor(g, client);
+    const close = () => {
+      if (connection instanceof Cluster) connection.disconnect();
+    };
+    return { connection, shards, close };
+  } finally {
+    client.disconnect();
+  }
 }
 
 /** Runs `fn` with the queue named on the command line, closing it after; reports errors. */
@@ -99,8 +235,8 @@ export async function withQueue(
   const opts = globals(cmd);
   await run(async () => {
     const client = await openClient(opts);
-    const queue = new Queue(opts.queue, { connection: client });
     try {
+      const queue = new Queue(opts.queue, { connection: client, shards: await shardsOf(opts, client) });
       await fn(queue, opts);
     } finally {
       client.disconnect();

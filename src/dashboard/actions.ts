@@ -7,6 +7,7 @@ import { ValidationError } from '../errors.js';
 import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../timers/duration.js';
 import { TimerSyntaxError } from '../timers/errors.js';
 import type { QueueHandle } from './context.js';
+import { storesOfGroup } from './shards.js';
 import { MAX_READ } from './views/jobs.js';
 
 /** Failed jobs one "retry all" retries at most. */
@@ -79,15 +80,18 @@ export const ACTIONS: Record<string, Action> = {
     const group = f.get('group') || undefined;
     const task = f.get('task') || undefined;
     let retried = 0;
-    let start = 0;
-    // Retried jobs leave the failed set: each round starts past the jobs that stayed in it.
-    while (retried < MAX_RETRY_ALL) {
-      const page = await q.store.jobs({ state: 'failed', group, task, start, limit: 500, maxRead: MAX_READ });
-      const states = await Promise.all(page.jobs.map((j) => q.queue.retry(j.id)));
-      const done = states.filter((s) => s === 'waiting').length;
-      retried += done;
-      start = page.next - done;
-      if (!page.more) break;
+    // (shard by shard, the shards of the group when given, so that the bound holds across them)
+    for (const shard of storesOfGroup(q.live, group)) {
+      let start = 0;
+      // Retried jobs leave the failed set: each round starts past the jobs that stayed in it.
+      while (retried < MAX_RETRY_ALL) {
+        const page = await q.live.stores[shard].jobs({ state: 'failed', group, task, start, limit: 500, maxRead: MAX_READ });
+        const states = await Promise.all(page.jobs.map((j) => q.queue.retry(j.id)));
+        const done = states.filter((s) => s === 'waiting').length;
+        retried += done;
+        start = page.next - done;
+        if (!page.more) break;
+      }
     }
     return `${retried} failed job${retried === 1 ? '' : 's'} retried.`;
   },

@@ -1,16 +1,14 @@
 /** What a page is rendered from: the queue it shows, where the dashboard is mounted, and the request's settings. */
 import type { PeriodicTasks } from '../periodic/tasks.js';
 import type { Queue } from '../queue/queue.js';
-import type { DashboardStore } from '../redis/dashboard-store.js';
 import type { Html } from './html.js';
 import type { QueueLive } from './reader.js';
 
-/** One queue the dashboard shows, with its readers. */
+/** One queue the dashboard shows, with its readers (its shard stores are the live reader's). */
 export interface QueueHandle {
   name: string;
   queue: Queue;
   periodic: PeriodicTasks;
-  store: DashboardStore;
   live: QueueLive;
 }
 

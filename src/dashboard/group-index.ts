@@ -6,6 +6,8 @@
  * last groups page read them (they are as many as the executors' slots): a group with runs and
  * nothing waiting has no record in the hash, and is listed from them. The order of a page comes
  * from the index (as of the last sweep); the values shown are read fresh for the page's groups.
+ * A sharded queue has a `groups` hash per shard, each swept on its own: a group's record in the
+ * index adds up its counts over the shards that hold it, its settings are its own shard's.
  */
 import type { Redis } from 'ioredis';
 import { EMPTY_GROUP, type GroupState, readGroupStates } from '../redis/group-state.js';
@@ -18,51 +20,115 @@ export function waitingOf(g: GroupState): number {
   return g.nh + g.nl + Math.max(0, g.nr - g.stuck);
 }
 
+/** Fields of a group record that count jobs or runs: a group's records in several shards add them up. */
+const COUNTED = ['running', 'stuck', 'nr', 'nh', 'nl', 'logged'] as const;
+
+/**
+ * One group's record over the shards: `records` by shard (undefined where a shard has none), its
+ * counts added up, its settings those of shard `own` (of another that has one when `own` has none).
+ */
+export function mergeGroupStates(records: ReadonlyArray<GroupState | undefined>, own: number): GroupState | undefined {
+  const held = records.filter((r) => r !== undefined);
+  if (held.length <= 1) return held[0];
+  const out = { ...(records[own] ?? held[0]) };
+  for (const f of COUNTED) out[f] = held.reduce((n, r) => n + (r[f] ?? 0), 0);
+  return out;
+}
+
 /** Sorted orders of a large index are recomputed at most this often while it changes (ms). */
 const SORT_MAX_AGE_MS = 5000;
 /** An index this small is sorted again whenever it changed. */
 const SMALL_INDEX = 10_000;
 
-export class GroupIndex {
-  private readonly states = new Map<string, GroupState>();
+/** What the index holds of one shard's `groups` hash, and where its sweeps are. */
+class ShardPart {
+  readonly states = new Map<string, GroupState>();
   /**
    * Submitted time of each group's oldest waiting job (ms), as the oldest-wait sweep (a slower
    * round of its own: it reads up to six keys a group) or a page last read it.
    */
-  private readonly oldest = new Map<string, number>();
-  /** Runs in progress per group (those with some), as the last groups page read them. */
-  private running = new Map<string, number>();
+  readonly oldest = new Map<string, number>();
   /** Names seen in the current round of the sweep. */
-  private round = new Set<string>();
-  private next = '0';
-  private oldestNext = '0';
+  round = new Set<string>();
+  next = '0';
+  oldestNext = '0';
+  constructor(readonly key: string) {}
+}
+
+export class GroupIndex {
+  private readonly parts: ShardPart[];
+  /** Runs in progress per group (those with some, over every shard), as the last groups page read them. */
+  private running = new Map<string, number>();
   private loading?: Promise<void>;
   private loaded = false;
   private version = 0;
   private readonly sorted = new Map<string, { version: number; at: number; names: string[] }>();
 
+  /**
+   * @param keys each shard's `groups` hash, by shard number
+   * @param ownShard the shard number of a group (whose record holds its settings)
+   */
   constructor(
     private readonly client: Redis,
-    private readonly key: string,
-  ) {}
+    keys: readonly string[],
+    private readonly ownShard: (group: string) => number = () => 0,
+  ) {
+    this.parts = keys.map((k) => new ShardPart(k));
+  }
 
-  /** The cursor the next tick's sweep starts from (undefined until the first load is done). */
-  get cursor(): string | undefined {
-    return this.loaded ? this.next : undefined;
+  /** The cursor shard `shard`'s next sweep starts from (undefined until the first load is done). */
+  cursor(shard: number): string | undefined {
+    return this.loaded ? this.parts[shard].next : undefined;
+  }
+
+  /** The names of every group the index holds. */
+  private names(): string[] {
+    if (this.parts.length === 1) {
+      const names = [...this.parts[0].states.keys()];
+      for (const name of this.running.keys()) if (!this.parts[0].states.has(name)) names.push(name);
+      return names;
+    }
+    const all = new Set<string>();
+    for (const part of this.parts) for (const name of part.states.keys()) all.add(name);
+    for (const name of this.running.keys()) all.add(name);
+    return [...all];
   }
 
   /** Groups in the index: those with a record, and those with runs in progress only. */
   get size(): number {
-    let n = this.states.size;
-    for (const name of this.running.keys()) if (!this.states.has(name)) n++;
+    if (this.parts.length > 1) return this.names().length;
+    const states = this.parts[0].states;
+    let n = states.size;
+    for (const name of this.running.keys()) if (!states.has(name)) n++;
     return n;
+  }
+
+  /** A group's record over the shards (see {@link mergeGroupStates}), or undefined: none holds one. */
+  state(name: string): GroupState | undefined {
+    if (this.parts.length === 1) return this.parts[0].states.get(name);
+    return mergeGroupStates(
+      this.parts.map((p) => p.states.get(name)),
+      this.ownShard(name),
+    );
+  }
+
+  /** The submitted time of a group's oldest waiting job over the shards (ms), if known. */
+  private oldestOf(name: string): number | undefined {
+    let min: number | undefined;
+    for (const p of this.parts) {
+      const at = p.oldest.get(name);
+      if (at !== undefined && (min === undefined || at < min)) min = at;
+    }
+    return min;
   }
 
   /** Resolves once the index was loaded (starting the load on first call). */
   ready(): Promise<void> {
-    this.loading ??= readGroupStates(this.client, this.key).then(
+    this.loading ??= Promise.all(this.parts.map((p) => readGroupStates(this.client, p.key))).then(
       (all) => {
-        for (const [name, state] of all) this.states.set(name, state);
+        all.forEach((states, i) => {
+          for (const [name, state] of states) this.parts[i].states.set(name, state);
+        });
         this.loaded = true;
         this.version++;
       },
@@ -74,52 +140,56 @@ export class GroupIndex {
     return this.loading;
   }
 
-  /** Takes a step of the sweep: the records read, and the cursor to go on from ('0': the round is over). */
-  swept(entries: Array<[string, GroupState]>, cursor: string): void {
+  /** Takes a step of shard `shard`'s sweep: the records read, and the cursor to go on from ('0': the round is over). */
+  swept(shard: number, entries: Array<[string, GroupState]>, cursor: string): void {
     if (!this.loaded || cursor === '') return;
+    const part = this.parts[shard];
     for (const [name, state] of entries) {
-      this.states.set(name, state);
-      this.round.add(name);
+      part.states.set(name, state);
+      part.round.add(name);
     }
     if (entries.length) this.version++;
-    this.next = cursor;
+    part.next = cursor;
     if (cursor === '0') {
       // A group the whole round did not see is gone.
-      for (const name of this.states.keys()) {
-        if (!this.round.has(name)) {
-          this.states.delete(name);
-          this.oldest.delete(name);
+      for (const name of part.states.keys()) {
+        if (!part.round.has(name)) {
+          part.states.delete(name);
+          part.oldest.delete(name);
         }
       }
-      this.round = new Set();
+      part.round = new Set();
       this.version++;
     }
   }
 
-  /** The cursor the next tick's oldest-wait sweep starts from (undefined until the first load is done). */
-  get oldestCursor(): string | undefined {
-    return this.loaded ? this.oldestNext : undefined;
+  /** The cursor shard `shard`'s next oldest-wait sweep starts from (undefined until the first load is done). */
+  oldestCursor(shard: number): string | undefined {
+    return this.loaded ? this.parts[shard].oldestNext : undefined;
   }
 
-  /** Takes a step of the oldest-wait sweep: each group's oldest waiting job (ms), and the cursor to go on from. */
-  sweptOldest(entries: Array<[string, number | undefined]>, cursor: string): void {
+  /** Takes a step of shard `shard`'s oldest-wait sweep: each group's oldest waiting job (ms), and the cursor to go on from. */
+  sweptOldest(shard: number, entries: Array<[string, number | undefined]>, cursor: string): void {
     if (!this.loaded || cursor === '') return;
-    for (const [name, oldest] of entries) this.setOldest(name, oldest);
+    const part = this.parts[shard];
+    for (const [name, oldest] of entries) setOldest(part, name, oldest);
     if (entries.length) this.version++;
-    this.oldestNext = cursor;
+    part.oldestNext = cursor;
   }
 
-  /** Notes a group's record and oldest waiting job read fresh (by a page). */
-  update(name: string, state: GroupState | undefined, oldest: number | undefined): void {
-    if (state) this.states.set(name, state);
-    else this.states.delete(name);
-    this.setOldest(name, oldest);
+  /**
+   * Notes a group's records and oldest waiting jobs read fresh (by a page), by shard. A group
+   * that no shard holds and the index does not know is left out (a page that found nothing).
+   */
+  update(name: string, rows: ReadonlyArray<{ state?: GroupState; oldest?: number }>): void {
+    if (!this.has(name) && rows.every((r) => !r.state)) return;
+    rows.forEach((row, i) => {
+      const part = this.parts[i];
+      if (row.state) part.states.set(name, row.state);
+      else part.states.delete(name);
+      setOldest(part, name, row.oldest);
+    });
     this.version++;
-  }
-
-  private setOldest(name: string, oldest: number | undefined): void {
-    if (oldest === undefined) this.oldest.delete(name);
-    else this.oldest.set(name, oldest);
   }
 
   /**
@@ -136,7 +206,7 @@ export class GroupIndex {
 
   /** Whether the index holds a group. */
   has(name: string): boolean {
-    return this.states.has(name) || this.running.has(name);
+    return this.running.has(name) || this.parts.some((p) => p.states.has(name));
   }
 
   /** A page of group names in the order of `sort` (descending for numbers, ascending for names). */
@@ -154,14 +224,14 @@ export class GroupIndex {
   private order(sort: GroupSort): string[] {
     const cached = this.sorted.get(sort);
     const now = Date.now();
-    if (cached && (cached.version === this.version || (this.states.size > SMALL_INDEX && now - cached.at < SORT_MAX_AGE_MS))) {
+    const large = this.parts.reduce((n, p) => n + p.states.size, 0) > SMALL_INDEX;
+    if (cached && (cached.version === this.version || (large && now - cached.at < SORT_MAX_AGE_MS))) {
       return cached.names;
     }
-    const names = [...this.states.keys()];
-    for (const name of this.running.keys()) if (!this.states.has(name)) names.push(name);
+    const names = this.names();
     if (sort === 'group') names.sort();
     else {
-      const state = (n: string) => this.states.get(n) ?? EMPTY_GROUP;
+      const state = (n: string) => this.state(n) ?? EMPTY_GROUP;
       const value =
         sort === 'waiting'
           ? (n: string) => waitingOf(state(n))
@@ -169,7 +239,7 @@ export class GroupIndex {
             ? (n: string) => this.running.get(n) ?? 0
             : sort === 'oldest'
               ? // (the longest wait first in descending order; groups with nothing waiting last)
-                (n: string) => -(this.oldest.get(n) ?? Number.POSITIVE_INFINITY)
+                (n: string) => -(this.oldestOf(n) ?? Number.POSITIVE_INFINITY)
               : (n: string) => (state(n) as Record<string, number>)[sort] ?? 0;
       const values = new Map(names.map((n) => [n, value(n)]));
       names.sort((a, b) => values.get(b)! - values.get(a)! || (a < b ? -1 : a > b ? 1 : 0));
@@ -177,4 +247,9 @@ export class GroupIndex {
     this.sorted.set(sort, { version: this.version, at: now, names });
     return names;
   }
+}
+
+function setOldest(part: ShardPart, name: string, oldest: number | undefined): void {
+  if (oldest === undefined) part.oldest.delete(name);
+  else part.oldest.set(name, oldest);
 }

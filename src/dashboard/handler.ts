@@ -13,6 +13,7 @@ import { type ConnectionOption, connect } from '../redis/connection.js';
 import { DashboardStore, type Tick } from '../redis/dashboard-store.js';
 import { checkQueueName } from '../redis/keys.js';
 import { QueueStore } from '../redis/queue-store.js';
+import { checkShards, homeShard } from '../redis/shards.js';
 import { ACTIONS } from './actions.js';
 import { asset } from './assets.js';
 import type { Page, PageContext, QueueHandle } from './context.js';
@@ -38,6 +39,11 @@ export interface DashboardOptions {
   readOnly?: boolean;
   /** When set, every request must carry it (a `Authorization: Bearer` header, or a cookie set by `?token=`). */
   token?: string;
+  /**
+   * The queues' shard count (see QueueOptions.shards): one for every queue, or one per queue name
+   * (a queue not named has 1). A queue laid out with another count is refused (ShardCountError).
+   */
+  shards?: number | Readonly<Record<string, number>>;
 }
 
 /** The handler, with what it holds. */
@@ -71,6 +77,7 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
     throw new ValidationError('basePath', `"${opts.basePath}" must be a path such as /admin/rota`);
   }
   if (opts.token !== undefined && opts.token.length < 8) throw new ValidationError('token', 'must be at least 8 characters');
+  const shardsOf = shardCounts(opts.queues, opts.shards);
   const { client, owned } = connect(opts.connection);
   const redis = client as Redis;
   const counter = { sent: 0 };
@@ -80,18 +87,17 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
   const several = opts.queues.length > 1;
   const handles = new Map<string, QueueHandle>();
   for (const name of opts.queues) {
-    const queue = new Queue(name, { connection: redis });
-    const store = new DashboardStore(new QueueStore(redis, name, { maxEvents: 0 }));
+    const shards = shardsOf(name);
+    const queue = new Queue(name, { connection: redis, shards });
+    // (a store per shard, the home shard's last, as the queue's shardKeys)
+    const stores = Array.from(
+      { length: homeShard(shards) + 1 },
+      (_, shard) => new DashboardStore(new QueueStore(redis, name, { maxEvents: 0, shard, shards })),
+    );
     // (PeriodicTasks opens a connection of its own: its commands count too)
-    const periodic = new PeriodicTasks(name, { connection: redis });
+    const periodic = new PeriodicTasks(name, { connection: redis, shards });
     countCommands(periodic.client, counter);
-    handles.set(name, {
-      name,
-      queue,
-      periodic,
-      store,
-      live: new QueueLive(name, store, redis, queue.keys.groups),
-    });
+    handles.set(name, { name, queue, periodic, live: new QueueLive(name, stores, redis, shards) });
   }
   const baseOf = (name: string) => (several ? `${root}/q/${encodeURIComponent(name)}` : root);
 
@@ -317,6 +323,27 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
     else redis.disconnect();
   };
   return handler;
+}
+
+/**
+ * The shard count of each queue from the `shards` option: one for every queue, or one per queue
+ * name (1 for a queue not named).
+ * @throws {ValidationError} (`shards`) for a bad count, or a name that is not one of the queues.
+ */
+function shardCounts(queues: readonly string[], shards: DashboardOptions['shards']): (queue: string) => number {
+  if (shards === undefined || typeof shards === 'number') {
+    const n = checkShards(shards);
+    return () => n;
+  }
+  if (typeof shards !== 'object' || shards === null) {
+    throw new ValidationError('shards', 'must be a shard count, or one per queue name');
+  }
+  const counts = new Map<string, number>();
+  for (const [name, n] of Object.entries(shards)) {
+    if (!queues.includes(name)) throw new ValidationError('shards', `names "${name}", which is not one of the queues`);
+    counts.set(name, checkShards(n));
+  }
+  return (queue) => counts.get(queue) ?? 1;
 }
 
 /** Reads a urlencoded form (at most MAX_BODY bytes). */

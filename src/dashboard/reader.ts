@@ -1,17 +1,20 @@
 /**
  * The dashboard's shared reader: one per dashboard process, shared by every open page. Once a
- * second, while pages are open, it reads each queue in one script call (dashboard-tick.lua):
+ * second, while pages are open, it reads each queue shard in one script call (dashboard-tick.lua):
  * counts, executors, finished jobs since the last tick, a step of the sweep of the groups hash,
- * and (for one queue) the server's memory and ops/s. It keeps the 15-minute throughput series in
- * memory, and re-renders the open pages' views for their live updates within a budget of one
- * more command a second per queue, so that the dashboard sends Redis at most two commands a
- * second per queue however many pages are open.
+ * and (for one shard of one queue) the server's memory and ops/s; a sharded queue's tick adds up
+ * its shards' (./shards.ts). It keeps the 15-minute throughput series in memory, and re-renders
+ * the open pages' views for their live updates within a budget of one more command a second per
+ * shard, so that the dashboard sends Redis at most two commands a second per queue shard however
+ * many pages are open.
  */
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
 import type { DashboardStore, Tick } from '../redis/dashboard-store.js';
+import { shardOfGroup } from '../redis/shards.js';
 import { GroupIndex } from './group-index.js';
+import { mergeTicks, type ShardStores } from './shards.js';
 
 /** Seconds of throughput kept for the overview's chart. */
 export const SERIES_SECONDS = 15 * 60;
@@ -49,25 +52,36 @@ interface LiveView {
 }
 
 /** What the reader knows of one queue. */
-export class QueueLive {
+export class QueueLive implements ShardStores {
+  /** The queue's tick (over its shards). */
   tick?: Tick;
+  /** Each shard's last tick, by shard number (the next counts the jobs finished since its time). */
+  shardTicks: Tick[] = [];
   /** When the last tick was read (this process's clock, ms). */
   tickedAt = 0;
   /** The tick a request asked for, while it is read. */
   refreshing?: Promise<void>;
   series: RatePoint[] = [];
   readonly groups: GroupIndex;
-  /** Commands the view refreshes may still spend (one more a tick, at most one ahead). */
+  /** Commands the view refreshes may still spend (one more a tick per shard, at most one a shard ahead). */
   tokens = 1;
   /** The tick being read (ticks of a queue are read one after the other). */
   ticking: Promise<void> = Promise.resolve();
+  /**
+   * @param stores the queue's shard stores, by shard number (the home shard last when there are several)
+   * @param shards the queue's shard count
+   */
   constructor(
     readonly name: string,
-    readonly store: DashboardStore,
+    readonly stores: readonly DashboardStore[],
     client: Redis,
-    keysGroups: string,
+    readonly shards = 1,
   ) {
-    this.groups = new GroupIndex(client, keysGroups);
+    this.groups = new GroupIndex(
+      client,
+      stores.map((s) => s.keys.groups),
+      (group) => shardOfGroup(group, shards),
+    );
   }
 }
 
@@ -178,18 +192,28 @@ export class LiveReader extends EventEmitter {
 
   private async readTick(q: QueueLive, server: boolean): Promise<void> {
     const prev = q.tick;
-    const t = await q.store.tick({
-      since: prev?.now,
-      cursor: q.groups.cursor,
-      sweepCount: SWEEP_COUNT,
-      oldestCursor: q.groups.oldestCursor,
-      oldestCount: OLDEST_SWEEP_COUNT,
-      maxExecutors: MAX_EXECUTORS,
-      server,
+    // (each shard counts the jobs finished since its own last tick, by its own server's clock)
+    const ticks = await Promise.all(
+      q.stores.map((store, i) =>
+        store.tick({
+          since: q.shardTicks[i]?.now,
+          cursor: q.groups.cursor(i),
+          sweepCount: SWEEP_COUNT,
+          oldestCursor: q.groups.oldestCursor(i),
+          oldestCount: OLDEST_SWEEP_COUNT,
+          maxExecutors: MAX_EXECUTORS,
+          // (the server figures of one shard: the home shard's, last)
+          server: server && i === q.stores.length - 1,
+        }),
+      ),
+    );
+    ticks.forEach((t, i) => {
+      q.groups.swept(i, t.swept, t.cursor);
+      q.groups.sweptOldest(i, t.oldest, t.oldestCursor);
     });
+    q.shardTicks = ticks;
+    const t = mergeTicks(ticks);
     if (!t.server && prev?.server) t.server = prev.server;
-    q.groups.swept(t.swept, t.cursor);
-    q.groups.sweptOldest(t.oldest, t.oldestCursor);
     if (prev && t.now > prev.now) {
       const dt = (t.now - prev.now) / 1000;
       const finished = t.finished.success + t.finished.failed + t.finished.cancelled;
@@ -206,10 +230,11 @@ export class LiveReader extends EventEmitter {
 
   /**
    * Re-renders the queue's open views that changed (or aged), oldest first, while the budget
-   * allows: a refresh costs the commands it sent; the budget grows by one a tick.
+   * allows: a refresh costs the commands it sent; the budget grows by one a tick per shard.
    */
   private async refreshViews(q: QueueLive): Promise<void> {
-    q.tokens = Math.min(1, q.tokens + 1);
+    const n = q.stores.length;
+    q.tokens = Math.min(n, q.tokens + n);
     const now = Date.now();
     const stale = [...this.views.values()]
       .filter((v) => v.queue === q.name && (v.seen !== q.tick?.lastEvent || now - v.renderedAt > VIEW_MAX_AGE_MS))

@@ -10,15 +10,18 @@ import { PeriodicTasks, Scheduler } from '../periodic/index.js';
 import type { Handlers } from '../queue/context.js';
 import { Queue } from '../queue/queue.js';
 import { Worker } from '../queue/worker.js';
+import type { ConnectionOption } from '../redis/connection.js';
 import { percentile, render, type TenantView } from './view.js';
 
 export interface DemoOptions {
-  /** Redis URL; when absent a private redis-server is started and stopped. */
-  redis?: string;
+  /** Redis URL, ioredis options or client (a Cluster too); when absent a private redis-server is started and stopped. */
+  redis?: ConnectionOption;
   /** Stop after this many seconds (non-interactive); default: when the flood is drained, plus 5 s. */
   durationS?: number;
   /** Jobs the flooding tenant submits at once; default 4,000. */
   flood?: number;
+  /** Shards of the demo's queue (a new queue each run); default 1. */
+  shards?: number;
   /** Write progress here (default stdout); redraws in place when it is a terminal. */
   out?: NodeJS.WriteStream;
 }
@@ -37,8 +40,8 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
   const out = opts.out ?? process.stdout;
   const tty = Boolean(out.isTTY) && opts.durationS === undefined;
   let server: RedisServer | null = null;
-  let url = opts.redis;
-  if (!url) {
+  let connection = opts.redis;
+  if (connection === undefined || connection === '') {
     try {
       server = await RedisServer.start();
     } catch (err) {
@@ -47,12 +50,13 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
           'Install it with: apt-get install -y redis-server (Debian/Ubuntu) or brew install redis (macOS).',
       );
     }
-    url = server.url;
-    out.write(`started a private redis-server on ${url}\n`);
+    connection = server.url;
+    out.write(`started a private redis-server on ${server.url}\n`);
   }
   const queueName = server ? 'demo' : `demo-${Date.now().toString(36)}`;
-  const queue = new Queue(queueName, { connection: url });
-  const tasks = new PeriodicTasks(queueName, { connection: url });
+  const shards = opts.shards;
+  const queue = new Queue(queueName, { connection, shards });
+  const tasks = new PeriodicTasks(queueName, { connection, shards });
   const periodicRuns = new Map<string, number>();
   const tenants = new Map<string, TenantView>();
   const tenant = (g: string) => {
@@ -74,9 +78,9 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
     ping: async () => 'pong',
   };
   const workers = [1, 2].map(
-    (n) => new Worker(queueName, handlers, { connection: url!, concurrency: 8, id: `demo-executor-${n}` }),
+    (n) => new Worker(queueName, handlers, { connection: connection!, concurrency: 8, id: `demo-executor-${n}`, shards }),
   );
-  const scheduler = new Scheduler(queueName, { connection: url });
+  const scheduler = new Scheduler(queueName, { connection, shards });
   let stopping = false;
   const onSigint = () => {
     stopping = true;

@@ -32,6 +32,7 @@ import { type ConnectionOption, connect } from '../redis/connection.js';
 import { loadLibrary } from '../redis/library.js';
 import { type ClaimedTask, claimedPart, PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
+import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
 import { type CatchupPolicy, checkTimer, DEFAULT_CATCHUP_WINDOW } from './definition.js';
 import type { PeriodicKeys } from './keys.js';
@@ -83,6 +84,12 @@ export interface SchedulerOptions {
   keepRuns?: KeepRuns;
   /** Events stream cap (see QueueOptions.maxEvents). */
   maxEvents?: number;
+  /**
+   * The queue's shard count (see QueueOptions.shards; default 1). The tasks and their runs live in
+   * the queue's home shard whatever the count; a replica configured with another count than the
+   * queue has refuses to start (ShardCountError).
+   */
+  shards?: number;
 }
 
 /** What a firing did, as the `fired` event reports it. */
@@ -132,7 +139,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly store: PeriodicStore;
   private readonly subscriber: Redis;
   private readonly injected?: () => number;
-  private readonly o: Required<Omit<SchedulerOptions, 'connection' | 'id' | 'now' | 'keepRuns'>> & {
+  private readonly o: Required<Omit<SchedulerOptions, 'connection' | 'id' | 'now' | 'keepRuns' | 'shards'>> & {
     keepCount: number;
     keepAge: number;
   };
@@ -154,6 +161,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   constructor(queueName: string, options: SchedulerOptions) {
     super();
+    const shards = checkShards(options.shards);
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.injected = options.now;
     const lookaheadMs = options.lookaheadMs ?? 2500;
@@ -169,7 +177,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       keepAge: options.keepRuns?.age ?? 30 * 86_400_000,
     };
     this.client = connect(options.connection, { blocking: true }).client;
-    this.store = new PeriodicStore(new QueueStore(this.client, queueName, { maxEvents: this.o.maxEvents }));
+    // (the home shard: a run is staged in one atomic call beside its task)
+    this.store = new PeriodicStore(
+      new QueueStore(this.client, queueName, { maxEvents: this.o.maxEvents, shard: homeShard(shards), shards }),
+    );
     this.keys = this.store.keys;
     this.subscriber = connect(options.connection, { blocking: true, subscriber: true }).client;
     this.beat = new ReplicaBeat(this.client, this.keys.replicas, this.id);

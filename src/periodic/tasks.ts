@@ -12,9 +12,10 @@ import { type ChildCounts, decodeJobObject, type Job, type JobState, type Priori
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
-import { type QueueKeys, queueKeys } from '../redis/keys.js';
+import type { QueueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
+import { checkShards, homeShard } from '../redis/shards.js';
 import { HISTORY_MISSED, HISTORY_REPLACED, HISTORY_SKIPPED } from '../redis/wire.js';
 import { parseTimer, type Timer } from '../timers/index.js';
 import {
@@ -37,6 +38,12 @@ export interface PeriodicTasksOptions {
   now?: () => number;
   /** Largest packed args accepted, in bytes; default 512 KiB. */
   maxArgsBytes?: number;
+  /**
+   * The queue's shard count (see QueueOptions.shards; default 1). The tasks and their runs live in
+   * the queue's home shard whatever the count; a write made with another count than the queue
+   * has is refused (ShardCountError).
+   */
+  shards?: number;
 }
 
 /** One upcoming occurrence, as {@link PeriodicTasks.upcoming} lists it. */
@@ -173,11 +180,14 @@ export class PeriodicTasks {
   private readonly injected: boolean;
 
   constructor(queueName: string, opts: PeriodicTasksOptions) {
+    const shards = checkShards(opts.shards);
     this.keys = periodicKeys(queueName);
-    this.qkeys = queueKeys(queueName);
     const { client, owned } = connect(opts.connection);
     this.client = client;
-    this.store = new PeriodicStore(new QueueStore(client, queueName, { maxEvents: DEFAULT_MAX_EVENTS }));
+    // (the home shard, where the tasks and their runs are)
+    const home = new QueueStore(client, queueName, { maxEvents: DEFAULT_MAX_EVENTS, shard: homeShard(shards), shards });
+    this.qkeys = home.keys;
+    this.store = new PeriodicStore(home);
     this.owned = owned;
     this.injected = opts.now !== undefined;
     this.clock = opts.now ?? Date.now;

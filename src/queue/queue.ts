@@ -1,10 +1,10 @@
 /** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
 import type { Redis } from 'ioredis';
-import { BulkSubmitError, ValidationError } from '../errors.js';
+import { BulkSubmitError, ShardCountError, ValidationError } from '../errors.js';
 import { startSubmitSpan } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
-import { leaseJobId, type QueueKeys } from '../redis/keys.js';
+import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore, type SubmitReply } from '../redis/queue-store.js';
 import { bucketSuffix, checkShards, groupBucket, homeShard, shardOfGroup, shardOfId } from '../redis/shards.js';
 import { GROUP_DUE_MARK } from '../redis/wire.js';
@@ -223,6 +223,8 @@ export class Queue<T extends object = UntypedTasks> {
   });
   readonly maxEvents: number;
   readonly connection: ConnectionOption;
+  /** The read-side check of the queue's shard count, once made (see layoutChecked). */
+  private layoutCheck?: Promise<void>;
   /** Each shard's script calls (see src/redis/queue-store.ts), by shard number. */
   private readonly stores: QueueStore[];
 
@@ -242,6 +244,24 @@ export class Queue<T extends object = UntypedTasks> {
     );
     this.shardKeys = this.stores.map((s) => s.keys);
     this.keys = this.shardKeys[0];
+  }
+
+  /**
+   * Checks, once, that the queue has this shard count when its layout records one (read only:
+   * a read records nothing; the script calls check it themselves): a read made with a wrong
+   * count would miss shards.
+   */
+  private layoutChecked(): Promise<void> {
+    this.layoutCheck ??= this.client.hget(queueKeys(this.name).meta, 'shards').then(
+      (found) => {
+        if (found !== null && Number(found) !== this.shards) throw new ShardCountError(this.name, Number(found), this.shards);
+      },
+      (err: unknown) => {
+        this.layoutCheck = undefined;
+        throw err;
+      },
+    );
+    return this.layoutCheck;
   }
 
   /** The store of the shard that holds group `group`. */
@@ -446,6 +466,7 @@ export class Queue<T extends object = UntypedTasks> {
 
   /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
   async getJob<A = unknown>(id: string): Promise<Job<A> | null> {
+    await this.layoutChecked();
     const stores = this.storesOf(id);
     if (stores.length === 1) return this.readJob<A>(stores[0], id);
     const found = await Promise.all(stores.map((s) => this.readJob<A>(s, id)));
@@ -463,6 +484,7 @@ export class Queue<T extends object = UntypedTasks> {
 
   /** The log lines a job's runs wrote with `ctx.log`, oldest first. */
   async jobLogs(id: string): Promise<string[]> {
+    await this.layoutChecked();
     const logs = await Promise.all(this.storesOf(id).map((s) => this.client.lrange(s.keys.logs(id), 0, -1)));
     return logs.find((l) => l.length > 0) ?? [];
   }
@@ -552,6 +574,7 @@ export class Queue<T extends object = UntypedTasks> {
    * optionally of one group. At most `limit` jobs (default 50).
    */
   async jobs(opts: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
+    await this.layoutChecked();
     if (this.stores.length === 1) return this.shardJobs(this.stores[0], opts);
     const limit = opts.limit ?? 50;
     const stores = opts.group !== undefined ? this.storesOfGroup(opts.group) : this.stores;
@@ -626,6 +649,7 @@ export class Queue<T extends object = UntypedTasks> {
    * and submit-to-start wait percentiles of jobs that succeeded in the window (sampled, at most 1,000).
    */
   async stats(windowMs = 60_000): Promise<QueueStats> {
+    await this.layoutChecked();
     const now = Number((await this.client.time())[0]) * 1000;
     const since = now - windowMs;
     const finished = { success: 0, failed: 0, cancelled: 0 };
@@ -665,6 +689,7 @@ export class Queue<T extends object = UntypedTasks> {
 
   /** Number of jobs per state (finished jobs counted until retention removes them). */
   async counts(): Promise<Record<JobState, number>> {
+    await this.layoutChecked();
     const raws = await Promise.all(this.shardKeys.map((k) => this.client.hgetall(k.counts)));
     const out = {} as Record<JobState, number>;
     for (const s of JOB_STATES) out[s] = raws.reduce((n, raw) => n + Number(raw[s] ?? 0), 0);
@@ -678,6 +703,7 @@ export class Queue<T extends object = UntypedTasks> {
    * A group with neither is not kept: groups can come and go by the million.
    */
   async groups(): Promise<GroupInfo[]> {
+    await this.layoutChecked();
     const parts = await Promise.all(this.stores.map((s) => this.shardGroups(s)));
     // A group lives in its shard; its periodic runs (home shard) and fan-out children (their
     // parent's shard) may be elsewhere: their counts add up, its settings are its shard's.
@@ -774,6 +800,7 @@ export class Queue<T extends object = UntypedTasks> {
 
   /** Live executors (whose heartbeat has not expired). */
   async workers(): Promise<WorkerInfo[]> {
+    await this.layoutChecked();
     // Registry expiries are the Redis server's clock (heartbeat.lua), so compare with it.
     const [sec, usec] = await this.client.time();
     const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);

@@ -12,6 +12,8 @@ interface ShardTurn {
   nextDue: number;
   /** Counts the shard's wake-ups: the ticket of a take sent to it. */
   wakeUps: number;
+  /** Takes sent to the shard and not answered yet. */
+  inFlight: number;
 }
 
 export class ShardTurns {
@@ -24,7 +26,7 @@ export class ShardTurns {
     count: number,
     private readonly wall: () => number = Date.now,
   ) {
-    this.turns = Array.from({ length: count }, () => ({ dry: false, nextDue: -1, wakeUps: 0 }));
+    this.turns = Array.from({ length: count }, () => ({ dry: false, nextDue: -1, wakeUps: 0, inFlight: 0 }));
   }
 
   /** Number of shards. */
@@ -32,20 +34,38 @@ export class ShardTurns {
     return this.turns.length;
   }
 
-  /** The shard the next take goes to: the next in turn that is not dry (any when all are). */
+  /**
+   * The shard the next take goes to: the next in turn that is not dry and has no take in flight,
+   * else the next that is not dry (a shard whose primary fails over holds its take: the others
+   * go on), else any.
+   */
   next(): number {
     this.wakeDue();
     const n = this.turns.length;
+    let busy = -1;
     for (let k = 0; k < n; k++) {
       const i = (this.cursor + k) % n;
-      if (!this.turns[i].dry) {
-        this.cursor = (i + 1) % n;
-        return i;
-      }
+      const t = this.turns[i];
+      if (t.dry) continue;
+      if (t.inFlight === 0) return this.pick(i);
+      if (busy < 0) busy = i;
     }
-    const i = this.cursor;
-    this.cursor = (i + 1) % n;
+    return this.pick(busy >= 0 ? busy : this.cursor);
+  }
+
+  private pick(i: number): number {
+    this.cursor = (i + 1) % this.turns.length;
     return i;
+  }
+
+  /** A take was sent to shard `i`. */
+  sent(i: number): void {
+    this.turns[i].inFlight++;
+  }
+
+  /** A take sent to shard `i` was answered, or failed. */
+  settled(i: number): void {
+    this.turns[i].inFlight--;
   }
 
   /** The ticket of a take sent to shard `i` now. */

@@ -161,6 +161,11 @@ export class TakePlan {
     this.takes -= 1;
   }
 
+  /** Slots the takes in flight asked for. */
+  get reservedSlots(): number {
+    return this.reserved;
+  }
+
   /** Takes in flight. */
   get inFlight(): number {
     return this.takes;

@@ -155,6 +155,12 @@ const REPORTED: Record<string, 'completed' | 'stuck' | 'failed' | 'cancelled' | 
   cancelled: 'cancelled',
 };
 
+/**
+ * How long a take may go unanswered before its slots are free for other shards' takes: far past
+ * any answer of a working Redis (a take holds it for well under 10 ms), short against a failover.
+ */
+const LATE_TAKE_MS = 1000;
+
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
 const CLOSE_FLUSH_MS = 5000;
 
@@ -529,6 +535,18 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   private trackTake(shard: number, want: number, reply: Promise<Taken>, quiet: boolean): void {
     const ticket = this.plan.sent(want);
     const shardTicket = this.turns.ticket(shard);
+    this.turns.sent(shard);
+    // A take its shard does not answer (its primary failing over) stops holding slots after a
+    // while, so that the other shards' jobs go on meanwhile; what it brings late gets the slots
+    // free then, and the rest is released.
+    let settled = false;
+    const settle = () => {
+      if (settled) return;
+      settled = true;
+      this.plan.settled(want);
+      this.wakeLoop();
+    };
+    const late = setTimeout(settle, LATE_TAKE_MS);
     void reply
       .then(
         ({ jobs, nextDue: due }) => {
@@ -537,6 +555,10 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
             // Taken while close() began: hand them back untouched.
             this.releaseTaken(jobs);
             return;
+          }
+          if (settled) {
+            const room = Math.max(0, this.opts.concurrency - this.runs.size - this.plan.reservedSlots);
+            this.releaseTaken(jobs.splice(room));
           }
           for (const job of jobs) this.start(job);
           const exhausted = this.turns.answered(shard, want, jobs.length, due, shardTicket);
@@ -550,8 +572,9 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         },
       )
       .finally(() => {
-        this.plan.settled(want);
-        this.wakeLoop();
+        clearTimeout(late);
+        this.turns.settled(shard);
+        settle();
       });
   }
 

@@ -5,6 +5,7 @@
  */
 import type { JobState } from '../queue/job.js';
 import { decodeGroupState, type GroupState } from './group-state.js';
+import type { QueueKeys } from './keys.js';
 import type { QueueStore } from './queue-store.js';
 
 /** What one tick of the dashboard's shared reader reads of a queue. */
@@ -78,6 +79,8 @@ export interface GroupsRead {
 /** A job of a job list page: the hash fields the list shows, as stored. */
 export interface JobRow {
   id: string;
+  /** Its position among the candidates of the list (a page that starts there shows it first). */
+  pos: number;
   state: string;
   group: string;
   /** The packed description (task, group, ..., args). */
@@ -153,9 +156,14 @@ function oldestOf(flat: Array<Buffer | number>): Array<[string, number | undefin
   return out;
 }
 
-/** The dashboard's script calls on one queue's store. */
+/** The dashboard's script calls on one queue shard's store. */
 export class DashboardStore {
   constructor(private readonly queue: QueueStore) {}
+
+  /** The keys of the queue shard it reads. */
+  get keys(): QueueKeys {
+    return this.queue.keys;
+  }
 
   /** dashboard-tick.lua: a tick of the shared reader. */
   async tick(o: TickOptions): Promise<Tick> {
@@ -236,18 +244,19 @@ export class DashboardStore {
   /** dashboard-jobs.lua: a page of jobs of one state, optionally of one group and task. */
   async jobs(q: JobsQuery): Promise<JobsRead> {
     const k = this.queue.keys;
-    const [listable, flat, next, left] = await this.queue.fcall<[number, Buffer[], number, number]>(
+    const [listable, flat, next, left] = await this.queue.fcall<[number, Array<Buffer | number>, number, number]>(
       'dashboard-jobs',
       k.counts,
       [k.prefix, q.state, q.group ?? '', q.task ?? '', q.start, q.limit, q.maxRead, ...JOB_ROW_FIELDS],
       true,
     );
     const jobs: JobRow[] = [];
-    const width = JOB_ROW_FIELDS.length + 1;
+    const width = JOB_ROW_FIELDS.length + 2;
     for (let i = 0; i + width <= flat.length; i += width) {
-      const f = (name: (typeof JOB_ROW_FIELDS)[number]) => flat[i + 1 + JOB_ROW_FIELDS.indexOf(name)];
+      const f = (name: (typeof JOB_ROW_FIELDS)[number]) => flat[i + 2 + JOB_ROW_FIELDS.indexOf(name)] as Buffer;
       jobs.push({
-        id: text(flat[i]),
+        id: text(flat[i] as Buffer),
+        pos: Number(flat[i + 1]),
         state: text(f('state')),
         group: text(f('group')),
         d: f('d'),

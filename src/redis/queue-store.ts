@@ -40,6 +40,8 @@ export interface QueueStoreOptions {
   /** The shard this store calls (default 0) of a queue of `shards` shards (default 1: unsharded). */
   shard?: number;
   shards?: number;
+  /** A reshard's own store (src/queue/reshard.ts): the schema is checked, the layout is not. */
+  resharding?: boolean;
 }
 
 /**
@@ -220,7 +222,7 @@ export class QueueStore {
   ) {
     const shards = opts.shards ?? 1;
     this.keys = queueKeys(queue, opts.shard ?? 0, shards);
-    this.gate = new SchemaGate(client, this.keys.meta, queue, queueKeys(queue).meta, shards);
+    this.gate = new SchemaGate(client, this.keys.meta, queue, queueKeys(queue).meta, shards, opts.resharding);
     this.lib = opts.library ?? rotaLibrary();
     this.maxEvents = opts.maxEvents;
     this.replicaTimeoutMs = opts.replicaTimeoutMs ?? 0;

@@ -2,12 +2,19 @@
  * The schema check: the first client to use a queue shard records the data format's version in
  * the shard's `meta` hash, and the queue's shard count in the unsharded queue's `meta` hash (the
  * queue's layout); a client of another version, or configured with another count, refuses the
- * queue before its first script call.
+ * queue before its first script call, and so does every client while the queue's shard count is
+ * being changed (`reshard` in the layout, see src/queue/reshard.ts).
  */
 import type { Redis } from 'ioredis';
-import { SchemaMismatchError, ShardCountError } from '../errors.js';
+import { ReshardInProgressError, SchemaMismatchError, ShardCountError } from '../errors.js';
 import { asConnectionError } from './connection.js';
 import { SCHEMA_VERSION } from './wire.js';
+
+/**
+ * The fields of the queue's layout (the unsharded queue's `meta` hash): its shard count, and while
+ * a reshard is under way the count it goes to and the step it is at (src/queue/reshard.ts).
+ */
+export const LAYOUT = { shards: 'shards', reshard: 'reshard', reshardStep: 'reshardStep' } as const;
 
 /** One client's check of one queue's schema, made once, before its first script call. */
 export class SchemaGate {
@@ -18,6 +25,7 @@ export class SchemaGate {
   /**
    * @param layoutKey the unsharded queue's `meta` hash, which records the queue's shard count
    * @param shards the shard count this client is configured with
+   * @param resharding a reshard's own client: the layout is not checked
    */
   constructor(
     private readonly client: Redis,
@@ -25,6 +33,7 @@ export class SchemaGate {
     private readonly queue: string,
     private readonly layoutKey = metaKey,
     private readonly shards = 1,
+    private readonly resharding = false,
   ) {}
 
   /**
@@ -57,16 +66,18 @@ export class SchemaGate {
   private async readOnce(): Promise<void> {
     // Reads first: a queue that has its schema and count needs no write, so the check passes
     // while Redis refuses writes (maxmemory reached, a read-only replica).
-    const schema = await this.readOrRecord(this.metaKey, 'schema', SCHEMA_VERSION);
+    const schema =
+      (await this.client.hget(this.metaKey, 'schema')) ?? (await this.record(this.metaKey, 'schema', SCHEMA_VERSION));
     if (schema !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, String(schema), SCHEMA_VERSION);
-    const shards = await this.readOrRecord(this.layoutKey, 'shards', this.shards);
+    if (this.resharding) return;
+    const [found, to] = await this.client.hmget(this.layoutKey, LAYOUT.shards, LAYOUT.reshard);
+    if (to !== null) throw new ReshardInProgressError(this.queue, Number(found ?? 1), Number(to));
+    const shards = found ?? (await this.record(this.layoutKey, LAYOUT.shards, this.shards));
     if (shards !== String(this.shards)) throw new ShardCountError(this.queue, Number(shards), this.shards);
   }
 
-  /** Field `field` of hash `key`, recorded as `value` first when it has none (HSETNX). */
-  private async readOrRecord(key: string, field: string, value: number): Promise<string | null> {
-    const found = await this.client.hget(key, field);
-    if (found !== null) return found;
+  /** Field `field` of hash `key` after recording it as `value` unless it has one (HSETNX). */
+  private async record(key: string, field: string, value: number): Promise<string | null> {
     await this.client.hsetnx(key, field, String(value));
     return this.client.hget(key, field);
   }

@@ -196,6 +196,13 @@ export const HISTORY_REPLACED = '~replaced@';
 /** The Lua pattern of a `leases` member (token digits, a mark, the job id), capturing the id. */
 const LEASE_ID_PATTERN = `^%d+[${SCHEDULED_MARK}${RUNNING_MARK}${CANCEL_MARK}](.*)$`;
 
+/**
+ * What reshard-out.lua answers first: the jobs it took out (`taken`); the jobs `moving` held
+ * already, taking nothing (`pending`: copy and forget those first); or, taking nothing, that a
+ * group list's tail was not the jobs the caller read (`changed`).
+ */
+export const RESHARD_OUT = { taken: 't', pending: 'p', changed: 'c' } as const;
+
 /** A value the Lua side gets: a number, a string, a list of strings or a table of strings. */
 export type WireValue = number | string | readonly string[] | Readonly<Record<string, string>>;
 
@@ -235,6 +242,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   HISTORY_SKIPPED,
   HISTORY_MISSED,
   HISTORY_REPLACED,
+  RESHARD_OUT,
 };
 
 function luaString(s: string): string {

@@ -1,20 +1,27 @@
 /**
  * How the CLI reaches Redis: a URL that is not a Redis URL is refused at once, and a failed
- * connection names the URL (password masked) and its cause; TLS with the --tls-* files.
+ * connection names the URL (password masked) and its cause; TLS with the --tls-* files; a
+ * Cluster node's URL gives a Cluster client carrying the URL's user and password and the TLS.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from '../../src/cli/exit-codes.js';
 import type { GlobalOptions } from '../../src/cli/main.js';
-import { CliError, openClient } from '../../src/cli/support.js';
+import { CliError, openClient, openTarget } from '../../src/cli/support.js';
+import { Queue } from '../../src/index.js';
 import { freePort, RedisServer } from '../helpers/redis-server.js';
+import { eventually } from '../helpers/setup.js';
 
 let secured: RedisServer;
 let tlsServer: RedisServer;
 let tlsPort: number;
+/** A one-node Redis Cluster (every slot on it) over TLS, for user "rota" only. */
+let tlsCluster: RedisServer;
+let tlsClusterPort: number;
 const certs = mkdtempSync(join(tmpdir(), 'rota-tls-'));
 
 beforeAll(async () => {
@@ -70,11 +77,50 @@ beforeAll(async () => {
       'no',
     ],
   });
+  tlsClusterPort = await freePort();
+  tlsCluster = await RedisServer.start({
+    cluster: true,
+    args: [
+      '--tls-port',
+      String(tlsClusterPort),
+      '--tls-cluster',
+      'yes',
+      // (a lone node knows no address of its own to announce until it meets another)
+      '--cluster-announce-ip',
+      '127.0.0.1',
+      '--tls-cert-file',
+      join(certs, 'server.crt'),
+      '--tls-key-file',
+      join(certs, 'server.key'),
+      '--tls-ca-cert-file',
+      join(certs, 'ca.crt'),
+      '--tls-auth-clients',
+      'no',
+      '--user',
+      'default',
+      'off',
+      '--user',
+      'rota',
+      'on',
+      '>sesame',
+      '~*',
+      '&*',
+      '+@all',
+    ],
+  });
+  const admin = new Redis({ port: tlsCluster.port, username: 'rota', password: 'sesame' });
+  try {
+    await admin.cluster('ADDSLOTSRANGE', 0, 16383);
+    await eventually(async () => (await admin.cluster('INFO')).includes('cluster_state:ok'));
+  } finally {
+    admin.disconnect();
+  }
 }, 60_000);
 
 afterAll(async () => {
   await secured?.destroy();
   await tlsServer?.destroy();
+  await tlsCluster?.destroy();
 });
 
 const opts = (redis: string, more: Partial<GlobalOptions> = {}): GlobalOptions => ({ redis, queue: 'default', ...more });
@@ -131,6 +177,33 @@ describe('rota reaching Redis', () => {
       expect(await client.ping()).toBe('PONG');
     } finally {
       client.disconnect();
+    }
+  });
+
+  it('takes a Cluster node for its cluster, with the user, password and TLS of the URL', async () => {
+    const g = opts(`rediss://rota:sesame@127.0.0.1:${tlsClusterPort}`, { tlsCa: join(certs, 'ca.crt'), queue: 'tls-cluster' });
+    const client = await openClient(g);
+    try {
+      expect(client).toBeInstanceOf(Cluster);
+      expect((client as Cluster).nodes('master').map((n) => n.options.port)).toEqual([tlsClusterPort]);
+      expect(await client.acl('WHOAMI')).toBe('rota');
+    } finally {
+      client.disconnect();
+    }
+    // (what an executor or the dashboard connects with: a Cluster with the same user and TLS)
+    const target = await openTarget({ ...g, shards: 3 });
+    const queue = new Queue('tls-cluster', { connection: target.connection, shards: target.shards['tls-cluster'] });
+    try {
+      expect(target.connection).toBeInstanceOf(Cluster);
+      await queue.submitBulk([
+        { task: 't', group: 'a' },
+        { task: 't', group: 'b' },
+        { task: 't', group: 'c' },
+      ]);
+      expect((await queue.counts()).waiting).toBe(3);
+    } finally {
+      await queue.close();
+      target.close();
     }
   });
 });

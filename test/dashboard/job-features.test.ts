@@ -16,16 +16,8 @@ import { Queue } from '../../src/queue/queue.js';
 import { Worker } from '../../src/queue/worker.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
 import { GROUP_DUE_MARK } from '../../src/redis/wire.js';
+import { dashboardClient, textOf } from '../helpers/dashboard.js';
 import { eventually, rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
-
-/** The text of a page's main content, tags removed and spaces folded. */
-function textOf(body: string): string {
-  const main = /<main id="main">([\s\S]*)<\/main>/.exec(body)?.[1] ?? body;
-  return main
-    .replace(/<[^>]*>/g, ' ')
-    .replace(/&amp;/g, '&')
-    .replace(/\s+/g, ' ');
-}
 
 describe('dashboard on delayed jobs, rates, fan-out, progress and event rules', () => {
   const name = uniqueQueue('dash-jobs');
@@ -40,26 +32,7 @@ describe('dashboard on delayed jobs, rates, fan-out, progress and event rules', 
     release = r;
   });
 
-  const get = async (path: string) => {
-    const r = await fetch(new URL(path.replace(/^\//, ''), served.url), { redirect: 'manual' });
-    return { status: r.status, body: await r.text(), headers: r.headers };
-  };
-  /** POSTs an action with the page's CSRF value, asking for JSON. */
-  const act = async (action: string, fields: Record<string, string>) => {
-    const page = await fetch(new URL('groups', served.url));
-    const csrf = /<meta name="csrf" content="([0-9a-f]+)">/.exec(await page.text())![1];
-    const cookie = page.headers
-      .getSetCookie()
-      .map((c) => c.split(';')[0])
-      .join('; ');
-    const r = await fetch(new URL(`actions/${action}`, served.url), {
-      method: 'POST',
-      redirect: 'manual',
-      body: new URLSearchParams({ ...fields, _csrf: csrf }).toString(),
-      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, accept: 'application/json' },
-    });
-    return { status: r.status, body: await r.text() };
-  };
+  const { get, act } = dashboardClient(() => served.url);
 
   beforeAll(async () => {
     redis = rawClient();

@@ -24,7 +24,7 @@ describe('the shared reader', () => {
   });
 
   it('reads a new tick for a request once its last one is old, and not while it is fresh', async () => {
-    const live = new QueueLive(name, new DashboardStore(new QueueStore(redis, name, { maxEvents: 0 })), redis, queue.keys.groups);
+    const live = new QueueLive(name, [new DashboardStore(new QueueStore(redis, name, { maxEvents: 0 }))], redis);
     const counter = { sent: 0 };
     // Not started: it ticks only when a request asks (as after a minute without pages).
     const reader = new LiveReader([live], counter, async () => '', 1000);

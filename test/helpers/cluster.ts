@@ -17,11 +17,14 @@ export interface LocalCluster {
   destroy(): Promise<void>;
 }
 
+/** The nodes' `cluster-node-timeout`: a primary unreachable this long is failing, and its replica takes over. */
+export const NODE_TIMEOUT_MS = 1000;
+
 /**
- * Starts `primaries` primaries with `replicas` replicas each. A short node timeout (1 s by
- * default) makes a replica take over within seconds of its primary's death.
+ * Starts `primaries` primaries with `replicas` replicas each. A short node timeout
+ * ({@link NODE_TIMEOUT_MS} by default) makes a replica take over within seconds of its primary's death.
  */
-export async function startCluster(primaries = 3, replicas = 0, nodeTimeoutMs = 1000): Promise<LocalCluster> {
+export async function startCluster(primaries = 3, replicas = 0, nodeTimeoutMs = NODE_TIMEOUT_MS): Promise<LocalCluster> {
   const count = primaries * (1 + replicas);
   const nodes = await Promise.all(
     Array.from({ length: count }, () =>

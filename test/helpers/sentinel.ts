@@ -1,6 +1,7 @@
 /**
- * A local Sentinel set-up for tests: a primary, a replica and three sentinels (redis-server
- * --sentinel), on free loopback ports, with a short down-after so failovers take seconds.
+ * A local Sentinel set-up for tests: a primary, its replicas (one unless asked) and three
+ * sentinels (redis-server --sentinel), on free loopback ports, with a short down-after so
+ * failovers take seconds.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,14 +14,21 @@ import { freePort, RedisServer } from './redis-server.js';
 export const MASTER_NAME = 'rota-test';
 
 export interface LocalSentinels {
-  primary: RedisServer;
-  replica: RedisServer;
+  /** The data servers: the first started as the primary, the others as its replicas. */
+  servers: RedisServer[];
   /** The sentinels' addresses, as ioredis `sentinels`. */
   sentinels: Array<{ host: string; port: number }>;
   /** Port of the server the sentinels name as primary now. */
   primaryPort(): Promise<number>;
+  /** The server the sentinels name as primary now. */
+  currentPrimary(): Promise<RedisServer>;
   /** Asks the sentinels for a failover (SENTINEL FAILOVER) and resolves once the other server is primary. */
   failover(timeoutMs?: number): Promise<number>;
+  /**
+   * Resolves with the new primary's port once the sentinels name a primary other than the one on
+   * port `before` and it takes writes (after a kill -9 of the primary, say).
+   */
+  promoted(before: number, timeoutMs?: number): Promise<number>;
   destroy(): Promise<void>;
 }
 
@@ -42,10 +50,12 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs: num
   }
 }
 
-/** Starts the primary, its replica and three sentinels, and resolves once all see each other. */
-export async function startSentinels(): Promise<LocalSentinels> {
+/** Starts the primary, `replicas` replicas and three sentinels, and resolves once all see each other. */
+export async function startSentinels(replicas = 1): Promise<LocalSentinels> {
   const primary = await RedisServer.start();
-  const replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+  const others = await Promise.all(
+    Array.from({ length: replicas }, () => RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(primary.port)] })),
+  );
   const dir = mkdtempSync(join(tmpdir(), 'rota-sentinel-'));
   const procs: ChildProcess[] = [];
   const ports: number[] = [];
@@ -72,19 +82,21 @@ export async function startSentinels(): Promise<LocalSentinels> {
     procs.push(proc);
     ports.push(port);
   }
-  await until(
-    'the replica in sync',
-    () => ask(replica.port, async (c) => (await c.info('replication')).includes('master_link_status:up')),
-    20_000,
-  );
+  for (const replica of others) {
+    await until(
+      'the replica in sync',
+      () => ask(replica.port, async (c) => (await c.info('replication')).includes('master_link_status:up')),
+      20_000,
+    );
+  }
   await until(
     'the sentinels see the replica and each other',
     async () => {
       for (const port of ports) {
         const ok = await ask(port, async (c) => {
-          const replicas = (await c.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as unknown[];
-          const others = (await c.call('SENTINEL', 'SENTINELS', MASTER_NAME)) as unknown[];
-          return replicas.length === 1 && others.length === 2;
+          const seen = (await c.call('SENTINEL', 'REPLICAS', MASTER_NAME)) as unknown[];
+          const sentinels = (await c.call('SENTINEL', 'SENTINELS', MASTER_NAME)) as unknown[];
+          return seen.length === replicas && sentinels.length === 2;
         });
         if (!ok) return false;
       }
@@ -97,26 +109,36 @@ export async function startSentinels(): Promise<LocalSentinels> {
       const [, port] = (await c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as [string, string];
       return Number(port);
     });
+  const promoted = async (before: number, timeoutMs = 30_000) => {
+    await until('the failover', async () => (await primaryPort()) !== before, timeoutMs);
+    const after = await primaryPort();
+    await until(
+      'the new primary writable',
+      () => ask(after, async (c) => (await c.info('replication')).includes('role:master')),
+      timeoutMs,
+    );
+    return after;
+  };
+  const servers = [primary, ...others];
   return {
-    primary,
-    replica,
+    servers,
     sentinels: ports.map((port) => ({ host: '127.0.0.1', port })),
     primaryPort,
+    async currentPrimary() {
+      const port = await primaryPort();
+      const server = servers.find((s) => s.port === port);
+      if (!server) throw new Error(`the sentinels name an unknown primary (port ${port})`);
+      return server;
+    },
     async failover(timeoutMs = 30_000) {
       const before = await primaryPort();
       await ask(ports[0], (c) => c.call('SENTINEL', 'FAILOVER', MASTER_NAME));
-      await until('the failover', async () => (await primaryPort()) !== before, timeoutMs);
-      const after = await primaryPort();
-      await until(
-        'the new primary writable',
-        () => ask(after, async (c) => (await c.info('replication')).includes('role:master')),
-        timeoutMs,
-      );
-      return after;
+      return promoted(before, timeoutMs);
     },
+    promoted,
     async destroy() {
       for (const p of procs) p.kill('SIGKILL');
-      await Promise.all([primary.destroy(), replica.destroy()]);
+      await Promise.all(servers.map((s) => s.destroy()));
       rmSync(dir, { recursive: true, force: true });
     },
   };

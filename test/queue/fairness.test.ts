@@ -92,7 +92,8 @@ describe('fair selection', () => {
       (_, i) => ({ task: 'noop', group: 'g', priority: i < 30 ? 'high' : 'low' }) as const,
     );
     const jobs = await q.submitBulk(specs);
-    await startChildren(name, 3, 5);
+    // (20 ms a job: one executor alone would take over a second, while the others start)
+    await startChildren(name, 3, 20);
     await waitAllFinal(q, 60);
     const ordered = ((await Promise.all(jobs.map((j) => q.getJob(j.id)))) as Job[]).sort((a, b) => a.takeSeq! - b.takeSeq!);
     expect(new Set(ordered.map((j) => j.worker)).size).toBeGreaterThan(1);

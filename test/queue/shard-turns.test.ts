@@ -42,4 +42,15 @@ describe('shard turns', () => {
     expect(turns.allDry).toBe(false);
     expect(turns.nextDue()).toBe(-1);
   });
+
+  it('prefers a shard with no take in flight, so that a shard that does not answer holds one take only', () => {
+    const turns = new ShardTurns(3);
+    turns.sent(0);
+    expect([turns.next(), turns.next(), turns.next()]).toEqual([1, 2, 1]);
+    turns.sent(1);
+    turns.sent(2);
+    expect(turns.next()).toBe(2);
+    turns.settled(1);
+    expect(turns.next()).toBe(1);
+  });
 });

@@ -223,6 +223,9 @@ describe('a sharded queue', () => {
     const other = openQueue(name, { shards: 2 });
     await expect(other.submit({ task: 't', group: 'b' })).rejects.toBeInstanceOf(ShardCountError);
     await expect(openQueue(name).submit({ task: 't', group: 'b' })).rejects.toThrow(/has 4 shards.*shards: 1/);
+    // (reads too: they would miss shards)
+    await expect(other.counts()).rejects.toBeInstanceOf(ShardCountError);
+    await expect(openQueue(name, { shards: 8 }).getJob('x')).rejects.toBeInstanceOf(ShardCountError);
     expect((await openQueue(name, { shards: SHARDS }).counts()).waiting).toBe(1);
     expect(() => openQueue(name, { shards: 0 })).toThrow(/shards/);
   });

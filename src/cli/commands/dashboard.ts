@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { serveDashboard } from '../../dashboard/serve.js';
 import { EXIT_INVALID } from '../exit-codes.js';
-import { CliError, connectionOf, globals, intOption, openClient, run } from '../support.js';
+import { CliError, globals, intOption, openTarget, run } from '../support.js';
 
 /**
  * Every queue named with `--queue` on the command line (it may be repeated: `--queue a --queue b`).
@@ -33,19 +33,22 @@ export function register(program: Command): void {
         const g = globals(cmd);
         const queues = queuesOf((program as unknown as { rawArgs: string[] }).rawArgs, g.queue);
         const token = o.token ?? process.env.ROTA_DASHBOARD_TOKEN ?? undefined;
-        (await openClient(g)).disconnect();
+        // (each queue's shard count: --shards, else the count its layout records; a Cluster's nodes)
+        const target = await openTarget(g, queues);
         let served: Awaited<ReturnType<typeof serveDashboard>>;
         try {
           served = await serveDashboard({
-            connection: connectionOf(g),
+            connection: target.connection,
             queues,
             host: o.host,
             port: o.port,
             readOnly: o.readOnly,
             token: token || undefined,
             basePath: o.basePath,
+            shards: target.shards,
           });
         } catch (err) {
+          target.close();
           if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
             throw new CliError(`--port: ${o.port} is in use on ${o.host}`, EXIT_INVALID);
           }
@@ -56,7 +59,13 @@ export function register(program: Command): void {
           const stop = () => {
             process.off('SIGINT', stop);
             process.off('SIGTERM', stop);
-            served.close().then(resolve, resolve);
+            void served
+              .close()
+              .catch(() => {})
+              .finally(() => {
+                target.close();
+                resolve();
+              });
           };
           process.on('SIGINT', stop);
           process.on('SIGTERM', stop);

@@ -8,7 +8,7 @@ import { PeriodicTasks } from '../../periodic/tasks.js';
 import { Queue } from '../../queue/queue.js';
 import { parseTimer } from '../../timers/index.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
-import { CliError, connectionOf, globals, intOption, openClient, printJson, printTable, run } from '../support.js';
+import { CliError, globals, intOption, openClient, openTarget, printJson, printTable, run, shardsOf } from '../support.js';
 import { timeFormat } from '../times.js';
 
 /** What a periodic command reads from the global options. */
@@ -23,11 +23,14 @@ async function withTasks(cmd: Command, fn: (tasks: PeriodicTasks, ctx: TasksCont
   const g = globals(cmd);
   await run(async () => {
     const client = await openClient(g);
-    const tasks = new PeriodicTasks(g.queue, { connection: client });
     try {
-      await fn(tasks, { json: Boolean(g.json), queue: g.queue, utc: Boolean(g.utc) });
+      const tasks = new PeriodicTasks(g.queue, { connection: client, shards: await shardsOf(g, client) });
+      try {
+        await fn(tasks, { json: Boolean(g.json), queue: g.queue, utc: Boolean(g.utc) });
+      } finally {
+        await tasks.close().catch(() => {});
+      }
     } finally {
-      await tasks.close().catch(() => {});
       client.disconnect();
     }
   });
@@ -73,26 +76,32 @@ export function register(program: Command): void {
     .action(async (o: { id?: string; metricsPort?: number }, cmd: Command) =>
       run(async () => {
         const g = globals(cmd);
-        (await openClient(g)).disconnect();
+        const target = await openTarget(g);
+        const { connection } = target;
+        const shards = target.shards[g.queue];
         const log = createLogger({ name: 'rota-scheduler' });
-        const scheduler = new Scheduler(g.queue, { connection: connectionOf(g), id: o.id });
+        const scheduler = new Scheduler(g.queue, { connection, id: o.id, shards });
         scheduler.on('error', (err) => log.warn({ err }, 'scheduler error'));
         scheduler.on('fired', (info) => log.debug(info, 'occurrence submitted'));
-        await scheduler.start();
-        log.info({ id: scheduler.id, queue: g.queue }, 'scheduler started');
-        const metrics =
-          o.metricsPort === undefined
-            ? undefined
-            : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection: connectionOf(g) }) });
-        if (metrics) log.info({ url: metrics.url }, 'serving metrics');
-        await new Promise<void>((resolve) => {
-          const stop = (sig: string) => {
-            log.info(`${sig} received, stopping`);
-            void Promise.all([scheduler.close(), metrics?.close()]).then(() => resolve());
-          };
-          process.once('SIGTERM', stop);
-          process.once('SIGINT', stop);
-        });
+        try {
+          await scheduler.start();
+          log.info({ id: scheduler.id, queue: g.queue }, 'scheduler started');
+          const metrics =
+            o.metricsPort === undefined
+              ? undefined
+              : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection, shards }) });
+          if (metrics) log.info({ url: metrics.url }, 'serving metrics');
+          await new Promise<void>((resolve) => {
+            const stop = (sig: string) => {
+              log.info(`${sig} received, stopping`);
+              void Promise.all([scheduler.close(), metrics?.close()]).then(() => resolve());
+            };
+            process.once('SIGTERM', stop);
+            process.once('SIGINT', stop);
+          });
+        } finally {
+          target.close();
+        }
       }),
     );
 

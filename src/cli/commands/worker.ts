@@ -9,7 +9,7 @@ import { Queue } from '../../queue/queue.js';
 import { installShutdownHandlers } from '../../queue/shutdown.js';
 import { Worker } from '../../queue/worker.js';
 import { EXIT_INVALID } from '../exit-codes.js';
-import { CliError, connectionOf, globals, intOption, openClient, run } from '../support.js';
+import { CliError, globals, intOption, openTarget, run } from '../support.js';
 
 /** Loads handlers: the module's default export (an object of functions) or its named function exports. */
 export async function loadHandlers(path: string): Promise<Handlers> {
@@ -54,34 +54,45 @@ export function register(program: Command): void {
         run(async () => {
           const g = globals(cmd);
           const handlers = await loadHandlers(o.tasks);
-          (await openClient(g)).disconnect();
-          const log = createLogger({ name: 'rota-worker' });
-          const worker = new Worker(g.queue, handlers, {
-            connection: connectionOf(g),
-            concurrency: o.concurrency,
-            id: o.id,
-            logger: log,
-          });
-          worker.on('error', (err) => log.warn({ err }, 'executor error'));
-          await worker.run();
-          log.info(
-            { id: worker.id, queue: g.queue, concurrency: o.concurrency, tasks: Object.keys(handlers) },
-            'executor started',
-          );
-          let metrics: MetricsServer | undefined;
-          if (o.metricsPort !== undefined) {
-            metrics = await serveMetrics({
-              port: o.metricsPort,
-              queue: new Queue(g.queue, { connection: connectionOf(g) }),
-              workers: [worker],
+          const target = await openTarget(g);
+          const { connection } = target;
+          const shards = target.shards[g.queue];
+          try {
+            const log = createLogger({ name: 'rota-worker' });
+            const worker = new Worker(g.queue, handlers, {
+              connection,
+              concurrency: o.concurrency,
+              id: o.id,
+              logger: log,
+              shards,
             });
-            log.info({ url: metrics.url }, 'serving metrics');
+            worker.on('error', (err) => log.warn({ err }, 'executor error'));
+            await worker.run();
+            log.info(
+              { id: worker.id, queue: g.queue, shards, concurrency: o.concurrency, tasks: Object.keys(handlers) },
+              'executor started',
+            );
+            let metrics: MetricsServer | undefined;
+            if (o.metricsPort !== undefined) {
+              metrics = await serveMetrics({
+                port: o.metricsPort,
+                queue: new Queue(g.queue, { connection, shards }),
+                workers: [worker],
+              });
+              log.info({ url: metrics.url }, 'serving metrics');
+            }
+            installShutdownHandlers(worker, {
+              timeout: o.shutdownTimeout,
+              log: (m) => log.info(m),
+              onClosed: async () => {
+                await metrics?.close();
+                target.close();
+              },
+            });
+          } catch (err) {
+            target.close();
+            throw err;
           }
-          installShutdownHandlers(worker, {
-            timeout: o.shutdownTimeout,
-            log: (m) => log.info(m),
-            onClosed: () => metrics?.close(),
-          });
           await new Promise(() => {});
         }),
     );

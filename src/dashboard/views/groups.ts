@@ -9,6 +9,7 @@ import { formatDuration } from '../../timers/duration.js';
 import type { Page, PageContext } from '../context.js';
 import { waitingOf } from '../group-index.js';
 import { ago, count, html } from '../html.js';
+import { readGroups } from '../shards.js';
 import { actionButton, csrfField } from './layout.js';
 import { pageOf, pager } from './paging.js';
 
@@ -30,18 +31,21 @@ export async function groups(ctx: PageContext): Promise<Page> {
   const find = ctx.query.get('group') ?? '';
   let names = find ? [find] : index.page(sort, desc, offset, limit);
   const fairness = { events: FAIRNESS_EVENTS, maxTakes: FAIRNESS_TAKES };
-  let read = await ctx.q.store.groups(names, fairness);
+  let read = await readGroups(ctx.q.live, names, fairness);
   // Groups with runs and nothing waiting are listed from the runs the read found: when those
   // changed the page's groups, the page is read again (seldom: only as such groups come and go).
   if (index.setRunning(read.running) && !find) {
     const again = index.page(sort, desc, offset, limit);
     if (again.join('\n') !== names.join('\n')) {
       names = again;
-      read = await ctx.q.store.groups(names, fairness);
+      read = await readGroups(ctx.q.live, names, fairness);
     }
   }
   names.forEach((n, i) => {
-    if (read.rows[i].state || index.has(n)) index.update(n, read.rows[i].state, read.rows[i].oldest);
+    index.update(
+      n,
+      read.byShard.map((rows) => rows[i]),
+    );
   });
   const now = read.now;
   const sortLink = (col: string, label: string) => {

@@ -6,6 +6,7 @@
 import { type ChildCounts, FINAL_STATES, JOB_STATES, unpackDescription } from '../../queue/job.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, type Html, html, pretty, time } from '../html.js';
+import { isFirstPage, readJobs } from '../shards.js';
 import { actionButton } from './layout.js';
 import { pageOf } from './paging.js';
 
@@ -24,8 +25,8 @@ export async function jobList(ctx: PageContext): Promise<Page> {
   const group = q.get('group') ?? '';
   const task = q.get('task') ?? '';
   const { limit } = pageOf(q);
-  const start = Math.max(0, Math.floor(Number(q.get('start') ?? 0)) || 0);
-  const read = await ctx.q.store.jobs({
+  const start = q.get('start') ?? '';
+  const read = await readJobs(ctx.q.live, {
     state,
     group: group || undefined,
     task: task || undefined,
@@ -68,7 +69,7 @@ ${
         return html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${taskName}</td><td>${j.group}</td><td><span class="state state-${j.state}">${j.state}</span></td>
 <td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td>${dueColumn ? html`<td class="due">${ago(j.runAt ?? j.due, now)}</td>` : ''}<td class="num">${j.progress ?? '–'}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td></tr>`;
       })}</tbody></table>
-${read.jobs.length === 0 ? html`<p class="empty">No ${state} job${filtered ? ' matches the filter' : ''}${read.more ? ` among the ${count(read.next - start)} looked at; the next page looks further` : ''}.</p>` : ''}
+${read.jobs.length === 0 ? html`<p class="empty">No ${state} job${filtered ? ' matches the filter' : ''}${read.more ? ` among the ${count(read.looked)} looked at; the next page looks further` : ''}.</p>` : ''}
 ${pager(ctx, start, read.next, read.more)}`
     : html`<p class="empty">Jobs in state “${state}” cannot be listed here; find one by its id.</p>`
 }`,
@@ -84,15 +85,15 @@ function childCounts(ctx: PageContext, parent: string, c: ChildCounts): Html {
   return html`<span class="children" data-children="${parent}">${part('total', c.total)}${part('waiting', c.waiting)}${part('running', c.running)}${part('success', c.success)}${part('failed', c.failed)}${part('cancelled', c.cancelled)}${c.ended !== undefined ? html`<span class="child-count">all ended ${time(c.ended)}</span>` : ''}</span>${c.total > 0 ? html` <a href="${ctx.base}/jobs/${encodeURIComponent(`${parent}/0`)}">first child</a>` : ''}`;
 }
 
-/** Links to the first and the next page of a job list (a page starts at a candidate position). */
-function pager(ctx: PageContext, start: number, next: number, more: boolean): Html {
-  const link = (to: number, label: string) => {
+/** Links to the first and the next page of a job list (a page starts at a candidate position, one per shard). */
+function pager(ctx: PageContext, start: string, next: string, more: boolean): Html {
+  const link = (to: string, label: string) => {
     const p = new URLSearchParams(ctx.query);
-    if (to > 0) p.set('start', String(to));
+    if (!isFirstPage(to)) p.set('start', to);
     else p.delete('start');
     return html`<a href="${ctx.base}/jobs?${p}">${label}</a>`;
   };
-  return html`<nav class="pager">${start > 0 ? link(0, '« first page') : ''}${more ? link(next, 'next →') : ''}</nav>`;
+  return html`<nav class="pager">${!isFirstPage(start) ? link('', '« first page') : ''}${more ? link(next, 'next →') : ''}</nav>`;
 }
 
 export async function jobDetail(ctx: PageContext, id: string): Promise<Page> {

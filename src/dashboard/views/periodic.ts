@@ -90,7 +90,9 @@ export async function periodicList(ctx: PageContext): Promise<Page> {
   ]);
   const lastIds = tasks.map((t) => t.lastJobId);
   const pipe = p.client.pipeline();
-  for (const id of lastIds) if (id) pipe.hget(ctx.q.queue.keys.job(id), 'state');
+  // (a task's runs are in the home shard, the last: in the slot of its task)
+  const home = ctx.q.queue.shardKeys.at(-1)!;
+  for (const id of lastIds) if (id) pipe.hget(home.job(id), 'state');
   // (an event rule's pending runs are counted, never read all: there is one per subject)
   for (const r of rules) pipe.scard(p.keys.owner(`rule:${r.id}`));
   const replies = lastIds.some(Boolean) || rules.length ? ((await pipe.exec()) ?? []) : [];
