@@ -1,5 +1,6 @@
 /** The benchmark cases, with their full and --quick sizes. */
 import type { SystemName } from './systems/types.js';
+import type { ClusterParams } from './workloads/cluster.js';
 import type { DelayParams } from './workloads/delay.js';
 import type { DrainParams } from './workloads/drain.js';
 import type { FairnessParams } from './workloads/fairness.js';
@@ -7,7 +8,11 @@ import type { IngestParams } from './workloads/ingest.js';
 import type { LatencyParams } from './workloads/latency.js';
 import type { RateParams } from './workloads/rate.js';
 
-/** A case; `systems`: the only systems it runs on (a feature of those alone), default all. */
+/**
+ * A case; `systems`: the only systems it runs on (a feature of those alone), default all. A
+ * `cluster` case runs on a Redis Cluster of three primaries that the harness starts beside its
+ * single server.
+ */
 export type CaseSpec = (
   | { name: string; kind: 'ingest'; params: IngestParams }
   | { name: string; kind: 'drain'; params: DrainParams }
@@ -15,7 +20,14 @@ export type CaseSpec = (
   | { name: string; kind: 'fairness'; params: FairnessParams }
   | { name: string; kind: 'delay'; params: DelayParams }
   | { name: string; kind: 'rate'; params: RateParams }
-) & { systems?: readonly SystemName[] };
+  | { name: string; kind: 'cluster'; params: ClusterParams }
+) & {
+  systems?: readonly SystemName[];
+  /** Measured runs when `--runs` is not given (full sizes; default 5). */
+  runs?: number;
+  /** Adjacent cases of one group run interleaved, round by round (their figures are compared). */
+  interleave?: string;
+};
 
 export const CASE_NAMES = [
   'ingest-serial',
@@ -36,6 +48,9 @@ export const CASE_NAMES = [
   'groups-100000',
   'delay-10k',
   'rate-1000',
+  'cluster-1',
+  'cluster-3',
+  'cluster-6',
 ] as const;
 
 export function cases(quick: boolean): CaseSpec[] {
@@ -96,5 +111,32 @@ export function cases(quick: boolean): CaseSpec[] {
       systems: ['rota'],
       params: { jobs: q(100_000, 20_000), groups: 1000, concurrency: 100, headroom: 1.5, windowMs: 200, capMs: cap },
     },
+    // One queue of 1, 3 and 6 shards on a cluster of three primaries: the c100 drain over 1,000
+    // groups and the noisy neighbour (fewer runs than the rest, to stay within about 3 minutes;
+    // interleaved, since the goals compare them).
+    ...[1, 3, 6].map(
+      (shards): CaseSpec => ({
+        name: `cluster-${shards}`,
+        kind: 'cluster',
+        systems: ['rota'],
+        runs: 3,
+        interleave: 'cluster',
+        params: {
+          shards,
+          jobs: DRAIN,
+          concurrency: 100,
+          groups: 1000,
+          capMs: cap,
+          flood: {
+            heavyJobs: fairness.heavyJobs,
+            jobMs: fairness.jobMs,
+            concurrency: fairness.concurrency,
+            lightTenants: fairness.lightTenants,
+            lightEveryMs: fairness.lightEveryMs,
+            capMs: fairness.capMs,
+          },
+        },
+      }),
+    ),
   ];
 }

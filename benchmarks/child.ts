@@ -5,6 +5,7 @@
 import { Redis } from 'ioredis';
 import type { CaseSpec } from './cases.js';
 import { openSystem, type SystemName } from './systems/types.js';
+import { runCluster } from './workloads/cluster.js';
 import type { RunContext, RunResult } from './workloads/common.js';
 import { runDelay } from './workloads/delay.js';
 import { runDrain } from './workloads/drain.js';
@@ -22,6 +23,8 @@ export interface RunRequest {
   quick: boolean;
   /** For latency cases: arrivals per second. */
   rate?: number;
+  /** For cluster cases: the cluster's nodes (all primaries). */
+  cluster?: Array<{ host: string; port: number }>;
 }
 
 export type RunReply = { type: 'result'; seq: number; result: RunResult } | { type: 'error'; seq: number; error: string };
@@ -31,6 +34,10 @@ let admin: Redis | null = null;
 async function handle(req: RunRequest): Promise<RunResult> {
   admin ??= new Redis(req.url);
   const queue = `bench-${req.seq}`;
+  if (req.spec.kind === 'cluster') {
+    if (!req.cluster) throw new Error('a cluster case needs the cluster nodes');
+    return runCluster(req.cluster, queue, req.quick, req.spec.params);
+  }
   const adapter = await openSystem(req.system, req.url, queue);
   const ctx: RunContext = { system: req.system, url: req.url, queue, adapter, admin, quick: req.quick };
   try {

@@ -137,19 +137,115 @@ export function tableRow(r: CaseRecord): string[] {
   ];
 }
 
-export function textTable(rows: string[][]): string {
-  const all = [TABLE_HEADER, ...rows];
-  const w = TABLE_HEADER.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
+export function textTable(rows: string[][], header = TABLE_HEADER): string {
+  const all = [header, ...rows];
+  const w = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => r.map((c, i) => (i < 2 || i === r.length - 1 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ');
-  return [line(TABLE_HEADER), w.map((n) => '-'.repeat(n)).join('  '), ...rows.map(line)].join('\n');
+  return [line(header), w.map((n) => '-'.repeat(n)).join('  '), ...rows.map(line)].join('\n');
 }
 
-function mdTable(rows: string[][]): string {
+function mdTable(rows: string[][], header = TABLE_HEADER): string {
   return [
-    `| ${TABLE_HEADER.join(' | ')} |`,
-    `|${TABLE_HEADER.map((_, i) => (i < 2 ? ':--' : '--:')).join('|')}|`,
+    `| ${header.join(' | ')} |`,
+    `|${header.map((_, i) => (i < 2 ? ':--' : '--:')).join('|')}|`,
     ...rows.map((r) => `| ${r.join(' | ')} |`),
   ].join('\n');
+}
+
+// ---------- cluster cases ----------
+
+/** The primaries a cluster record or run reports on (p0, p1, ...). */
+function primariesOf(extra: Record<string, number | null | undefined>): number[] {
+  return Object.keys(extra)
+    .filter((k) => /^p\d+Jobs$/.test(k))
+    .map((k) => Number(k.slice(1, -4)))
+    .sort((a, b) => a - b);
+}
+
+/** Which shards each primary holds, e.g. `p0: 0,3 +home  p1: 1,4  p2: 2,5`. */
+function placementOf(extra: Record<string, number | null | undefined>): string {
+  const ps = primariesOf(extra);
+  const shards = extra.shards ?? 1;
+  return ps
+    .map((k) => {
+      const own = Array.from({ length: shards }, (_, i) => i).filter((i) => extra[`shard${i}Primary`] === k);
+      const home = extra.homePrimary === k && shards > 1 ? ' +home' : '';
+      return `p${k}: ${own.join(',') || '—'}${home}`;
+    })
+    .join('  ');
+}
+
+const perPrimary = (extra: Record<string, number | null | undefined>, key: string, f: (v: number | null | undefined) => string) =>
+  primariesOf(extra)
+    .map((k) => f(extra[`p${k}${key}`]))
+    .join(' / ');
+
+/** One cluster run, per primary: its CPU per job of its own shards, its busy share, the balance, the light waits. */
+export function clusterRunLine(r: RunResult): string {
+  const e = r.extra;
+  return `${placementOf(e)} | µs/job ${perPrimary(e, 'CpuUsPerJob', (v) => fmt(v, 1))} | busy ${perPrimary(e, 'Busy', (v) => `${fmt((v ?? 0) * 100, 0)}%`)} | balance ${fmt(e.balance, 2)} | light p50/p99 ms: other shard ${fmtMs(e.farP50Ms)}/${fmtMs(e.farP99Ms)}, same shard ${fmtMs(e.nearP50Ms)}/${fmtMs(e.nearP99Ms)}`;
+}
+
+export const CLUSTER_HEADER = [
+  'case',
+  'placement (shards per primary)',
+  'jobs/s',
+  'µs/job per primary',
+  'busy per primary',
+  'balance',
+  'jobs max/min',
+  'light p50/p99 ms, other shard',
+  'light p50/p99 ms, same shard',
+];
+
+/** The cluster cases' rows (medians of the runs). */
+export function clusterRows(recs: CaseRecord[]): string[][] {
+  return recs.map((r) => {
+    const e = r.extra;
+    const waits = (w: 'far' | 'near') => (e[`${w}P99Ms`] == null ? '—' : `${fmtMs(e[`${w}P50Ms`])} / ${fmtMs(e[`${w}P99Ms`])}`);
+    return [
+      r.case,
+      placementOf(e),
+      fmtRate(r.jobsPerSec),
+      perPrimary(e, 'CpuUsPerJob', (v) => fmt(v, 1)),
+      perPrimary(e, 'Busy', (v) => `${fmt((v ?? 0) * 100, 0)}%`),
+      fmt(e.balance, 2),
+      fmt(e.jobBalance, 2),
+      waits('far'),
+      waits('near'),
+    ];
+  });
+}
+
+export function clusterTable(recs: CaseRecord[]): string {
+  return textTable(clusterRows(recs), CLUSTER_HEADER);
+}
+
+/** The cluster goals: each primary's CPU per job within 1.3× of the one-shard queue's; balance within 1.3×. */
+function clusterTargets(recs: CaseRecord[]): Target[] {
+  const one = recs.find((r) => r.case === 'cluster-1' && r.system === 'rota');
+  const ref = one ? one.extra[`p${one.extra.homePrimary}CpuUsPerJob`] : null;
+  const out: Target[] = [];
+  for (const r of recs.filter((x) => x.case.startsWith('cluster-') && x.case !== 'cluster-1' && x.system === 'rota')) {
+    const per = primariesOf(r.extra).map((k) => r.extra[`p${k}CpuUsPerJob`] ?? NaN);
+    const worst = Math.max(...per);
+    const x = ref == null ? null : worst / ref;
+    out.push({
+      name: `${r.case}: each primary's Redis CPU per job ≤ 1.3× the one-shard queue's`,
+      value:
+        x === null
+          ? 'not measured (needs cluster-1)'
+          : `${fmt(x, 2)}× (${per.map((v) => fmt(v, 1)).join(' / ')} µs vs ${fmt(ref, 1)} µs)`,
+      met: x === null ? null : x <= 1.3,
+    });
+    const b = r.extra.balance;
+    out.push({
+      name: `${r.case}: primaries' Redis CPU max/min ≤ 1.3`,
+      value: b == null ? 'not measured' : fmt(b, 2),
+      met: b == null ? null : b <= 1.3,
+    });
+  }
+  return out;
 }
 
 // ---------- targets ----------
@@ -250,6 +346,7 @@ export function targets(recs: CaseRecord[]): Target[] {
         : `${fmt(rv * 100, 1)}% (${fmtRate(rl!.jobsPerSec)} vs ${fmtRate(rl!.extra.unlimitedJobsPerSec ?? 0)} jobs/s)`,
     met: rv == null ? null : rv >= 0.8,
   });
+  out.push(...clusterTargets(recs));
   return out;
 }
 
@@ -455,6 +552,16 @@ export function writeResults(
     '',
     mdTable(sorted.map(tableRow)),
     '',
+    ...(sorted.some((r) => r.case.startsWith('cluster-'))
+      ? [
+          '## Cluster (Rota only)',
+          '',
+          CLUSTER_NOTE,
+          '',
+          mdTable(clusterRows(sorted.filter((r) => r.case.startsWith('cluster-'))), CLUSTER_HEADER),
+          '',
+        ]
+      : []),
     ...svgs.map(([name]) => `![${name}](${name})\n`),
     '## Extra figures (medians)',
     '',
@@ -476,6 +583,10 @@ export function writeResults(
   return { json, md: mdPath };
 }
 
+/** What the cluster table shows, for REPORT.md. */
+export const CLUSTER_NOTE =
+  "BullMQ and GroupMQ cannot spread one queue over a cluster, so only Rota runs here. One queue of 1, 3 or 6 shards on a Redis Cluster of three primaries (no replicas), the shards' slots moved before the run so that shard i is on primary i mod 3 (the home shard on the next one in turn). µs/job per primary: that primary's used_cpu_sys + used_cpu_user over the drain, divided by the jobs of the groups its shards hold (— when it holds none). busy: that CPU over the drain's wall time. balance: the primaries' CPU max/min; jobs max/min: the same for their jobs (the groups' hash is not perfectly even). Light waits: the noisy neighbour of fairness-light on a fresh queue, the light tenants in another shard than the flood (on another primary), then in its own. This machine has 2 cores, so the three primaries, the executor and the producer share them: the per-primary CPU and the balance carry over to a larger machine, the jobs/s does not; the full throughput claim (about three times one primary's rate) needs one core per primary (and executors enough to feed them).";
+
 const METHOD = `- One private \`redis-server\` (started by the harness, no persistence unless \`--aof\`), one Node, same 100-byte payload, auto-pipelining off (the ioredis default) for every system.
 - Before every run: FLUSHALL and CONFIG RESETSTAT; each run uses a fresh queue name. One warm-up run per system and case, then the measured runs, interleaved (rota, bullmq, groupmq, rota, …). Median and min–max are reported.
 - Each system runs in its own long-lived child process; executors run in that process, except drain-c100-2proc (two forked executor processes, concurrency 100 each).
@@ -488,4 +599,5 @@ const METHOD = `- One private \`redis-server\` (started by the harness, no persi
 - ingest-*: N jobs over 1,000 tenants; serial awaits each submit; inflight keeps 1,000 submits outstanding; bulk submits batches of 50 or 1,000 one after another. The check counts waiting jobs afterwards.
 - drain-*: 100,000 jobs (5,000 quick; drain-c1 5,000, 2,000 quick, which at concurrency 1 would otherwise take minutes a run) filled in batches of 1,000 over 1,000 tenants, then executors with concurrency c run no-op handlers until all ran. With 10,000 finished jobs kept, most finished jobs are trimmed during the drain, as in a queue that runs for a while. Jobs/s is over the drain; lifecycleRedisCpuUsPerJob adds the fill (submit + take + complete). groups-G: the same 100,000 jobs over G tenants at c = 100, so that only the number of groups changes (groups-1000 is drain-c100 again).
 - latency-P: Poisson arrivals, one submit call per job, at P% of the system's own maximum in this setup (calibrated once per run: one-by-one submits with 100 outstanding while its executor runs; "rate" in the extra figures is the arrival rate used), 1,000 tenants, concurrency 100; pickup = handler start − submit call. latency-10 then counts the commands an idle executor causes per second. Rota sends submit() calls made together (here: continuing from replies that arrived together), or made while its previous submit call is unanswered, in one script call, so its maximum (100 outstanding) is 1.5–2 times the peers' and its P% rate is higher than theirs; \`npm run bench -- --only latency-50 --rate N\` runs every system at the same rate N instead.
-- fairness-light: a 20,000-job backlog of 10 ms jobs in one tenant, concurrency 100, while 10 light tenants submit one 10 ms job every 50 ms each; jobs/s is the heavy tenant's drain rate; p50/p99 are light-tenant waits. fairness-noflood: the light tenants alone (their waits), then the backlog alone (jobs/s: the tenant's rate with no neighbours, the FIFO reference). Jain's index: mean over 100 ms windows of the index of jobs served among groups that had work waiting through the whole window (— when no window had two such groups). Runs are capped (8 s full) so GroupMQ's one-at-a-time heavy tenant does not run for minutes.`;
+- fairness-light: a 20,000-job backlog of 10 ms jobs in one tenant, concurrency 100, while 10 light tenants submit one 10 ms job every 50 ms each; jobs/s is the heavy tenant's drain rate; p50/p99 are light-tenant waits. fairness-noflood: the light tenants alone (their waits), then the backlog alone (jobs/s: the tenant's rate with no neighbours, the FIFO reference). Jain's index: mean over 100 ms windows of the index of jobs served among groups that had work waiting through the whole window (— when no window had two such groups). Runs are capped (8 s full) so GroupMQ's one-at-a-time heavy tenant does not run for minutes.
+- cluster-N (Rota only): a queue of N shards on a Redis Cluster of three primaries started by the harness (no replicas, FLUSHALL and CONFIG RESETSTAT on each before every run), the shard slots placed evenly first; the drain-c100 drain, then fairness-light twice (light tenants in another shard, then in the flood's). The three cases run interleaved (a round of 1, 3, 6 shards at a time), 3 measured runs after a warm-up unless --runs says otherwise. Jobs/s and Redis µs/job in the main table are the drain's, with the primaries' CPU added up; the cluster table has them per primary.`;

@@ -2,19 +2,31 @@
  * The benchmark harness: `npm run bench -- [--quick] [--only NAME[,NAME]] [--aof] [--runs N] [--systems a,b]`.
  * Starts a private redis-server, runs every case on Rota, BullMQ and GroupMQ (interleaved runs, each
  * system in its own child process), prints a table as it goes, and writes results/runs/<date>.json;
- * a full run also writes results/latest.json and results/REPORT.md with SVG charts.
+ * a full run also writes results/latest.json and results/REPORT.md with SVG charts. The cluster
+ * cases get a Redis Cluster of three primaries of their own.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { type LocalCluster, startCluster } from '../test/helpers/cluster.js';
 import { TS_EXEC_ARGV } from '../test/helpers/processes.js';
 import { RedisServer } from '../test/helpers/redis-server.js';
 import { CASE_NAMES, type CaseSpec, cases } from './cases.js';
 import type { RunReply, RunRequest } from './child.js';
 import { parseInfo } from './measure.js';
-import { type CaseRecord, exactlyOnceVerdict, summarize, tableRow, targets, textTable, writeResults } from './report.js';
+import {
+  type CaseRecord,
+  clusterRunLine,
+  clusterTable,
+  exactlyOnceVerdict,
+  summarize,
+  tableRow,
+  targets,
+  textTable,
+  writeResults,
+} from './report.js';
 import { SYSTEMS, type SystemName } from './systems/types.js';
 import type { RunResult } from './workloads/common.js';
 
@@ -79,10 +91,15 @@ async function main(): Promise<void> {
   const server = await RedisServer.start(opts.aof ? { appendfsync: 'everysec' } : {});
   const admin = new Redis(server.url);
   const redisVersion = parseInfo((await admin.info('server')) as string).redis_version;
+  // Cluster cases: three primaries, no replicas, and a node timeout long enough that a node
+  // starved of CPU on a busy machine is not taken for failed.
+  const cluster: LocalCluster | null = selected.some((c) => c.kind === 'cluster') ? await startCluster(3, 0, 15_000) : null;
   const children = new Map(opts.systems.map((s) => [s, new SystemProcess(s)]));
   await Promise.all([...children.values()].map((c) => c.ready));
+  const fewer =
+    opts.runs || opts.quick ? '' : [...new Set(selected.flatMap((c) => (c.runs ? [`${c.name}: ${c.runs}`] : [])))].join(', ');
   console.log(
-    `rota bench: ${selected.length} cases × ${opts.systems.join(', ')}; ${warmups} warm-up + ${runs} runs each; redis ${redisVersion} on ${server.url}${opts.aof ? ' (AOF everysec)' : ''}; load ${loadavg()
+    `rota bench: ${selected.length} cases × ${opts.systems.join(', ')}; ${warmups} warm-up + ${runs} runs each${fewer ? ` (${fewer})` : ''}; redis ${redisVersion} on ${server.url}${opts.aof ? ' (AOF everysec)' : ''}; load ${loadavg()
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
@@ -91,9 +108,22 @@ async function main(): Promise<void> {
   let seq = 0;
   let failed = false;
   const runOne = async (system: SystemName, spec: CaseSpec, rate?: number): Promise<RunResult> => {
-    await admin.flushall();
-    await admin.config('RESETSTAT');
-    return children.get(system)!.run({ type: 'run', seq: ++seq, system, url: server.url, spec, quick: opts.quick, rate });
+    const servers = spec.kind === 'cluster' && cluster ? cluster.nodes.map((n) => new Redis(n.port, '127.0.0.1')) : [admin];
+    for (const c of servers) {
+      await c.flushall();
+      await c.config('RESETSTAT');
+      if (c !== admin) c.disconnect();
+    }
+    return children.get(system)!.run({
+      type: 'run',
+      seq: ++seq,
+      system,
+      url: server.url,
+      spec,
+      quick: opts.quick,
+      rate,
+      cluster: spec.kind === 'cluster' ? cluster?.startupNodes : undefined,
+    });
   };
 
   // Latency cases run at a share of each system's own maximum in the latency setup (one-by-one
@@ -111,46 +141,70 @@ async function main(): Promise<void> {
     return m;
   };
 
+  // Cases of one interleave group run round by round (warm-ups, then run 1 of each, ...), so
+  // that a change of load on the machine hits them alike; every other case runs on its own.
+  const blocks: CaseSpec[][] = [];
   for (const spec of selected) {
-    const rates = new Map<SystemName, number>();
-    if (spec.kind === 'latency') {
-      // --rate: every system at the same arrival rate, instead of a share of its own maximum.
-      for (const s of opts.systems) rates.set(s, opts.rate || ((await maxRate(s, spec)) * spec.loadPct) / 100);
+    const last = blocks.at(-1);
+    if (spec.interleave && last?.[0].interleave === spec.interleave) last.push(spec);
+    else blocks.push([spec]);
+  }
+  for (const block of blocks) {
+    const plans = [];
+    for (const spec of block) {
+      const rates = new Map<SystemName, number>();
+      if (spec.kind === 'latency') {
+        // --rate: every system at the same arrival rate, instead of a share of its own maximum.
+        for (const s of opts.systems) rates.set(s, opts.rate || ((await maxRate(s, spec)) * spec.loadPct) / 100);
+      }
+      const systems = opts.systems.filter((s) => !spec.systems || spec.systems.includes(s));
+      const results = new Map<SystemName, RunResult[]>(systems.map((s) => [s, []]));
+      const caseRuns = opts.runs || (opts.quick ? 1 : (spec.runs ?? runs));
+      plans.push({ spec, rates, systems, results, caseRuns });
     }
-    const systems = opts.systems.filter((s) => !spec.systems || spec.systems.includes(s));
-    const results = new Map<SystemName, RunResult[]>(systems.map((s) => [s, []]));
-    for (let k = 0; k < warmups + runs; k++) {
-      for (const s of systems) {
-        let r: RunResult;
-        try {
-          r = await runOne(s, spec, rates.get(s));
-        } catch (err) {
-          console.error(`!!! ${spec.name} ${s}: ${(err as Error).message}`);
-          failed = true;
-          continue;
+    const rounds = warmups + Math.max(...plans.map((p) => p.caseRuns));
+    for (let k = 0; k < rounds; k++) {
+      for (const { spec, rates, systems, results, caseRuns } of plans) {
+        if (k >= warmups + caseRuns) continue;
+        for (const s of systems) {
+          let r: RunResult;
+          try {
+            r = await runOne(s, spec, rates.get(s));
+          } catch (err) {
+            console.error(`!!! ${spec.name} ${s}: ${(err as Error).message}`);
+            failed = true;
+            continue;
+          }
+          const warm = k < warmups;
+          if (!warm) results.get(s)!.push(r);
+          const verdict = exactlyOnceVerdict(r);
+          if (verdict !== 'ok') failed = true;
+          const lat = r.extra.p99Ms != null ? `  p50 ${r.extra.p50Ms?.toFixed(2)} ms  p99 ${r.extra.p99Ms.toFixed(2)} ms` : '';
+          process.stdout.write(
+            `  ${spec.name.padEnd(18)} ${s.padEnd(8)} ${warm ? 'warm-up' : `run ${k - warmups + 1}/${caseRuns}`}  ${fmt(r.jobsPerSec).padStart(8)} jobs/s  ${(r.redis.cpuUs / Math.max(1, r.jobs)).toFixed(1).padStart(6)} µs/job${lat}  ${verdict === 'ok' ? (r.capped ? 'ok (capped)' : 'ok') : `!!! EXACTLY-ONCE ${verdict}`}\n`,
+          );
+          if (spec.kind === 'cluster') console.log(`      ${clusterRunLine(r)}`);
         }
-        const warm = k < warmups;
-        if (!warm) results.get(s)!.push(r);
-        const verdict = exactlyOnceVerdict(r);
-        if (verdict !== 'ok') failed = true;
-        const lat = r.extra.p99Ms != null ? `  p50 ${r.extra.p50Ms?.toFixed(2)} ms  p99 ${r.extra.p99Ms.toFixed(2)} ms` : '';
-        process.stdout.write(
-          `  ${spec.name.padEnd(18)} ${s.padEnd(8)} ${warm ? 'warm-up' : `run ${k - warmups + 1}/${runs}`}  ${fmt(r.jobsPerSec).padStart(8)} jobs/s  ${(r.redis.cpuUs / Math.max(1, r.jobs)).toFixed(1).padStart(6)} µs/job${lat}  ${verdict === 'ok' ? (r.capped ? 'ok (capped)' : 'ok') : `!!! EXACTLY-ONCE ${verdict}`}\n`,
-        );
       }
     }
-    const caseRecs = systems.filter((s) => results.get(s)!.length).map((s) => summarize(spec.name, s, results.get(s)!));
-    records.push(...caseRecs);
-    console.log(`\n${textTable(caseRecs.map(tableRow))}\n`);
+    for (const { spec, systems, results } of plans) {
+      const caseRecs = systems.filter((s) => results.get(s)!.length).map((s) => summarize(spec.name, s, results.get(s)!));
+      records.push(...caseRecs);
+      console.log(`\n${textTable(caseRecs.map(tableRow))}\n`);
+    }
   }
 
   for (const c of children.values()) c.stop();
   admin.disconnect();
   await server.destroy();
+  await cluster?.destroy();
 
   const order = all.map((c) => c.name);
   const sorted = order.flatMap((c) => records.filter((r) => r.case === c));
   console.log(`\n== all results ==\n${textTable(sorted.map(tableRow))}\n`);
+  const clusterRecs = sorted.filter((r) => r.case.startsWith('cluster-'));
+  if (clusterRecs.length)
+    console.log(`== cluster (Rota only: BullMQ and GroupMQ cannot shard a queue) ==\n${clusterTable(clusterRecs)}\n`);
   console.log('== targets (Rota) ==');
   for (const t of targets(records)) console.log(`  [${t.met === null ? ' - ' : t.met ? 'met' : 'NOT'}] ${t.name}: ${t.value}`);
   const bad = records.filter((r) => r.exactlyOnce !== 'ok');

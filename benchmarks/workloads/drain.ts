@@ -19,10 +19,12 @@ export interface DrainParams {
   capMs: number;
 }
 
-export async function fill(ctx: RunContext, jobs: number, groups: number, batch = 1000, data = payload): Promise<void> {
+/** Submits `jobs` jobs in batches, over `groups` groups (t0, t1, ...) or all in the one group named. */
+export async function fill(ctx: RunContext, jobs: number, groups: number | string, batch = 1000, data = payload): Promise<void> {
+  const group = (k: number) => (typeof groups === 'string' ? groups : groupOf(k, groups));
   for (let i = 0; i < jobs; i += batch) {
     const b: JobIn[] = [];
-    for (let k = i; k < Math.min(jobs, i + batch); k++) b.push({ group: groupOf(k, groups), data: data(k) });
+    for (let k = i; k < Math.min(jobs, i + batch); k++) b.push({ group: group(k), data: data(k) });
     await ctx.adapter.submitBulk(b);
   }
 }

@@ -23,6 +23,9 @@ export interface FairnessParams {
   /** Light-only phase length for noflood. */
   lightMs: number;
   capMs: number;
+  /** The heavy tenant's group (default `t0`) and the light tenants' (default `L0`, `L1`, ...). */
+  heavyGroup?: string;
+  lightGroups?: string[];
 }
 
 interface Rec {
@@ -90,12 +93,14 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
     return { t: base.t, p: tag + base.p.slice(tag.length) };
   };
 
+  const heavyGroup = p.heavyGroup ?? 't0';
+  const lightGroup = (k: number) => p.lightGroups?.[k] ?? `L${k}`;
   let lightSubmitted = 0;
   const lightPending = new Set<Promise<void>>();
   const startLights = () => {
     const timers = Array.from({ length: p.lightTenants }, (_, k) =>
       setInterval(() => {
-        const pr = ctx.adapter.submit({ group: `L${k}`, data: lightPayload(k) });
+        const pr = ctx.adapter.submit({ group: lightGroup(k), data: lightPayload(k) });
         lightSubmitted++;
         lightPending.add(pr);
         void pr.finally(() => lightPending.delete(pr));
@@ -104,12 +109,12 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
     return () => timers.forEach(clearInterval);
   };
 
-  if (p.mode === 'flood') await fill(ctx, p.heavyJobs, 1, 1000, () => payload(nowMs()));
-  // fill() names the single group t0; rename it for the record.
+  if (p.mode === 'flood') await fill(ctx, p.heavyJobs, heavyGroup, 1000, () => payload(nowMs()));
+  // The heavy group is named 'heavy' in the record.
   const startExec = () =>
     ctx.adapter.startExecutor({
       concurrency: p.concurrency,
-      handler: (id, group, data) => handler(id, group === 't0' ? 'heavy' : group, data),
+      handler: (id, group, data) => handler(id, group === heavyGroup ? 'heavy' : group, data),
     });
   let exec: Awaited<ReturnType<typeof startExec>>;
   let capped = false;
@@ -136,7 +141,7 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
     await until(() => seen.size >= lightSubmitted, 5000, 5);
     // The backlog alone, timed like the flood case: filled first, then a fresh executor drains it.
     await exec.close();
-    await fill(ctx, p.heavyJobs, 1, 1000, () => payload(nowMs()));
+    await fill(ctx, p.heavyJobs, heavyGroup, 1000, () => payload(nowMs()));
     const h0 = performance.now();
     exec = await startExec();
     capped = !(await until(() => heavyDone >= p.heavyJobs, p.capMs, 5));

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { type Job, Queue, reshard, Worker } from '../../src/index.js';
 import { homeShard, shardOfGroup, shardOfId } from '../../src/redis/shards.js';
-import { fileCluster } from '../helpers/cluster.js';
+import { fileCluster } from '../helpers/file-cluster.js';
 import { eventually } from '../helpers/setup.js';
 
 const own = fileCluster(3, 0);

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { Queue, Worker } from '../../src/index.js';
 import { shardOfGroup, shardTag } from '../../src/redis/shards.js';
 import { drainThrough } from '../fixtures/failover.js';
-import { fileCluster, NODE_TIMEOUT_MS } from '../helpers/cluster.js';
+import { NODE_TIMEOUT_MS } from '../helpers/cluster.js';
+import { fileCluster } from '../helpers/file-cluster.js';
 
 const SHARDS = 6;
 

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Queue, Worker } from '../../src/index.js';
-import { fileCluster } from '../helpers/cluster.js';
+import { fileCluster } from '../helpers/file-cluster.js';
 
 const own = fileCluster(3, 1);
 
