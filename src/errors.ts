@@ -128,7 +128,8 @@ export class ReshardRefusedError extends RotaError {
 }
 
 /**
- * With `durability: 'replicated'`, no replica acknowledged a write within the timeout (`WAIT`).
+ * With `durability: 'replicated'`, fewer replicas than `replicaAcks` (default 1) acknowledged a
+ * write within the timeout (`WAIT`).
  * The write is on the primary, but a failover now could lose it: a submit may be repeated with
  * the same `id`; an executor sends the outcome again.
  */
@@ -136,8 +137,15 @@ export class ReplicationError extends RotaError {
   constructor(
     readonly queue: string,
     readonly timeoutMs: number,
+    /** Replicas the write waited for, and those that acknowledged it. */
+    readonly wanted = 1,
+    readonly acked = 0,
   ) {
-    super(`queue "${queue}": no replica acknowledged the write within ${timeoutMs} ms (durability 'replicated')`);
+    super(
+      wanted === 1
+        ? `queue "${queue}": no replica acknowledged the write within ${timeoutMs} ms (durability 'replicated')`
+        : `queue "${queue}": ${acked} of the ${wanted} replicas asked for acknowledged the write within ${timeoutMs} ms (durability 'replicated')`,
+    );
   }
 }
 

@@ -32,6 +32,11 @@ export interface QueueOptions {
   /** How long a `'replicated'` write waits for a replica; default 1,000 ms. */
   replicaTimeoutMs?: number;
   /**
+   * How many replicas a `'replicated'` write waits for (`WAIT n`); default 1. With more replicas
+   * than that, the one promoted may not be one that has the write: give the replica count.
+   */
+  replicaAcks?: number;
+  /**
    * Shards the queue spreads over (default 1): each is a queue of its own in its own Cluster slot,
    * a group lives in one of them (by a stable hash of its name), and executors take from them in
    * turn. Every part that opens the queue must give the count the queue has (a
@@ -43,13 +48,22 @@ export interface QueueOptions {
 /** Where a write must be before Rota acknowledges it: the primary, or a replica too. */
 export type Durability = 'primary' | 'replicated';
 
-/** The replica timeout a store gets for `durability` (0: it does not wait for replicas). */
-export function replicaTimeout(opts: { durability?: Durability; replicaTimeoutMs?: number }): number {
-  if (opts.durability === undefined || opts.durability === 'primary') return 0;
+/**
+ * What a store waits for after its writes under `durability`: the replica timeout (0: it does not
+ * wait for replicas) and how many replicas must acknowledge.
+ */
+export function replication(opts: { durability?: Durability; replicaTimeoutMs?: number; replicaAcks?: number }): {
+  replicaTimeoutMs: number;
+  replicaAcks: number;
+} {
+  const acks = opts.replicaAcks ?? 1;
+  if (!Number.isInteger(acks) || acks < 1 || acks > 100)
+    throw new ValidationError('replicaAcks', 'must be a whole number from 1 to 100');
+  if (opts.durability === undefined || opts.durability === 'primary') return { replicaTimeoutMs: 0, replicaAcks: acks };
   if (opts.durability !== 'replicated') throw new ValidationError('durability', `must be 'primary' or 'replicated'`);
   const ms = opts.replicaTimeoutMs ?? 1000;
   if (!Number.isInteger(ms) || ms < 1) throw new ValidationError('replicaTimeoutMs', 'must be a whole number of ms >= 1');
-  return ms;
+  return { replicaTimeoutMs: ms, replicaAcks: acks };
 }
 
 /** Per-group view, as {@link Queue.groups} gives it. */
@@ -238,10 +252,10 @@ export class Queue<T extends object = UntypedTasks> {
     this.owned = owned;
     this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
     this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
-    const replicaTimeoutMs = replicaTimeout(opts);
+    const replicated = replication(opts);
     this.stores = Array.from(
       { length: homeShard(this.shards) + 1 },
-      (_, shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, replicaTimeoutMs, shard, shards: this.shards }),
+      (_, shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, ...replicated, shard, shards: this.shards }),
     );
     this.shardKeys = this.stores.map((s) => s.keys);
     this.keys = this.shardKeys[0];

@@ -28,7 +28,7 @@ import { Heartbeat } from './heartbeat.js';
 import { type Job, type JobState, TRACE } from './job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 import { ProgressThrottle } from './progress.js';
-import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replicaTimeout } from './queue.js';
+import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replication } from './queue.js';
 import { type Keep, Recoverer } from './recoverer.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
 import { ShardTurns } from './shard-turns.js';
@@ -73,6 +73,8 @@ export interface WorkerOptions {
   durability?: Durability;
   /** How long a `'replicated'` write waits for a replica; default 1,000 ms. */
   replicaTimeoutMs?: number;
+  /** How many replicas a `'replicated'` write waits for (see QueueOptions.replicaAcks); default 1. */
+  replicaAcks?: number;
   /** The queue's shard count (see QueueOptions.shards); default 1. The executor takes from every shard in turn. */
   shards?: number;
   /** Where to log job state changes (debug) and failures (warn): a pino logger or alike; default none. */
@@ -208,6 +210,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       | 'logger'
       | 'durability'
       | 'replicaTimeoutMs'
+      | 'replicaAcks'
       | 'progressIntervalMs'
       | 'shards'
     >
@@ -328,11 +331,11 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     });
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.client = connect(options.connection, { blocking: true }).client;
-    const replicaTimeoutMs = replicaTimeout(options);
+    const replicated = replication(options);
     this.stores = Array.from(
       { length: homeShard(this.shards) + 1 },
       (_, shard) =>
-        new QueueStore(this.client, name, { maxEvents: this.opts.maxEvents, replicaTimeoutMs, shard, shards: this.shards }),
+        new QueueStore(this.client, name, { maxEvents: this.opts.maxEvents, ...replicated, shard, shards: this.shards }),
     );
     this.keys = this.stores[0].keys;
     this.turns = new ShardTurns(this.stores.length);

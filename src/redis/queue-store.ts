@@ -33,10 +33,12 @@ export interface QueueStoreOptions {
   /** The function library to call; default Rota's own (tests pass another build). */
   library?: Library;
   /**
-   * When set, each submit and finish call waits (`WAIT 1`) up to this many ms for a replica to
+   * When set, each submit and finish call waits (`WAIT replicaAcks`) up to this many ms for replicas to
    * acknowledge it, and rejects with a {@link ReplicationError} when none did.
    */
   replicaTimeoutMs?: number;
+  /** Replicas that must acknowledge, with a replica timeout (`WAIT n`); default 1. */
+  replicaAcks?: number;
   /** The shard this store calls (default 0) of a queue of `shards` shards (default 1: unsharded). */
   shard?: number;
   shards?: number;
@@ -212,6 +214,7 @@ export class QueueStore {
   /** The events stream's cap (approximate length; 0: no events). */
   readonly maxEvents: number;
   private readonly replicaTimeoutMs: number;
+  private readonly replicaAcks: number;
   /** The queue's Cluster slot, once asked for. */
   private slot?: number;
 
@@ -226,6 +229,7 @@ export class QueueStore {
     this.lib = opts.library ?? rotaLibrary();
     this.maxEvents = opts.maxEvents;
     this.replicaTimeoutMs = opts.replicaTimeoutMs ?? 0;
+    this.replicaAcks = opts.replicaAcks ?? 1;
   }
 
   /** Checks the queue's schema, once (see {@link SchemaGate}); later calls resolve at once. */
@@ -243,14 +247,14 @@ export class QueueStore {
   }
 
   /**
-   * With a replica timeout: waits until a replica has what this connection wrote so far (`WAIT 1`,
+   * With a replica timeout: waits until `replicaAcks` replicas have what this connection wrote so far (`WAIT`,
    * sent to the primary that holds the queue), or rejects with a {@link ReplicationError}.
    */
   private async replicated(): Promise<void> {
     if (this.replicaTimeoutMs <= 0) return;
     const primary = await this.primary();
-    const acked = Number(await primary.call('WAIT', '1', String(this.replicaTimeoutMs)));
-    if (acked < 1) throw new ReplicationError(this.queue, this.replicaTimeoutMs);
+    const acked = Number(await primary.call('WAIT', String(this.replicaAcks), String(this.replicaTimeoutMs)));
+    if (acked < this.replicaAcks) throw new ReplicationError(this.queue, this.replicaTimeoutMs, this.replicaAcks, acked);
   }
 
   /**
