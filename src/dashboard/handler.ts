@@ -13,7 +13,7 @@ import { type ConnectionOption, connect } from '../redis/connection.js';
 import { DashboardStore, type Tick } from '../redis/dashboard-store.js';
 import { checkQueueName } from '../redis/keys.js';
 import { QueueStore } from '../redis/queue-store.js';
-import { checkShards, homeShard } from '../redis/shards.js';
+import { checkShards, shardNumbers } from '../redis/shards.js';
 import { ACTIONS } from './actions.js';
 import { asset } from './assets.js';
 import type { Page, PageContext, QueueHandle } from './context.js';
@@ -90,9 +90,8 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
     const shards = shardsOf(name);
     const queue = new Queue(name, { connection: redis, shards });
     // (a store per shard, the home shard's last, as the queue's shardKeys)
-    const stores = Array.from(
-      { length: homeShard(shards) + 1 },
-      (_, shard) => new DashboardStore(new QueueStore(redis, name, { maxEvents: 0, shard, shards })),
+    const stores = shardNumbers(shards).map(
+      (shard) => new DashboardStore(new QueueStore(redis, name, { maxEvents: 0, shard, shards })),
     );
     // (PeriodicTasks opens a connection of its own: its commands count too)
     const periodic = new PeriodicTasks(name, { connection: redis, shards });

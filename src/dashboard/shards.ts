@@ -3,8 +3,10 @@
  * shard's included), or on the shards a group's jobs are in, and merged into what one store would
  * answer. A queue of one shard has one store, and its reads pass through unchanged.
  */
+
+import { type JobState, LIST_ORDER } from '../queue/job.js';
 import type { DashboardStore, GroupRow, GroupsRead, JobRow, JobsQuery, Tick } from '../redis/dashboard-store.js';
-import { homeShard, shardOfGroup } from '../redis/shards.js';
+import { shardNumbers, shardOfGroup, shardsOfGroup } from '../redis/shards.js';
 import { mergeGroupStates } from './group-index.js';
 
 /** A queue's shard stores, by shard number (the home shard last when there are several), and its shard count. */
@@ -18,9 +20,7 @@ export interface ShardStores {
  * shard's and the home shard's (where its periodic runs are), as Queue reads a group's jobs.
  */
 export function storesOfGroup(q: ShardStores, group?: string): number[] {
-  if (q.stores.length === 1) return [0];
-  if (group === undefined) return q.stores.map((_, i) => i);
-  return [shardOfGroup(group, q.shards), homeShard(q.shards)];
+  return group === undefined ? shardNumbers(q.shards) : shardsOfGroup(group, q.shards);
 }
 
 /**
@@ -142,19 +142,6 @@ export function isFirstPage(start: string): boolean {
 }
 
 /**
- * The sort key of a job of a list in each state's order (lower first): finished jobs newest
- * first, delayed and stuck jobs by due time. A state without one (waiting, scheduled, running)
- * takes the shards in turn, as executors do.
- */
-const ORDER: Record<string, (j: JobRow) => number> = {
-  success: (j) => -(j.finished ?? 0),
-  failed: (j) => -(j.finished ?? 0),
-  cancelled: (j) => -(j.finished ?? 0),
-  stuck: (j) => j.due ?? 0,
-  delayed: (j) => j.runAt ?? 0,
-};
-
-/**
  * A page of a job list over the shards: each shard's store reads a page from its own place (by
  * its own script), and the pages are merged in the list's order; the next page goes on in each
  * shard from the first job this page did not show. A shard whose read stopped at its bound of
@@ -172,7 +159,8 @@ export async function readJobs(q: ShardStores, query: JobsPageQuery): Promise<Jo
   }
   if (!reads[0].listable) return { listable: false, jobs: [], next: query.start, more: false, looked: 0 };
   // (a k-way merge: each shard's jobs are shown in their order, so the next page goes on from the first one not shown)
-  const key = ORDER[query.state] ?? (() => 0);
+  // (a state without a sort key, listed in take order, takes the shards in turn, as executors do)
+  const key = LIST_ORDER[query.state as JobState] ?? (() => 0);
   const shown = reads.map(() => 0);
   const jobs: JobRow[] = [];
   while (jobs.length < query.limit) {

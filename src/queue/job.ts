@@ -23,6 +23,19 @@ export const JOB_STATES: readonly JobState[] = [
 /** States a job never leaves. */
 export const FINAL_STATES: ReadonlySet<JobState> = new Set(['success', 'failed', 'cancelled']);
 
+/**
+ * The sort key of a job in a list of the jobs of a state, lower first: finished jobs newest
+ * first, stuck and delayed jobs by due time. The other states have no key: their lists are in
+ * take order. (The lists of a sharded queue are merged by it.)
+ */
+export const LIST_ORDER: Partial<Record<JobState, (j: { finished?: number; due?: number; runAt?: number }) => number>> = {
+  success: (j) => -(j.finished ?? 0),
+  failed: (j) => -(j.finished ?? 0),
+  cancelled: (j) => -(j.finished ?? 0),
+  stuck: (j) => j.due ?? 0,
+  delayed: (j) => j.runAt ?? 0,
+};
+
 export type Priority = 'high' | 'low';
 
 /** A job as stored in Redis. Times are milliseconds since the epoch (Redis server clock). */

@@ -7,11 +7,20 @@ import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
 import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore, type SubmitReply } from '../redis/queue-store.js';
 import { LAYOUT } from '../redis/schema.js';
-import { bucketSuffix, checkShards, groupBucket, homeShard, shardOfGroup, shardOfId } from '../redis/shards.js';
+import {
+  bucketSuffix,
+  byShard,
+  checkShards,
+  groupBucket,
+  shardNumbers,
+  shardOfGroup,
+  shardOfId,
+  shardsOfGroup,
+} from '../redis/shards.js';
 import { GROUP_DUE_MARK } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
 import { type QueueEvent, readShardEvents } from './events.js';
-import { decodeJob, decodeJobObject, FINAL_STATES, JOB_STATES, type Job, type JobState } from './job.js';
+import { decodeJob, decodeJobObject, FINAL_STATES, JOB_STATES, type Job, type JobState, LIST_ORDER } from './job.js';
 import type { JobOf, SubmitOf, TaskName, UntypedTasks } from './tasks.js';
 import { type CheckedSpec, checkRate, checkSpec, type SubmitSpec } from './validate.js';
 
@@ -180,6 +189,11 @@ function reservedIdError(field: string): ValidationError {
   );
 }
 
+/** Orders by group name. */
+function byGroupName(a: { group: string }, b: { group: string }): number {
+  return a.group < b.group ? -1 : a.group > b.group ? 1 : 0;
+}
+
 let idCounter = 0;
 let idMs = 0;
 let idTime = '';
@@ -253,9 +267,8 @@ export class Queue<T extends object = UntypedTasks> {
     this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
     this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
     const replicated = replication(opts);
-    this.stores = Array.from(
-      { length: homeShard(this.shards) + 1 },
-      (_, shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, ...replicated, shard, shards: this.shards }),
+    this.stores = shardNumbers(this.shards).map(
+      (shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, ...replicated, shard, shards: this.shards }),
     );
     this.shardKeys = this.stores.map((s) => s.keys);
     this.keys = this.shardKeys[0];
@@ -279,19 +292,12 @@ export class Queue<T extends object = UntypedTasks> {
     return this.layoutCheck;
   }
 
-  /** The store of the shard that holds group `group`. */
-  private storeOf(group: string): QueueStore {
-    return this.stores[shardOfGroup(group, this.shards)];
-  }
-
   /**
    * The stores that may hold jobs of group `group`: its shard's, and the home shard's (where its
    * periodic runs are) when the queue has more than one.
    */
   private storesOfGroup(group: string): QueueStore[] {
-    const own = this.storeOf(group);
-    const home = this.stores[homeShard(this.shards)];
-    return own === home ? [own] : [own, home];
+    return shardsOfGroup(group, this.shards).map((shard) => this.stores[shard]);
   }
 
   /**
@@ -371,9 +377,9 @@ export class Queue<T extends object = UntypedTasks> {
   /** Writes a checked bulk, each shard's part in calls of at most SUBMIT_CHUNK (see {@link submitBulk}); `many`: its errors name specs[i]. */
   private async writeBulk<K extends TaskName<T>, A>(checked: CheckedSpec[], many: boolean): Promise<JobOf<T, K, A>[]> {
     const out: Array<JobOf<T, K, A> | undefined> = new Array(checked.length);
-    const parts = this.byShard(checked.keys(), (i) => checked[i].group);
+    const parts = this.byShard([...checked.keys()], (i) => checked[i].group);
     const ends = await Promise.allSettled(
-      [...parts].map(async ([shard, positions]) => {
+      parts.map(async ([shard, positions]) => {
         for (const chunk of submitChunks(positions, (i) => checked[i])) {
           const r = await this.write(
             this.stores[shard],
@@ -394,15 +400,8 @@ export class Queue<T extends object = UntypedTasks> {
   }
 
   /** `items` by the shard of their group, in their order. */
-  private byShard<I>(items: Iterable<I>, groupOf: (item: I) => string): Map<number, I[]> {
-    const parts = new Map<number, I[]>();
-    for (const item of items) {
-      const shard = shardOfGroup(groupOf(item), this.shards);
-      const part = parts.get(shard);
-      if (part) part.push(item);
-      else parts.set(shard, [item]);
-    }
-    return parts;
+  private byShard<I>(items: I[], groupOf: (item: I) => string): Array<[number, I[]]> {
+    return byShard(items, this.shards, (item) => shardOfGroup(groupOf(item), this.shards));
   }
 
   /** Sends submit() calls made together, by shard, in bulks of at most SUBMIT_CHUNK jobs or bytes of args. */
@@ -482,10 +481,7 @@ export class Queue<T extends object = UntypedTasks> {
   /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
   async getJob<A = unknown>(id: string): Promise<Job<A> | null> {
     await this.layoutChecked();
-    const stores = this.storesOf(id);
-    if (stores.length === 1) return this.readJob<A>(stores[0], id);
-    const found = await Promise.all(stores.map((s) => this.readJob<A>(s, id)));
-    return found.find((j) => j !== null) ?? null;
+    return this.onJob(id, (s) => this.readJob<A>(s, id));
   }
 
   /** Job `id` as shard `store` holds it, or null. */
@@ -500,8 +496,11 @@ export class Queue<T extends object = UntypedTasks> {
   /** The log lines a job's runs wrote with `ctx.log`, oldest first. */
   async jobLogs(id: string): Promise<string[]> {
     await this.layoutChecked();
-    const logs = await Promise.all(this.storesOf(id).map((s) => this.client.lrange(s.keys.logs(id), 0, -1)));
-    return logs.find((l) => l.length > 0) ?? [];
+    const logs = await this.onJob(id, async (s) => {
+      const lines = await this.client.lrange(s.keys.logs(id), 0, -1);
+      return lines.length > 0 ? lines : null;
+    });
+    return logs ?? [];
   }
 
   /** The first non-null answer of `call` on the stores that may hold job `id` (asked at once). */
@@ -595,17 +594,10 @@ export class Queue<T extends object = UntypedTasks> {
     const stores = opts.group !== undefined ? this.storesOfGroup(opts.group) : this.stores;
     const parts = await Promise.all(stores.map((s) => this.shardJobs(s, opts)));
     const all = parts.flat();
-    // (each shard's part is in order: merged by the same order)
-    const order: Record<string, (a: Job, b: Job) => number> = {
-      success: (a, b) => (b.finished ?? 0) - (a.finished ?? 0),
-      failed: (a, b) => (b.finished ?? 0) - (a.finished ?? 0),
-      cancelled: (a, b) => (b.finished ?? 0) - (a.finished ?? 0),
-      stuck: (a, b) => (a.due ?? 0) - (b.due ?? 0),
-      delayed: (a, b) => (a.runAt ?? 0) - (b.runAt ?? 0),
-      waiting: (a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0),
-    };
-    const by = order[opts.state];
-    if (by) all.sort(by);
+    // (each shard's part is in order: merged by the same order; a stable sort keeps ties in it)
+    const key = LIST_ORDER[opts.state];
+    if (key) all.sort((a, b) => key(a) - key(b));
+    else if (opts.state === 'waiting') all.sort(byGroupName);
     return all.slice(0, limit);
   }
 
@@ -738,7 +730,7 @@ export class Queue<T extends object = UntypedTasks> {
         }
       }
     });
-    return [...merged.values()].sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
+    return [...merged.values()].sort(byGroupName);
   }
 
   /** {@link groups} of one shard. */

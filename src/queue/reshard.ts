@@ -32,7 +32,7 @@ import {
   ReshardStore,
 } from '../redis/reshard-store.js';
 import { LAYOUT } from '../redis/schema.js';
-import { homeShard, MAX_SHARDS, shardOfGroup, shardOfId, shardTag } from '../redis/shards.js';
+import { homeShard, MAX_SHARDS, shardNumbers, shardOfGroup, shardOfId, shardTag } from '../redis/shards.js';
 import { GROUP_DUE_MARK, SCHEMA_VERSION } from '../redis/wire.js';
 
 /** Options of {@link reshard}. */
@@ -194,7 +194,7 @@ class Resharder {
 
   /** Every shard of the old layout, its home included. */
   private get oldShards(): number[] {
-    return range(0, homeShard(this.from) + 1);
+    return shardNumbers(this.from);
   }
 
   async run(resumed: boolean, tidying: boolean): Promise<ReshardReport> {
@@ -229,10 +229,7 @@ class Resharder {
 
   /** Refuses a shard, of either layout, that holds data of another schema (before anything is written). */
   private async checkSchemas(): Promise<void> {
-    const keys = [
-      ...this.oldShards.map((s) => this.old(s).keys),
-      ...range(0, homeShard(this.to) + 1).map((s) => this.new(s).keys),
-    ];
+    const keys = [...this.oldShards.map((s) => this.old(s).keys), ...shardNumbers(this.to).map((s) => this.new(s).keys)];
     for (const k of keys) {
       const found = await this.client.hget(k.meta, 'schema');
       if (found !== null && found !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, found, SCHEMA_VERSION);
@@ -432,7 +429,7 @@ class Resharder {
       const [tracker, group, total] = await this.client.hmget(this.old(s).keys.job(parent), 'tracker', 'group', 'ct');
       if (total !== null) dest = await this.destOf(s, parent, tracker, group);
       else if (tracker === null && group === null) {
-        for (const d of range(0, homeShard(this.to) + 1)) {
+        for (const d of shardNumbers(this.to)) {
           if (await this.client.hexists(this.new(d).keys.job(parent), 'ct')) {
             dest = d;
             break;

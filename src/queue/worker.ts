@@ -17,7 +17,7 @@ import { type ConnectionOption, connect } from '../redis/connection.js';
 import type { QueueKeys } from '../redis/keys.js';
 import { loadLibrary } from '../redis/library.js';
 import { addRun, type FinishSettings, QueueStore, type Taken } from '../redis/queue-store.js';
-import { checkShards, homeShard } from '../redis/shards.js';
+import { byShard, checkShards, shardNumbers } from '../redis/shards.js';
 import type { StringValue } from '../redis/string-array.js';
 import { OUTCOME } from '../redis/wire.js';
 import { Batcher } from './batcher.js';
@@ -134,19 +134,6 @@ type ShardedJob = Job & { [SHARD]?: number };
 /** The shard job `job` was taken from. */
 function shardOf(job: Job): number {
   return (job as ShardedJob)[SHARD] ?? 0;
-}
-
-/** `items` by shard (by `shard(item)`), each part in their order; one part when there is one shard. */
-function byShard<I>(items: I[], shards: number, shard: (item: I) => number): Array<[number, I[]]> {
-  if (shards === 1) return [[0, items]];
-  const parts = new Map<number, I[]>();
-  for (const item of items) {
-    const i = shard(item);
-    const part = parts.get(i);
-    if (part) part.push(item);
-    else parts.set(i, [item]);
-  }
-  return [...parts];
 }
 
 /** The event a run's end is reported as, by the state it ended in. */
@@ -332,10 +319,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.client = connect(options.connection, { blocking: true }).client;
     const replicated = replication(options);
-    this.stores = Array.from(
-      { length: homeShard(this.shards) + 1 },
-      (_, shard) =>
-        new QueueStore(this.client, name, { maxEvents: this.opts.maxEvents, ...replicated, shard, shards: this.shards }),
+    this.stores = shardNumbers(this.shards).map(
+      (shard) => new QueueStore(this.client, name, { maxEvents: this.opts.maxEvents, ...replicated, shard, shards: this.shards }),
     );
     this.keys = this.stores[0].keys;
     this.turns = new ShardTurns(this.stores.length);

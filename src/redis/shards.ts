@@ -70,3 +70,32 @@ export function homeShard(shards: number): number {
 export function shardTag(queue: string, shard: number, shards: number): string {
   return shard === homeShard(shards) ? `{rota:${queue}}` : `{rota:${queue}:${shard}}`;
 }
+
+/** Every shard number of a queue of `shards` shards, the home shard last (one shard: [0]). */
+export function shardNumbers(shards: number): number[] {
+  return Array.from({ length: homeShard(shards) + 1 }, (_, i) => i);
+}
+
+/**
+ * The shards that may hold jobs of group `group`: its own, and the home shard (where its
+ * periodic runs are) when the queue has more than one.
+ */
+export function shardsOfGroup(group: string, shards: number): number[] {
+  return shards === 1 ? [0] : [shardOfGroup(group, shards), homeShard(shards)];
+}
+
+/**
+ * `items` by shard (`shardOf(item)`), each part in their order; with one shard (`count` 1), one
+ * part without a look at the items.
+ */
+export function byShard<I>(items: I[], count: number, shardOf: (item: I) => number): Array<[number, I[]]> {
+  if (count === 1) return [[0, items]];
+  const parts = new Map<number, I[]>();
+  for (const item of items) {
+    const i = shardOf(item);
+    const part = parts.get(i);
+    if (part) part.push(item);
+    else parts.set(i, [item]);
+  }
+  return [...parts];
+}
