@@ -1,6 +1,7 @@
 /**
  * Next-elapse search for calendar events, following systemd 252's algorithm
- * (field by field, carrying over with mktime normalization) so that DST gaps
+ * (field by field, carrying over with mktime normalization, and its step past a
+ * result that is not after the start) so that DST gaps
  * and overlaps, month ends and leap days give the same answers.
  */
 import { type CalendarSpec, type Chain, MAX_YEAR, USEC_PER_SEC } from './calendar-spec.js';
@@ -75,6 +76,18 @@ function matchesWeekday(bits: number, clock: WallClock, tm: Tm): boolean {
   return (bits & (1 << k)) !== 0;
 }
 
+/** Compares two wall times field by field, year down to second (systemd's tm_compare). */
+function compareFields(a: Tm, b: Tm): number {
+  return (
+    Math.sign(a.year - b.year) ||
+    Math.sign(a.mon - b.mon) ||
+    Math.sign(a.mday - b.mday) ||
+    Math.sign(a.hour - b.hour) ||
+    Math.sign(a.min - b.min) ||
+    Math.sign(a.sec - b.sec)
+  );
+}
+
 /**
  * The first elapse at or after `fromUs + 1` microseconds, in microseconds
  * since the epoch, or null when the event never elapses again (systemd's
@@ -87,6 +100,11 @@ export function nextElapseMicros(spec: CalendarSpec, zone: string | null, afterU
   const t0 = Math.floor(us / USEC_PER_SEC);
   let tmUsec = us - t0 * USEC_PER_SEC;
   const c: Tm = clock.localtime(t0);
+  const start: Tm = { ...c };
+  const startUsec = tmUsec;
+  // Once a candidate was found not after the start (a DST change made the wall clock repeat or
+  // skip), systemd keeps mktime's own DST flag from then on instead of asking it to find out.
+  let keepDst = false;
   const resetBelow = (level: 'month' | 'day' | 'hour' | 'min' | 'sec'): void => {
     switch (level) {
       case 'month':
@@ -105,7 +123,7 @@ export function nextElapseMicros(spec: CalendarSpec, zone: string | null, afterU
   for (let steps = 0; steps < MAX_STEPS; steps++) {
     // Normalize the current date; from here on let mktime find out about DST.
     Object.assign(c, clock.mktime(c).tm);
-    c.isdst = -1;
+    if (!keepDst) c.isdst = -1;
 
     let v = matchChain(spec, spec.year, false, clock, c, c.year);
     if (v === null) return null;
@@ -181,6 +199,15 @@ export function nextElapseMicros(spec: CalendarSpec, zone: string | null, afterU
       continue;
     }
     if (r === 0) continue;
+
+    // Not after the start (wall fields compared, as systemd does): stuck at a DST change, so move
+    // on an hour and let mktime place the change.
+    const cmp = compareFields(start, c) || Math.sign(startUsec - (tmUsec + 1));
+    if (cmp >= 0) {
+      keepDst = true;
+      c.hour++;
+      continue;
+    }
 
     const t = clock.mktime(c).t;
     if (t < 0) return null;
