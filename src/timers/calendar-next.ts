@@ -88,12 +88,16 @@ function compareFields(a: Tm, b: Tm): number {
   );
 }
 
+/** What {@link findNextElapse} answers when its search gave up after MAX_STEPS (systemd: "Infinite loop in calendar calculation"). */
+export const STUCK = 'stuck';
+
 /**
  * The first elapse at or after `fromUs + 1` microseconds, in microseconds
  * since the epoch, or null when the event never elapses again (systemd's
- * search stops at the end of year 2199).
+ * search stops at the end of year 2199), or STUCK when systemd's search gives
+ * up at a DST change.
  */
-export function nextElapseMicros(spec: CalendarSpec, zone: string | null, afterUs: number): number | null {
+export function findNextElapse(spec: CalendarSpec, zone: string | null, afterUs: number): number | null | typeof STUCK {
   if (!(afterUs <= USEC_FORMATTABLE_MAX) || afterUs < -1) return null;
   const clock = new WallClock(spec.utc ? null : zone);
   const us = afterUs + 1;
@@ -212,6 +216,25 @@ export function nextElapseMicros(spec: CalendarSpec, zone: string | null, afterU
     const t = clock.mktime(c).t;
     if (t < 0) return null;
     return t * USEC_PER_SEC + tmUsec;
+  }
+  return STUCK;
+}
+
+/** Minutes after a stuck start that the search starts again from: 1, 3, 7, … up to about 3 days. */
+const RETRY_MINUTES = [1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095];
+
+/**
+ * {@link findNextElapse}, going on where systemd would give up: from a start
+ * where its search gets stuck (it does at some DST changes at midnight), the
+ * answer is systemd's own from the first of a few later starts where it is not.
+ * The test fixtures record those later answers from systemd-analyze too.
+ */
+export function nextElapseMicros(spec: CalendarSpec, zone: string | null, afterUs: number): number | null {
+  const r = findNextElapse(spec, zone, afterUs);
+  if (r !== STUCK) return r;
+  for (const m of RETRY_MINUTES) {
+    const again = findNextElapse(spec, zone, afterUs + m * 60 * USEC_PER_SEC);
+    if (again !== STUCK) return again;
   }
   return null;
 }
