@@ -1,16 +1,25 @@
 /**
  * Cron rules (5 fields, or 6 with seconds first) and macros (`@daily`,
- * `@hourly`…), evaluated by cron-parser in an IANA time zone.
+ * `@hourly`…). cron-parser parses them and lists the matching wall-clock
+ * times (read as UTC, where no clock changes); this module places those wall
+ * times in the IANA zone itself, since cron-parser's own zone handling stops
+ * or repeats at some DST changes (30-minute ones, those at midnight).
  *
- * Across DST changes (cron-parser's behaviour, relied on and tested): a wall
- * time skipped by a spring-forward gap runs once, shifted forward by the gap
- * (02:30 → 03:30); a wall time that occurs twice in a fall-back overlap runs
- * once, at its first occurrence; `*` and stepped fields follow real elapsed
- * time through both.
+ * Across DST changes (the classic Vixie cron rule): a rule that runs every hour
+ * (hour field `*`) follows the clock, so wall times skipped by a gap do not
+ * run and those repeated by an overlap run again. Any other rule runs a wall
+ * time skipped by a gap once, shifted forward by the gap (02:30 → 03:30), and
+ * a wall time that occurs twice once, at its first occurrence.
  */
 import { type CronExpression, CronExpressionParser } from 'cron-parser';
 import { TimerSyntaxError } from './errors.js';
 import type { Timer } from './types.js';
+import { offsetLookup } from './zone.js';
+
+/** Longer than any change of a zone's UTC offset (Troll's is 2 hours). */
+const SPAN_MS = 3 * 3_600_000;
+/** Most wall times looked at for one `next` (a bound, never reached by a valid rule). */
+const MAX_WALLS = 100_000;
 
 const FIELD_NAMES_5 = ['minute', 'hour', 'day of month', 'month', 'day of week'];
 const FIELD_NAMES_6 = ['second', ...FIELD_NAMES_5];
@@ -72,22 +81,75 @@ export function parseCron(spec: string, timezone?: string): Timer {
     const { part, pos } = s.startsWith('@') ? { part: 'cron macro', pos: lead } : locate(spec, fields, tz);
     throw new TimerSyntaxError(spec, pos, part, parsed.message);
   }
-  const expr = parsed;
-  const six = expr.stringify(true);
-  const normalized = fields.length === 6 || !six.startsWith('0 ') ? six : expr.stringify(false);
+  const six = parsed.stringify(true);
+  const normalized = fields.length === 6 || !six.startsWith('0 ') ? six : parsed.stringify(false);
+  // The same rule over wall-clock times (UTC has no DST changes).
+  const walls = tz === 'UTC' ? parsed : (tryParse(text, 'UTC') as CronExpression);
+  const next =
+    tz === 'UTC'
+      ? (a: number) => wallAfter(walls, a)
+      : zonedNext(walls, offsetLookup(tz), walls.fields.hour.values.length === 24);
   return {
     kind: 'cron',
     spec,
     normalized,
     timezone,
     next(after: Date): Date | null {
-      if (Number.isNaN(after.getTime())) return null;
-      try {
-        expr.reset(after);
-        return expr.next().toDate();
-      } catch {
-        return null; // cron-parser bounds its own search and gives up with an error
-      }
+      const a = after.getTime();
+      if (Number.isNaN(a)) return null;
+      const t = next(a);
+      return t === null ? null : new Date(t);
     },
+  };
+}
+
+/** The first wall time the rule matches after `w` (ms, wall clock read as UTC), or null. */
+function wallAfter(expr: CronExpression, w: number): number | null {
+  try {
+    expr.reset(new Date(w));
+    return expr.next().getTime();
+  } catch {
+    return null; // cron-parser bounds its own search and gives up with an error
+  }
+}
+
+/**
+ * `next` for a rule in a zone with `offsetOf` (seconds east at an instant in seconds). `everyHour`:
+ * the rule follows the clock through DST changes (see the module comment).
+ */
+function zonedNext(walls: CronExpression, offsetOf: (sec: number) => number, everyHour: boolean): (a: number) => number | null {
+  const off = (ms: number): number => offsetOf(Math.floor(ms / 1000)) * 1000;
+  /** The instants (ms, ascending) at which wall time `w` runs. */
+  const instants = (w: number): number[] => {
+    const before = off(w - 86_400_000);
+    const after = off(w + 86_400_000);
+    const fits = (o: number): boolean => off(w - o) === o;
+    const found = [before, ...(after === before ? [] : [after])].filter(fits).map((o) => w - o);
+    if (found.length === 0 && fits(off(w))) found.push(w - off(w));
+    if (found.length === 0) return everyHour ? [] : [w - before]; // in a gap: shifted forward by it
+    found.sort((x, y) => x - y);
+    return everyHour ? found : found.slice(0, 1);
+  };
+  /** The earliest instant after `a` of the wall times from `from` on; stops once no later wall can run earlier. */
+  const earliest = (a: number, from: number, until: number): number | null => {
+    let best: number | null = null;
+    let w: number | null = from - 1;
+    for (let i = 0; i < MAX_WALLS; i++) {
+      w = wallAfter(walls, w);
+      if (w === null || w >= until) break;
+      for (const t of instants(w)) if (t > a && (best === null || t < best)) best = t;
+      // A wall time runs no earlier than itself minus the largest offset in play.
+      if (best !== null && w >= best + Math.max(off(a), off(best), off(best - SPAN_MS))) break;
+    }
+    return best;
+  };
+  return (a: number): number | null => {
+    const own = a + off(a);
+    const forward = earliest(a, Math.floor(own / 1000) * 1000 - 1000, Number.POSITIVE_INFINITY);
+    // An hourly rule also runs wall times below a's own the second time they occur, after a fall-back.
+    const low = Math.min(off(a), off(a + SPAN_MS));
+    if (!everyHour || low === off(a)) return forward;
+    const again = earliest(a, a + low, own);
+    return again !== null && (forward === null || again < forward) ? again : forward;
   };
 }
