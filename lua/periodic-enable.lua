@@ -26,7 +26,7 @@ if ARGV[3] == '0' then
   return 1
 end
 if enabled == '1' then return 1 end
-call('HSET', tk, 'enabled', '1', 'nextrun', ARGV[4], 'updated', ARGV[5])
+call('HSET', tk, 'enabled', '1', 'nextrun', ARGV[4], 'updated', ARGV[5], 'note', '')
 if ARGV[4] ~= '' then
   call('ZADD', KEYS[1], tonumber(ARGV[4]), id)
   pWake(prefix)

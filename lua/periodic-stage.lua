@@ -9,18 +9,22 @@
   the job goes: its priority and group, so that releasing it needs no read of the job); at the
   occurrence periodic-release submits it or, by the overlap policy, skips it. Once committed, an
   occurrence no longer depends on the replica that committed it: any replica releases it.
-  Work is batched: one ZMSCORE for the tokens, one ZADD per sorted set.
+  Work is batched: one ZMSCORE for the tokens, one ZADD per sorted set. A task whose timer stopped
+  advancing (a record with a failure) is disabled instead, with the failure as its note, in its run
+  history (`~failed@<occurrence>@<error>`) and as a periodic.failed event.
 
   KEYS[1] p:nextrun  (every key is built from ARGV[1])
   ARGV[1] key prefix
-  ARGV[2..] one record per task: a MessagePack array of raw strings, the STAGE_FIELDS of
+  ARGV[2] events stream cap (maxEvents; <= 0: no stream)
+  ARGV[3..] one record per task: a MessagePack array of raw strings, the STAGE_FIELDS of
             src/redis/wire.ts in order (built by the scheduler from the claim; cmsgpack reads it):
             id, claim token, trigger time being served ('' if none), new nextrun ('' when the timer
             never elapses again), period (ms from the last occurrence to the next, for tolerance;
             '' leaves it), missed count, first missed, last missed, occurrences (comma-separated,
             ascending), then the task's fields as periodic-claim read them: overlap, rule, enabled,
             period, and the job fields task, group, args, subject, submitter, priority, maxRetries,
-            maxRuntime
+            maxRuntime; last the failure ('' when none: else the error, and missed first is the
+            occurrence the timer stopped at)
 
   Returns { earliest p:nextrun score afterwards ('' when none), earliest p:staged score ('' when
             none), per task 1 (committed) or 0 (claim gone: committed elsewhere, changed or removed) }.
@@ -28,12 +32,14 @@
 --- @include "includes/common"
 --- @include "includes/addJob"
 --- @include "includes/periodic"
+--- @include "includes/changes"
 
 local prefix = ARGV[1]
+local maxEvents = ARGV[2]
 -- '' when absent
 local function opt(v) if v ~= '' then return v end end
 local recs = {}
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   local f = cmsgpack.unpack(ARGV[i])
   if type(f) ~= 'table' or #f ~= #STAGE_FIELDS then
     return redis.error_reply('ERR periodic-stage: a record must be an array of ' .. #STAGE_FIELDS .. ' strings')
@@ -51,6 +57,13 @@ for r = 1, #recs do
   local id, token, triggered, newNext, period = f.id, f.token, f.triggered, f.nextrun, f.period
   if not scores[r] or tonumber(scores[r]) ~= tonumber(token) then
     results[r] = 0
+  elseif f.failure ~= '' then
+    results[r] = 1
+    local at = f.missedFirst
+    call('ZADD', prefix .. 'p:h:' .. id, at, HISTORY_FAILED .. at .. '@' .. f.failure)
+    call('HSET', prefix .. 'p:t:' .. id, 'enabled', '0', 'note', f.failure)
+    nextRems[#nextRems + 1] = id
+    timerFailed(id, at, f.failure)
   else
     results[r] = 1
     local missed = tonumber(f.missed)
@@ -119,6 +132,7 @@ end
 for k = 1, #staged, 1000 do call('ZADD', prefix .. 'p:staged', unpack(staged, k, math.min(#staged, k + 999))) end
 for k = 1, #nextAdds, 1000 do call('ZADD', KEYS[1], unpack(nextAdds, k, math.min(#nextAdds, k + 999))) end
 for k = 1, #nextRems, 1000 do call('ZREM', KEYS[1], unpack(nextRems, k, math.min(#nextRems, k + 999))) end
+flushChanges(prefix, maxEvents)
 local firstNext = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local firstStaged = call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
 return { firstNext[2] or '', firstStaged[2] or '', results }

@@ -175,3 +175,16 @@ export class FanOutLimitError extends ValidationError {
     super('items', `holds ${count} items, over the limit of ${limit} children a fanOut call`);
   }
 }
+
+/**
+ * A periodic task's timer gave a next occurrence that is not after the one before: it would run
+ * the same occurrence forever. The scheduler disables the task with this message as its note.
+ */
+export class TimerStalledError extends RotaError {
+  constructor(
+    readonly taskId: string,
+    readonly occurrence: number,
+  ) {
+    super(`timer of periodic task ${taskId} does not advance after ${new Date(occurrence).toISOString()}`);
+  }
+}

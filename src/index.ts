@@ -17,6 +17,7 @@ export {
   SchemaMismatchError,
   ShardCountError,
   TimeoutError,
+  TimerStalledError,
   UnknownTaskError,
   ValidationError,
 } from './errors.js';

@@ -72,6 +72,7 @@ for (let round = 0; round < rounds; round++) {
       missedLast: '',
       occurrences: t.nextrun,
       ...claimedPart(t),
+      failure: '',
     }),
   );
   await phase('stage', async () => {

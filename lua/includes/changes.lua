@@ -20,6 +20,10 @@ local countDelta = {}
 -- the same stream entry (periodic.failed events users can alert on).
 local periodicFailures = {}
 
+-- Periodic tasks disabled in this call because their timer stopped advancing: { task id,
+-- occurrence, error } (periodic.failed events with no job).
+local timerFailures = {}
+
 -- Fan-out parents whose children all ended in this call: { parent id, total, success, failed,
 -- cancelled } (see includes/children).
 local childrenEnded = {}
@@ -35,6 +39,7 @@ onBeginCall(function()
   for state in pairs(countDelta) do countDelta[state] = 0 end
   if next(periodicFailures) then periodicFailures = {} end
   if next(childrenEnded) then childrenEnded = {} end
+  if next(timerFailures) then timerFailures = {} end
 end)
 
 -- The list of ids that entered `state` in this call, for a caller about to add one or more
@@ -76,6 +81,10 @@ local function periodicFailed(id, tracker, occurrence, err)
   periodicFailures[#periodicFailures + 1] = { id, tracker, tonumber(occurrence) or false, err or false }
 end
 
+local function timerFailed(task, occurrence, err)
+  timerFailures[#timerFailures + 1] = { task, tonumber(occurrence) or false, err }
+end
+
 local function childrenDone(parent, total, success, failed, cancelled)
   childrenEnded[#childrenEnded + 1] = { parent, total, success, failed, cancelled }
 end
@@ -94,7 +103,7 @@ local function flushChanges(prefix, maxEvents)
   for state, d in pairs(countDelta) do
     if d ~= 0 then call('HINCRBY', prefix .. 'counts', state, str(d)) end
   end
-  if num(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0) then return end
+  if num(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0 and #timerFailures == 0) then return end
   local a, n = entry, 6
   a[2], a[5] = prefix .. 'events', maxEvents
   for _, state in ipairs(stateOrder) do
@@ -108,6 +117,9 @@ local function flushChanges(prefix, maxEvents)
   end
   if #childrenEnded > 0 then
     a[n + 1], a[n + 2], n = EVENT_CHILDREN_ENDED_FIELD, cjson.encode(childrenEnded), n + 2
+  end
+  if #timerFailures > 0 then
+    a[n + 1], a[n + 2], n = EVENT_TIMER_FAILED_FIELD, cjson.encode(timerFailures), n + 2
   end
   call(unpack(a, 1, n))
 end

@@ -95,6 +95,8 @@ export interface PeriodicTask<A = unknown>
   lastJobId?: string;
   /** Event rule that created this pending run, for runs scheduled by {@link PeriodicTasks.emit}. */
   rule?: string;
+  /** Why a scheduler disabled the task (its timer stopped advancing); enabling it clears the note. */
+  note?: string;
   created: number;
   updated: number;
 }

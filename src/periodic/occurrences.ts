@@ -3,6 +3,7 @@
  * cannot be evaluated in Lua): the catch-up policy applied to the occurrences that came due
  * since the task's stored nextrun.
  */
+import { TimerStalledError } from '../errors.js';
 import type { Timer } from '../timers/index.js';
 import type { CatchupPolicy } from './definition.js';
 
@@ -18,12 +19,16 @@ export interface Plan {
   missed: { count: number; first: number; last: number } | null;
 }
 
-/** Most occurrences walked through when catching up; past this the walk restarts near now. */
-const MAX_WALK = 100_000;
+/** Most occurrences walked through for one task in one planning step; past this the walk restarts near now. */
+export const MAX_WALK = 10_000;
+/** Longest one task's walk may take (ms of real time) before it restarts near now. */
+export const WALK_BUDGET_MS = 20;
 /** Most occurrences `catchup: 'all'` submits at once. */
 export const MAX_CATCHUP_RUNS = 1000;
 
 export interface PlanInput {
+  /** The task's id (for errors). */
+  id?: string;
   timer: Timer;
   /** The stored next occurrence (ms). */
   nextrun: number;
@@ -35,7 +40,28 @@ export interface PlanInput {
   misfireGraceMs: number;
 }
 
-const nextOf = (timer: Timer, t: number): number | null => timer.next(new Date(t))?.getTime() ?? null;
+/** The timer's next occurrence after `t`; throws TimerStalledError when it is not after `t`. */
+function nextOf(id: string, timer: Timer, t: number): number | null {
+  const n = timer.next(new Date(t))?.getTime() ?? null;
+  if (n !== null && !(n > t)) throw new TimerStalledError(id, t);
+  return n;
+}
+
+/**
+ * The occurrences from `first` up to `now`, stopping after MAX_WALK of them or WALK_BUDGET_MS;
+ * `rest` is the first occurrence not walked (null: none).
+ */
+function walk(id: string, timer: Timer, first: number | null, now: number): { due: number[]; rest: number | null } {
+  const due: number[] = [];
+  const started = performance.now();
+  let o = first;
+  while (o !== null && o <= now && due.length < MAX_WALK) {
+    due.push(o);
+    o = nextOf(id, timer, o);
+    if ((due.length & 63) === 0 && performance.now() - started > WALK_BUDGET_MS) break;
+  }
+  return { due, rest: o };
+}
 
 /**
  * Plans one firing. A task claimed ahead of time (nextrun still in the future) fires exactly its
@@ -44,38 +70,35 @@ const nextOf = (timer: Timer, t: number): number | null => timer.next(new Date(t
  * claim) and all are submitted. Otherwise no scheduler ran for a while, and the catch-up policy
  * picks: `latest` the last due occurrence; `all` those within `catchupWindow` (at most
  * {@link MAX_CATCHUP_RUNS}); `none` nothing (the task resumes with its next future occurrence).
+ * The walk is bounded (MAX_WALK occurrences, WALK_BUDGET_MS): past the bound it starts again at
+ * the catch-up window, and the occurrences skipped are counted as missed in one entry.
+ * @throws TimerStalledError when the timer's next occurrence is not after the one before.
  */
 export function plan(p: PlanInput): Plan {
   const { timer, now } = p;
+  const id = p.id ?? '?';
   if (p.nextrun > now) {
-    const nextrun = nextOf(timer, p.nextrun);
+    const nextrun = nextOf(id, timer, p.nextrun);
     return { occurrences: [p.nextrun], nextrun, period: nextrun === null ? 0 : nextrun - p.nextrun, missed: null };
   }
-  const due: number[] = [];
-  let o: number | null = p.nextrun;
-  let uncounted = 0;
-  while (o !== null && o <= now && due.length < MAX_WALK) {
-    due.push(o);
-    o = nextOf(timer, o);
-  }
-  if (o !== null && o <= now) {
-    // Very long downtime on a fast timer: skip ahead instead of walking every occurrence.
-    const restart = nextOf(timer, now - p.catchupWindow - 1);
-    uncounted = 1;
-    o = restart;
-    due.length = 0;
-    while (o !== null && o <= now && due.length < MAX_WALK) {
-      due.push(o);
-      o = nextOf(timer, o);
-    }
-    if (due.length === 0) {
-      return { occurrences: [], nextrun: o, period: 0, missed: { count: MAX_WALK, first: p.nextrun, last: now } };
+  let { due, rest } = walk(id, timer, p.nextrun, now);
+  /** Occurrences passed over uncounted by a restart: from the stored nextrun up to before the restart. */
+  let skippedAhead: { first: number; last: number; walked: number } | null = null;
+  if (rest !== null && rest <= now) {
+    // Very long downtime on a fast timer (or a slow timer): skip ahead instead of walking every occurrence.
+    const from = Math.max(rest, now - p.catchupWindow - 1);
+    const restart = from > rest ? nextOf(id, timer, from) : rest;
+    skippedAhead = { first: p.nextrun, last: from, walked: due.length };
+    ({ due, rest } = walk(id, timer, restart, now));
+    if (rest !== null && rest <= now) {
+      // Even the catch-up window holds too many: resume after now.
+      ({ due, rest } = { due: [], rest: nextOf(id, timer, now) });
     }
   }
   const last = due[due.length - 1];
-  const period = o === null ? 0 : o - last;
+  const period = rest === null || last === undefined ? 0 : rest - last;
   let take: number[];
-  const downtime = now - due[0] >= p.misfireGraceMs || uncounted > 0;
+  const downtime = skippedAhead !== null || (due.length > 0 && now - due[0] >= p.misfireGraceMs);
   switch (downtime ? p.catchup : 'on-time') {
     case 'on-time':
       take = due;
@@ -89,18 +112,21 @@ export function plan(p: PlanInput): Plan {
       take = [];
       break;
     default:
-      take = [last];
+      take = due.length ? [last] : [];
   }
-  const passed = due.length - take.length;
+  // Missed: the occurrences walked and not taken, and those skipped ahead: one entry, never naming
+  // an occurrence that is taken.
+  const taken = new Set(take);
+  const skipped = due.filter((t) => !taken.has(t));
   let missed: Plan['missed'] = null;
-  if (passed > 0 || uncounted) {
-    const taken = new Set(take);
-    const skippedOnes = due.filter((t) => !taken.has(t));
+  if (skippedAhead) {
     missed = {
-      count: passed + (uncounted ? MAX_WALK : 0),
-      first: uncounted ? p.nextrun : skippedOnes[0],
-      last: skippedOnes.length ? skippedOnes[skippedOnes.length - 1] : due[0],
+      count: skippedAhead.walked + skipped.length, // at least: those between the two walks are not counted
+      first: skippedAhead.first,
+      last: skipped.length ? skipped[skipped.length - 1] : skippedAhead.last,
     };
+  } else if (skipped.length) {
+    missed = { count: skipped.length, first: skipped[0], last: skipped[skipped.length - 1] };
   }
-  return { occurrences: take, nextrun: o, period, missed };
+  return { occurrences: take, nextrun: rest, period, missed };
 }

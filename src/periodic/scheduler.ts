@@ -26,6 +26,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
+import { TimerStalledError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
@@ -122,6 +123,15 @@ interface Claimed {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setLongTimeout(r, ms));
+/** Planning gives the event loop a turn at least this often (ms), so a slow timer blocks nothing for long. */
+const PLAN_SLICE_MS = 20;
+const yieldTurn = () => new Promise<void>((r) => setImmediate(r));
+
+/**
+ * Test hook: wraps the timers a scheduler builds (a test makes one misbehave). Internal: not
+ * exported from the package.
+ */
+export const timerHook: { wrap: ((timer: Timer, spec: string) => Timer) | null } = { wrap: null };
 
 /**
  * One scheduler replica of queue `queueName`.
@@ -307,6 +317,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     let t = this.timerCache.get(key);
     if (!t) {
       t = checkTimer(spec, timezone || undefined);
+      if (timerHook.wrap) t = timerHook.wrap(t, spec);
       if (this.timerCache.size > 10_000) this.timerCache.clear();
       this.timerCache.set(key, t);
     }
@@ -319,14 +330,23 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    */
   private async commit(claimed: Claimed[], now: number): Promise<number | null> {
     const records: StageRecord[] = [];
+    let slice = performance.now();
     for (const c of claimed) {
+      if (performance.now() - slice > PLAN_SLICE_MS) {
+        await yieldTurn();
+        // Closing: leave the rest (their claims expire and any replica plans them).
+        if (this.closing) break;
+        slice = performance.now();
+      }
       let p: Plan;
+      let failure = '';
       try {
         const timer = this.timerOf(c.timer, c.timezone);
         p =
           c.nextrun === null
             ? { occurrences: [], nextrun: null, period: 0, missed: null }
             : plan({
+                id: c.id,
                 timer,
                 nextrun: c.nextrun,
                 now,
@@ -339,10 +359,16 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           p = { occurrences: [], nextrun: c.nextrun, period: 0, missed: null };
         }
       } catch (err) {
-        this.emitError(new Error(`periodic task ${c.id}: ${(err as Error).message}`));
-        continue;
+        if (!(err instanceof TimerStalledError)) {
+          this.emitError(new Error(`periodic task ${c.id}: ${(err as Error).message}`));
+          continue;
+        }
+        // A timer that does not advance would stall every claim of this task: disable the task.
+        this.emitError(err);
+        failure = err.message;
+        p = { occurrences: [], nextrun: null, period: 0, missed: { count: 0, first: err.occurrence, last: err.occurrence } };
       }
-      if (c.triggered !== null) {
+      if (c.triggered !== null && !failure) {
         if (c.nextrun !== null && c.nextrun > now && p.occurrences[0] === c.nextrun) {
           // A trigger while its next occurrence is claimed ahead: serve the trigger now, the occurrence later.
           p = { occurrences: [], nextrun: c.nextrun, period: p.period, missed: null };
@@ -360,6 +386,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         missedLast: String(p.missed?.last ?? ''),
         occurrences: p.occurrences.join(','),
         ...claimedPart(c.raw),
+        failure,
       });
     }
     if (records.length === 0) return null;

@@ -16,7 +16,7 @@ import type { QueueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
-import { HISTORY_MISSED, HISTORY_REPLACED, HISTORY_SKIPPED } from '../redis/wire.js';
+import { HISTORY_FAILED, HISTORY_MISSED, HISTORY_REPLACED, HISTORY_SKIPPED } from '../redis/wire.js';
 import { parseTimer, type Timer } from '../timers/index.js';
 import {
   checkDefinition,
@@ -67,7 +67,8 @@ export interface RunRecord {
    * `skipped`: not submitted because an earlier run had not ended (overlap); `missed`: passed over
    * by the catch-up policy (`count` occurrences up to `until`); `dropped`: started too soon after
    * the previous run (tolerance); `expired`: its job was removed by retention; `replaced`: an event
-   * rule's run that a newer event replaced before it was released; else the job's state.
+   * rule's run that a newer event replaced before it was released; else the job's state. `failed`
+   * with no job: the task's timer stopped advancing there, and a scheduler disabled the task.
    */
   status: RunStatus;
   jobId?: string;
@@ -480,6 +481,14 @@ export class PeriodicTasks {
   ): RunRecord {
     if (e.member.startsWith(HISTORY_REPLACED)) return { occurrence: e.occurrence, status: 'replaced' };
     if (e.member.startsWith(HISTORY_SKIPPED)) return { occurrence: e.occurrence, status: 'skipped' };
+    if (e.member.startsWith(HISTORY_FAILED)) {
+      // `~failed@<occurrence>@<error>`: the timer stopped advancing there (the error may hold '@')
+      return {
+        occurrence: e.occurrence,
+        status: 'failed',
+        error: e.member.slice(e.member.indexOf('@', HISTORY_FAILED.length) + 1),
+      };
+    }
     if (e.member.startsWith(HISTORY_MISSED)) {
       const [, , count, last] = e.member.split('@');
       return { occurrence: e.occurrence, status: 'missed', count: Number(count), until: Number(last) };

@@ -6,6 +6,7 @@ import {
   EVENT_ERRORS_FIELD,
   EVENT_PERIODIC_FAILED_FIELD,
   EVENT_PROGRESS_FIELD,
+  EVENT_TIMER_FAILED_FIELD,
 } from '../redis/wire.js';
 import { JOB_STATES, type JobState } from './job.js';
 
@@ -27,7 +28,8 @@ export interface QueueEvent {
   error?: string;
   /**
    * `'periodic.failed'` when a run of a periodic task failed for good (`state` is `failed`; for a
-   * run that fanned out: one of its children failed, and all have ended); hook alerts (log,
+   * run that fanned out: one of its children failed, and all have ended), or when a scheduler
+   * disabled a task whose timer stopped advancing (no job: `id` is `<task>@<occurrence>`); hook alerts (log,
    * webhook, e-mail) on it. `'children.ended'` when the last child of a fan-out parent ended (once
    * per parent). `'progress'` when a running job reported progress.
    */
@@ -79,6 +81,13 @@ export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
           e.periodic = p[1] === false ? { task: p[0] } : { task: p[0], occurrence: p[1] };
           out.push(e);
         }
+      }
+    } else if (field === EVENT_TIMER_FAILED_FIELD) {
+      // A task disabled because its timer stopped advancing: no job ran; the id is the occurrence's.
+      for (const [task, occurrence, error] of JSON.parse(fields[i + 1]) as Array<[string, number | false, string]>) {
+        const id = occurrence === false ? task : `${task}@${occurrence}`;
+        const periodic = occurrence === false ? { task } : { task, occurrence };
+        out.push({ streamId, id, state: 'failed', event: 'periodic.failed', error, periodic });
       }
     } else if (field === EVENT_PROGRESS_FIELD) {
       for (const [id, progress] of JSON.parse(fields[i + 1]) as Array<[string, number]>) {

@@ -24,7 +24,7 @@ type ClaimedPart = Pick<
   StageRecord,
   Exclude<
     StageField,
-    'id' | 'token' | 'triggered' | 'nextrun' | 'period' | 'missed' | 'missedFirst' | 'missedLast' | 'occurrences'
+    'id' | 'token' | 'triggered' | 'nextrun' | 'period' | 'missed' | 'missedFirst' | 'missedLast' | 'occurrences' | 'failure'
   >
 >;
 
@@ -173,6 +173,7 @@ export class PeriodicStore {
   ): Promise<{ earliest: number | null; staged: number | null; committed: boolean[] }> {
     const [first, staged, results] = await this.queue.fcall<[string, string, number[]]>('periodic-stage', this.keys.nextrun, [
       this.keys.prefix,
+      this.queue.maxEvents,
       ...records.map((r) => encodeRecord(STAGE_FIELDS.map((f) => r[f]))),
     ]);
     return { earliest: scoreOf(first), staged: scoreOf(staged), committed: results.map((r) => r === 1) };

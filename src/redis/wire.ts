@@ -13,7 +13,7 @@
  * first client to use the queue; a client of another version refuses the queue
  * (SchemaMismatchError).
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** The member of the queue's `marker` whose addition wakes one executor blocked on it (BZPOPMIN). */
 export const WAKE_MEMBER = 'w';
@@ -173,6 +173,7 @@ export const STAGE_FIELDS = [
   'priority',
   'maxRetries',
   'maxRuntime',
+  'failure',
 ] as const;
 
 /**
@@ -184,6 +185,8 @@ export const EVENT_ERRORS_FIELD = 'b';
 export const EVENT_PERIODIC_FAILED_FIELD = 'p';
 export const EVENT_CHILDREN_ENDED_FIELD = 'e';
 export const EVENT_PROGRESS_FIELD = 'g';
+/** Periodic tasks a scheduler disabled because their timer stopped advancing: `[task id, occurrence, error]` each. */
+export const EVENT_TIMER_FAILED_FIELD = 't';
 
 /**
  * How a periodic task's run history marks an occurrence that was skipped, or missed, and an event
@@ -192,6 +195,8 @@ export const EVENT_PROGRESS_FIELD = 'g';
 export const HISTORY_SKIPPED = '~skipped@';
 export const HISTORY_MISSED = '~missed@';
 export const HISTORY_REPLACED = '~replaced@';
+/** A task whose timer stopped advancing at that occurrence (`~failed@<occurrence>@<error>`); the scheduler disabled it. */
+export const HISTORY_FAILED = '~failed@';
 
 /** The Lua pattern of a `leases` member (token digits, a mark, the job id), capturing the id. */
 const LEASE_ID_PATTERN = `^%d+[${SCHEDULED_MARK}${RUNNING_MARK}${CANCEL_MARK}](.*)$`;
@@ -239,9 +244,11 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   EVENT_PERIODIC_FAILED_FIELD,
   EVENT_CHILDREN_ENDED_FIELD,
   EVENT_PROGRESS_FIELD,
+  EVENT_TIMER_FAILED_FIELD,
   HISTORY_SKIPPED,
   HISTORY_MISSED,
   HISTORY_REPLACED,
+  HISTORY_FAILED,
   RESHARD_OUT,
 };
 
