@@ -21,8 +21,8 @@ export interface Plan {
 
 /** Most occurrences walked through for one task in one planning step; past this the walk restarts near now. */
 export const MAX_WALK = 10_000;
-/** Longest one task's walk may take (ms of real time) before it restarts near now. */
-export const WALK_BUDGET_MS = 20;
+/** Longest one walk over a task's occurrences may take (ms of real time); a plan walks at most twice. */
+export const WALK_BUDGET_MS = 10;
 /** Most occurrences `catchup: 'all'` submits at once. */
 export const MAX_CATCHUP_RUNS = 1000;
 
@@ -58,7 +58,7 @@ function walk(id: string, timer: Timer, first: number | null, now: number): { du
   while (o !== null && o <= now && due.length < MAX_WALK) {
     due.push(o);
     o = nextOf(id, timer, o);
-    if ((due.length & 63) === 0 && performance.now() - started > WALK_BUDGET_MS) break;
+    if (performance.now() - started > WALK_BUDGET_MS) break;
   }
   return { due, rest: o };
 }

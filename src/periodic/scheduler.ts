@@ -124,7 +124,7 @@ interface Claimed {
 
 const sleep = (ms: number) => new Promise<void>((r) => setLongTimeout(r, ms));
 /** Planning gives the event loop a turn at least this often (ms), so a slow timer blocks nothing for long. */
-const PLAN_SLICE_MS = 20;
+const PLAN_SLICE_MS = 10;
 const yieldTurn = () => new Promise<void>((r) => setImmediate(r));
 
 /**

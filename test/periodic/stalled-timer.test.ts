@@ -1,0 +1,77 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { PeriodicTasks, Queue } from '../../src/index.js';
+import { NodeProcess } from '../helpers/processes.js';
+import { redisUrl, uniqueQueue } from '../helpers/setup.js';
+
+const CHILD = new URL('../fixtures/stalled-replica.ts', import.meta.url).pathname;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const procs: NodeProcess[] = [];
+afterAll(async () => {
+  for (const p of procs) await p.kill();
+});
+
+describe('a scheduler replica with a misbehaving timer', () => {
+  it('disables a task whose timer does not advance, keeps every other task on time, and stops on SIGTERM', async () => {
+    const name = uniqueQueue('stalled');
+    const tasks = new PeriodicTasks(name, { connection: redisUrl() });
+    const queue = new Queue(name, { connection: redisUrl() });
+    const STALL = '*:*:0/1 UTC'; // made to stall in the child
+    const SLOW = 'every 100ms'; // made slow in the child: 1 ms per occurrence
+    await tasks.upsert({ id: 'stalled', task: 'noop', timer: STALL, overlap: 'allow' });
+    // A catch-up walk from an hour ago over a timer that takes 1 ms per occurrence.
+    const hourAgo = Date.now() - 3_600_000;
+    const past = new PeriodicTasks(name, { connection: redisUrl(), now: () => hourAgo });
+    await past.upsert({ id: 'slow', task: 'noop', timer: SLOW, overlap: 'allow', catchup: 'latest' });
+    await past.close();
+    for (let i = 0; i < 6; i++) await tasks.upsert({ id: `ok${i}`, task: 'noop', timer: '*:*:0/1', overlap: 'allow' });
+    const events = new AbortController();
+    const failed: Array<{ id: string; task?: string; error?: string }> = [];
+    const reading = (async () => {
+      for await (const e of queue.events({ from: '0', signal: events.signal })) {
+        if (e.event === 'periodic.failed') failed.push({ id: e.id, task: e.periodic?.task, error: e.error });
+      }
+    })().catch(() => undefined);
+
+    const child = new NodeProcess(CHILD, [redisUrl(), name, STALL, SLOW]);
+    procs.push(child);
+    await child.waitFor((m) => m.ready);
+    const start = Date.now();
+    await sleep(6000);
+    child.signal('SIGTERM');
+    const closed = await child.waitFor<{ closed: { maxDelayMs: number } }>((m) => m.closed, 10_000);
+    expect(await child.exited).toBe(0);
+    const end = Date.now();
+
+    // The stalled task: disabled, with a note, a failed entry in its history, a periodic.failed event.
+    const stalled = (await tasks.get('stalled'))!;
+    expect(stalled.enabled).toBe(false);
+    expect(stalled.note).toMatch(/does not advance/);
+    const history = await tasks.runs('stalled');
+    expect(history.map((r) => r.status)).toEqual(['failed']);
+    expect(history[0].error).toMatch(/does not advance/);
+    await sleep(200);
+    events.abort();
+    await reading;
+    expect(failed.filter((f) => f.task === 'stalled')).toHaveLength(1);
+
+    // The slow task: caught up with one run and one missed entry, never the same occurrence twice.
+    const slow = await tasks.runs('slow', { limit: 1000 });
+    const missed = slow.filter((r) => r.status === 'missed');
+    expect(missed.length).toBeGreaterThanOrEqual(1);
+    const jobs = new Set(slow.filter((r) => r.jobId).map((r) => r.occurrence));
+    for (const m of missed) {
+      expect(jobs.has(m.occurrence)).toBe(false);
+      expect(jobs.has(m.until!)).toBe(false);
+    }
+
+    // Every other task: each second between start and SIGTERM has its occurrence.
+    for (let i = 0; i < 6; i++) {
+      const occ = new Set((await tasks.runs(`ok${i}`, { limit: 1000 })).filter((r) => r.jobId).map((r) => r.occurrence));
+      for (let o = Math.ceil(start / 1000) * 1000 + 1000; o <= end - 3000; o += 1000)
+        expect(occ.has(o), `ok${i}@${o}`).toBe(true);
+    }
+    console.log(`stalled timer: longest event-loop block in the replica ${closed.closed.maxDelayMs.toFixed(1)} ms`);
+    await tasks.close();
+    await queue.close();
+  }, 40_000);
+});
