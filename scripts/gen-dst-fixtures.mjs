@@ -12,7 +12,7 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const analyze = process.argv[2] ?? 'systemd-analyze';
 const out = join(dirname(fileURLToPath(import.meta.url)), '..', 'test', 'fixtures', 'calendar', 'dst.json');
@@ -89,10 +89,10 @@ export function changes(zone) {
   return found;
 }
 
-const iso = (ms) => new Date(ms).toISOString().replace('.000Z', 'Z');
+export const iso = (ms) => new Date(ms).toISOString().replace('.000Z', 'Z');
 
 /** systemd-analyze's next `n` elapses after `baseMs`, and whether it gave up ("Infinite loop"). */
-function run(tz, spec, baseMs, n) {
+export function run(tz, spec, baseMs, n) {
   const r = spawnSync(analyze, ['calendar', `--base-time=@${baseMs / 1000}`, `--iterations=${n}`, '--', spec], {
     encoding: 'utf8',
     env: { ...process.env, TZ: tz, LC_ALL: 'C' },
@@ -111,7 +111,7 @@ const RETRY_MINUTES = [1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095];
  * `n` elapses after `baseMs`. Where systemd gets stuck, the next one is systemd's answer from the
  * first retry start where it is not, as Rota does; `stuck` lists the starts where it got stuck.
  */
-function chain(tz, spec, baseMs, n) {
+export function chain(tz, spec, baseMs, n) {
   const next = [];
   const stuckAfter = [];
   let normalized;
@@ -132,29 +132,39 @@ function chain(tz, spec, baseMs, n) {
   return { normalized, next: next.map(iso), stuckAfter };
 }
 
-const cases = [];
-for (const tz of ZONES) {
-  for (const change of changes(tz)) {
-    for (const [spec, iterations] of SPECS) {
-      // Sub-day specs start two hours before the change; daily ones and hour ranges a day before.
-      const lead = iterations <= 3 || spec.startsWith('*-*-* 00..') ? 86_400_000 + 3_600_000 : 2 * 3_600_000;
-      const base = change - lead;
-      const { normalized, next, stuckAfter } = chain(tz, spec, base, iterations);
-      cases.push({
-        spec,
-        tz,
-        change: iso(change),
-        base: iso(base),
-        normalized,
-        next,
-        ...(stuckAfter.length ? { stuckAfter } : {}),
-      });
+/** The systemd version the fixtures are recorded from. */
+export function reference() {
+  return spawnSync(analyze, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0];
+}
+
+/** Writes dst.json; only when run as a script (gen-faketime-fixtures.mjs imports `chain`). */
+function main() {
+  const cases = [];
+  for (const tz of ZONES) {
+    for (const change of changes(tz)) {
+      for (const [spec, iterations] of SPECS) {
+        // Sub-day specs start two hours before the change; daily ones and hour ranges a day before.
+        const lead = iterations <= 3 || spec.startsWith('*-*-* 00..') ? 86_400_000 + 3_600_000 : 2 * 3_600_000;
+        const base = change - lead;
+        const { normalized, next, stuckAfter } = chain(tz, spec, base, iterations);
+        cases.push({
+          spec,
+          tz,
+          change: iso(change),
+          base: iso(base),
+          normalized,
+          next,
+          ...(stuckAfter.length ? { stuckAfter } : {}),
+        });
+      }
     }
   }
+  const version = reference();
+  writeFileSync(
+    out,
+    `{"generator":"scripts/gen-dst-fixtures.mjs","reference":${JSON.stringify(version)},"cases":[\n${cases.map((c) => JSON.stringify(c)).join(',\n')}\n]}\n`,
+  );
+  console.log(`${cases.length} cases written to ${out}`);
 }
-const version = spawnSync(analyze, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0];
-writeFileSync(
-  out,
-  `{"generator":"scripts/gen-dst-fixtures.mjs","reference":${JSON.stringify(version)},"cases":[\n${cases.map((c) => JSON.stringify(c)).join(',\n')}\n]}\n`,
-);
-console.log(`${cases.length} cases written to ${out}`);
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main();

@@ -20,6 +20,8 @@ export interface RedisServerOptions {
   cluster?: boolean;
   /** More `redis-server` arguments, e.g. `['--requirepass', 'secret']`. */
   args?: string[];
+  /** More environment variables for the server process (e.g. a faked clock's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Finds a free TCP port on 127.0.0.1. */
@@ -65,6 +67,7 @@ export class RedisServer {
   private readonly appendfsync?: RedisServerOptions['appendfsync'];
   private readonly cluster: boolean;
   private readonly extraArgs: string[];
+  private readonly env?: NodeJS.ProcessEnv;
 
   private constructor(port: number, dir: string, ownsDir: boolean, opts: RedisServerOptions) {
     this.port = port;
@@ -73,6 +76,7 @@ export class RedisServer {
     this.appendfsync = opts.appendfsync;
     this.cluster = opts.cluster ?? false;
     this.extraArgs = opts.args ?? [];
+    this.env = opts.env;
   }
 
   /** Starts a server and resolves once it answers PING. */
@@ -119,7 +123,11 @@ export class RedisServer {
     args.push(...this.extraArgs);
     // Its own process group, so a Ctrl-C in the terminal reaches the program, which then stops
     // the server after it has closed its connections; and it never outlives this process.
-    const proc = spawn('redis-server', args, { stdio: 'ignore', detached: true });
+    const proc = spawn('redis-server', args, {
+      stdio: 'ignore',
+      detached: true,
+      env: this.env ? { ...process.env, ...this.env } : undefined,
+    });
     this.proc = proc;
     const reap = () => proc.kill('SIGKILL');
     process.once('exit', reap);

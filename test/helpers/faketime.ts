@@ -1,0 +1,61 @@
+/**
+ * Processes whose clock runs fast, through libfaketime (Debian package `faketime`): for tests of
+ * a scheduler through hours of wall-clock time, DST changes included, in seconds.
+ *
+ * Every process of such a test runs at the same speed-up, so the clocks agree on how fast time
+ * passes: libfaketime scales the time a faked process reads (realtime and monotonic clocks) and
+ * the timeouts it sleeps for. Each starts at the given instant when it starts; a scheduler reads
+ * the server's TIME for its clock, so the starts need not agree.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const LIBFAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/faketime/libfaketime.so.1'].find((p) =>
+  existsSync(p),
+);
+
+/** Why fast clocks cannot run here (libfaketime or a C compiler missing), or null when they can. */
+export function fakeClockMissing(): string | null {
+  if (!LIBFAKETIME) return 'libfaketime is not installed (Debian package faketime)';
+  try {
+    execFileSync('cc', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return 'no C compiler (cc) to build the malloc stand-in redis-server needs under libfaketime';
+  }
+  return null;
+}
+
+let shim: string | undefined;
+/** Builds test/helpers/malloc-shim.c once per process. */
+function mallocShim(): string {
+  if (!shim) {
+    const out = join(mkdtempSync(join(tmpdir(), 'rota-faketime-')), 'malloc-shim.so');
+    const src = new URL('./malloc-shim.c', import.meta.url).pathname;
+    execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', out, src, '-ldl']);
+    shim = out;
+  }
+  return shim;
+}
+
+/** A clock that starts at `start` and runs `speed` times as fast as real time. */
+export interface FakeClock {
+  start: Date;
+  speed: number;
+}
+
+/** libfaketime's FAKETIME value: "@2026-04-04 13:40:00 x240" (UTC, as TZ=UTC reads it). */
+function faketime(c: FakeClock): string {
+  return `@${c.start.toISOString().slice(0, 19).replace('T', ' ')} x${c.speed}`;
+}
+
+/** Environment for a redis-server on a fast clock: libfaketime, with the malloc stand-in before it. */
+export function fakeClockRedisEnv(c: FakeClock): NodeJS.ProcessEnv {
+  return { LD_PRELOAD: `${mallocShim()} ${LIBFAKETIME}`, FAKETIME: faketime(c), TZ: 'UTC' };
+}
+
+/** Environment for a Node process on a fast clock (Node allocates with glibc and needs no stand-in). */
+export function fakeClockNodeEnv(c: FakeClock): NodeJS.ProcessEnv {
+  return { LD_PRELOAD: LIBFAKETIME, FAKETIME: faketime(c), TZ: 'UTC' };
+}
