@@ -8,13 +8,17 @@
  * the server's TIME for its clock, so the starts need not agree.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const LIBFAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/faketime/libfaketime.so.1'].find((p) =>
-  existsSync(p),
-);
+/** Debian's libfaketime (package faketime), for this machine's architecture. */
+const LIBFAKETIME = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1',
+  '/usr/lib/faketime/libfaketime.so.1',
+].find((p) => existsSync(p));
 
 /** Why fast clocks cannot run here (libfaketime or a C compiler missing), or null when they can. */
 export function fakeClockMissing(): string | null {
@@ -27,16 +31,20 @@ export function fakeClockMissing(): string | null {
   return null;
 }
 
-let shim: string | undefined;
-/** Builds test/helpers/malloc-shim.c once per process. */
+/**
+ * Builds test/helpers/malloc-shim.c, once per machine and source: under a name with the source's
+ * hash in the temporary directory, written under another name first, so parallel builds are safe.
+ */
 function mallocShim(): string {
-  if (!shim) {
-    const out = join(mkdtempSync(join(tmpdir(), 'rota-faketime-')), 'malloc-shim.so');
-    const src = new URL('./malloc-shim.c', import.meta.url).pathname;
-    execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', out, src, '-ldl']);
-    shim = out;
+  const src = new URL('./malloc-shim.c', import.meta.url).pathname;
+  const hash = createHash('sha256').update(readFileSync(src)).digest('hex').slice(0, 16);
+  const out = join(tmpdir(), `rota-malloc-shim-${hash}.so`);
+  if (!existsSync(out)) {
+    const tmp = `${out}.${process.pid}`;
+    execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', tmp, src, '-ldl']);
+    renameSync(tmp, out);
   }
-  return shim;
+  return out;
 }
 
 /** A clock that starts at `start` and runs `speed` times as fast as real time. */
