@@ -85,11 +85,18 @@ export const ACTIONS: Record<string, Action> = {
       let start = 0;
       // Retried jobs leave the failed set: each round starts past the jobs that stayed in it.
       while (retried < MAX_RETRY_ALL) {
-        const page = await q.live.stores[shard].jobs({ state: 'failed', group, task, start, limit: 500, maxRead: MAX_READ });
+        const page = await q.live.stores[shard].jobs({
+          state: 'failed',
+          group,
+          task,
+          start: String(start),
+          limit: 500,
+          maxRead: MAX_READ,
+        });
         const states = await Promise.all(page.jobs.map((j) => q.queue.retry(j.id)));
         const done = states.filter((s) => s === 'waiting').length;
         retried += done;
-        start = page.next - done;
+        start = Number(page.next) - done;
         if (!page.more) break;
       }
     }
