@@ -198,6 +198,38 @@ describe('dashboard at 100,000 groups and 1,000,000 jobs', () => {
     expect(total, `${path}: ${JSON.stringify(by)}`).toBeLessThanOrEqual(MOST_COMMANDS);
   });
 
+  it("keeps an open page's live updates of a hostile view bounded", async () => {
+    // A dashboard of its own, whose reader runs: a page open on the view, then a job submitted
+    // (a new event), so that the reader renders the view again for the page's stream.
+    const live = dashboard({ connection: redis.server.url, queues: [name] });
+    const server = createServer(live);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const abort = new AbortController();
+    try {
+      const view = '/jobs?state=waiting&start=1e15';
+      const port = (server.address() as AddressInfo).port;
+      const res = await fetch(`http://127.0.0.1:${port}/live?view=${encodeURIComponent(view)}`, { signal: abort.signal });
+      const reader = res.body!.getReader();
+      let text = '';
+      const next = async (what: string) => {
+        while (!text.includes(what)) text += new TextDecoder().decode((await reader.read()).value);
+      };
+      await next('event: tick');
+      // The commands of the job lists (the ticks, the submit and the group index send others).
+      const { by } = await commandsDuring(async () => {
+        await queue.submit({ task: 'mail', group: 'g1' });
+        await next('event: view');
+      });
+      const listReads = (by.llen ?? 0) + (by.lrange ?? 0) + (by.hmget ?? 0);
+      expect(listReads, JSON.stringify(by)).toBeLessThanOrEqual(MOST_COMMANDS);
+    } finally {
+      abort.abort();
+      await live.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it('pages the waiting jobs of every group deep at the cost of a page each, every job once', async () => {
     // (50 pages of 500: a page that passed over the groups before its place would send a
     // command per list of each, some 8,000 commands at the last page)
