@@ -17,6 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardHandler, dashboard } from '../../src/dashboard/index.js';
 import { MAX_READ } from '../../src/dashboard/views/jobs.js';
+import { PeriodicTasks } from '../../src/periodic/tasks.js';
 import { Queue } from '../../src/queue/queue.js';
 import { GROUP_FIELDS } from '../../src/redis/wire.js';
 import { privateRedis } from '../helpers/setup.js';
@@ -105,6 +106,7 @@ async function commandsDuring(fn: () => Promise<unknown>): Promise<{ total: numb
 describe('dashboard at 100,000 groups and 1,000,000 jobs', () => {
   const name = 'scale';
   let queue: Queue;
+  let tasks: PeriodicTasks;
   let handler: DashboardHandler;
   let app: Server;
   let base: string;
@@ -134,6 +136,13 @@ describe('dashboard at 100,000 groups and 1,000,000 jobs', () => {
         width,
       );
     }
+    // A periodic task with a long run history (its runs: the failed jobs).
+    tasks = new PeriodicTasks(name, { connection: redis.server.url });
+    await tasks.upsert({ id: 'nightly', task: 'mail', timer: '*-*-* 04:00' });
+    for (let n = 0; n < 20_000; n += 5000) {
+      const entries = Array.from({ length: 5000 }, (_, k) => [now - (n + k) * 1000, `j${WAITING + n + k}`]).flat();
+      await redis.admin.zadd(`${prefix}p:h:nightly`, ...entries);
+    }
     expect(await redis.admin.hlen(`${prefix}groups`)).toBeGreaterThanOrEqual(GROUPS);
     expect(await redis.admin.dbsize()).toBeGreaterThan(WAITING + FAILED + SUCCEEDED + DELAYED);
 
@@ -155,6 +164,7 @@ describe('dashboard at 100,000 groups and 1,000,000 jobs', () => {
       await new Promise((r) => app.close(r));
     }
     await queue?.close();
+    await tasks?.close();
   });
 
   // Most commands any request may send: the job list's bound (a command per candidate looked
@@ -185,6 +195,8 @@ describe('dashboard at 100,000 groups and 1,000,000 jobs', () => {
     '/executors?limit=1e9',
     '/periodic',
     '/periodic/nothing?runs=1e9',
+    '/periodic/nightly?runs=1e9',
+    '/periodic/nightly?runs=5000',
     '/jobs/j0',
     '/api/tick',
   ])('GET %s does bounded Redis work', async (path) => {
