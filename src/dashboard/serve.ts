@@ -52,9 +52,10 @@ export function isLoopback(host: string): boolean {
 }
 
 /**
- * Starts a dashboard server.
+ * Starts a dashboard server (with the timeouts and the per-client connection cap above).
  * @throws {ValidationError} (`token`) when bound to an address other than loopback without a
- * token; nothing is started then.
+ * token, (`timeouts.<name>`) for a timeout that is not a whole number of ms above 0; nothing is
+ * started then.
  */
 export async function serveDashboard(opts: ServeDashboardOptions): Promise<DashboardServer> {
   const host = opts.host ?? '127.0.0.1';
