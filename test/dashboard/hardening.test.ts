@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.js';
 import { Access, AUTH_COOKIE, SESSION_MS, WRONG_TOKENS } from '../../src/dashboard/security.js';
 import { MAX_CONNECTIONS_PER_CLIENT } from '../../src/dashboard/serve.js';
+import { ValidationError } from '../../src/errors.js';
 import { Queue } from '../../src/queue/queue.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { eventually, uniqueQueue } from '../helpers/setup.js';
@@ -274,6 +275,14 @@ describe('dashboard hardening', () => {
       expect(open.server.headersTimeout).toBe(10_000);
       expect(open.server.requestTimeout).toBe(30_000);
       expect(open.server.keepAliveTimeout).toBe(5_000);
+    });
+
+    it('refuses a timeout that is not a whole number of ms above 0, before it starts anything', async () => {
+      for (const bad of [0, -1, Number.NaN, 1.5]) {
+        await expect(serveDashboard({ connection: url, queues: [name], port: 0, timeouts: { headersMs: bad } })).rejects.toThrow(
+          ValidationError,
+        );
+      }
     });
 
     it('closes a connection whose headers or body are too slow', async () => {
