@@ -49,63 +49,72 @@ function rate(form: URLSearchParams): { max: number; perMs: number } | null | un
   }
 }
 
-/** The actions by path below `/actions/`. */
-export const ACTIONS: Record<string, Action> = {
-  'group/pause': async (q, f) => {
-    const g = field(f, 'group');
-    await q.queue.pauseGroup(g);
-    return `Group ${g} paused.`;
-  },
-  'group/resume': async (q, f) => {
-    const g = field(f, 'group');
-    await q.queue.resumeGroup(g);
-    return `Group ${g} resumed.`;
-  },
-  'group/settings': async (q, f) => {
-    const g = field(f, 'group');
-    await q.queue.setGroupLimit(g, { concurrency: whole(f, 'limit'), weight: whole(f, 'weight'), rate: rate(f) });
-    return `Group ${g} updated.`;
-  },
-  'job/cancel': async (q, f) => {
-    const id = field(f, 'id');
-    const r = await q.queue.cancel(id);
-    return r === null ? `No job ${id}.` : `Job ${id}: ${r}.`;
-  },
-  'job/retry': async (q, f) => {
-    const id = field(f, 'id');
-    const r = await q.queue.retry(id);
-    return r === null ? `No job ${id}.` : `Job ${id}: ${r}.`;
-  },
-  'jobs/retry-failed': async (q, f) => {
-    const group = f.get('group') || undefined;
-    const task = f.get('task') || undefined;
-    let retried = 0;
-    // (shard by shard, the shards of the group when given, so that the bound holds across them)
-    for (const shard of storesOfGroup(q.live, group)) {
-      let start = 0;
-      // Retried jobs leave the failed set: each round starts past the jobs that stayed in it.
-      while (retried < MAX_RETRY_ALL) {
-        const page = await q.live.stores[shard].jobs({ state: 'failed', group, task, start, limit: 500, maxRead: MAX_READ });
-        const states = await Promise.all(page.jobs.map((j) => q.queue.retry(j.id)));
-        const done = states.filter((s) => s === 'waiting').length;
-        retried += done;
-        start = page.next - done;
-        if (!page.more) break;
+/** The actions by path below `/actions/` (a Map: a path such as `constructor` or `__proto__` is no action). */
+export const ACTIONS: ReadonlyMap<string, Action> = new Map(
+  Object.entries({
+    'group/pause': async (q, f) => {
+      const g = field(f, 'group');
+      await q.queue.pauseGroup(g);
+      return `Group ${g} paused.`;
+    },
+    'group/resume': async (q, f) => {
+      const g = field(f, 'group');
+      await q.queue.resumeGroup(g);
+      return `Group ${g} resumed.`;
+    },
+    'group/settings': async (q, f) => {
+      const g = field(f, 'group');
+      await q.queue.setGroupLimit(g, { concurrency: whole(f, 'limit'), weight: whole(f, 'weight'), rate: rate(f) });
+      return `Group ${g} updated.`;
+    },
+    'job/cancel': async (q, f) => {
+      const id = field(f, 'id');
+      const r = await q.queue.cancel(id);
+      return r === null ? `No job ${id}.` : `Job ${id}: ${r}.`;
+    },
+    'job/retry': async (q, f) => {
+      const id = field(f, 'id');
+      const r = await q.queue.retry(id);
+      return r === null ? `No job ${id}.` : `Job ${id}: ${r}.`;
+    },
+    'jobs/retry-failed': async (q, f) => {
+      const group = f.get('group') || undefined;
+      const task = f.get('task') || undefined;
+      let retried = 0;
+      // (shard by shard, the shards of the group when given, so that the bound holds across them)
+      for (const shard of storesOfGroup(q.live, group)) {
+        let start = 0;
+        // Retried jobs leave the failed set: each round starts past the jobs that stayed in it.
+        while (retried < MAX_RETRY_ALL) {
+          const page = await q.live.stores[shard].jobs({
+            state: 'failed',
+            group,
+            task,
+            start: String(start),
+            limit: 500,
+            maxRead: MAX_READ,
+          });
+          const states = await Promise.all(page.jobs.map((j) => q.queue.retry(j.id)));
+          const done = states.filter((s) => s === 'waiting').length;
+          retried += done;
+          start = Number(page.next) - done;
+          if (!page.more) break;
+        }
       }
-    }
-    return `${retried} failed job${retried === 1 ? '' : 's'} retried.`;
-  },
-  'periodic/enable': async (q, f) => {
-    const id = field(f, 'id');
-    return (await q.periodic.enable(id)) ? `Task ${id} enabled.` : `No task ${id}.`;
-  },
-  'periodic/disable': async (q, f) => {
-    const id = field(f, 'id');
-    return (await q.periodic.disable(id)) ? `Task ${id} disabled.` : `No task ${id}.`;
-  },
-  'periodic/trigger': async (q, f) => {
-    const id = field(f, 'id');
-    const r = await q.periodic.trigger(id);
-    return r ? `Task ${id} triggered: job ${r.jobId}.` : `No task ${id}.`;
-  },
-};
+      return `${retried} failed job${retried === 1 ? '' : 's'} retried.`;
+    },
+    'periodic/enable': async (q, f) => {
+      const id = field(f, 'id');
+      return (await q.periodic.enable(id)) ? `Task ${id} enabled.` : `No task ${id}.`;
+    },
+    'periodic/disable': async (q, f) => {
+      const id = field(f, 'id');
+      return (await q.periodic.disable(id)) ? `Task ${id} disabled.` : `No task ${id}.`;
+    },
+    'periodic/trigger': async (q, f) => {
+      const id = field(f, 'id');
+      const r = await q.periodic.trigger(id);
+      return r ? `Task ${id} triggered: job ${r.jobId}.` : `No task ${id}.`;
+    },
+  } satisfies Record<string, Action>),
+);

@@ -22,18 +22,20 @@ function assetsDir(): string {
 const require = createRequire(import.meta.url);
 const uplot = dirname(require.resolve('uplot'));
 
-const FILES: Record<string, { file: () => string; type: string }> = {
-  'client.js': { file: () => join(assetsDir(), 'client.js'), type: 'text/javascript; charset=utf-8' },
-  'style.css': { file: () => join(assetsDir(), 'style.css'), type: 'text/css; charset=utf-8' },
-  'uPlot.iife.min.js': { file: () => join(uplot, 'uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
-  'uPlot.min.css': { file: () => join(uplot, 'uPlot.min.css'), type: 'text/css; charset=utf-8' },
-};
+const FILES = new Map<string, { file: () => string; type: string }>(
+  Object.entries({
+    'client.js': { file: () => join(assetsDir(), 'client.js'), type: 'text/javascript; charset=utf-8' },
+    'style.css': { file: () => join(assetsDir(), 'style.css'), type: 'text/css; charset=utf-8' },
+    'uPlot.iife.min.js': { file: () => join(uplot, 'uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
+    'uPlot.min.css': { file: () => join(uplot, 'uPlot.min.css'), type: 'text/css; charset=utf-8' },
+  }),
+);
 
 const cache = new Map<string, { body: Buffer; type: string }>();
 
-/** An asset by file name, or undefined. */
+/** An asset by file name, or undefined (looked up by own name only: `constructor` is none). */
 export function asset(name: string): { body: Buffer; type: string } | undefined {
-  const f = FILES[name];
+  const f = FILES.get(name);
   if (!f) return undefined;
   let a = cache.get(name);
   if (!a) {

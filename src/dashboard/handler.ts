@@ -37,8 +37,18 @@ export interface DashboardOptions {
   basePath?: string;
   /** Shows no action and refuses every POST. */
   readOnly?: boolean;
-  /** When set, every request must carry it (a `Authorization: Bearer` header, or a cookie set by `?token=`). */
+  /**
+   * When set, every request must carry it: an `Authorization: Bearer` header, or the session
+   * cookie that opening a page with `?token=` sets (it lasts 12 hours, or until the process ends).
+   * Wrong tokens are limited to 10 a minute per client.
+   */
   token?: string;
+  /**
+   * The dashboard is behind a proxy that sets `X-Forwarded-Proto` and `X-Forwarded-For`: its
+   * cookies are `Secure` when the proxy was reached over https, and wrong tokens are counted per
+   * forwarded client. Leave it off when clients reach the dashboard directly (they could forge them).
+   */
+  trustProxy?: boolean;
   /**
    * The queues' shard count (see QueueOptions.shards): one for every queue, or one per queue name
    * (a queue not named has 1). A queue laid out with another count is refused (ShardCountError).
@@ -57,6 +67,8 @@ export interface DashboardHandler {
 
 /** Largest POST body read, bytes. */
 const MAX_BODY = 64 * 1024;
+/** A larger body is still read (and dropped) up to this size, so that the 413 reaches the client; past it the connection is closed. */
+const MAX_DRAINED = 1024 * 1024;
 
 /** A rendered page's main content, or a redirect. */
 type Rendered = Page | { redirect: string };
@@ -83,7 +95,7 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
   const counter = { sent: 0 };
   countCommands(redis, counter);
   const readOnly = opts.readOnly === true;
-  const access = new Access(opts.token, root || '/');
+  const access = new Access({ token: opts.token, cookiePath: root || '/', trustProxy: opts.trustProxy });
   const several = opts.queues.length > 1;
   const handles = new Map<string, QueueHandle>();
   for (const name of opts.queues) {
@@ -176,8 +188,15 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
         .text,
     );
 
+  const tooMany = (req: IncomingMessage, res: ServerResponse) => {
+    res.setHeader('retry-after', String(access.retryAfter(req)));
+    plainPage(res, 429, 'Too many wrong tokens', 'Too many wrong tokens from this client: wait a minute and try again.');
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://dashboard');
+    // (the request target after this origin: a target such as `//` or `//host/x` stays a path)
+    const target = req.url ?? '/';
+    const url = new URL(`http://dashboard${target.startsWith('/') ? '' : '/'}${target}`);
     let path = url.pathname;
     // Mounted by node:http the path still has the base; Express and Fastify strip it.
     if (root && (path === root || path.startsWith(`${root}/`))) path = path.slice(root.length) || '/';
@@ -187,12 +206,17 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
       if (!a) return plainPage(res, 404, 'Not found', 'No such asset.');
       return send(res, 200, a.type, a.body, { 'cache-control': 'public, max-age=3600' });
     }
-    if (access.login(url, res)) {
+    const login = access.login(url, req, res);
+    if (login === 'limited') return tooMany(req, res);
+    if (login === 'allowed') {
       url.searchParams.delete('token');
       const rest = url.searchParams.size ? `?${url.searchParams}` : '';
-      return send(res, 303, 'text/plain', '', { location: `${root}${path}${rest}` });
+      // (a path of this dashboard: `/.//evil.example` must not send the browser to //evil.example)
+      return send(res, 303, 'text/plain', '', { location: `${root}/${path.replace(/^[/\\]+/, '')}${rest}` });
     }
-    if (!access.allowed(req)) {
+    const verdict = login === 'denied' ? 'denied' : access.check(req);
+    if (verdict === 'limited') return tooMany(req, res);
+    if (verdict === 'denied') {
       return plainPage(
         res,
         401,
@@ -226,13 +250,12 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
     if (req.method === 'POST') {
       if (!rest.startsWith('/actions/')) return plainPage(res, 404, 'Not found', 'No such action.');
       if (readOnly) return plainPage(res, 403, 'Read-only', 'This dashboard is read-only: it takes no action.');
-      const action = ACTIONS[rest.slice(9)];
+      const action = ACTIONS.get(rest.slice(9));
       if (!action) return plainPage(res, 404, 'Not found', 'No such action.');
-      let form: URLSearchParams;
-      try {
-        form = await readForm(req);
-      } catch (err) {
-        return plainPage(res, 413, 'Refused', (err as Error).message);
+      const form = await readForm(req);
+      if (!form) {
+        res.setHeader('connection', 'close');
+        return plainPage(res, 413, 'Refused', `The form is larger than ${MAX_BODY} bytes.`);
       }
       if (!access.csrfPasses(req, form.get(CSRF_FIELD))) {
         return plainPage(res, 403, 'Refused', 'The form lacks its CSRF value (reload the page and try again).');
@@ -245,7 +268,7 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
         throw err;
       }
       if ((req.headers.accept ?? '').includes('application/json')) {
-        return send(res, 200, 'application/json', JSON.stringify({ ok: true, message: done }));
+        return send(res, 200, 'application/json', JSON.stringify({ ok: true, message: String(done) }));
       }
       const back = form.get('return') ?? '';
       const base = baseOf(q.name);
@@ -310,7 +333,9 @@ export function dashboard(opts: DashboardOptions): DashboardHandler {
   const handler = ((req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err: unknown) => {
       if (res.headersSent) return void res.end();
-      plainPage(res, 500, 'Error', err instanceof Error ? err.message : String(err));
+      // (a malformed %-escape in the path)
+      if (err instanceof URIError) return plainPage(res, 400, 'Bad request', 'The path is not valid percent-encoding.');
+      plainPage(res, 500, 'Error', err instanceof Error ? err.message : 'An internal error.');
     });
   }) as DashboardHandler;
   Object.defineProperty(handler, 'reader', { value: reader });
@@ -345,21 +370,24 @@ function shardCounts(queues: readonly string[], shards: DashboardOptions['shards
   return (queue) => counts.get(queue) ?? 1;
 }
 
-/** Reads a urlencoded form (at most MAX_BODY bytes). */
-function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+/**
+ * Reads a url-encoded form of at most MAX_BODY bytes; undefined when it is larger. A larger body
+ * is read on and dropped up to MAX_DRAINED bytes, so that the client gets the answer (413) rather
+ * than a reset; past that the request is ended.
+ */
+function readForm(req: IncomingMessage): Promise<URLSearchParams | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) {
-        reject(new Error(`the form is larger than ${MAX_BODY} bytes`));
+      if (size <= MAX_BODY) chunks.push(c);
+      else if (size > MAX_DRAINED) {
         req.destroy();
-        return;
+        resolve(undefined);
       }
-      chunks.push(c);
     });
-    req.on('end', () => resolve(new URLSearchParams(Buffer.concat(chunks).toString('utf8'))));
+    req.on('end', () => resolve(size > MAX_BODY ? undefined : new URLSearchParams(Buffer.concat(chunks).toString('utf8'))));
     req.on('error', reject);
   });
 }

@@ -1,15 +1,27 @@
 /**
- * The dashboard's protections: the access token (a bearer header, or a cookie set by opening a
- * page once with `?token=`), the CSRF value of action forms (a cookie and a form field that must
- * match, a double submit), and the headers every response carries (a Content-Security-Policy
- * without inline scripts or styles, no framing, no sniffing).
+ * The dashboard's protections: the access token (a bearer header, or a signed session cookie set
+ * by opening a page once with `?token=`), wrong tokens limited per client, the CSRF value of
+ * action forms (an HMAC of the browser's CSRF cookie under a secret of the process, so that a
+ * value a page of another origin or port chose never passes), the origin checks of actions, and
+ * the headers every response carries (a Content-Security-Policy without inline scripts or styles,
+ * no framing, no sniffing).
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 
 export const AUTH_COOKIE = 'rota_dashboard_auth';
 export const CSRF_COOKIE = 'rota_dashboard_csrf';
 export const CSRF_FIELD = '_csrf';
+
+/** How long a session that `?token=` opened lasts, ms. */
+export const SESSION_MS = 12 * 3600_000;
+/** Wrong tokens a client may send in a window before it is refused for the rest of it. */
+export const WRONG_TOKENS = 10;
+/** The window of wrong tokens, ms. */
+export const WRONG_TOKEN_WINDOW_MS = 60_000;
+/** Clients whose wrong tokens are remembered at most (the oldest are forgotten first). */
+const CLIENTS_KEPT = 10_000;
 
 /** The headers of every response. */
 export const SECURITY_HEADERS: Record<string, string> = {
@@ -17,20 +29,22 @@ export const SECURITY_HEADERS: Record<string, string> = {
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
+  // (not no-referrer: with it a browser sends `Origin: null` on the dashboard's own form posts,
+  // and actions refuse a null origin; same-origin sends no referrer to any other origin)
+  'referrer-policy': 'same-origin',
   'cross-origin-opener-policy': 'same-origin',
   'cross-origin-resource-policy': 'same-origin',
 };
 
 /** The cookies of a request. */
-export function cookies(req: IncomingMessage): Record<string, string> {
-  const out: Record<string, string> = {};
+export function cookies(req: IncomingMessage): Map<string, string> {
+  const out = new Map<string, string>();
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const at = part.indexOf('=');
     if (at < 0) continue;
     const name = part.slice(0, at).trim();
     try {
-      out[name] = decodeURIComponent(part.slice(at + 1).trim());
+      out.set(name, decodeURIComponent(part.slice(at + 1).trim()));
     } catch {
       // a cookie that is not ours
     }
@@ -38,70 +52,188 @@ export function cookies(req: IncomingMessage): Record<string, string> {
   return out;
 }
 
-/** Compares secrets in constant time. */
-export function same(a: string | undefined, b: string): boolean {
-  if (a === undefined) return false;
+/** Compares two strings of the same kind (digests) in constant time. */
+function same(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-function cookie(name: string, value: string, path: string): string {
-  return `${name}=${encodeURIComponent(value)}; Path=${path}; HttpOnly; SameSite=Strict`;
+/** Options of {@link Access}. */
+export interface AccessOptions {
+  /** The token every request must carry (none: every request passes). */
+  token?: string;
+  /** Path of the cookies (the dashboard's root). */
+  cookiePath: string;
+  /** Trust `X-Forwarded-Proto` and `X-Forwarded-For` (the dashboard is behind a proxy that sets them). */
+  trustProxy?: boolean;
 }
 
-/** Access with a token: checks requests, and logs browsers in with `?token=`. */
+/** What {@link Access.check} found of a request. */
+export type Verdict = 'allowed' | 'denied' | 'limited';
+
+/**
+ * Access with a token: checks requests, logs browsers in with `?token=` (a signed session of
+ * SESSION_MS), limits wrong tokens per client, and gives and checks CSRF values. Its secret is
+ * made when it is built: sessions and CSRF values end with the process.
+ */
 export class Access {
-  /** The cookie's value: a hash of the token, so that the cookie does not hold the token itself. */
-  private readonly proof?: string;
+  private readonly key = randomBytes(32);
+  /** The token's HMAC under the key: a token given is compared as its HMAC, whatever its length. */
+  private readonly proof?: Buffer;
+  private readonly token?: string;
+  private readonly cookiePath: string;
+  private readonly trustProxy: boolean;
+  /** Wrong tokens per client in the current window. */
+  private readonly wrong = new Map<string, { count: number; since: number }>();
 
   constructor(
-    private readonly token: string | undefined,
-    private readonly cookiePath: string,
+    o: AccessOptions,
+    private readonly now: () => number = Date.now,
   ) {
-    if (token !== undefined) this.proof = createHash('sha256').update(`rota-dashboard:${token}`).digest('hex');
+    this.token = o.token;
+    this.cookiePath = o.cookiePath;
+    this.trustProxy = o.trustProxy === true;
+    if (o.token !== undefined) this.proof = this.mac('token', o.token);
   }
 
-  /** Whether the request carries the token (always, when there is none). */
-  allowed(req: IncomingMessage): boolean {
-    if (this.token === undefined) return true;
-    const auth = req.headers.authorization;
-    if (auth?.startsWith('Bearer ') && same(auth.slice(7), this.token)) return true;
-    return same(cookies(req)[AUTH_COOKIE], this.proof!);
+  private mac(kind: string, value: string): Buffer {
+    return createHmac('sha256', this.key).update(`${kind}\n${value}`).digest();
   }
 
-  /** For `?token=` with the right token: sets the cookie and answers true (the caller redirects). */
-  login(url: URL, res: ServerResponse): boolean {
-    const given = url.searchParams.get('token');
-    if (this.token === undefined || given === null || !same(given, this.token)) return false;
-    res.appendHeader('set-cookie', cookie(AUTH_COOKIE, this.proof!, this.cookiePath));
-    return true;
+  /** Whether `given` is the token (in constant time, whatever its length). */
+  private isToken(given: string): boolean {
+    return timingSafeEqual(this.mac('token', given), this.proof!);
   }
 
-  /** The CSRF value of a browser: its cookie, or a new one (set on the response). */
-  csrf(req: IncomingMessage, res: ServerResponse): string {
-    const have = cookies(req)[CSRF_COOKIE];
-    if (have && /^[0-9a-f]{64}$/.test(have)) return have;
-    const fresh = randomBytes(32).toString('hex');
-    res.appendHeader('set-cookie', cookie(CSRF_COOKIE, fresh, this.cookiePath));
-    return fresh;
+  /** The client's address: the socket's, or behind a trusted proxy the last X-Forwarded-For entry. */
+  client(req: IncomingMessage): string {
+    const forwarded = req.headers['x-forwarded-for'];
+    if (this.trustProxy && typeof forwarded === 'string' && forwarded.trim() !== '') {
+      return forwarded.split(',').at(-1)!.trim();
+    }
+    return req.socket.remoteAddress ?? '';
+  }
+
+  /** Whether the request came over TLS (to the dashboard, or to the trusted proxy before it). */
+  secure(req: IncomingMessage): boolean {
+    if ((req.socket as TLSSocket).encrypted) return true;
+    const proto = req.headers['x-forwarded-proto'];
+    return this.trustProxy && typeof proto === 'string' && proto.split(',')[0].trim().toLowerCase() === 'https';
+  }
+
+  private cookie(req: IncomingMessage, name: string, value: string, maxAgeMs?: number): string {
+    const age = maxAgeMs === undefined ? '' : `; Max-Age=${Math.floor(maxAgeMs / 1000)}`;
+    const secure = this.secure(req) ? '; Secure' : '';
+    return `${name}=${encodeURIComponent(value)}; Path=${this.cookiePath}; HttpOnly; SameSite=Strict${age}${secure}`;
+  }
+
+  /** Whether the client sent too many wrong tokens in the current window. */
+  private limited(client: string): boolean {
+    const w = this.wrong.get(client);
+    if (!w) return false;
+    if (this.now() - w.since >= WRONG_TOKEN_WINDOW_MS) {
+      this.wrong.delete(client);
+      return false;
+    }
+    return w.count >= WRONG_TOKENS;
+  }
+
+  private noteWrong(client: string): void {
+    const w = this.wrong.get(client);
+    if (w) w.count++;
+    else {
+      if (this.wrong.size >= CLIENTS_KEPT) this.wrong.delete(this.wrong.keys().next().value!);
+      this.wrong.set(client, { count: 1, since: this.now() });
+    }
+  }
+
+  /** Seconds until a limited client may try again. */
+  retryAfter(req: IncomingMessage): number {
+    const w = this.wrong.get(this.client(req));
+    return w ? Math.max(1, Math.ceil((w.since + WRONG_TOKEN_WINDOW_MS - this.now()) / 1000)) : 1;
   }
 
   /**
-   * Whether a POST passes the CSRF check: its form field equals its cookie, and the request comes
-   * from this origin when the browser says where it comes from.
+   * Whether the request may pass: it carries the token as a bearer header (`Bearer`, in any case)
+   * or a session cookie this process signed and that has not expired (always, without a token).
+   * A wrong bearer token counts against the client; a client over its wrong tokens is `limited`
+   * (a session cookie still passes).
+   */
+  check(req: IncomingMessage): Verdict {
+    if (this.token === undefined) return 'allowed';
+    if (this.validSession(cookies(req).get(AUTH_COOKIE))) return 'allowed';
+    const m = /^bearer[ \t]+(.*)$/i.exec(req.headers.authorization ?? '');
+    if (!m) return 'denied';
+    const client = this.client(req);
+    if (this.limited(client)) return 'limited';
+    if (this.isToken(m[1].trim())) return 'allowed';
+    this.noteWrong(client);
+    return 'denied';
+  }
+
+  /** A session value: its expiry (ms, base 36), a random id, and their HMAC. */
+  private session(): string {
+    const body = `${(this.now() + SESSION_MS).toString(36)}.${randomBytes(16).toString('hex')}`;
+    return `${body}.${this.mac('session', body).toString('hex')}`;
+  }
+
+  private validSession(value: string | undefined): boolean {
+    const m = /^([0-9a-z]{1,12})\.([0-9a-f]{32})\.([0-9a-f]{64})$/.exec(value ?? '');
+    if (!m) return false;
+    const body = `${m[1]}.${m[2]}`;
+    return same(m[3], this.mac('session', body).toString('hex')) && Number.parseInt(m[1], 36) > this.now();
+  }
+
+  /**
+   * For `?token=`: with the right token, sets a session cookie and answers 'allowed' (the caller
+   * redirects); 'denied' for a wrong one (counted against the client), 'limited' for a client over
+   * its wrong tokens; undefined when there is no token to check.
+   */
+  login(url: URL, req: IncomingMessage, res: ServerResponse): Verdict | undefined {
+    const given = url.searchParams.get('token');
+    if (this.token === undefined || given === null) return undefined;
+    const client = this.client(req);
+    if (this.limited(client)) return 'limited';
+    if (!this.isToken(given)) {
+      this.noteWrong(client);
+      return 'denied';
+    }
+    res.appendHeader('set-cookie', this.cookie(req, AUTH_COOKIE, this.session(), SESSION_MS));
+    return 'allowed';
+  }
+
+  /**
+   * The CSRF value of a browser for its forms: the HMAC of its CSRF cookie (a random id, set on
+   * the response when it has none) under the process's secret.
+   */
+  csrf(req: IncomingMessage, res: ServerResponse): string {
+    let id = cookies(req).get(CSRF_COOKIE);
+    if (!id || !/^[0-9a-f]{64}$/.test(id)) {
+      id = randomBytes(32).toString('hex');
+      res.appendHeader('set-cookie', this.cookie(req, CSRF_COOKIE, id));
+    }
+    return this.mac('csrf', id).toString('hex');
+  }
+
+  /**
+   * Whether a POST passes the CSRF check: its form field is the HMAC of its CSRF cookie (a value a
+   * page chose for both does not pass), and when the browser says where the request comes from,
+   * it is this origin: an `Origin` of this host (not `null`), and `Sec-Fetch-Site: same-origin`.
    */
   csrfPasses(req: IncomingMessage, field: string | null): boolean {
-    const have = cookies(req)[CSRF_COOKIE];
-    if (!have || field === null || !same(field, have)) return false;
+    const id = cookies(req).get(CSRF_COOKIE);
+    if (!id || field === null || !same(field, this.mac('csrf', id).toString('hex'))) return false;
     const origin = req.headers.origin;
-    if (origin && origin !== 'null') {
+    if (origin !== undefined) {
       try {
         if (new URL(origin).host !== req.headers.host) return false;
       } catch {
+        // (`null`, from a redirect or an opaque origin, among others)
         return false;
       }
     }
-    return req.headers['sec-fetch-site'] === undefined || req.headers['sec-fetch-site'] !== 'cross-site';
+    const site = req.headers['sec-fetch-site'];
+    return site === undefined || site === 'same-origin';
   }
 }

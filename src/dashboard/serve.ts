@@ -1,10 +1,29 @@
 /**
  * Serving the dashboard on its own HTTP server, as `rota dashboard` does: bound to 127.0.0.1 by
- * default; on any other address it refuses to start without a token.
+ * default; on any other address it refuses to start without a token. The server closes slow and
+ * idle connections (header, request and keep-alive timeouts), takes a bounded number of
+ * connections per client, and answers the requests Node refuses itself (431, 400, 408) with the
+ * dashboard's security headers.
  */
 import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { ValidationError } from '../errors.js';
 import { type DashboardHandler, type DashboardOptions, dashboard } from './handler.js';
+import { SECURITY_HEADERS } from './security.js';
+
+/** The server's timeouts, ms. */
+export interface ServerTimeouts {
+  /** To receive a request's headers (default 10 s). */
+  headersMs: number;
+  /** To receive a whole request, its body included (default 30 s; a live page's stream is a response, not bound by it). */
+  requestMs: number;
+  /** An idle keep-alive connection is closed after this (default 5 s). */
+  keepAliveMs: number;
+}
+
+const TIMEOUTS: ServerTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 };
+/** Connections one client address may hold open at once (a browser opens 6 per host, and a stream per open page). */
+export const MAX_CONNECTIONS_PER_CLIENT = 32;
 
 /** Options of {@link serveDashboard}. */
 export interface ServeDashboardOptions extends DashboardOptions {
@@ -12,6 +31,8 @@ export interface ServeDashboardOptions extends DashboardOptions {
   port?: number;
   /** Address to bind; default 127.0.0.1. Any other than a loopback address needs a token. */
   host?: string;
+  /** The server's timeouts (each defaults as ServerTimeouts says). */
+  timeouts?: Partial<ServerTimeouts>;
 }
 
 /** A running dashboard server. */
@@ -31,9 +52,10 @@ export function isLoopback(host: string): boolean {
 }
 
 /**
- * Starts a dashboard server.
+ * Starts a dashboard server (with the timeouts and the per-client connection cap above).
  * @throws {ValidationError} (`token`) when bound to an address other than loopback without a
- * token; nothing is started then.
+ * token, (`timeouts.<name>`) for a timeout that is not a whole number of ms above 0; nothing is
+ * started then.
  */
 export async function serveDashboard(opts: ServeDashboardOptions): Promise<DashboardServer> {
   const host = opts.host ?? '127.0.0.1';
@@ -43,8 +65,24 @@ export async function serveDashboard(opts: ServeDashboardOptions): Promise<Dashb
       `the dashboard binds ${host}, which other machines can reach: give it a token (--token or ROTA_DASHBOARD_TOKEN), or bind 127.0.0.1`,
     );
   }
+  const t = { ...TIMEOUTS, ...opts.timeouts };
+  for (const [name, ms] of Object.entries(t)) {
+    if (!Number.isSafeInteger(ms) || ms <= 0)
+      throw new ValidationError(`timeouts.${name}`, `must be a whole number of ms above 0 (got ${ms})`);
+  }
   const handler = dashboard(opts);
-  const server = createServer(handler);
+  const server = createServer(
+    {
+      headersTimeout: t.headersMs,
+      requestTimeout: Math.max(t.requestMs, t.headersMs),
+      keepAliveTimeout: t.keepAliveMs,
+      // (how often Node checks the header and request timeouts)
+      connectionsCheckingInterval: Math.min(1000, t.headersMs),
+    },
+    handler,
+  );
+  limitConnections(server, MAX_CONNECTIONS_PER_CLIENT);
+  server.on('clientError', answerClientError);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -67,4 +105,41 @@ export async function serveDashboard(opts: ServeDashboardOptions): Promise<Dashb
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Closes a new connection at once when its client address already holds `most` open ones. */
+function limitConnections(server: Server, most: number): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const client = socket.remoteAddress ?? '';
+    const n = open.get(client) ?? 0;
+    if (n >= most) {
+      socket.destroy();
+      return;
+    }
+    open.set(client, n + 1);
+    socket.once('close', () => {
+      const left = (open.get(client) ?? 1) - 1;
+      if (left > 0) open.set(client, left);
+      else open.delete(client);
+    });
+  });
+}
+
+/**
+ * Answers a request Node's parser refused (headers too large: 431; a timeout: 408; else 400) as
+ * Node would, with the dashboard's security headers, and closes the connection.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  const [status, text] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout']
+        : [400, 'Bad Request'];
+  const headers = Object.entries(SECURITY_HEADERS)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.end(`HTTP/1.1 ${status} ${text}\r\n${headers}content-length: 0\r\nconnection: close\r\n\r\n`);
 }

@@ -128,17 +128,19 @@ export interface JobsPage {
   looked: number;
 }
 
+/** A candidate position the scripts give: a whole number, or `cursor-index-offset` (see JobsQuery.start). */
+const POSITION = /^(\d{1,15}|\d{1,19}-\d{1,15}-\d{1,15})$/;
+
 /** Each shard's candidate position from a page's `start` (every shard's first when it is not one of ours). */
-function positions(start: string, n: number): number[] {
-  if (n === 1) return [Math.max(0, Math.floor(Number(start || 0)) || 0)];
+function positions(start: string, n: number): string[] {
   const parts = start.split('.');
-  if (parts.length !== n || !parts.every((p) => /^\d{1,15}$/.test(p))) return new Array<number>(n).fill(0);
-  return parts.map(Number);
+  if (parts.length !== n || !parts.every((p) => POSITION.test(p))) return new Array<string>(n).fill('0');
+  return parts;
 }
 
 /** Whether `start` is the first page's. */
 export function isFirstPage(start: string): boolean {
-  return /^[0.]*$/.test(start);
+  return /^[0.-]*$/.test(start);
 }
 
 /**
@@ -152,7 +154,7 @@ export async function readJobs(q: ShardStores, query: JobsPageQuery): Promise<Jo
   const start = positions(query.start, q.stores.length);
   const which = storesOfGroup(q, query.group);
   const reads = await Promise.all(which.map((i) => q.stores[i].jobs({ ...query, start: start[i] })));
-  const looked = reads.reduce((n, r, k) => n + Math.max(0, r.next - start[which[k]]), 0);
+  const looked = reads.reduce((n, r) => n + r.looked, 0);
   if (reads.length === 1) {
     const [r] = reads;
     return { listable: r.listable, jobs: r.jobs, next: String(r.next), more: r.more, looked };

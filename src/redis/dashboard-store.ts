@@ -80,7 +80,7 @@ export interface GroupsRead {
 export interface JobRow {
   id: string;
   /** Its position among the candidates of the list (a page that starts there shows it first). */
-  pos: number;
+  pos: string;
   state: string;
   group: string;
   /** The packed description (task, group, ..., args). */
@@ -104,9 +104,13 @@ export interface JobsRead {
   listable: boolean;
   jobs: JobRow[];
   /** Position of the candidate after the last one looked at: where the next page starts. */
-  next: number;
+  next: string;
   /** Candidates are left (the next page may hold more jobs). */
   more: boolean;
+  /** Candidates looked at. */
+  looked: number;
+  /** Commands the call sent (its work: at most about twice `maxRead`, whatever the query). */
+  calls: number;
 }
 
 /** Filter and page of a job list. */
@@ -115,10 +119,12 @@ export interface JobsQuery {
   group?: string;
   task?: string;
   /**
-   * Position of the first candidate among the ids of the set or lists that hold the state (0: the
-   * first page; a page's `next` for the page after it).
+   * Position of the first candidate among the ids of the set or lists that hold the state ('' or
+   * '0': the first page; a page's `next` for the page after it): a whole number, or for the
+   * waiting jobs of every group an HSCAN cursor, an index and an offset (`cursor-index-offset`).
+   * Any other text is the first page's.
    */
-  start: number;
+  start: string;
   limit: number;
   /** Most candidates looked at. */
   maxRead: number;
@@ -244,7 +250,9 @@ export class DashboardStore {
   /** dashboard-jobs.lua: a page of jobs of one state, optionally of one group and task. */
   async jobs(q: JobsQuery): Promise<JobsRead> {
     const k = this.queue.keys;
-    const [listable, flat, next, left] = await this.queue.fcall<[number, Array<Buffer | number>, number, number]>(
+    const [listable, flat, next, left, looked, calls] = await this.queue.fcall<
+      [number, Array<Buffer | number>, Buffer, number, number, number]
+    >(
       'dashboard-jobs',
       k.counts,
       [k.prefix, q.state, q.group ?? '', q.task ?? '', q.start, q.limit, q.maxRead, ...JOB_ROW_FIELDS],
@@ -256,7 +264,7 @@ export class DashboardStore {
       const f = (name: (typeof JOB_ROW_FIELDS)[number]) => flat[i + 2 + JOB_ROW_FIELDS.indexOf(name)] as Buffer;
       jobs.push({
         id: text(flat[i] as Buffer),
-        pos: Number(flat[i + 1]),
+        pos: text(flat[i + 1] as Buffer),
         state: text(f('state')),
         group: text(f('group')),
         d: f('d'),
@@ -271,6 +279,13 @@ export class DashboardStore {
         progress: optNumber(f('progress')),
       });
     }
-    return { listable: listable === 1, jobs, next: Number(next), more: left === 1 };
+    return {
+      listable: listable === 1,
+      jobs,
+      next: text(next),
+      more: left === 1,
+      looked: Number(looked),
+      calls: Number(calls),
+    };
   }
 }

@@ -28,48 +28,54 @@ export function register(program: Command): void {
     .option('--read-only', 'show no action and refuse them')
     .option('--token <token>', 'access token every request must carry (default: $ROTA_DASHBOARD_TOKEN)')
     .option('--base-path <path>', 'path to serve under, e.g. /rota')
-    .action(async (o: { port: number; host: string; readOnly?: boolean; token?: string; basePath?: string }, cmd: Command) =>
-      run(async () => {
-        const g = globals(cmd);
-        const queues = queuesOf((program as unknown as { rawArgs: string[] }).rawArgs, g.queue);
-        const token = o.token ?? process.env.ROTA_DASHBOARD_TOKEN ?? undefined;
-        // (each queue's shard count: --shards, else the count its layout records; a Cluster's nodes)
-        const target = await openTarget(g, queues);
-        let served: Awaited<ReturnType<typeof serveDashboard>>;
-        try {
-          served = await serveDashboard({
-            connection: target.connection,
-            queues,
-            host: o.host,
-            port: o.port,
-            readOnly: o.readOnly,
-            token: token || undefined,
-            basePath: o.basePath,
-            shards: target.shards,
-          });
-        } catch (err) {
-          target.close();
-          if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-            throw new CliError(`--port: ${o.port} is in use on ${o.host}`, EXIT_INVALID);
+    .option('--trust-proxy', 'behind a proxy: trust its X-Forwarded-Proto (Secure cookies) and X-Forwarded-For')
+    .action(
+      async (
+        o: { port: number; host: string; readOnly?: boolean; token?: string; basePath?: string; trustProxy?: boolean },
+        cmd: Command,
+      ) =>
+        run(async () => {
+          const g = globals(cmd);
+          const queues = queuesOf((program as unknown as { rawArgs: string[] }).rawArgs, g.queue);
+          const token = o.token ?? process.env.ROTA_DASHBOARD_TOKEN ?? undefined;
+          // (each queue's shard count: --shards, else the count its layout records; a Cluster's nodes)
+          const target = await openTarget(g, queues);
+          let served: Awaited<ReturnType<typeof serveDashboard>>;
+          try {
+            served = await serveDashboard({
+              connection: target.connection,
+              queues,
+              host: o.host,
+              port: o.port,
+              readOnly: o.readOnly,
+              token: token || undefined,
+              basePath: o.basePath,
+              trustProxy: o.trustProxy,
+              shards: target.shards,
+            });
+          } catch (err) {
+            target.close();
+            if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+              throw new CliError(`--port: ${o.port} is in use on ${o.host}`, EXIT_INVALID);
+            }
+            throw err;
           }
-          throw err;
-        }
-        process.stdout.write(`rota dashboard of ${queues.join(', ')} on ${served.url}${o.readOnly ? ' (read-only)' : ''}\n`);
-        await new Promise<void>((resolve) => {
-          const stop = () => {
-            process.off('SIGINT', stop);
-            process.off('SIGTERM', stop);
-            void served
-              .close()
-              .catch(() => {})
-              .finally(() => {
-                target.close();
-                resolve();
-              });
-          };
-          process.on('SIGINT', stop);
-          process.on('SIGTERM', stop);
-        });
-      }),
+          process.stdout.write(`rota dashboard of ${queues.join(', ')} on ${served.url}${o.readOnly ? ' (read-only)' : ''}\n`);
+          await new Promise<void>((resolve) => {
+            const stop = () => {
+              process.off('SIGINT', stop);
+              process.off('SIGTERM', stop);
+              void served
+                .close()
+                .catch(() => {})
+                .finally(() => {
+                  target.close();
+                  resolve();
+                });
+            };
+            process.on('SIGINT', stop);
+            process.on('SIGTERM', stop);
+          });
+        }),
     );
 }

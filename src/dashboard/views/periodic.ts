@@ -11,9 +11,12 @@ import type { Page, PageContext } from '../context.js';
 import { ago, count, duration, type Html, html, pretty, time } from '../html.js';
 import { actionButton } from './layout.js';
 
-/** Runs shown on a task's page at first; "more" doubles it, up to the most. */
+/**
+ * Runs shown on a task's page at first; "more" doubles it, up to the most (each run shown costs
+ * two reads: its job and its log lines).
+ */
 const RUNS_PAGE = 100;
-const MOST_RUNS = 10_000;
+const MOST_RUNS = 1000;
 /** Upcoming runs on the timeline. */
 const UPCOMING = 40;
 /** Tasks read by next run for the event rules' soonest pending runs. */
