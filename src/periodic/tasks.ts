@@ -26,6 +26,8 @@ import {
   definitionFields,
   type PeriodicTask,
   type PeriodicTaskDefinition,
+  RULE_OWNER_PREFIX,
+  RULE_RUN_PREFIX,
 } from './definition.js';
 import { type PeriodicKeys, periodicKeys } from './keys.js';
 import { liveReplicas } from './replicas.js';
@@ -691,7 +693,7 @@ const DEFINITION_KEYS: Record<string, true> = Object.fromEntries(
 );
 
 function ruleOwner(ruleId: string): string {
-  return `rule:${ruleId}`;
+  return `${RULE_OWNER_PREFIX}${ruleId}`;
 }
 
 /** Reads a p:staged member: `<overlap code><task id>@<occurrence>|<h|l><group>` (see lua/periodic-stage.lua). */
@@ -702,7 +704,7 @@ function parseStaged(member: string): { id: string; occurrence: number; jobId: s
 
 /** Task id of a rule's pending run for a subject (subjects may hold any characters, so they are hashed). */
 export function pendingId(ruleId: string, subject: string): string {
-  return `r:${ruleId}:${createHash('sha1').update(subject).digest('hex').slice(0, 20)}`;
+  return `${RULE_RUN_PREFIX}${ruleId}:${createHash('sha1').update(subject).digest('hex').slice(0, 20)}`;
 }
 
 function isoDelay(text: string): number {

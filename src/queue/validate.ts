@@ -37,6 +37,13 @@ export interface SubmitSpec<A = unknown> {
   runAt?: Date | number;
 }
 
+/**
+ * The ids the scheduler gives periodic runs, `<task id>@<occurrence>` (task ids as
+ * src/periodic/definition.ts allows them), and their fan-out children's `.../<n>`: reserved, so
+ * that no caller's submit takes a run's place before the scheduler submits it.
+ */
+const PERIODIC_RUN_ID = /^[A-Za-z0-9._:-]{1,200}@\d+(?:\/\d+)*$/;
+
 /** Latest due time, and longest delay, a job may have (ms): the year 2286, far past any plan. */
 const MAX_DUE_MS = 9_999_999_999_999;
 
@@ -221,6 +228,12 @@ export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): Chec
   }
   if (spec.id?.startsWith(GROUP_DUE_MARK)) {
     throw new ValidationError(where ? `${where}.id` : 'id', 'must not begin with the NUL character (reserved)');
+  }
+  if (spec.id !== undefined && PERIODIC_RUN_ID.test(spec.id)) {
+    throw new ValidationError(
+      where ? `${where}.id` : 'id',
+      'has the form <task id>@<digits> of a periodic run, which only the scheduler may submit (reserved)',
+    );
   }
   const packedArgs = packValue(spec.args, argsLimit, where ? `${where}.args` : 'args');
   return {

@@ -13,7 +13,7 @@
  * first client to use the queue; a client of another version refuses the queue
  * (SchemaMismatchError).
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** The member of the queue's `marker` whose addition wakes one executor blocked on it (BZPOPMIN). */
 export const WAKE_MEMBER = 'w';
