@@ -47,7 +47,10 @@ export interface WorkerOptions {
   id?: string;
   /** `[high, low]`: take `high` high-priority jobs, then `low` low-priority ones, per group; default [2, 1]. */
   countingScheme?: [number, number];
-  /** Base of the retry backoff in ms: a failed job waits `retryDelay × 2^retries`; default 1000. */
+  /**
+   * Base of the retry backoff in ms: a failed job waits `retryDelay × 2^retries`, at most
+   * 9,999,999,999,999 ms (MAX_DELAY_MS in src/redis/wire.ts); default 1000.
+   */
   retryDelay?: number;
   /** Lease of a taken job in ms, extended by the heartbeat every third of it; default 30,000. */
   leaseMs?: number;
