@@ -26,6 +26,7 @@ import type { Handlers } from './context.js';
 import { packChildren, stageChildren, submitCommitted } from './fanout.js';
 import { Heartbeat } from './heartbeat.js';
 import { type Job, type JobState, TRACE } from './job.js';
+import { MAX_LOG_LINES } from './log-limits.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 import { ProgressThrottle } from './progress.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replication } from './queue.js';
@@ -269,7 +270,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       this.sideWrites.add((pipe) => {
         const logs = this.stores[shardOf(j)].keys.logs(j.id);
         pipe.rpush(logs, `${new Date().toISOString()} ${line}`);
-        pipe.ltrim(logs, -1000, -1);
+        pipe.ltrim(logs, -MAX_LOG_LINES, -1);
       }),
     progress: (j, n) => this.progress.report(j, n),
     fanOut: async (j, items, options, trace) => {
