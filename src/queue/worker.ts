@@ -15,7 +15,7 @@ import { SchemaMismatchError, ShardCountError, ValidationError } from '../errors
 import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import type { QueueKeys } from '../redis/keys.js';
-import { loadLibrary } from '../redis/library.js';
+import { checkLibrary } from '../redis/library.js';
 import { addRun, type FinishSettings, QueueStore, type Taken } from '../redis/queue-store.js';
 import { byShard, checkShards, shardNumbers } from '../redis/shards.js';
 import type { StringValue } from '../redis/string-array.js';
@@ -437,7 +437,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     for (let failures = 0; !this.closing; failures++) {
       try {
         for (const store of this.stores) await store.ready();
-        await loadLibrary(this.client);
+        await checkLibrary(this.client);
         await this.subscriber.subscribe(...this.stores.map((s) => s.keys.cancel));
         await Promise.all(this.heartbeats.map((h) => h.start()));
         await Promise.all(this.recoverers.map((r) => r.start()));
