@@ -226,6 +226,19 @@ export async function loadLibrary(
  */
 const checked = new WeakMap<object, string>();
 
+/** The check under way per client, which the calls made meanwhile wait for (one check, not one each). */
+const checking = new WeakMap<object, Promise<void>>();
+
+/** {@link checkLibrary}, once at a time per client. */
+function checkOnce(client: Redis, lib: Library): Promise<void> {
+  let pending = checking.get(client);
+  if (!pending) {
+    pending = checkLibrary(client, lib).finally(() => checking.delete(client));
+    checking.set(client, pending);
+  }
+  return pending;
+}
+
 /**
  * Checks that the servers of `client` hold `lib` as built, loading it where it is missing when
  * the user may: what a client does before its first script call (and an executor or a scheduler
@@ -257,14 +270,14 @@ export async function runFunction<T>(
 ): Promise<T> {
   const fn = lib.functions.get(script);
   if (!fn) throw new Error(`no script named ${script}`);
-  if (checked.get(client) !== lib.name) await checkLibrary(client, lib);
+  if (checked.get(client) !== lib.name) await checkOnce(client, lib);
   const call = () => client[buffers ? 'callBuffer' : 'call']('FCALL', fn, keys.length, ...keys, ...args) as Promise<T>;
   try {
     return await call();
   } catch (err) {
     if (!(err instanceof Error) || !/Function not found/i.test(err.message)) throw err;
     // (the server lost it: a restart without persistence, a FUNCTION FLUSH)
-    await checkLibrary(client, lib);
+    await checkOnce(client, lib);
     return call();
   }
 }
