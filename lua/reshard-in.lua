@@ -60,7 +60,7 @@ for _, at in ipairs(starts) do
       if f[k] == 'state' then state = f[k + 1] elseif f[k] == 'group' then group = f[k + 1] end
     end
     sendChunks('HSET', jobKey, f, fields + 2 * nf - 1, 1000, fields)
-    if m > 0 then sendChunks('RPUSH', jobKey .. ':logs', f, logs + m - 1, 1000, logs) end
+    if m > 0 then sendChunks('RPUSH', prefix .. 'log:' .. id, f, logs + m - 1, 1000, logs) end
     if place == ':h' or place == ':l' then
       enqueueLater(prefix, batch, id, group, place == ':h')
     else

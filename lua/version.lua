@@ -1,7 +1,6 @@
 --[[
-  Answers the schema version this library reads and writes. A client calls it to learn whether
-  the library is loaded before it tries FUNCTION LOAD, which a least-privilege user may not run.
-  Flagged no-writes: it runs while Redis refuses writes.
+  Answers the schema version this library reads and writes (for an operator: FCALL
+  rota_<hash>_version 0). Flagged no-writes: it runs while Redis refuses writes.
 
   No KEYS, no ARGV.
 

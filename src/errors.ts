@@ -188,3 +188,19 @@ export class TimerStalledError extends RotaError {
     super(`timer of periodic task ${taskId} does not advance after ${new Date(occurrence).toISOString()}`);
   }
 }
+
+/**
+ * The function library loaded under Rota's name holds other code than this Rota's: someone
+ * replaced it (`FUNCTION LOAD REPLACE`). Rota calls none of its functions. Load the genuine
+ * library with `rota migrate` as the deploy user (docs/operations.md#acl), which replaces it.
+ */
+export class LibraryMismatchError extends RotaError {
+  constructor(
+    readonly library: string,
+    readonly server: string,
+  ) {
+    super(
+      `the function library ${library} on ${server} holds other code than this Rota's (it was replaced); no function of it was called. Run \`rota migrate\` as the deploy user to load the genuine library`,
+    );
+  }
+}

@@ -8,6 +8,7 @@ export {
   BulkSubmitError,
   ConnectionError,
   FanOutLimitError,
+  LibraryMismatchError,
   PayloadTooLargeError,
   PermanentError,
   ReplicationError,
@@ -46,4 +47,5 @@ export type { TaskName, TaskSpec, UntypedTasks } from './queue/tasks.js';
 export type { SubmitSpec } from './queue/validate.js';
 export { type JobLogger, LeaseLostError, Worker, type WorkerEvents, type WorkerOptions } from './queue/worker.js';
 export type { ConnectionOption } from './redis/connection.js';
+export { loadLibrary, ScriptLoadError } from './redis/library.js';
 export * from './timers/index.js';

@@ -91,7 +91,10 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
     local _, maxRetries = describeJob(more[2])
     if outcome == OUTCOME_FAILED and retries < (maxRetries or 0) then
       state = 'stuck'
-      local due = now + retryDelay * (2 ^ retries)
+      -- (the backoff capped, so that the due time stays a whole number a Date holds)
+      local wait = retryDelay * (2 ^ retries)
+      if wait > MAX_DELAY_MS then wait = MAX_DELAY_MS end
+      local due = now + wait
       a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', str(retries + 1), 'error', payload, 'due', str(due), 8
       call('ZADD', prefix .. 'delayed', str(due), id)
       deferGroup(group, 'stuck', 1)

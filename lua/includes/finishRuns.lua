@@ -60,7 +60,7 @@ local function trimFinished(prefix, state, keep)
   local doomed = {}
   for _, id in ipairs(ids) do
     doomed[#doomed + 1] = prefix .. 'j:' .. id
-    doomed[#doomed + 1] = prefix .. 'j:' .. id .. ':logs'
+    doomed[#doomed + 1] = prefix .. 'log:' .. id
   end
   if #doomed > 0 then call('DEL', unpack(doomed)) end
   call('ZREMRANGEBYRANK', key, '0', str(excess - 1))

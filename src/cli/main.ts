@@ -14,6 +14,7 @@ import { register as registerDashboard } from './commands/dashboard.js';
 import { register as registerDemo } from './commands/demo.js';
 import { register as registerGroups } from './commands/groups.js';
 import { register as registerJobs } from './commands/jobs.js';
+import { register as registerMigrate } from './commands/migrate.js';
 import { register as registerPeriodic } from './commands/periodic.js';
 import { register as registerReshard } from './commands/reshard.js';
 import { register as registerWorker } from './commands/worker.js';
@@ -33,6 +34,7 @@ const COMMANDS: RegisterCommand[] = [
   registerCalendar,
   registerDashboard,
   registerReshard,
+  registerMigrate,
 ];
 
 /** Options every command can read with `command.optsWithGlobals()`. */

@@ -13,7 +13,7 @@ export type CatchupPolicy = 'latest' | 'all' | 'none';
 
 /** A periodic task as a caller defines it ({@link PeriodicTasks.upsert}). Times are milliseconds. */
 export interface PeriodicTaskDefinition<A = unknown> {
-  /** Unique id: 1–200 of `A-Z a-z 0-9 . _ : -`. */
+  /** Unique id: 1–200 of `A-Z a-z 0-9 . _ : -`, not beginning `r:` (reserved for event rules' runs). */
   id: string;
   /** Name of the handler that runs each occurrence. */
   task: string;
@@ -34,7 +34,10 @@ export interface PeriodicTaskDefinition<A = unknown> {
   submitter?: string;
   /** Default true. A disabled task keeps its definition and history but never fires. */
   enabled?: boolean;
-  /** Who the task belongs to; {@link PeriodicTasks.removeByOwner} removes all of an owner's tasks. */
+  /**
+   * Who the task belongs to; {@link PeriodicTasks.removeByOwner} removes all of an owner's tasks.
+   * Owners beginning `rule:` are reserved (event rules' runs).
+   */
   owner?: string;
   /** Default `skip`: an occurrence is not submitted while an earlier run has not ended (recorded as skipped). */
   overlap?: OverlapPolicy;
@@ -103,13 +106,24 @@ export interface PeriodicTask<A = unknown>
 
 export const DEFAULT_CATCHUP_WINDOW = 5 * 60_000;
 const ID = /^[A-Za-z0-9._:-]{1,200}$/;
+
+/**
+ * The task ids of event rules' pending runs begin with `r:`, and the owner of a rule's runs is
+ * `rule:<rule id>` (see PeriodicTasks.emit): reserved, so that no task defined with upsert takes a
+ * pending run's key or joins a rule's owner set (which removing the rule empties).
+ */
+export const RULE_RUN_PREFIX = 'r:';
+export const RULE_OWNER_PREFIX = 'rule:';
 const ms = z.number().int('must be a whole number of milliseconds').nonnegative('must be >= 0');
 
 const bytes = (max: number) => z.string().refine((s) => Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
 
 const definitionSchema = z
   .object({
-    id: z.string().regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -'),
+    id: z
+      .string()
+      .regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -')
+      .refine((id) => !id.startsWith(RULE_RUN_PREFIX), `must not begin with "${RULE_RUN_PREFIX}" (event rules' runs)`),
     task: bytes(200).pipe(z.string().min(1, 'must not be empty')),
     timer: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters'),
     timezone: z.string().min(1, 'must not be empty').optional(),
@@ -119,7 +133,11 @@ const definitionSchema = z
     subject: bytes(1000).optional(),
     submitter: bytes(200).optional(),
     enabled: z.boolean().optional(),
-    owner: z.string().regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -').optional(),
+    owner: z
+      .string()
+      .regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -')
+      .refine((o) => !o.startsWith(RULE_OWNER_PREFIX), `must not begin with "${RULE_OWNER_PREFIX}" (event rules' runs)`)
+      .optional(),
     overlap: z.enum(['skip', 'buffer-one', 'allow', 'cancel-previous']).optional(),
     catchup: z.enum(['latest', 'all', 'none']).optional(),
     catchupWindow: ms.optional(),

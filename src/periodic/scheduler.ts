@@ -30,7 +30,7 @@ import { TimerStalledError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
-import { loadLibrary } from '../redis/library.js';
+import { checkLibrary } from '../redis/library.js';
 import { type ClaimedTask, claimedPart, PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
@@ -210,7 +210,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (this.loopDone) return;
     try {
       await this.store.queue.ready();
-      await loadLibrary(this.client);
+      await checkLibrary(this.client);
       this.subscriber.on('message', () => this.wake());
       await this.subscriber.subscribe(this.keys.wake);
       await this.beat.start();

@@ -16,7 +16,8 @@ import type { QueueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
-import { HISTORY_FAILED, HISTORY_MISSED, HISTORY_REPLACED, HISTORY_SKIPPED } from '../redis/wire.js';
+import { HISTORY_FAILED, HISTORY_MISSED, HISTORY_REPLACED, HISTORY_SKIPPED, MAX_DELAY_MS } from '../redis/wire.js';
+import { MAX_DURATION_MS } from '../timers/duration.js';
 import { parseTimer, type Timer } from '../timers/index.js';
 import {
   checkDefinition,
@@ -26,6 +27,8 @@ import {
   definitionFields,
   type PeriodicTask,
   type PeriodicTaskDefinition,
+  RULE_OWNER_PREFIX,
+  RULE_RUN_PREFIX,
 } from './definition.js';
 import { type PeriodicKeys, periodicKeys } from './keys.js';
 import { liveReplicas } from './replicas.js';
@@ -108,7 +111,7 @@ export interface EventRuleDefinition<A = unknown> {
   id: string;
   /** Event name it follows, e.g. `user.last_seen`. */
   after: string;
-  /** ISO-8601 duration (`P7DT30S`), `every`-style duration text is not accepted; or ms. */
+  /** ISO-8601 duration (`P7DT30S`), `every`-style duration text is not accepted; or ms. At most 100 years. */
   delay: string | number;
   /** Handler of the run. */
   task: string;
@@ -131,7 +134,7 @@ export interface EmittedEvent {
   event: string;
   /** Who or what it is about, e.g. a user id; one pending run per rule and subject. */
   subject: string;
-  /** When it happened (ms or Date); default now. */
+  /** When it happened (ms or Date, at most 9,999,999,999,999 ms: the year 2286); default now. */
   at?: number | Date;
 }
 
@@ -140,7 +143,10 @@ const ruleSchema = z
   .object({
     id: z.string(),
     after: eventName,
-    delay: z.union([z.string().min(1, 'must not be empty'), z.number().int().nonnegative()]),
+    delay: z.union([
+      z.string().min(1, 'must not be empty'),
+      z.number().int().nonnegative().max(MAX_DURATION_MS, `must be at most ${MAX_DURATION_MS} ms (100 years)`),
+    ]),
     task: z.string().min(1, 'must not be empty').max(200),
     group: z.string().min(1, 'must not be empty').max(200).optional(),
     args: z.unknown().optional(),
@@ -153,7 +159,10 @@ const emitSchema = z
   .object({
     event: eventName,
     subject: z.string().min(1, 'must not be empty').max(1000, 'must be at most 1000 characters'),
-    at: z.union([z.number().int().nonnegative(), z.date()]).optional(),
+    at: z
+      .union([z.number().int().nonnegative(), z.date().transform((d) => d.getTime())])
+      .refine((t) => t >= 0 && t <= MAX_DELAY_MS, `must be a valid time at most ${MAX_DELAY_MS} ms (the year 2286)`)
+      .optional(),
   })
   .strict();
 
@@ -700,7 +709,7 @@ const DEFINITION_KEYS: Record<string, true> = Object.fromEntries(
 );
 
 function ruleOwner(ruleId: string): string {
-  return `rule:${ruleId}`;
+  return `${RULE_OWNER_PREFIX}${ruleId}`;
 }
 
 /** Reads a p:staged member: `<overlap code><task id>@<occurrence>|<h|l><group>` (see lua/periodic-stage.lua). */
@@ -711,7 +720,7 @@ function parseStaged(member: string): { id: string; occurrence: number; jobId: s
 
 /** Task id of a rule's pending run for a subject (subjects may hold any characters, so they are hashed). */
 export function pendingId(ruleId: string, subject: string): string {
-  return `r:${ruleId}:${createHash('sha1').update(subject).digest('hex').slice(0, 20)}`;
+  return `${RULE_RUN_PREFIX}${ruleId}:${createHash('sha1').update(subject).digest('hex').slice(0, 20)}`;
 }
 
 function isoDelay(text: string): number {

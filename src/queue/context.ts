@@ -18,7 +18,10 @@ export interface JobContext<A = unknown, T extends object = UntypedTasks> {
    * lost, or the executor is shutting down. A handler that ignores it is abandoned after a grace period.
    */
   signal: AbortSignal;
-  /** Stores a log line with the job (shown with the job and in periodic run history). */
+  /**
+   * Stores a log line with the job (shown with the job and in periodic run history). A line is
+   * cut at 8 KiB, a run stores at most 1 MiB of lines and a job its newest 1,000 (docs/jobs.md#limits).
+   */
   log(...parts: unknown[]): void;
   /**
    * Records progress (a finite number, e.g. percent). Updates are throttled by the executor (see

@@ -8,6 +8,7 @@ import type { OutcomeCode } from '../redis/wire.js';
 import type { Handlers, JobContext } from './context.js';
 import type { FanOutOptions } from './fanout.js';
 import type { Job } from './job.js';
+import { cutLogLine, MAX_RUN_LOG_BYTES, RUN_LOG_FULL } from './log-limits.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 
 /** Why a run's signal aborted. */
@@ -99,6 +100,8 @@ export class Run {
   /** The run's span, while it is traced and has not ended. */
   private span: RunSpan | null = null;
   private readonly handler: Handlers[string] | undefined;
+  /** Bytes of log lines the run stored (ctx.log). */
+  private logBytes = 0;
   /** When the handler was called (performance.now()), 0 until then. */
   began = 0;
   /** The staging of the run's fan-out (ctx.fanOut), once called: its success waits for it. */
@@ -185,7 +188,7 @@ export class Run {
     const context = {
       args: job.args,
       job,
-      log: (...parts: unknown[]) => hooks.log(job, parts.map(formatPart).join(' ')),
+      log: (...parts: unknown[]) => this.log(parts),
       progress: (n: number) => {
         if (typeof n !== 'number' || !Number.isFinite(n)) throw new ValidationError('progress', 'must be a finite number');
         hooks.progress(job, n);
@@ -194,6 +197,14 @@ export class Run {
       [CONTEXT_RUN]: this,
     };
     return Object.defineProperty(context, 'signal', SIGNAL) as unknown as JobContext;
+  }
+
+  /** Stores a log line, cut to its limit, while the run's lines are within theirs (./log-limits.ts). */
+  private log(parts: unknown[]): void {
+    if (this.logBytes > MAX_RUN_LOG_BYTES) return;
+    const line = cutLogLine(parts.map(formatPart).join(' '));
+    this.logBytes += Buffer.byteLength(line);
+    this.hooks.log(this.job, this.logBytes > MAX_RUN_LOG_BYTES ? RUN_LOG_FULL : line);
   }
 
   private fanOut(items: readonly unknown[], options: FanOutOptions): Promise<void> {

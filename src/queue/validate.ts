@@ -2,7 +2,7 @@
 import { pack } from 'msgpackr';
 import { z } from 'zod';
 import { PayloadTooLargeError, ValidationError } from '../errors.js';
-import { GROUP_DUE_MARK } from '../redis/wire.js';
+import { GROUP_DUE_MARK, MAX_DELAY_MS } from '../redis/wire.js';
 import type { Priority } from './job.js';
 
 /** What a caller submits. */
@@ -37,8 +37,14 @@ export interface SubmitSpec<A = unknown> {
   runAt?: Date | number;
 }
 
-/** Latest due time, and longest delay, a job may have (ms): the year 2286, far past any plan. */
-const MAX_DUE_MS = 9_999_999_999_999;
+/**
+ * The ids the scheduler gives periodic runs, `<task id>@<occurrence>` (task ids as
+ * src/periodic/definition.ts allows them), and their fan-out children's `.../<n>`: reserved, so
+ * that no caller's submit takes a run's place before the scheduler submits it.
+ */
+const PERIODIC_RUN_ID = /^[A-Za-z0-9._:-]{1,200}@\d+(?:\/\d+)*$/;
+
+const LATEST_DUE = `must be at most ${MAX_DELAY_MS} ms (a delay of some 317 years, or the year 2286)`;
 
 /**
  * Most levels of arrays and objects a packed value (args, a result) nests: deeper values are
@@ -60,11 +66,14 @@ const specSchema = z.object({
   maxRetries: z.number().int().min(0).max(1000).optional(),
   id: nonEmpty(200).optional(),
   maxRuntime: z.number().int().positive().optional(),
-  delay: z.number().int('must be a whole number of ms').nonnegative().max(MAX_DUE_MS).optional(),
+  delay: z.number().int('must be a whole number of ms').nonnegative().max(MAX_DELAY_MS, LATEST_DUE).optional(),
   runAt: z
     .union([
-      z.date().refine((d) => !Number.isNaN(d.getTime()), { message: 'is an invalid Date' }),
-      z.number().int('must be a whole number of ms since the epoch').nonnegative().max(MAX_DUE_MS),
+      z
+        .date()
+        .refine((d) => !Number.isNaN(d.getTime()), { message: 'is an invalid Date' })
+        .refine((d) => d.getTime() >= 0 && d.getTime() <= MAX_DELAY_MS, { message: LATEST_DUE }),
+      z.number().int('must be a whole number of ms since the epoch').nonnegative().max(MAX_DELAY_MS, LATEST_DUE),
     ])
     .optional(),
   args: z.unknown().optional(),
@@ -221,6 +230,12 @@ export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): Chec
   }
   if (spec.id?.startsWith(GROUP_DUE_MARK)) {
     throw new ValidationError(where ? `${where}.id` : 'id', 'must not begin with the NUL character (reserved)');
+  }
+  if (spec.id !== undefined && PERIODIC_RUN_ID.test(spec.id)) {
+    throw new ValidationError(
+      where ? `${where}.id` : 'id',
+      'has the form <task id>@<digits> of a periodic run, which only the scheduler may submit (reserved)',
+    );
   }
   const packedArgs = packValue(spec.args, argsLimit, where ? `${where}.args` : 'args');
   return {

@@ -15,7 +15,7 @@ import { SchemaMismatchError, ShardCountError, ValidationError } from '../errors
 import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import type { QueueKeys } from '../redis/keys.js';
-import { loadLibrary } from '../redis/library.js';
+import { checkLibrary } from '../redis/library.js';
 import { addRun, type FinishSettings, QueueStore, type Taken } from '../redis/queue-store.js';
 import { byShard, checkShards, shardNumbers } from '../redis/shards.js';
 import type { StringValue } from '../redis/string-array.js';
@@ -26,6 +26,7 @@ import type { Handlers } from './context.js';
 import { packChildren, stageChildren, submitCommitted } from './fanout.js';
 import { Heartbeat } from './heartbeat.js';
 import { type Job, type JobState, TRACE } from './job.js';
+import { MAX_LOG_LINES } from './log-limits.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 import { ProgressThrottle } from './progress.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replication } from './queue.js';
@@ -47,7 +48,10 @@ export interface WorkerOptions {
   id?: string;
   /** `[high, low]`: take `high` high-priority jobs, then `low` low-priority ones, per group; default [2, 1]. */
   countingScheme?: [number, number];
-  /** Base of the retry backoff in ms: a failed job waits `retryDelay × 2^retries`; default 1000. */
+  /**
+   * Base of the retry backoff in ms: a failed job waits `retryDelay × 2^retries`, at most
+   * 9,999,999,999,999 ms (MAX_DELAY_MS in src/redis/wire.ts); default 1000.
+   */
   retryDelay?: number;
   /** Lease of a taken job in ms, extended by the heartbeat every third of it; default 30,000. */
   leaseMs?: number;
@@ -266,7 +270,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       this.sideWrites.add((pipe) => {
         const logs = this.stores[shardOf(j)].keys.logs(j.id);
         pipe.rpush(logs, `${new Date().toISOString()} ${line}`);
-        pipe.ltrim(logs, -1000, -1);
+        pipe.ltrim(logs, -MAX_LOG_LINES, -1);
       }),
     progress: (j, n) => this.progress.report(j, n),
     fanOut: async (j, items, options, trace) => {
@@ -433,7 +437,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     for (let failures = 0; !this.closing; failures++) {
       try {
         for (const store of this.stores) await store.ready();
-        await loadLibrary(this.client);
+        await checkLibrary(this.client);
         await this.subscriber.subscribe(...this.stores.map((s) => s.keys.cancel));
         await Promise.all(this.heartbeats.map((h) => h.start()));
         await Promise.all(this.recoverers.map((r) => r.start()));

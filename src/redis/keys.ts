@@ -44,6 +44,7 @@ export interface QueueKeys {
   fanStaging(id: string, token: string | number): string;
   /** LIST of the committed children of fan-out parent `id` not submitted yet. */
   fanned(id: string): string;
+  /** LIST of job `id`'s log lines. Outside `j:`, so that no job id (any text) can name it. */
   logs(id: string): string;
   group(name: string): string;
   done(state: 'success' | 'failed' | 'cancelled'): string;
@@ -83,7 +84,7 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     job: (id) => `${prefix}j:${id}`,
     fanStaging: (id, token) => `${prefix}fan:${token}:${id}`,
     fanned: (id) => `${prefix}fanned:${id}`,
-    logs: (id) => `${prefix}j:${id}:logs`,
+    logs: (id) => `${prefix}log:${id}`,
     group: (g) => `${prefix}g:${g}`, // prefix of the group's lists :h, :l, :r
     done: (state) => `${prefix}done:${state}`,
     worker: (id) => `${prefix}w:${id}`,

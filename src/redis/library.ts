@@ -17,7 +17,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
-import { RotaError } from '../errors.js';
+import { LibraryMismatchError, RotaError } from '../errors.js';
 import { wireInclude } from './wire.js';
 
 /** The function library: its code for FUNCTION LOAD, and the function name of each script. */
@@ -134,50 +134,120 @@ export function rotaLibrary(): Library {
 }
 
 /**
- * The server could not load the library: it is not Redis 7.0 or newer, or the user may not run
- * `FUNCTION LOAD` and nobody loaded the library for it yet.
+ * The server has not Rota's function library and this client cannot load it: the user may not
+ * run `FUNCTION LOAD` (load it with `rota migrate` as the deploy user, docs/operations.md), may
+ * not list functions to check it, or the server is older than Redis 7.0.
  */
 export class ScriptLoadError extends RotaError {}
 
-/** Whether `server` has `lib` loaded: its `version` function answers. */
-async function isLoaded(server: Redis, lib: Library): Promise<boolean> {
+/** What a server holds under the library's name: its code, or null when it has none. */
+async function loadedCode(server: Redis, lib: Library): Promise<string | null> {
+  let reply: unknown;
   try {
-    await server.call('FCALL', lib.functions.get('version')!, '0');
-    return true;
-  } catch {
-    return false;
+    reply = await server.call('FUNCTION', 'LIST', 'LIBRARYNAME', lib.name, 'WITHCODE');
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    if (/^NOPERM/.test(message)) {
+      throw new ScriptLoadError(
+        `this Redis user may not list functions (${message}): Rota checks the loaded library's code before its first call; grant +function|list (docs/operations.md#acl)`,
+      );
+    }
+    throw new ScriptLoadError(`cannot read Rota's function library (it needs Redis 7.0 or newer): ${message}`);
   }
+  // (an array of libraries, each a flat array of field, value: library_name, engine, functions, library_code)
+  for (const entry of reply as unknown[][]) {
+    const fields = new Map<string, unknown>();
+    for (let i = 0; i + 1 < entry.length; i += 2) fields.set(String(entry[i]), entry[i + 1]);
+    if (fields.get('library_name') === lib.name) return String(fields.get('library_code'));
+  }
+  return null;
 }
 
 /**
- * Loads the library into one server unless it has it (another client, or an administrator, may
- * have loaded it first).
+ * Makes sure one server holds `lib` as this Rota built it: loads it when it is missing (the user
+ * may load functions: the default user, tests, the demo), and refuses with a
+ * {@link LibraryMismatchError} when the library under its name holds other code.
+ * @param replace a deploy's load ({@link loadLibrary} with `replace`): other code under the
+ *   library's name is replaced, not refused. Resolves whether the server's library was changed.
  */
-async function loadInto(server: Redis, lib: Library): Promise<void> {
-  if (await isLoaded(server, lib)) return;
+async function ensureOn(server: Redis, lib: Library, replace: boolean): Promise<boolean> {
+  const code = await loadedCode(server, lib);
+  if (code === lib.code) return false;
+  if (code !== null && !replace) throw new LibraryMismatchError(lib.name, serverName(server));
   try {
-    await server.call('FUNCTION', 'LOAD', lib.code);
+    await (code === null ? server.call('FUNCTION', 'LOAD', lib.code) : server.call('FUNCTION', 'LOAD', 'REPLACE', lib.code));
+    return true;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    if (/already exists/.test(message)) return;
+    // (another client loaded it meanwhile: check what it loaded)
+    if (/already exists/.test(message)) return ensureOn(server, lib, replace);
     if (/^NOPERM/.test(message)) {
       throw new ScriptLoadError(
-        `Rota's function library is not loaded, and this user may not load it: FUNCTION LOAD was refused (${message}). ` +
-          'Load it once with a user allowed FUNCTION LOAD (see docs/operations.md), or grant +function|load.',
+        `Rota's function library ${lib.name} is not loaded, and this user may not load it (FUNCTION LOAD was refused: ${message}). ` +
+          'Load it with `rota migrate` as the deploy user (docs/operations.md#acl).',
       );
     }
     throw new ScriptLoadError(`cannot load Rota's function library into Redis (it needs Redis 7.0 or newer): ${message}`);
   }
 }
 
-/** Loads the library where `client` runs scripts: its server, or every primary of a cluster. */
-export async function loadLibrary(client: Redis, lib: Library = rotaLibrary()): Promise<void> {
+/** host:port of a server, for messages. */
+function serverName(server: Redis): string {
+  const o = server.options ?? {};
+  return `${o.host ?? '?'}:${o.port ?? '?'}`;
+}
+
+/** The servers where `client` runs scripts: its own, or every primary of a cluster. */
+function serversOf(client: Redis): Redis[] {
   const cluster = client as unknown as Cluster;
-  if (typeof cluster.nodes === 'function') {
-    await Promise.all(cluster.nodes('master').map((node) => loadInto(node, lib)));
-  } else {
-    await loadInto(client, lib);
+  return typeof cluster.nodes === 'function' ? cluster.nodes('master') : [client];
+}
+
+/**
+ * Loads Rota's function library where `client` runs scripts (its server, or every primary of a
+ * cluster) unless it is there already, as a deploy does (`rota migrate`): the user needs
+ * `FUNCTION LOAD` and `FUNCTION LIST`. With `replace`, a library of Rota's name that holds other
+ * code is replaced; without, it is refused with a {@link LibraryMismatchError}. Resolves whether
+ * a server's library was loaded or replaced.
+ * @throws {ScriptLoadError} when the user may not load or list functions, or Redis is older than 7.0.
+ */
+export async function loadLibrary(
+  client: Redis,
+  options: { replace?: boolean } = {},
+  lib: Library = rotaLibrary(),
+): Promise<boolean> {
+  const changed = await Promise.all(serversOf(client).map((server) => ensureOn(server, lib, options.replace ?? false)));
+  return changed.some(Boolean);
+}
+
+/**
+ * The library each client was checked to hold (its name), before its first script call: a
+ * client checks the code once, so a call costs one look-up here.
+ */
+const checked = new WeakMap<object, string>();
+
+/** The check under way per client, which the calls made meanwhile wait for (one check, not one each). */
+const checking = new WeakMap<object, Promise<void>>();
+
+/** {@link checkLibrary}, once at a time per client. */
+function checkOnce(client: Redis, lib: Library): Promise<void> {
+  let pending = checking.get(client);
+  if (!pending) {
+    pending = checkLibrary(client, lib).finally(() => checking.delete(client));
+    checking.set(client, pending);
   }
+  return pending;
+}
+
+/**
+ * Checks that the servers of `client` hold `lib` as built, loading it where it is missing when
+ * the user may: what a client does before its first script call (and an executor or a scheduler
+ * as it starts). Other code under the library's name is refused with a {@link LibraryMismatchError}.
+ * @throws {ScriptLoadError} when it is missing and the user may not load it (or list functions).
+ */
+export async function checkLibrary(client: Redis, lib: Library = rotaLibrary()): Promise<void> {
+  await Promise.all(serversOf(client).map((server) => ensureOn(server, lib, false)));
+  checked.set(client, lib.name);
 }
 
 /** An argument of a script call. */
@@ -186,7 +256,9 @@ export type Arg = string | number | Buffer;
 /**
  * Runs script `script` of `lib`; replies come back as Buffers when `buffers` is set
  * (binary-safe), else strings. A server without the library (new, or restarted without
- * persistence) gets it loaded first. For the stores only: everything else calls them.
+ * persistence) gets it loaded first. Before a client's first call, the library's code on the
+ * server is checked against this one's (a {@link LibraryMismatchError} when it differs). For the
+ * stores only: everything else calls them.
  */
 export async function runFunction<T>(
   client: Redis,
@@ -198,12 +270,14 @@ export async function runFunction<T>(
 ): Promise<T> {
   const fn = lib.functions.get(script);
   if (!fn) throw new Error(`no script named ${script}`);
+  if (checked.get(client) !== lib.name) await checkOnce(client, lib);
   const call = () => client[buffers ? 'callBuffer' : 'call']('FCALL', fn, keys.length, ...keys, ...args) as Promise<T>;
   try {
     return await call();
   } catch (err) {
     if (!(err instanceof Error) || !/Function not found/i.test(err.message)) throw err;
-    await loadLibrary(client, lib);
+    // (the server lost it: a restart without persistence, a FUNCTION FLUSH)
+    await checkOnce(client, lib);
     return call();
   }
 }

@@ -15,6 +15,13 @@
  */
 export const SCHEMA_VERSION = 3;
 
+/**
+ * Longest delay a job may have (ms), and its latest due time (`runAt`): 9,999,999,999,999 ms,
+ * some 317 years, or as a time the year 2286. A failed run's retry backoff (retryDelay × 2^retries)
+ * is capped at it too, so that every due time stays a whole number of ms a Date can hold.
+ */
+export const MAX_DELAY_MS = 9_999_999_999_999;
+
 /** The member of the queue's `marker` whose addition wakes one executor blocked on it (BZPOPMIN). */
 export const WAKE_MEMBER = 'w';
 
@@ -214,6 +221,7 @@ export type WireValue = number | string | readonly string[] | Readonly<Record<st
 /** The names and values injected into the Lua library as `includes/wire`. */
 export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   SCHEMA_VERSION,
+  MAX_DELAY_MS,
   WAKE_MEMBER,
   TAKEN_WIDTH,
   SCHEDULED_MARK,

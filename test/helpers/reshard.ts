@@ -255,7 +255,7 @@ export async function audit(name: string, shards: number, before: Snapshot, raw:
 /** Checks that shard `s`'s counts and group records agree with the jobs it holds (`keys`: the queue's keys). */
 async function auditShard(raw: Redis, name: string, s: number, shards: number, keys: readonly string[]): Promise<void> {
   const k = queueKeys(name, s, shards);
-  const jobKeys = keys.filter((key) => key.startsWith(`${k.prefix}j:`) && !key.endsWith(':logs'));
+  const jobKeys = keys.filter((key) => key.startsWith(`${k.prefix}j:`));
   const counted: Record<string, number> = {};
   const stuck = new Map<string, number>();
   for (const key of jobKeys) {

@@ -123,7 +123,7 @@ describe('periodic store and single replica', () => {
       { id: jobId, task: 'noop' },
     ]);
     await expect(clash).rejects.toThrow(ValidationError);
-    await expect(clash).rejects.toThrow(/specs\[1\]\.id.*staged ahead/);
+    await expect(clash).rejects.toThrow(/specs\[1\]\.id.*of a periodic run, which only the scheduler may submit/);
     expect(await queue.getJob('other')).toBeNull();
     // Single submits sent together: only the one with the reserved id fails.
     const [ok, refused] = await Promise.allSettled([

@@ -242,7 +242,7 @@ describe('retention', () => {
       expect((await raw.zrange(`{rota:${name}}:done:failed`, 0, -1)).length).toBe(2);
       for (const id of order.slice(0, 7)) {
         expect(await q.getJob(id)).toBeNull();
-        expect(await raw.exists(`{rota:${name}}:j:${id}:logs`)).toBe(0);
+        expect(await raw.exists(`{rota:${name}}:log:${id}`)).toBe(0);
       }
       expect(await q.jobLogs(order[9])).toHaveLength(1);
       const kept = (await Promise.all(ok.map((j) => q.getJob(j.id)))).filter(Boolean);

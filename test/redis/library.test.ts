@@ -2,12 +2,13 @@
 import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseEntry } from '../../src/queue/events.js';
 import { buildLibrary, orderIncludes, rotaLibrary } from '../../src/redis/library.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
 import { wireInclude } from '../../src/redis/wire.js';
-import { closeAll, openQueue, rawClient, uniqueQueue } from '../helpers/setup.js';
+import { closeAll, openQueue, privateRedis, rawClient, uniqueQueue } from '../helpers/setup.js';
 
 afterEach(closeAll);
 
@@ -88,6 +89,25 @@ describe('the function library', () => {
     } finally {
       await r.call('FUNCTION', 'DELETE', name).catch(() => undefined);
       r.disconnect();
+    }
+  });
+});
+
+describe("a client's check of the library", () => {
+  const own = privateRedis();
+
+  it('reads the library once for the calls a new client makes together', async () => {
+    const client = new Redis(own.server.url);
+    try {
+      const store = new QueueStore(client, uniqueQueue('check-once'), { maxEvents: 100 });
+      await own.admin.call('CONFIG', 'RESETSTAT');
+      const answers = await Promise.all(Array.from({ length: 10 }, () => store.fcall<number>('version', store.keys.meta, [])));
+      expect(new Set(answers).size).toBe(1);
+      const stats = (await own.admin.info('commandstats')).split('\n');
+      const list = stats.find((l) => l.startsWith('cmdstat_function|list:'));
+      expect(list).toMatch(/^cmdstat_function\|list:calls=1,/);
+    } finally {
+      client.disconnect();
     }
   });
 });
