@@ -8,11 +8,12 @@ import type { Redis } from 'ioredis';
 import { unpack } from 'msgpackr';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { checkOptions, PERIODIC_TASKS_OPTIONS } from '../options.js';
 import { type ChildCounts, decodeJobObject, type Job, type JobState, type Priority, unpackDescription } from '../queue/job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
-import type { QueueKeys } from '../redis/keys.js';
+import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
@@ -36,7 +37,7 @@ export interface PeriodicTasksOptions {
   connection: ConnectionOption;
   /** Clock for planning first occurrences (ms since the epoch); default `Date.now`. Inject one in tests. */
   now?: () => number;
-  /** Largest packed args accepted, in bytes; default 512 KiB. */
+  /** Largest packed args accepted, in bytes: 1 to 256 MiB; default 512 KiB. */
   maxArgsBytes?: number;
   /**
    * The queue's shard count (see QueueOptions.shards; default 1). The tasks and their runs live in
@@ -179,7 +180,12 @@ export class PeriodicTasks {
   private readonly maxArgsBytes: number;
   private readonly injected: boolean;
 
-  constructor(queueName: string, opts: PeriodicTasksOptions) {
+  /**
+   * @throws {ValidationError} naming the first bad option or the queue name; nothing is opened then.
+   */
+  constructor(queueName: string, options: PeriodicTasksOptions) {
+    checkQueueName(queueName);
+    const opts = checkOptions(PERIODIC_TASKS_OPTIONS, options);
     const shards = checkShards(opts.shards);
     this.keys = periodicKeys(queueName);
     const { client, owned } = connect(opts.connection);

@@ -2,9 +2,10 @@
 import type { Redis } from 'ioredis';
 import { BulkSubmitError, ShardCountError, ValidationError } from '../errors.js';
 import { startSubmitSpan } from '../observability/tracing.js';
+import { checkOptions, QUEUE_OPTIONS } from '../options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
-import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
+import { checkQueueName, leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore, type SubmitReply } from '../redis/queue-store.js';
 import { LAYOUT } from '../redis/schema.js';
 import {
@@ -28,9 +29,12 @@ import { type CheckedSpec, checkRate, checkSpec, type SubmitSpec } from './valid
 export interface QueueOptions {
   /** Where Redis is: a URL, ioredis options or an ioredis client. */
   connection: ConnectionOption;
-  /** Largest packed args accepted, in bytes; default 512 KiB. */
+  /** Largest packed args accepted, in bytes: 1 to 256 MiB; default 512 KiB. */
   maxArgsBytes?: number;
-  /** Length the events stream is capped at (approximately), in entries; 0 turns events off. Default 10,000. */
+  /**
+   * Length the events stream is capped at (approximately), in entries: 0 (events off) to
+   * 100,000,000; default 10,000.
+   */
   maxEvents?: number;
   /**
    * `'replicated'`: a submit resolves only once a replica has it (`WAIT 1`), and rejects with a
@@ -38,15 +42,15 @@ export interface QueueOptions {
    * submit is lost when a replica takes over. Default `'primary'`: acknowledged by the primary.
    */
   durability?: Durability;
-  /** How long a `'replicated'` write waits for a replica; default 1,000 ms. */
+  /** How long a `'replicated'` write waits for a replica: 1 ms to an hour; default 1,000 ms. */
   replicaTimeoutMs?: number;
   /**
-   * How many replicas a `'replicated'` write waits for (`WAIT n`); default 1. With more replicas
+   * How many replicas a `'replicated'` write waits for (`WAIT n`): 1 to 100; default 1. With more replicas
    * than that, the one promoted may not be one that has the write: give the replica count.
    */
   replicaAcks?: number;
   /**
-   * Shards the queue spreads over (default 1): each is a queue of its own in its own Cluster slot,
+   * Shards the queue spreads over (1 to 1,024; default 1): each is a queue of its own in its own Cluster slot,
    * a group lives in one of them (by a stable hash of its name), and executors take from them in
    * turn. Every part that opens the queue must give the count the queue has (a
    * ShardCountError otherwise); `rota reshard` changes it.
@@ -58,21 +62,16 @@ export interface QueueOptions {
 export type Durability = 'primary' | 'replicated';
 
 /**
- * What a store waits for after its writes under `durability`: the replica timeout (0: it does not
- * wait for replicas) and how many replicas must acknowledge.
+ * What a store waits for after its writes under `durability` (options checked by checkOptions):
+ * the replica timeout (0: it does not wait for replicas) and how many replicas must acknowledge.
  */
 export function replication(opts: { durability?: Durability; replicaTimeoutMs?: number; replicaAcks?: number }): {
   replicaTimeoutMs: number;
   replicaAcks: number;
 } {
-  const acks = opts.replicaAcks ?? 1;
-  if (!Number.isInteger(acks) || acks < 1 || acks > 100)
-    throw new ValidationError('replicaAcks', 'must be a whole number from 1 to 100');
-  if (opts.durability === undefined || opts.durability === 'primary') return { replicaTimeoutMs: 0, replicaAcks: acks };
-  if (opts.durability !== 'replicated') throw new ValidationError('durability', `must be 'primary' or 'replicated'`);
-  const ms = opts.replicaTimeoutMs ?? 1000;
-  if (!Number.isInteger(ms) || ms < 1) throw new ValidationError('replicaTimeoutMs', 'must be a whole number of ms >= 1');
-  return { replicaTimeoutMs: ms, replicaAcks: acks };
+  const replicaAcks = opts.replicaAcks ?? 1;
+  if (opts.durability !== 'replicated') return { replicaTimeoutMs: 0, replicaAcks };
+  return { replicaTimeoutMs: opts.replicaTimeoutMs ?? 1000, replicaAcks };
 }
 
 /** Per-group view, as {@link Queue.groups} gives it. */
@@ -257,7 +256,13 @@ export class Queue<T extends object = UntypedTasks> {
   /** Each shard's script calls (see src/redis/queue-store.ts), by shard number. */
   private readonly stores: QueueStore[];
 
-  constructor(name: string, opts: QueueOptions) {
+  /**
+   * @throws {ValidationError} naming the first bad option (or the queue name); nothing is opened then.
+   */
+  constructor(name: string, options: QueueOptions) {
+    checkQueueName(name);
+    const opts = checkOptions(QUEUE_OPTIONS, options);
+    const replicated = replication(opts);
     this.shards = checkShards(opts.shards);
     this.name = name;
     this.connection = opts.connection;
@@ -266,7 +271,6 @@ export class Queue<T extends object = UntypedTasks> {
     this.owned = owned;
     this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
     this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
-    const replicated = replication(opts);
     this.stores = shardNumbers(this.shards).map(
       (shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, ...replicated, shard, shards: this.shards }),
     );
