@@ -102,6 +102,9 @@ export const WORKER_OPTIONS = {
   progressIntervalMs: whole(0, HOUR_MS, 'ms').optional(),
 };
 
+/** Worker.close's. */
+export const CLOSE_OPTIONS = { timeout: whole(0, DAY_MS, 'ms').optional() };
+
 export const SCHEDULER_OPTIONS = {
   connection,
   id: text(200).optional(),
@@ -194,4 +197,14 @@ export function checkOptions<S extends z.ZodRawShape>(
   const data = parsed.data as Checked<S>;
   if ('connection' in shape) checkConnection((data as { connection?: unknown }).connection);
   return data;
+}
+
+/**
+ * Checks one value against `schema`; resolves what the schema gives (the value read once).
+ * @throws {ValidationError} naming `field` (and the path below it).
+ */
+export function checkValue<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw zodError(field, parsed.error);
+  return parsed.data;
 }

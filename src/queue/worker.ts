@@ -13,7 +13,7 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ShardCountError, ValidationError } from '../errors.js';
 import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
-import { checkOptions, WORKER_OPTIONS } from '../options.js';
+import { CLOSE_OPTIONS, checkOptions, WORKER_OPTIONS } from '../options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { loadLibrary } from '../redis/library.js';
@@ -850,9 +850,17 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
    * When Redis does not answer (an outage), it gives up 5 s later and emits an error: the jobs
    * it could not acknowledge or release come back through their leases, as a failed attempt.
    * Calling it again returns the same promise.
+   * Rejects with a ValidationError, closing nothing, when `timeout` is not a whole number of ms
+   * from 0 to a day.
    */
   close(opts: { timeout?: number } = {}): Promise<void> {
-    this.closed ??= this.shutdown(opts.timeout ?? 30_000);
+    let timeout: number;
+    try {
+      timeout = checkOptions(CLOSE_OPTIONS, opts, { optional: true }).timeout ?? 30_000;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.closed ??= this.shutdown(timeout);
     return this.closed;
   }
 
