@@ -1,8 +1,8 @@
 /** `rota dashboard`: serves the web dashboard of one or more queues. */
 import type { Command } from 'commander';
 import { serveDashboard } from '../../dashboard/serve.js';
-import { EXIT_INVALID } from '../exit-codes.js';
-import { CliError, globals, intOption, openTarget, run } from '../support.js';
+import { EXIT_INVALID, EXIT_USAGE } from '../exit-codes.js';
+import { CliError, globals, intOption, openTarget, readSecretFile, run } from '../support.js';
 
 /**
  * Every queue named with `--queue` on the command line (it may be repeated: `--queue a --queue b`).
@@ -26,50 +26,62 @@ export function register(program: Command): void {
     .option('--port <port>', 'port to listen on', intOption('--port', 0, 65535), 8080)
     .option('--host <address>', 'address to bind; other than 127.0.0.1 it needs a token', '127.0.0.1')
     .option('--read-only', 'show no action and refuse them')
-    .option('--token <token>', 'access token every request must carry (default: $ROTA_DASHBOARD_TOKEN)')
+    .option(
+      '--token <token>',
+      'access token every request must carry (default: $ROTA_DASHBOARD_TOKEN; visible in the process list: prefer that or --token-file)',
+    )
+    .option('--token-file <file>', 'read the access token from this file')
     .option('--base-path <path>', 'path to serve under, e.g. /rota')
-    .action(async (o: { port: number; host: string; readOnly?: boolean; token?: string; basePath?: string }, cmd: Command) =>
-      run(async () => {
-        const g = globals(cmd);
-        const queues = queuesOf((program as unknown as { rawArgs: string[] }).rawArgs, g.queue);
-        const token = o.token ?? process.env.ROTA_DASHBOARD_TOKEN ?? undefined;
-        // (each queue's shard count: --shards, else the count its layout records; a Cluster's nodes)
-        const target = await openTarget(g, queues);
-        let served: Awaited<ReturnType<typeof serveDashboard>>;
-        try {
-          served = await serveDashboard({
-            connection: target.connection,
-            queues,
-            host: o.host,
-            port: o.port,
-            readOnly: o.readOnly,
-            token: token || undefined,
-            basePath: o.basePath,
-            shards: target.shards,
-          });
-        } catch (err) {
-          target.close();
-          if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-            throw new CliError(`--port: ${o.port} is in use on ${o.host}`, EXIT_INVALID);
+    .action(
+      async (
+        o: { port: number; host: string; readOnly?: boolean; token?: string; tokenFile?: string; basePath?: string },
+        cmd: Command,
+      ) =>
+        run(async () => {
+          const g = globals(cmd);
+          const queues = queuesOf((program as unknown as { rawArgs: string[] }).rawArgs, g.queue);
+          if (o.token !== undefined && o.tokenFile !== undefined)
+            throw new CliError('give --token or --token-file, not both', EXIT_USAGE);
+          const token =
+            o.token ??
+            (o.tokenFile !== undefined ? readSecretFile('--token-file', o.tokenFile) : process.env.ROTA_DASHBOARD_TOKEN);
+          // (each queue's shard count: --shards, else the count its layout records; a Cluster's nodes)
+          const target = await openTarget(g, queues);
+          let served: Awaited<ReturnType<typeof serveDashboard>>;
+          try {
+            served = await serveDashboard({
+              connection: target.connection,
+              queues,
+              host: o.host,
+              port: o.port,
+              readOnly: o.readOnly,
+              token: token || undefined,
+              basePath: o.basePath,
+              shards: target.shards,
+            });
+          } catch (err) {
+            target.close();
+            if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+              throw new CliError(`--port: ${o.port} is in use on ${o.host}`, EXIT_INVALID);
+            }
+            throw err;
           }
-          throw err;
-        }
-        process.stdout.write(`rota dashboard of ${queues.join(', ')} on ${served.url}${o.readOnly ? ' (read-only)' : ''}\n`);
-        await new Promise<void>((resolve) => {
-          const stop = () => {
-            process.off('SIGINT', stop);
-            process.off('SIGTERM', stop);
-            void served
-              .close()
-              .catch(() => {})
-              .finally(() => {
-                target.close();
-                resolve();
-              });
-          };
-          process.on('SIGINT', stop);
-          process.on('SIGTERM', stop);
-        });
-      }),
+          process.stdout.write(`rota dashboard of ${queues.join(', ')} on ${served.url}${o.readOnly ? ' (read-only)' : ''}\n`);
+          await new Promise<void>((resolve) => {
+            const stop = () => {
+              process.off('SIGINT', stop);
+              process.off('SIGTERM', stop);
+              void served
+                .close()
+                .catch(() => {})
+                .finally(() => {
+                  target.close();
+                  resolve();
+                });
+            };
+            process.on('SIGINT', stop);
+            process.on('SIGTERM', stop);
+          });
+        }),
     );
 }
