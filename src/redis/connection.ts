@@ -154,11 +154,20 @@ export function urlDb(u: URL): number | null {
  */
 export function guardDb(client: Redis): void {
   let refused: ConnectionError | undefined;
-  client.on('error', (err: Error) => {
-    if (!(err instanceof ConnectionError) && DB_REFUSED.test(err.message)) refused = connectionError(targetOf(client), err);
-  });
   client.on('connect', () => (refused = undefined));
-  const internal = client as unknown as { _readyCheck(cb: (err: Error | null, info?: unknown) => void): void };
+  const internal = client as unknown as {
+    _readyCheck(cb: (err: Error | null, info?: unknown) => void): void;
+    silentEmit(event: string, arg: unknown): unknown;
+  };
+  // (the refused SELECT's error event is the ConnectionError, so listeners hear it once, typed)
+  const emit = internal.silentEmit.bind(client);
+  internal.silentEmit = (event, arg) => {
+    if (event === 'error' && arg instanceof Error && !(arg instanceof ConnectionError) && DB_REFUSED.test(arg.message)) {
+      refused = connectionError(targetOf(client), arg);
+      return emit(event, refused);
+    }
+    return emit(event, arg);
+  };
   const check = internal._readyCheck.bind(client);
   internal._readyCheck = (cb) => check((err, info) => (refused ? cb(refused) : cb(err, info)));
 }

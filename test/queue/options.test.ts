@@ -68,7 +68,17 @@ const keep = (max: number) => [
   { count: 1, colour: 'red' },
   'all',
 ];
-const connectionBad = [undefined, 42, null, 'notaurl', 'http://x', `redis://127.0.0.1:1/abc`, 'redis://127.0.0.1:1/-1', { db: -1 }, { db: 1.5 }];
+const connectionBad = [
+  undefined,
+  42,
+  null,
+  'notaurl',
+  'http://x',
+  `redis://127.0.0.1:1/abc`,
+  'redis://127.0.0.1:1/-1',
+  { db: -1 },
+  { db: 1.5 },
+];
 const queueBad = {
   maxArgsBytes: numbers(1, 256 * 1024 * 1024),
   maxEvents: numbers(0, 100_000_000),
@@ -184,9 +194,10 @@ async function refusal(make: Make, opts: Record<string, unknown>): Promise<Valid
   try {
     result = await make(opts);
   } catch (err) {
-    expect(err, JSON.stringify(opts, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v))).toBeInstanceOf(
-      ValidationError,
-    );
+    expect(
+      err,
+      JSON.stringify(opts, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v)),
+    ).toBeInstanceOf(ValidationError);
     return err as ValidationError;
   }
   await (result as { close?: () => Promise<void> } | undefined)?.close?.();
@@ -228,7 +239,12 @@ describe('every option of every class and function, refused with a ValidationErr
     const before = await sockets();
     const cases: Array<[Make, Record<string, unknown>, string, RegExp]> = [
       [(o) => new Queue('opts', o as never), { connection: url(), maxEvent: 10 }, 'maxEvent', /did you mean "maxEvents"/],
-      [(o) => new Worker('opts', {}, o as never), { connection: url(), concurency: 2 }, 'concurency', /did you mean "concurrency"/],
+      [
+        (o) => new Worker('opts', {}, o as never),
+        { connection: url(), concurency: 2 },
+        'concurency',
+        /did you mean "concurrency"/,
+      ],
       [(o) => new Scheduler('opts', o as never), { connection: url(), lookahead: 1 }, 'lookahead', /did you mean "lookaheadMs"/],
       [(o) => new PeriodicTasks('opts', o as never), { connection: url(), clock: () => 1 }, 'clock', /is not a known field/],
     ];
