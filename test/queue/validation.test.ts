@@ -146,7 +146,7 @@ describe('bad arguments of every method: typed errors, nothing written', () => {
     const before = await dump(name);
     const cases: Array<[Promise<unknown>, string]> = [
       [q.submitBulk(new Array(2)), 'specs[0]'],
-      [q.submitBulk([{ task: 'ok' }, , { task: 'ok' }] as never), 'specs[1]'],
+      [q.submitBulk(Object.assign(new Array(3), { 0: { task: 'ok' }, 2: { task: 'ok' } })), 'specs[1]'],
       [q.setGroupLimit('g', null as never), 'options'],
       [q.setGroupLimit('g', { concurrency: 1e300 }), 'concurrency'],
       [q.setGroupLimit('g', { weight: NaN }), 'weight'],
