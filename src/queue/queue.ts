@@ -183,7 +183,7 @@ const STATS_WINDOW = whole(1, 30 * 86_400_000, 'ms');
 const GROUP_LIMIT_OPTIONS = {
   concurrency: whole(0, 1_000_000).optional(),
   weight: whole(1, 1000).optional(),
-  rate: z.unknown(),
+  rate: z.unknown().optional(),
 };
 /** A stream id (`$`, `<ms>` or `<ms>-<seq>`) per shard, joined by `,`. */
 const STREAM_PLACES = /^(\$|\d{1,20}(-\d{1,20})?)(,(\$|\d{1,20}(-\d{1,20})?))*$/;
