@@ -19,7 +19,7 @@ import { register as registerPeriodic } from './commands/periodic.js';
 import { register as registerReshard } from './commands/reshard.js';
 import { register as registerWorker } from './commands/worker.js';
 import { EXIT_CODES_HELP, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
-import { intOption } from './support.js';
+import { CliError, intOption, readSecretFile } from './support.js';
 
 /** Signature every command module exports. */
 export type RegisterCommand = (program: Command) => void;
@@ -39,8 +39,10 @@ const COMMANDS: RegisterCommand[] = [
 
 /** Options every command can read with `command.optsWithGlobals()`. */
 export interface GlobalOptions {
-  /** Redis URL (default: $REDIS_URL or redis://127.0.0.1:6379). */
+  /** Redis URL (default: $REDIS_URL or redis://127.0.0.1:6379; `--redis-file` reads it from a file). */
   redis: string;
+  /** File holding the Redis URL (read into `redis` before the command runs). */
+  redisFile?: string;
   /** Queue name (default: "default"). */
   queue: string;
   /** PEM file of the CA that signed the server's TLS certificate. */
@@ -85,7 +87,16 @@ export function buildProgram(): Command {
   const program = new Command('rota')
     .description('Rota: a fair distributed job queue and periodic-task scheduler for Redis')
     .version(packageVersion(), '-V, --version', 'print the version of rota')
-    .option('--redis <url>', 'Redis URL', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379')
+    // (the URL may hold a password: $REDIS_URL's value is not shown as the default in --help)
+    .addOption(
+      new Option(
+        '--redis <url>',
+        'Redis URL (a password in it is visible in the process list: prefer $REDIS_URL or --redis-file)',
+      )
+        .env('REDIS_URL')
+        .default('redis://127.0.0.1:6379'),
+    )
+    .option('--redis-file <file>', 'read the Redis URL from this file (keeps its password out of the process list)')
     .option('--queue <name>', 'queue name', 'default')
     .addOption(
       new Option('--shards <n>', "the queue's shard count (default: the count the queue records, else 1)")
@@ -99,8 +110,23 @@ export function buildProgram(): Command {
     .addHelpText('after', `\n${EXIT_CODES_HELP}`)
     .exitOverride();
   for (const register of COMMANDS) register(program);
+  program.hook('preAction', () => readRedisFile(program));
   shortErrors(program, 'rota');
   return program;
+}
+
+/**
+ * Reads `--redis-file` into `--redis`, which it replaces (but not a `--redis` given on the
+ * command line: both at once are a usage error).
+ * @throws {CliError} when both are given, or the file cannot be read or is empty.
+ */
+function readRedisFile(program: Command): void {
+  const file = (program.opts() as GlobalOptions).redisFile;
+  if (file === undefined) return;
+  if (program.getOptionValueSource('redis') === 'cli') {
+    throw new CliError('give --redis or --redis-file, not both', EXIT_USAGE);
+  }
+  program.setOptionValueWithSource('redis', readSecretFile('--redis-file', file), 'config');
 }
 
 /**
@@ -112,6 +138,10 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   try {
     await program.parseAsync(argv);
   } catch (err) {
+    if (err instanceof CliError) {
+      process.stderr.write(`rota: ${err.message}\n`);
+      return err.exitCode;
+    }
     if (err instanceof CommanderError) {
       // Help and version exit 0; a value an option or argument refused is an invalid value;
       // every other commander error (unknown option or command, missing argument) is a usage error.

@@ -6,7 +6,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { ConnectionError, RotaError, ShardCountError } from '../errors.js';
 import { Queue } from '../queue/queue.js';
-import { connectionError, maskUrl } from '../redis/connection.js';
+import { connectionError, guardDb, MAX_DB, maskUrl, urlDb } from '../redis/connection.js';
 import { queueKeys } from '../redis/keys.js';
 import { LAYOUT } from '../redis/schema.js';
 import { MAX_SHARDS } from '../redis/shards.js';
@@ -39,19 +39,24 @@ export function connectionOf(g: GlobalOptions): RedisOptions {
     u = new URL(g.redis);
   } catch {
     throw new CliError(
-      `--redis: "${g.redis}" is not a URL (expected redis://[user:password@]host[:port][/db] or rediss://...)`,
+      `--redis: "${maskUrl(g.redis)}" is not a URL (expected redis://[user:password@]host[:port][/db] or rediss://...)`,
       EXIT_INVALID,
     );
   }
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
     throw new CliError(`--redis: "${maskUrl(g.redis)}" is not a Redis URL (expected redis:// or rediss://)`, EXIT_INVALID);
   }
-  const db = u.pathname.replace(/^\//, '');
-  if (db !== '' && !/^\d+$/.test(db)) throw new CliError(`--redis: "${db}" is not a database number`, EXIT_INVALID);
+  const db = urlDb(u);
+  if (db === null) {
+    throw new CliError(
+      `--redis: "${u.pathname.replace(/^\//, '')}" is not a database number (a whole number from 0 to ${MAX_DB})`,
+      EXIT_INVALID,
+    );
+  }
   const options: RedisOptions = {
     host: u.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1',
     port: u.port ? Number(u.port) : 6379,
-    db: db ? Number(db) : 0,
+    db,
   };
   if (u.username) options.username = decodeURIComponent(u.username);
   if (u.password) options.password = decodeURIComponent(u.password);
@@ -85,7 +90,10 @@ const FAIL_FAST = { maxRetriesPerRequest: 1, connectTimeout: 3000 } satisfies Re
  */
 export async function openClient(g: GlobalOptions): Promise<Client> {
   const options = connectionOf(g);
-  const node = await reach(g, new Redis({ ...options, ...FAIL_FAST, lazyConnect: true, retryStrategy: () => null }));
+  const single = new Redis({ ...options, ...FAIL_FAST, lazyConnect: true, retryStrategy: () => null });
+  // (a database the server does not have fails the connection, rather than use database 0)
+  if (options.db) guardDb(single);
+  const node = await reach(g, single);
   const state = await clusterState(node);
   if (state === undefined) return node;
   node.disconnect();
@@ -283,6 +291,24 @@ export function printJson(value: unknown): void {
 /** Formats an epoch-ms time as ISO-8601, or '-' when absent. */
 export function iso(ms: number | undefined): string | undefined {
   return ms === undefined ? undefined : new Date(ms).toISOString();
+}
+
+/**
+ * The secret a file holds (`--redis-file`, `--token-file`): its text without the line break at
+ * its end, so that a password or token need not be on the command line (where any user of the
+ * machine can read it in the process list).
+ * @throws {CliError} (invalid value) when the file cannot be read or holds nothing.
+ */
+export function readSecretFile(flag: string, path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new CliError(`${flag}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, EXIT_INVALID);
+  }
+  const secret = text.replace(/\r?\n$/, '');
+  if (secret.trim() === '') throw new CliError(`${flag}: ${path} is empty`, EXIT_INVALID);
+  return secret;
 }
 
 /** Parses a whole-number option. */

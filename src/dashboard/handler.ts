@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
 import { RotaError, ValidationError } from '../errors.js';
+import { checkOptions, DASHBOARD_OPTIONS } from '../options.js';
 import { PeriodicTasks } from '../periodic/tasks.js';
 import { Queue } from '../queue/queue.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
@@ -38,9 +39,9 @@ export interface DashboardOptions {
   /** Shows no action and refuses every POST. */
   readOnly?: boolean;
   /**
-   * When set, every request must carry it: an `Authorization: Bearer` header, or the session
-   * cookie that opening a page with `?token=` sets (it lasts 12 hours, or until the process ends).
-   * Wrong tokens are limited to 10 a minute per client.
+   * When set (8 to 1,000 characters), every request must carry it: an `Authorization: Bearer`
+   * header, or the session cookie that opening a page with `?token=` sets (it lasts 12 hours, or
+   * until the process ends). Wrong tokens are limited to 10 a minute per client.
    */
   token?: string;
   /**
@@ -75,13 +76,15 @@ type Rendered = Page | { redirect: string };
 
 /**
  * Builds the dashboard's handler.
- * @throws {ValidationError} for a bad queue name or base path.
+ * @throws {ValidationError} for a bad queue name, base path or other option; nothing is opened then.
  * @example
  * import { createServer } from 'node:http';
  * const handler = dashboard({ connection: 'redis://127.0.0.1:6379', queues: ['mail'], basePath: '/rota' });
  * createServer((req, res) => (req.url?.startsWith('/rota') ? handler(req, res) : res.end('app'))).listen(8080, '127.0.0.1');
  */
-export function dashboard(opts: DashboardOptions): DashboardHandler {
+export function dashboard(options: DashboardOptions): DashboardHandler {
+  // (the options it knows, checked and read once; others it is given are kept as they are)
+  const opts: DashboardOptions = { ...options, ...checkOptions(DASHBOARD_OPTIONS, options, { loose: true }) };
   if (!Array.isArray(opts.queues) || opts.queues.length === 0) throw new ValidationError('queues', 'name at least one queue');
   for (const q of opts.queues) checkQueueName(q);
   const root = (opts.basePath ?? '').replace(/\/+$/, '');

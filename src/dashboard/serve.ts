@@ -8,6 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { ValidationError } from '../errors.js';
+import { checkOptions, DASHBOARD_OPTIONS } from '../options.js';
 import { type DashboardHandler, type DashboardOptions, dashboard } from './handler.js';
 import { SECURITY_HEADERS } from './security.js';
 
@@ -27,7 +28,7 @@ export const MAX_CONNECTIONS_PER_CLIENT = 32;
 
 /** Options of {@link serveDashboard}. */
 export interface ServeDashboardOptions extends DashboardOptions {
-  /** Port (0: a free one); default 8080. */
+  /** Port (0: a free one; up to 65,535); default 8080. */
   port?: number;
   /** Address to bind; default 127.0.0.1. Any other than a loopback address needs a token. */
   host?: string;
@@ -54,10 +55,11 @@ export function isLoopback(host: string): boolean {
 /**
  * Starts a dashboard server (with the timeouts and the per-client connection cap above).
  * @throws {ValidationError} (`token`) when bound to an address other than loopback without a
- * token, (`timeouts.<name>`) for a timeout that is not a whole number of ms above 0; nothing is
- * started then.
+ * token, (`timeouts.<name>`) for a timeout that is not a whole number of ms above 0, or naming
+ * another bad option (see {@link dashboard}); nothing is started then.
  */
-export async function serveDashboard(opts: ServeDashboardOptions): Promise<DashboardServer> {
+export async function serveDashboard(options: ServeDashboardOptions): Promise<DashboardServer> {
+  const opts: ServeDashboardOptions = { ...options, ...checkOptions(DASHBOARD_OPTIONS, options, { loose: true }) };
   const host = opts.host ?? '127.0.0.1';
   if (!isLoopback(host) && !opts.token) {
     throw new ValidationError(

@@ -5,12 +5,13 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Gauge, Histogram, Registry } from 'prom-client';
+import { checkOptions, METRICS_OPTIONS } from '../options.js';
 import type { Job } from '../queue/job.js';
 import type { GroupInfo, Queue } from '../queue/queue.js';
 import type { Worker } from '../queue/worker.js';
 
 export interface MetricsOptions {
-  /** Port to listen on (0: a free one). */
+  /** Port to listen on (0: a free one; up to 65,535). */
   port: number;
   /** Address to bind; default 0.0.0.0. */
   host?: string;
@@ -19,7 +20,7 @@ export interface MetricsOptions {
   queue: Queue<any>;
   /** Executors whose jobs' waits are observed. */
   workers?: Worker[];
-  /** At most this many groups get a depth series (the deepest are kept); default 1,000. */
+  /** At most this many groups get a depth series (the deepest are kept): 1 to 100,000; default 1,000. */
   maxGroups?: number;
 }
 
@@ -32,8 +33,12 @@ export interface MetricsServer {
 
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300];
 
-/** Builds the registry and starts serving it on `/metrics`. */
-export async function serveMetrics(opts: MetricsOptions): Promise<MetricsServer> {
+/**
+ * Builds the registry and starts serving it on `/metrics`.
+ * @throws {ValidationError} naming the first bad option; nothing is served then.
+ */
+export async function serveMetrics(options: MetricsOptions): Promise<MetricsServer> {
+  const opts = checkOptions(METRICS_OPTIONS, options) as MetricsOptions;
   const registry = new Registry();
   const { queue } = opts;
   const maxGroups = opts.maxGroups ?? 1000;

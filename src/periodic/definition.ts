@@ -166,6 +166,47 @@ export function checkTimer(spec: string, timezone: string | undefined, field = '
   }
 }
 
+/**
+ * Shortest time a periodic timer may ask for between two occurrences (ms): one second. A faster
+ * timer (`every 1ms`, a calendar event's fractional seconds such as `*:*:0/0.1`) would submit
+ * jobs faster than a scheduler is meant to, and keep Redis busy with them.
+ */
+export const MIN_PERIOD_MS = 1000;
+
+/**
+ * Refuses a timer that elapses more often than {@link MIN_PERIOD_MS}: an interval shorter than it,
+ * or a calendar event or cron rule whose seconds could elapse closer together (read from its
+ * elapses within one minute it elapses in, and from that minute's last to the next minute's first:
+ * the seconds are the same in every minute a spec elapses in).
+ * @throws {ValidationError} naming `field`.
+ */
+export function checkPeriod(timer: Timer, now: number, field = 'timer'): void {
+  const refuse = (gap: number) =>
+    new ValidationError(
+      field,
+      `"${timer.spec}" elapses ${gap} ms apart, more often than the shortest period a periodic task may have (${MIN_PERIOD_MS} ms)`,
+    );
+  if (timer.intervalMs !== undefined) {
+    if (timer.intervalMs < MIN_PERIOD_MS) throw refuse(timer.intervalMs);
+    return;
+  }
+  if (timer.kind !== 'calendar' && timer.kind !== 'cron') return;
+  const first = timer.next(new Date(now))?.getTime();
+  if (first === undefined) return;
+  const minute = first - (first % 60_000);
+  const seen: number[] = [];
+  for (let t = timer.next(new Date(minute - 1))?.getTime(); t !== undefined && t < minute + 60_000; ) {
+    const last = seen.at(-1);
+    if (last !== undefined && t - last < MIN_PERIOD_MS) throw refuse(t - last);
+    seen.push(t);
+    t = timer.next(new Date(t))?.getTime();
+  }
+  if (seen.length > 1) {
+    const wrap = 60_000 - (seen[seen.length - 1] - seen[0]);
+    if (wrap < MIN_PERIOD_MS) throw refuse(wrap);
+  }
+}
+
 /** A definition that passed validation, with its parsed timer and packed args. */
 export interface CheckedDefinition {
   def: PeriodicTaskDefinition;
@@ -176,15 +217,18 @@ export interface CheckedDefinition {
 }
 
 /**
- * Validates a definition: every field, the timer (parsed), the time zone and the args.
+ * Validates a definition: every field, the timer (parsed, and no faster than {@link MIN_PERIOD_MS}),
+ * the time zone and the args.
  * @throws {ValidationError} naming the first bad field.
  */
 export function checkDefinition(def: unknown, argsLimit: number): CheckedDefinition {
   if (typeof def !== 'object' || def === null) throw new ValidationError('definition', 'must be an object');
   const parsed = definitionSchema.safeParse(def);
   if (!parsed.success) throw zodError('', parsed.error);
-  const d = def as PeriodicTaskDefinition;
+  // (what was checked is what is written: each field read once)
+  const d = parsed.data as PeriodicTaskDefinition;
   const timer = checkTimer(d.timer, d.timezone);
+  checkPeriod(timer, Date.now());
   const packedArgs = packValue(d.args, argsLimit, 'args');
   const maxRuntime = d.maxRuntime ?? (timer.intervalMs ? Math.max(1, Math.floor(timer.intervalMs / 2)) : undefined);
   return { def: d, timer, packedArgs, maxRuntime };

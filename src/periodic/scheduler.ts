@@ -27,9 +27,11 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { TimerStalledError } from '../errors.js';
+import { checkOptions, SCHEDULER_OPTIONS } from '../options.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
+import { checkQueueName } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';
 import { type ClaimedTask, claimedPart, PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
@@ -42,9 +44,9 @@ import { ReplicaBeat } from './replicas.js';
 
 /** How much run history is kept per task. */
 export interface KeepRuns {
-  /** Newest entries kept per task; default 100 (-1: all). */
+  /** Newest entries kept per task: 0 to 1,000,000; default 100 (-1: all). */
   count?: number;
-  /** Entries kept at most this long after their occurrence (ms); default 30 days (-1: forever). */
+  /** Entries kept at most this long after their occurrence (ms, up to 100 years); default 30 days (-1: forever). */
   age?: number;
 }
 
@@ -52,7 +54,7 @@ export interface KeepRuns {
 export interface SchedulerOptions {
   /** Where Redis is: a URL, ioredis options or an ioredis client. */
   connection: ConnectionOption;
-  /** Replica id (for logs and events); default `host:pid:random`. */
+  /** Replica id (for logs and events; 1 to 200 bytes); default `host:pid:random`. */
   id?: string;
   /**
    * Clock used to decide what is due and to compute occurrences (ms since the epoch). Default: the
@@ -61,25 +63,25 @@ export interface SchedulerOptions {
   now?: () => number;
   /**
    * Tasks are claimed and prepared this long before they are due (ms), so that at the occurrence
-   * only the release runs; default 2,500 (claiming and staging 10,000 tasks takes Redis a few hundred ms).
+   * only the release runs: 0 to 600,000; default 2,500 (claiming and staging 10,000 tasks takes Redis a few hundred ms).
    */
   lookaheadMs?: number;
   /**
-   * A claim expires after this long (ms), so a dead replica's tasks are taken over; default 6,000
-   * (at least the look-ahead plus one second).
+   * A claim expires after this long (ms), so a dead replica's tasks are taken over: 1,000 to an
+   * hour; default 6,000 (at least the look-ahead plus one second).
    */
   claimTtlMs?: number;
-  /** Tasks per claim and stage call, and occurrences per release call; default 500. */
+  /** Tasks per claim and stage call, and occurrences per release call: 1 to 10,000; default 500. */
   batchSize?: number;
   /**
    * An occurrence less late than this (ms) is always submitted (the schedulers were busy, or a
    * dead replica's claim was taken over); one later than this means no scheduler ran, and the
-   * task's catch-up policy decides. Default 15,000; keep it above claimTtlMs.
+   * task's catch-up policy decides. 0 to a day; default 15,000; keep it above claimTtlMs.
    */
   misfireGraceMs?: number;
-  /** Longest idle sleep (ms) before looking again anyway; default 60,000. */
+  /** Longest idle sleep (ms) before looking again anyway: 1,000 to an hour; default 60,000. */
   fallbackWakeMs?: number;
-  /** A task holding a buffer-one run is looked at this often (ms) until its previous run ends; default 1,000. */
+  /** A task holding a buffer-one run is looked at this often (ms) until its previous run ends: 100 to 60,000; default 1,000. */
   bufferPollMs?: number;
   /** Run history kept per task. */
   keepRuns?: KeepRuns;
@@ -169,8 +171,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** This replica's entry among the live replicas (see ./replicas.ts). */
   private readonly beat: ReplicaBeat;
 
-  constructor(queueName: string, options: SchedulerOptions) {
+  /**
+   * @throws {ValidationError} naming the first bad option or the queue name; nothing is opened then.
+   */
+  constructor(queueName: string, schedulerOptions: SchedulerOptions) {
     super();
+    checkQueueName(queueName);
+    const options = checkOptions(SCHEDULER_OPTIONS, schedulerOptions) as SchedulerOptions;
     const shards = checkShards(options.shards);
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.injected = options.now;

@@ -8,11 +8,12 @@ import type { Redis } from 'ioredis';
 import { unpack } from 'msgpackr';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { checkOptions, PERIODIC_TASKS_OPTIONS, whole } from '../options.js';
 import { type ChildCounts, decodeJobObject, type Job, type JobState, type Priority, unpackDescription } from '../queue/job.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
-import type { QueueKeys } from '../redis/keys.js';
+import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
@@ -39,7 +40,7 @@ export interface PeriodicTasksOptions {
   connection: ConnectionOption;
   /** Clock for planning first occurrences (ms since the epoch); default `Date.now`. Inject one in tests. */
   now?: () => number;
-  /** Largest packed args accepted, in bytes; default 512 KiB. */
+  /** Largest packed args accepted, in bytes: 1 to 256 MiB; default 512 KiB. */
   maxArgsBytes?: number;
   /**
    * The queue's shard count (see QueueOptions.shards; default 1). The tasks and their runs live in
@@ -166,6 +167,20 @@ const emitSchema = z
   })
   .strict();
 
+const listLimit = whole(1, 10_000).optional();
+const LIST_OPTIONS = {
+  owner: z.string({ error: 'must be 1-200 of A-Z a-z 0-9 . _ : -' }).optional(),
+};
+const UPCOMING_OPTIONS = {
+  limit: listLimit,
+  until: z
+    .union([whole(0, 8.64e15, 'ms since the epoch'), z.date()], {
+      error: 'must be ms since the epoch (a whole number) or a valid Date',
+    })
+    .optional(),
+};
+const RUNS_OPTIONS = { limit: listLimit };
+
 /** Checks that `obj` has only the given keys (zod's strict error names no field). */
 function knownKeys(obj: object, shape: Record<string, unknown>): void {
   for (const k of Object.keys(obj)) if (!(k in shape)) throw unknownFieldError('', k, Object.keys(shape));
@@ -189,7 +204,12 @@ export class PeriodicTasks {
   private readonly maxArgsBytes: number;
   private readonly injected: boolean;
 
-  constructor(queueName: string, opts: PeriodicTasksOptions) {
+  /**
+   * @throws {ValidationError} naming the first bad option or the queue name; nothing is opened then.
+   */
+  constructor(queueName: string, options: PeriodicTasksOptions) {
+    checkQueueName(queueName);
+    const opts = checkOptions(PERIODIC_TASKS_OPTIONS, options);
     const shards = checkShards(opts.shards);
     this.keys = periodicKeys(queueName);
     const { client, owned } = connect(opts.connection);
@@ -243,11 +263,12 @@ export class PeriodicTasks {
 
   /** Reads a task, or null when there is none. */
   async get<A = unknown>(id: string): Promise<PeriodicTask<A> | null> {
-    return ((await this.read([id]))[0] as PeriodicTask<A> | undefined) ?? null;
+    return ((await this.read([checkId(id)]))[0] as PeriodicTask<A> | undefined) ?? null;
   }
 
   /** Every task defined with {@link upsert} (or only an owner's, including its rules' pending runs), sorted by id. */
-  async list(opts: { owner?: string } = {}): Promise<PeriodicTask[]> {
+  async list(options: { owner?: string } = {}): Promise<PeriodicTask[]> {
+    const opts = checkOptions(LIST_OPTIONS, options, { optional: true });
     const ids = (
       opts.owner !== undefined
         ? await this.client.smembers(this.keys.owner(checkId(opts.owner, 'owner')))
@@ -364,12 +385,12 @@ export class PeriodicTasks {
 
   /**
    * The next occurrences across all enabled tasks (and pending event-rule runs), in time order:
-   * at most `limit` (default 20), none after `until` (ms or Date).
+   * at most `limit` (1 to 10,000; default 20), none after `until` (ms since the epoch, or a valid Date).
+   * @throws {ValidationError} naming a bad option.
    */
-  async upcoming(opts: { limit?: number; until?: number | Date } = {}): Promise<UpcomingRun[]> {
+  async upcoming(options: { limit?: number; until?: number | Date } = {}): Promise<UpcomingRun[]> {
+    const opts = checkOptions(UPCOMING_OPTIONS, options, { optional: true });
     const limit = opts.limit ?? 20;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
-      throw new ValidationError('limit', 'must be a whole number from 1 to 10000');
     const until = opts.until === undefined ? Infinity : Number(opts.until);
     // Scores are the next occurrence, or up to a claim's TTL past it: read a little further.
     const ids = await this.client.zrangebyscore(
@@ -434,10 +455,8 @@ export class PeriodicTasks {
    * times, status, executor, host, pid, log lines and error output, plus the occurrences that
    * were skipped (overlap) or missed (catch-up).
    */
-  async runs(id: string, opts: { limit?: number } = {}): Promise<RunRecord[]> {
-    const limit = opts.limit ?? 20;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
-      throw new ValidationError('limit', 'must be a whole number from 1 to 10000');
+  async runs(id: string, options: { limit?: number } = {}): Promise<RunRecord[]> {
+    const limit = checkOptions(RUNS_OPTIONS, options, { optional: true }).limit ?? 20;
     const key = this.keys.history(checkId(id));
     // Staged occurrences (the newest entries) are not runs yet: read on past them until `limit` runs.
     const out: RunRecord[] = [];

@@ -1,10 +1,12 @@
 /** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import { BulkSubmitError, ShardCountError, ValidationError } from '../errors.js';
 import { startSubmitSpan } from '../observability/tracing.js';
+import { checkOptions, checkValue, QUEUE_OPTIONS, text, whole } from '../options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
-import { leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
+import { checkQueueName, leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore, type SubmitReply } from '../redis/queue-store.js';
 import { LAYOUT } from '../redis/schema.js';
 import {
@@ -28,9 +30,12 @@ import { type CheckedSpec, checkRate, checkSpec, type SubmitSpec } from './valid
 export interface QueueOptions {
   /** Where Redis is: a URL, ioredis options or an ioredis client. */
   connection: ConnectionOption;
-  /** Largest packed args accepted, in bytes; default 512 KiB. */
+  /** Largest packed args accepted, in bytes: 1 to 256 MiB; default 512 KiB. */
   maxArgsBytes?: number;
-  /** Length the events stream is capped at (approximately), in entries; 0 turns events off. Default 10,000. */
+  /**
+   * Length the events stream is capped at (approximately), in entries: 0 (events off) to
+   * 100,000,000; default 10,000.
+   */
   maxEvents?: number;
   /**
    * `'replicated'`: a submit resolves only once a replica has it (`WAIT 1`), and rejects with a
@@ -38,15 +43,15 @@ export interface QueueOptions {
    * submit is lost when a replica takes over. Default `'primary'`: acknowledged by the primary.
    */
   durability?: Durability;
-  /** How long a `'replicated'` write waits for a replica; default 1,000 ms. */
+  /** How long a `'replicated'` write waits for a replica: 1 ms to an hour; default 1,000 ms. */
   replicaTimeoutMs?: number;
   /**
-   * How many replicas a `'replicated'` write waits for (`WAIT n`); default 1. With more replicas
+   * How many replicas a `'replicated'` write waits for (`WAIT n`): 1 to 100; default 1. With more replicas
    * than that, the one promoted may not be one that has the write: give the replica count.
    */
   replicaAcks?: number;
   /**
-   * Shards the queue spreads over (default 1): each is a queue of its own in its own Cluster slot,
+   * Shards the queue spreads over (1 to 1,024; default 1): each is a queue of its own in its own Cluster slot,
    * a group lives in one of them (by a stable hash of its name), and executors take from them in
    * turn. Every part that opens the queue must give the count the queue has (a
    * ShardCountError otherwise); `rota reshard` changes it.
@@ -58,21 +63,16 @@ export interface QueueOptions {
 export type Durability = 'primary' | 'replicated';
 
 /**
- * What a store waits for after its writes under `durability`: the replica timeout (0: it does not
- * wait for replicas) and how many replicas must acknowledge.
+ * What a store waits for after its writes under `durability` (options checked by checkOptions):
+ * the replica timeout (0: it does not wait for replicas) and how many replicas must acknowledge.
  */
 export function replication(opts: { durability?: Durability; replicaTimeoutMs?: number; replicaAcks?: number }): {
   replicaTimeoutMs: number;
   replicaAcks: number;
 } {
-  const acks = opts.replicaAcks ?? 1;
-  if (!Number.isInteger(acks) || acks < 1 || acks > 100)
-    throw new ValidationError('replicaAcks', 'must be a whole number from 1 to 100');
-  if (opts.durability === undefined || opts.durability === 'primary') return { replicaTimeoutMs: 0, replicaAcks: acks };
-  if (opts.durability !== 'replicated') throw new ValidationError('durability', `must be 'primary' or 'replicated'`);
-  const ms = opts.replicaTimeoutMs ?? 1000;
-  if (!Number.isInteger(ms) || ms < 1) throw new ValidationError('replicaTimeoutMs', 'must be a whole number of ms >= 1');
-  return { replicaTimeoutMs: ms, replicaAcks: acks };
+  const replicaAcks = opts.replicaAcks ?? 1;
+  if (opts.durability !== 'replicated') return { replicaTimeoutMs: 0, replicaAcks };
+  return { replicaTimeoutMs: opts.replicaTimeoutMs ?? 1000, replicaAcks };
 }
 
 /** Per-group view, as {@link Queue.groups} gives it. */
@@ -155,6 +155,42 @@ export interface RetryFailedOptions {
  */
 export const CLEAN_BATCH = 250;
 export const RETRY_BATCH = 150;
+
+/** Most bytes of a job id a read, cancel or retry looks up (a caller's id is at most 200, a fan-out child's or periodic run's longer). */
+const MAX_JOB_ID_BYTES = 1000;
+
+/** Checks a job id given to a read, cancel or retry. @throws {ValidationError} (`id`). */
+function checkJobId(id: unknown): void {
+  checkValue(text(MAX_JOB_ID_BYTES), id, 'id');
+}
+
+const group = text(200).optional();
+const CLEAN_OPTIONS = {
+  state: z.enum(['success', 'failed', 'cancelled'], {
+    error: `must be one of ${[...FINAL_STATES].join(', ')} (a final state)`,
+  }),
+  olderThan: whole(0, Number.MAX_SAFE_INTEGER, 'ms').optional(),
+  group,
+  limit: whole(1, Number.MAX_SAFE_INTEGER).optional(),
+};
+const RETRY_FAILED_OPTIONS = { group, task: text(200).optional() };
+const JOBS_OPTIONS = {
+  state: z.enum(JOB_STATES, { error: `must be one of ${JOB_STATES.join(', ')}` }),
+  group,
+  limit: whole(1, 10_000).optional(),
+};
+const STATS_WINDOW = whole(1, 30 * 86_400_000, 'ms');
+const GROUP_LIMIT_OPTIONS = {
+  concurrency: whole(0, 1_000_000).optional(),
+  weight: whole(1, 1000).optional(),
+  rate: z.unknown().optional(),
+};
+/** A stream id (`$`, `<ms>` or `<ms>-<seq>`) per shard, joined by `,`. */
+const STREAM_PLACES = /^(\$|\d{1,20}(-\d{1,20})?)(,(\$|\d{1,20}(-\d{1,20})?))*$/;
+const EVENTS_OPTIONS = {
+  from: z.string({ error: 'must be a string' }).regex(STREAM_PLACES, "must be an event's streamId").optional(),
+  signal: z.instanceof(AbortSignal, { error: 'must be an AbortSignal' }).optional(),
+};
 
 /** A submit() call waiting to be sent with the others of its turn. */
 interface PendingSubmit {
@@ -257,7 +293,13 @@ export class Queue<T extends object = UntypedTasks> {
   /** Each shard's script calls (see src/redis/queue-store.ts), by shard number. */
   private readonly stores: QueueStore[];
 
-  constructor(name: string, opts: QueueOptions) {
+  /**
+   * @throws {ValidationError} naming the first bad option (or the queue name); nothing is opened then.
+   */
+  constructor(name: string, options: QueueOptions) {
+    checkQueueName(name);
+    const opts = checkOptions(QUEUE_OPTIONS, options);
+    const replicated = replication(opts);
     this.shards = checkShards(opts.shards);
     this.name = name;
     this.connection = opts.connection;
@@ -266,7 +308,6 @@ export class Queue<T extends object = UntypedTasks> {
     this.owned = owned;
     this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
     this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
-    const replicated = replication(opts);
     this.stores = shardNumbers(this.shards).map(
       (shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, ...replicated, shard, shards: this.shards }),
     );
@@ -360,7 +401,9 @@ export class Queue<T extends object = UntypedTasks> {
    */
   async submitBulk<K extends TaskName<T>, A = unknown>(specs: SubmitOf<T, K, A>[]): Promise<JobOf<T, K, A>[]> {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
-    const checked = specs.map((s, i) => this.check(s as SubmitSpec, specs.length > 1 ? `specs[${i}]` : ''));
+    // (Array.from visits holes, which map skips: a hole is a spec that is not an object)
+    const many = specs.length > 1;
+    const checked = Array.from(specs, (s, i) => this.check(s as SubmitSpec, many ? `specs[${i}]` : ''));
     const span = checked.length > 0 ? startSubmitSpan(this.name, checked) : null;
     if (!span) return this.writeBulk(checked, specs.length > 1);
     for (const c of checked) c.trace = span.trace;
@@ -480,6 +523,7 @@ export class Queue<T extends object = UntypedTasks> {
 
   /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
   async getJob<A = unknown>(id: string): Promise<Job<A> | null> {
+    checkJobId(id);
     await this.layoutChecked();
     return this.onJob(id, (s) => this.readJob<A>(s, id));
   }
@@ -495,6 +539,7 @@ export class Queue<T extends object = UntypedTasks> {
 
   /** The log lines a job's runs wrote with `ctx.log`, oldest first. */
   async jobLogs(id: string): Promise<string[]> {
+    checkJobId(id);
     await this.layoutChecked();
     const logs = await this.onJob(id, async (s) => {
       const lines = await this.client.lrange(s.keys.logs(id), 0, -1);
@@ -515,11 +560,13 @@ export class Queue<T extends object = UntypedTasks> {
    * A finished job is left alone (resolves its state); an unknown id resolves null.
    */
   async cancel(id: string): Promise<JobState | 'cancelling' | null> {
+    checkJobId(id);
     return this.onJob(id, (s) => s.cancel(id));
   }
 
   /** Puts a failed or cancelled job back as `waiting` (retries reset); resolves its state afterwards, or null. */
   async retry(id: string): Promise<JobState | null> {
+    checkJobId(id);
     return this.onJob(id, (s) => s.retry(id));
   }
 
@@ -532,16 +579,7 @@ export class Queue<T extends object = UntypedTasks> {
    * @throws {ValidationError} when an option is bad; nothing is removed then.
    */
   async clean(opts: CleanOptions): Promise<number> {
-    const { state, olderThan = 0, group, limit = Number.POSITIVE_INFINITY } = opts;
-    if (!FINAL_STATES.has(state)) {
-      throw new ValidationError('state', `must be one of ${[...FINAL_STATES].join(', ')} (a final state)`);
-    }
-    if (!Number.isInteger(olderThan) || olderThan < 0)
-      throw new ValidationError('olderThan', 'must be a whole number of ms >= 0');
-    if (limit !== Number.POSITIVE_INFINITY && (!Number.isInteger(limit) || limit < 1)) {
-      throw new ValidationError('limit', 'must be a whole number >= 1');
-    }
-    if (group !== undefined) this.check({ task: 'x', group });
+    const { state, olderThan = 0, group, limit = Number.POSITIVE_INFINITY } = checkOptions(CLEAN_OPTIONS, opts);
     let removed = 0;
     // (shard by shard, so that `limit` holds across them)
     for (const store of group !== undefined ? this.storesOfGroup(group) : this.stores) {
@@ -565,8 +603,7 @@ export class Queue<T extends object = UntypedTasks> {
    * @throws {ValidationError} when an option is bad; nothing is changed then.
    */
   async retryFailed(opts: RetryFailedOptions = {}): Promise<number> {
-    const { group, task } = opts;
-    if (group !== undefined || task !== undefined) this.check({ task: task ?? 'x', group });
+    const { group, task } = checkOptions(RETRY_FAILED_OPTIONS, opts, { optional: true });
     const shards = group !== undefined ? this.storesOfGroup(group) : this.stores;
     const counts = await Promise.all(
       shards.map(async (store) => {
@@ -585,9 +622,11 @@ export class Queue<T extends object = UntypedTasks> {
 
   /**
    * Lists jobs in a state, newest first for finished ones and in take order for waiting ones,
-   * optionally of one group. At most `limit` jobs (default 50).
+   * optionally of one group. At most `limit` jobs (1 to 10,000; default 50).
+   * @throws {ValidationError} naming a bad option.
    */
-  async jobs(opts: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
+  async jobs(options: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
+    const opts = checkOptions(JOBS_OPTIONS, options);
     await this.layoutChecked();
     if (this.stores.length === 1) return this.shardJobs(this.stores[0], opts);
     const limit = opts.limit ?? 50;
@@ -654,8 +693,10 @@ export class Queue<T extends object = UntypedTasks> {
   /**
    * Throughput and waits of the last `windowMs` (default one minute): jobs finished per state,
    * and submit-to-start wait percentiles of jobs that succeeded in the window (sampled, at most 1,000).
+   * @throws {ValidationError} when `windowMs` is not a whole number of ms from 1 to 30 days.
    */
   async stats(windowMs = 60_000): Promise<QueueStats> {
+    checkValue(STATS_WINDOW, windowMs, 'windowMs');
     await this.layoutChecked();
     const now = Number((await this.client.time())[0]) * 1000;
     const since = now - windowMs;
@@ -780,22 +821,13 @@ export class Queue<T extends object = UntypedTasks> {
    */
   async setGroupLimit(
     group: string,
-    opts: { concurrency?: number; weight?: number; rate?: { max: number; perMs: number } | null },
+    options: { concurrency?: number; weight?: number; rate?: { max: number; perMs: number } | null },
   ): Promise<void> {
+    const opts = checkOptions(GROUP_LIMIT_OPTIONS, options);
     const change: GroupChange = {};
     if (opts.rate !== undefined) change.rate = checkRate(opts.rate);
-    if (opts.concurrency !== undefined) {
-      if (!Number.isInteger(opts.concurrency) || opts.concurrency < 0) {
-        throw new ValidationError('concurrency', 'must be a whole number >= 0 (0: no limit)');
-      }
-      change.limit = opts.concurrency;
-    }
-    if (opts.weight !== undefined) {
-      if (!Number.isInteger(opts.weight) || opts.weight < 1 || opts.weight > 1000) {
-        throw new ValidationError('weight', 'must be a whole number from 1 to 1000');
-      }
-      change.weight = opts.weight;
-    }
+    if (opts.concurrency !== undefined) change.limit = opts.concurrency;
+    if (opts.weight !== undefined) change.weight = opts.weight;
     await this.setGroup(group, change);
   }
 
@@ -830,7 +862,8 @@ export class Queue<T extends object = UntypedTasks> {
    * event's `streamId`) to resume after it; by default only new events are read. A sharded
    * queue's events come in order within each shard, and their `streamId` holds each shard's place.
    */
-  events(opts: { from?: string; signal?: AbortSignal } = {}): AsyncIterable<QueueEvent> {
+  events(options: { from?: string; signal?: AbortSignal } = {}): AsyncIterable<QueueEvent> {
+    const opts = checkOptions(EVENTS_OPTIONS, options, { optional: true });
     return readShardEvents(
       this.connection,
       this.shardKeys.map((k) => k.events),

@@ -16,8 +16,9 @@
  * point is finished by running it again: it copies what `moving` holds first, then goes on.
  */
 import type { Redis } from 'ioredis';
-import { ReshardRefusedError, SchemaMismatchError, ValidationError } from '../errors.js';
-import { type ConnectionOption, connect } from '../redis/connection.js';
+import { ReshardRefusedError, SchemaMismatchError } from '../errors.js';
+import { checkOptions, RESHARD_OPTIONS } from '../options.js';
+import { type ConnectionOption, checkConnection, connect } from '../redis/connection.js';
 import { type GroupState, readGroupStates } from '../redis/group-state.js';
 import { checkQueueName, leaseJobId, queueKeys } from '../redis/keys.js';
 import { QueueStore } from '../redis/queue-store.js';
@@ -32,7 +33,7 @@ import {
   ReshardStore,
 } from '../redis/reshard-store.js';
 import { LAYOUT } from '../redis/schema.js';
-import { homeShard, MAX_SHARDS, shardNumbers, shardOfGroup, shardOfId, shardTag } from '../redis/shards.js';
+import { homeShard, shardNumbers, shardOfGroup, shardOfId, shardTag } from '../redis/shards.js';
 import { GROUP_DUE_MARK, SCHEMA_VERSION } from '../redis/wire.js';
 
 /** Options of {@link reshard}. */
@@ -93,13 +94,8 @@ const CHILD_ID = /^([\s\S]*)\/\d+$/;
  */
 export async function reshard(connection: ConnectionOption, queue: string, opts: ReshardOptions): Promise<ReshardReport> {
   checkQueueName(queue);
-  if (typeof opts !== 'object' || opts === null) throw new ValidationError('options', 'must be an object with `to`');
-  const { to, batch = DEFAULT_BATCH, onProgress } = opts;
-  if (!Number.isInteger(to) || to < 1 || to > MAX_SHARDS) {
-    throw new ValidationError('to', `must be a whole number from 1 to ${MAX_SHARDS} (the shard count to go to)`);
-  }
-  if (!Number.isInteger(batch) || batch < 1 || batch > 10_000)
-    throw new ValidationError('batch', 'must be a whole number from 1 to 10000');
+  const { to, batch = DEFAULT_BATCH, onProgress } = checkOptions(RESHARD_OPTIONS, opts);
+  checkConnection(connection);
   const { client, owned } = connect(connection, { reuse: true });
   try {
     const layout = queueKeys(queue).meta;

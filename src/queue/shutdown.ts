@@ -1,10 +1,11 @@
 /**
  * Graceful shutdown on process signals, for executors run as services (the CLI worker uses it).
  */
+import { checkOptions, SHUTDOWN_OPTIONS } from '../options.js';
 import type { Worker } from './worker.js';
 
 export interface ShutdownOptions {
-  /** How long running jobs may go on after the signal before they are released; default 30,000 ms. */
+  /** How long running jobs may go on after the signal before they are released: 0 to a day; default 30,000 ms. */
   timeout?: number;
   /** Signals to handle; default SIGTERM and SIGINT. */
   signals?: NodeJS.Signals[];
@@ -22,9 +23,11 @@ export interface ShutdownOptions {
  * retry (see {@link Worker.close}); then the process exits. A second signal exits at once
  * (jobs still running are then recovered through their leases).
  * Returns a function that removes the handlers.
+ * @throws {ValidationError} naming the first bad option; no handler is installed then.
  * @example installShutdownHandlers(worker, { timeout: 10_000 });
  */
-export function installShutdownHandlers(workers: Worker | Worker[], opts: ShutdownOptions = {}): () => void {
+export function installShutdownHandlers(workers: Worker | Worker[], options: ShutdownOptions = {}): () => void {
+  const opts = checkOptions(SHUTDOWN_OPTIONS, options, { optional: true }) as ShutdownOptions;
   const list = Array.isArray(workers) ? workers : [workers];
   const signals = opts.signals ?? ['SIGTERM', 'SIGINT'];
   const log = opts.log ?? ((m: string) => console.error(m));

@@ -138,6 +138,10 @@ function under(problem: Problem, key: string | number): Problem {
   return problem;
 }
 
+/** The range of the bigints msgpack carries (int64 and uint64). */
+const MIN_INT64 = -(2n ** 63n);
+const MAX_UINT64 = 2n ** 64n - 1n;
+
 /** The objects and arrays being walked by {@link unserializable}, outermost first (a cycle check). */
 const ancestors: object[] = [];
 
@@ -149,9 +153,12 @@ function unserializable(v: unknown): Problem | null {
   switch (typeof v) {
     case 'string':
     case 'boolean':
-    case 'bigint':
     case 'undefined':
       return null;
+    case 'bigint':
+      return v >= MIN_INT64 && v <= MAX_UINT64
+        ? null
+        : { at: [], reason: 'is a bigint outside the 64-bit range (-2^63 to 2^64 - 1), which does not serialize' };
     case 'number':
       return Number.isFinite(v) ? null : { at: [], reason: `is ${v}, which does not serialize` };
     case 'function':
@@ -159,7 +166,8 @@ function unserializable(v: unknown): Problem | null {
     case 'symbol':
       return { at: [], reason: 'is a symbol, which does not serialize' };
   }
-  if (v === null || v instanceof Date || v instanceof Uint8Array) return null;
+  if (v === null || v instanceof Uint8Array) return null;
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? { at: [], reason: 'is an invalid Date' } : null;
   const obj = v as Record<string, unknown>;
   if (ancestors.includes(obj)) return { at: [], reason: 'refers back to itself (a cycle), which does not serialize' };
   if (ancestors.length === MAX_DEPTH) {
@@ -190,8 +198,9 @@ function unserializable(v: unknown): Problem | null {
 }
 
 /**
- * Packs a value with msgpack, refusing values that do not serialize, nest deeper than
- * {@link MAX_DEPTH} levels or exceed `limit` bytes.
+ * Packs a value with msgpack, refusing values that do not serialize (functions, symbols, class
+ * instances, cycles, non-finite numbers, invalid Dates, bigints beyond 64 bits), nest deeper than
+ * {@link MAX_DEPTH} levels or exceed `limit` bytes. The size is that of the bytes written.
  */
 export function packValue(value: unknown, limit: number, field: string): Buffer {
   const problem = unserializable(value);
@@ -202,7 +211,13 @@ export function packValue(value: unknown, limit: number, field: string): Buffer 
       .join('');
     throw new ValidationError(`${field}${path}`, problem.reason);
   }
-  const packed = value === undefined ? Buffer.alloc(0) : pack(value);
+  let packed: Buffer;
+  try {
+    packed = value === undefined ? Buffer.alloc(0) : pack(value);
+  } catch (err) {
+    // (the value changed since it was walked: a getter, a proxy)
+    throw new ValidationError(field, `does not serialize (${err instanceof Error ? err.message.slice(0, 200) : String(err)})`);
+  }
   if (packed.length > limit) throw new PayloadTooLargeError(field, packed.length, limit);
   return packed;
 }
@@ -220,11 +235,13 @@ export interface CheckedSpec extends SubmitSpec {
 }
 
 /** Validates one spec; `where` prefixes field names (e.g. `specs[3]`). */
-export function checkSpec(spec: SubmitSpec, argsLimit: number, where = ''): CheckedSpec {
-  if (typeof spec !== 'object' || spec === null) throw new ValidationError(where || 'spec', 'must be an object');
-  for (const k in spec) if (!SPEC_FIELDS.has(k)) throw unknownFieldError(where, k, SPEC_FIELDS);
-  const parsed = specSchema.safeParse(spec);
+export function checkSpec(given: SubmitSpec, argsLimit: number, where = ''): CheckedSpec {
+  if (typeof given !== 'object' || given === null) throw new ValidationError(where || 'spec', 'must be an object');
+  for (const k in given) if (!SPEC_FIELDS.has(k)) throw unknownFieldError(where, k, SPEC_FIELDS);
+  const parsed = specSchema.safeParse(given);
   if (!parsed.success) throw zodError(where, parsed.error);
+  // (what was checked is what is written: each field read once, a getter's next answer unseen)
+  const spec = parsed.data as SubmitSpec;
   if (spec.delay !== undefined && spec.runAt !== undefined) {
     throw new ValidationError(where ? `${where}.delay` : 'delay', 'cannot be given with runAt (one due time per job)');
   }

@@ -13,8 +13,9 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ShardCountError, ValidationError } from '../errors.js';
 import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
+import { CLOSE_OPTIONS, checkOptions, WORKER_OPTIONS } from '../options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
-import type { QueueKeys } from '../redis/keys.js';
+import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';
 import { addRun, type FinishSettings, QueueStore, type Taken } from '../redis/queue-store.js';
 import { byShard, checkShards, shardNumbers } from '../redis/shards.js';
@@ -42,31 +43,41 @@ import { packValue } from './validate.js';
 export interface WorkerOptions {
   /** Where Redis is: a URL, ioredis options or an ioredis client. */
   connection: ConnectionOption;
-  /** Jobs run at once (slots); default 1. */
+  /** Jobs run at once (slots): 1 to 100,000; default 1. */
   concurrency?: number;
-  /** Unique executor id; default `host:pid:random`. A fixed id lets a restarted executor clear its stale marks. */
+  /** Unique executor id (1 to 200 bytes); default `host:pid:random`. A fixed id lets a restarted executor clear its stale marks. */
   id?: string;
-  /** `[high, low]`: take `high` high-priority jobs, then `low` low-priority ones, per group; default [2, 1]. */
+  /**
+   * `[high, low]`: take `high` high-priority jobs, then `low` low-priority ones, per group; each 0 to
+   * 1,000, not both 0; default [2, 1].
+   */
   countingScheme?: [number, number];
   /**
-   * Base of the retry backoff in ms: a failed job waits `retryDelay × 2^retries`, at most
-   * 9,999,999,999,999 ms (MAX_DELAY_MS in src/redis/wire.ts); default 1000.
+   * Base of the retry backoff in ms (0 to a day): a failed job waits `retryDelay × 2^retries`, at
+   * most 9,999,999,999,999 ms (MAX_DELAY_MS in src/redis/wire.ts); default 1000.
    */
   retryDelay?: number;
-  /** Lease of a taken job in ms, extended by the heartbeat every third of it; default 30,000. */
+  /**
+   * Lease of a taken job in ms, extended by the heartbeat every third of it: 1,000 (one second;
+   * shorter leases cost a heartbeat call every few ms and are lost to any pause) to a day; default 30,000.
+   */
   leaseMs?: number;
-  /** Time a handler gets to return after its signal aborted, before it is abandoned; default 5,000 ms. */
+  /** Time a handler gets to return after its signal aborted, before it is abandoned: 0 to an hour; default 5,000 ms. */
   graceMs?: number;
-  /** Longest idle sleep before looking at the queue again anyway; default 30,000 ms. */
+  /**
+   * Longest idle sleep before looking at the queue again anyway: 1,000 ms (an idle executor
+   * otherwise polls Redis) to an hour; default 30,000 ms.
+   */
   fallbackWakeMs?: number;
   /**
    * Finished successful jobs kept: newest `count` (default 10,000), each at most `age` ms (default
-   * 1 day). The count may run over by a twentieth before a trim removes the excess in one step.
+   * 1 day); -1 is no bound, else 0 to 10^9 jobs and up to 100 years. The count may run over by a
+   * twentieth before a trim removes the excess in one step.
    */
   keepSucceeded?: Keep;
   /** Failed and cancelled jobs kept: newest `count` (default 100,000), each at most `age` ms (default 7 days); trimmed as above. */
   keepFailed?: Keep;
-  /** Largest packed result stored, in bytes; default 512 KiB. */
+  /** Largest packed result stored, in bytes: 1 to 256 MiB; default 512 KiB. */
   maxResultBytes?: number;
   /** Events stream cap (see QueueOptions.maxEvents). */
   maxEvents?: number;
@@ -88,7 +99,7 @@ export interface WorkerOptions {
   /**
    * Shortest time between two progress updates of a run that are written and reported
    * (ctx.progress): the first goes at once, then at most one per interval (the newest value), and
-   * the last one when the run ends. Default 1,000 ms.
+   * the last one when the run ends. 0 to an hour; default 1,000 ms.
    */
   progressIntervalMs?: number;
 }
@@ -285,24 +296,28 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   private readonly plan: TakePlan;
   private startedAt = Date.now();
 
-  constructor(name: string, handlers: NoInfer<HandlersOf<T>>, options: WorkerOptions) {
+  /**
+   * @throws {ValidationError} naming the first bad option, handler or the queue name; nothing is
+   * opened then.
+   */
+  constructor(name: string, handlers: NoInfer<HandlersOf<T>>, workerOptions: WorkerOptions) {
     super();
+    checkQueueName(name);
+    const options = checkOptions(WORKER_OPTIONS, workerOptions) as WorkerOptions;
     this.shards = checkShards(options.shards);
     this.name = name;
     if (typeof handlers !== 'object' || handlers === null)
       throw new ValidationError('handlers', 'must map task names to functions');
+    // (a snapshot: handlers are looked up in it, by own key only)
+    const own: Handlers = Object.create(null);
     for (const [task, h] of Object.entries(handlers)) {
       if (typeof h !== 'function') throw new ValidationError(`handlers.${task}`, 'must be a function');
+      own[task] = h as Handlers[string];
     }
-    this.handlers = handlers as Handlers;
+    this.handlers = own;
     this.logger = options.logger;
     const concurrency = options.concurrency ?? 1;
-    if (!Number.isInteger(concurrency) || concurrency < 1)
-      throw new ValidationError('concurrency', 'must be a whole number >= 1');
     const scheme = options.countingScheme ?? [2, 1];
-    if (scheme.length !== 2 || !scheme.every((n) => Number.isInteger(n) && n >= 0) || scheme[0] + scheme[1] < 1) {
-      throw new ValidationError('countingScheme', 'must be [high, low], whole numbers >= 0, not both 0');
-    }
     this.opts = {
       concurrency,
       countingScheme: scheme,
@@ -363,8 +378,6 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       }
     });
     const progressIntervalMs = options.progressIntervalMs ?? 1000;
-    if (!Number.isInteger(progressIntervalMs) || progressIntervalMs < 0)
-      throw new ValidationError('progressIntervalMs', 'must be a whole number of ms >= 0');
     this.progress = new ProgressThrottle(progressIntervalMs, (job, n) => {
       this.progressWrites.add({ id: job.id, progress: n, shard: shardOf(job) });
       if (this.listenerCount('progress') > 0) this.emit('progress', { ...job, progress: n }, n);
@@ -841,9 +854,17 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
    * When Redis does not answer (an outage), it gives up 5 s later and emits an error: the jobs
    * it could not acknowledge or release come back through their leases, as a failed attempt.
    * Calling it again returns the same promise.
+   * Rejects with a ValidationError, closing nothing, when `timeout` is not a whole number of ms
+   * from 0 to a day.
    */
   close(opts: { timeout?: number } = {}): Promise<void> {
-    this.closed ??= this.shutdown(opts.timeout ?? 30_000);
+    let timeout: number;
+    try {
+      timeout = checkOptions(CLOSE_OPTIONS, opts, { optional: true }).timeout ?? 30_000;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.closed ??= this.shutdown(timeout);
     return this.closed;
   }
 

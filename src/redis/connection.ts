@@ -27,6 +27,12 @@ const RETRY_MAX_MS = 1000;
  */
 export const FIRST_CONTACT_RETRIES = 2;
 
+/** Highest database number a URL or `db` option may name (Redis reads it as a 32-bit int). */
+export const MAX_DB = 2 ** 31 - 1;
+
+/** The reply of a server that has no database of the number a client asked for (SELECT). */
+const DB_REFUSED = /DB index is out of range|invalid DB index/i;
+
 /** Whether `err` says the server refused the client's credentials (retrying at once cannot help). */
 export function isAuthError(err: unknown): boolean {
   return err instanceof Error && /^(WRONGPASS|NOAUTH|NOPERM)\b|invalid (username-password pair|password)/i.test(err.message);
@@ -44,8 +50,34 @@ function isCluster(c: Redis | Cluster): c is Cluster {
  * A reconnect strategy that backs off to {@link AUTH_RETRY_MS} while the last error was a refused
  * authentication, so a wrong password does not open a connection after another.
  */
-function retryStrategy(lastError: () => Error | undefined): (times: number) => number {
-  return (times) => (isAuthError(lastError()) ? AUTH_RETRY_MS : Math.min(RETRY_STEP_MS * times, RETRY_MAX_MS));
+function retryStrategy(lastError: () => Error | undefined): (times: number) => number | null {
+  return (times) => {
+    const last = lastError();
+    // (a database the server does not have: connecting again cannot help)
+    if (last instanceof ConnectionError && last.reason === 'DB') return null;
+    return isAuthError(last) ? AUTH_RETRY_MS : Math.min(RETRY_STEP_MS * times, RETRY_MAX_MS);
+  };
+}
+
+/**
+ * Checks the form of a connection option before anything is opened: a `redis://` or `rediss://`
+ * URL (its database, when given, a whole number from 0 to {@link MAX_DB}), ioredis options (their
+ * `db` likewise) or an ioredis client.
+ * @throws {ValidationError} naming `connection` (a URL's password masked).
+ */
+export function checkConnection(conn: unknown): void {
+  if (typeof conn === 'string') {
+    checkUrl(conn);
+    return;
+  }
+  if (typeof conn !== 'object' || conn === null || Array.isArray(conn)) {
+    throw new ValidationError('connection', 'must be a redis:// URL, ioredis options or an ioredis client');
+  }
+  if (isClient(conn as ConnectionOption)) return;
+  const db = (conn as RedisOptions).db;
+  if (db !== undefined && (typeof db !== 'number' || !Number.isInteger(db) || db < 0 || db > MAX_DB)) {
+    throw new ValidationError('connection.db', `must be a whole number from 0 to ${MAX_DB} (a database number)`);
+  }
 }
 
 /**
@@ -70,7 +102,10 @@ export function connect(
     client = isCluster(conn) ? duplicateCluster(conn, extra) : conn.duplicate(withSentinelDefaults(conn.options, extra));
   else if (typeof conn === 'string') client = new Redis(checkUrl(conn), extra);
   else client = new Redis({ ...withSentinelDefaults(conn, {}), ...conn, ...extra });
-  if (!isCluster(client)) failFast(client);
+  if (!isCluster(client)) {
+    failFast(client);
+    if (client.options.db) guardDb(client);
+  }
   // Connection errors show up as failed commands (or as the executor's error events); without a
   // listener ioredis would print every failed reconnect attempt during an outage.
   // (`last` is the error of the current connection attempt: a refused AUTH answers after `connect`)
@@ -80,20 +115,61 @@ export function connect(
   return { client: client as Redis, owned: true };
 }
 
-/** `url` when it is a `redis://` or `rediss://` URL. @throws {ValidationError} naming it (password masked) else. */
+/**
+ * `url` when it is a `redis://` or `rediss://` URL whose database, when given, is a whole number
+ * from 0 to {@link MAX_DB}. @throws {ValidationError} naming it (password masked) else.
+ */
 function checkUrl(url: string): string {
-  let protocol: string;
+  let u: URL;
   try {
-    protocol = new URL(url).protocol;
+    u = new URL(url);
   } catch {
     throw new ValidationError(
       'connection',
-      `"${url}" is not a URL (expected redis://[user:password@]host[:port][/db] or rediss://...)`,
+      `"${maskUrl(url)}" is not a URL (expected redis://[user:password@]host[:port][/db] or rediss://...)`,
     );
   }
-  if (protocol !== 'redis:' && protocol !== 'rediss:')
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
     throw new ValidationError('connection', `"${maskUrl(url)}" is not a Redis URL (expected redis:// or rediss://)`);
+  const db = urlDb(u);
+  if (db === null)
+    throw new ValidationError('connection', `"${maskUrl(url)}": the database must be a whole number from 0 to ${MAX_DB}`);
   return url;
+}
+
+/** The database a Redis URL names (0 when none), or null when its path is no database number. */
+export function urlDb(u: URL): number | null {
+  const path = u.pathname.replace(/^\//, '');
+  if (path === '') return 0;
+  const db = Number(path);
+  return /^\d{1,10}$/.test(path) && db <= MAX_DB ? db : null;
+}
+
+/**
+ * Makes a client that asks for a database other than 0 refuse to run any command when the server
+ * has no such database: ioredis sends SELECT on connecting but runs the commands on database 0 when
+ * it is refused. The refusal (its reply comes before the ready check's) fails the ready check
+ * instead, so the waiting commands fail with a {@link ConnectionError} (`reason` `DB`) and the
+ * client does not connect again. Needs the ready check (`enableReadyCheck`, on by default).
+ */
+export function guardDb(client: Redis): void {
+  let refused: ConnectionError | undefined;
+  client.on('connect', () => (refused = undefined));
+  const internal = client as unknown as {
+    _readyCheck(cb: (err: Error | null, info?: unknown) => void): void;
+    silentEmit(event: string, arg: unknown): unknown;
+  };
+  // (the refused SELECT's error event is the ConnectionError, so listeners hear it once, typed)
+  const emit = internal.silentEmit.bind(client);
+  internal.silentEmit = (event, arg) => {
+    if (event === 'error' && arg instanceof Error && !(arg instanceof ConnectionError) && DB_REFUSED.test(arg.message)) {
+      refused = connectionError(targetOf(client), arg);
+      return emit(event, refused);
+    }
+    return emit(event, arg);
+  };
+  const check = internal._readyCheck.bind(client);
+  internal._readyCheck = (cb) => check((err, info) => (refused ? cb(refused) : cb(err, info)));
 }
 
 /**
@@ -130,7 +206,7 @@ export function targetOf(client: Redis | Cluster): string {
   if (o.sentinels?.length) return `sentinel master "${o.name}" via ${o.sentinels.map((n) => `${n.host}:${n.port}`).join(',')}`;
   if (o.path) return o.path;
   const auth = o.password ? `${encodeURIComponent(o.username ?? '')}:***@` : '';
-  return `redis${o.tls ? 's' : ''}://${auth}${o.host ?? '127.0.0.1'}:${o.port ?? 6379}`;
+  return `redis${o.tls ? 's' : ''}://${auth}${o.host ?? '127.0.0.1'}:${o.port ?? 6379}${o.db ? `/${o.db}` : ''}`;
 }
 
 /** Errors that say Redis was not reached, or refused the client's credentials. */
@@ -185,14 +261,20 @@ function duplicateCluster(cluster: Cluster, extra: RedisOptions): Cluster {
   return cluster.duplicate([], options);
 }
 
-/** `url` with its password replaced by `***` (an unparsable string is given back as it is). */
+/**
+ * `url` with its password replaced by `***`. Of a string that does not parse as a URL, what comes
+ * before its last `@` after the scheme (where a user and password would be) is replaced by `***`.
+ */
 export function maskUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
     return u.toString().replace(/\/$/, '');
   } catch {
-    return url;
+    const at = url.lastIndexOf('@');
+    if (at < 0) return url;
+    const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(url)?.[0] ?? '';
+    return `${scheme}***${url.slice(at)}`;
   }
 }
 
@@ -202,6 +284,7 @@ const CAUSES: Array<[RegExp, string, string]> = [
   [/^NOAUTH\b/, 'NOAUTH', 'the server asks for a password and none was given (NOAUTH)'],
   [/^NOPERM\b/, 'NOPERM', 'the user lacks a permission it needs (NOPERM)'],
   [/^Protocol error\b/, 'PROTOCOL', 'what answers there does not speak the Redis protocol (an HTTP server? a wrong port?)'],
+  [DB_REFUSED, 'DB', 'the server has no database of that number (SELECT: DB index is out of range); nothing was run'],
 ];
 const CODES: Record<string, string> = {
   ECONNREFUSED: 'nothing listens there (ECONNREFUSED)',
@@ -218,6 +301,7 @@ const CODES: Record<string, string> = {
  * certificate through its error event, and the command only as "Connection is closed").
  */
 export function connectionError(target: string, err: unknown): ConnectionError {
+  if (err instanceof ConnectionError) return err;
   const e: NodeJS.ErrnoException = err instanceof Error ? err : new Error(String(err));
   const where = maskUrl(target);
   for (const [pattern, reason, detail] of CAUSES) if (pattern.test(e.message)) return new ConnectionError(where, reason, detail);

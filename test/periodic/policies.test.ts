@@ -59,10 +59,10 @@ describe('overlap', () => {
 
   it('allow submits every occurrence; buffer-one holds one until the previous run ends', async () => {
     const { tasks, queue, scheduler } = setup();
-    await tasks.upsert({ id: 'a', task: 'x', timer: 'every 300ms', overlap: 'allow' });
-    await tasks.upsert({ id: 'b', task: 'x', timer: 'every 300ms', overlap: 'buffer-one' });
+    await tasks.upsert({ id: 'a', task: 'x', timer: 'every 1s', overlap: 'allow' });
+    await tasks.upsert({ id: 'b', task: 'x', timer: 'every 1s', overlap: 'buffer-one' });
     await scheduler({ bufferPollMs: 100 }).start();
-    await sleep(1600);
+    await sleep(4600);
     const a = (await tasks.runs('a', { limit: 100 })).filter((r) => r.jobId);
     expect(a.length).toBeGreaterThanOrEqual(4);
     // b: one job waiting (never started: no executor), one occurrence buffered, the rest skipped
@@ -106,9 +106,9 @@ describe('overlap', () => {
 
   it('cancel-previous cancels the unfinished run when the next occurrence is submitted', async () => {
     const { tasks, queue, scheduler } = setup();
-    await tasks.upsert({ id: 'c', task: 'x', timer: 'every 400ms', overlap: 'cancel-previous' });
+    await tasks.upsert({ id: 'c', task: 'x', timer: 'every 1s', overlap: 'cancel-previous' });
     await scheduler().start();
-    await sleep(1500);
+    await sleep(3600);
     const jobs = (await tasks.runs('c', { limit: 100 })).filter((r) => r.jobId);
     expect(jobs.length).toBeGreaterThanOrEqual(3);
     expect(jobs[0].status).toBe('waiting');

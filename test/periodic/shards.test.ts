@@ -64,7 +64,7 @@ describe('periodic tasks of a sharded queue', () => {
     const groups = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
     const byShard = Array.from({ length: SHARDS }, (_, i) => groups.find((g) => shardOfGroup(g, SHARDS) === i)!);
     for (const [i, group] of byShard.entries()) {
-      await tasks.upsert({ id: `t${i}`, task: 'tick', group, timer: 'every 500ms', overlap: 'allow' });
+      await tasks.upsert({ id: `t${i}`, task: 'tick', group, timer: 'every 1s', overlap: 'allow' });
     }
     const ran = new Map<string, number>();
     const done: Job[] = [];
@@ -83,9 +83,9 @@ describe('periodic tasks of a sharded queue', () => {
     await worker.run();
     const replicas = [0, 1].map((i) => track(new Scheduler(name, { connection: redisUrl(), shards: SHARDS, id: `r${i}` })));
     await Promise.all(replicas.map((r) => r.start()));
-    // about eight occurrences of each task
+    // about five occurrences of each task
     await eventually(
-      async () => (await Promise.all(byShard.map((_, i) => tasks.runs(`t${i}`)))).every((r) => r.length >= 8),
+      async () => (await Promise.all(byShard.map((_, i) => tasks.runs(`t${i}`)))).every((r) => r.length >= 5),
       20_000,
     );
     for (const i of byShard.keys()) await tasks.disable(`t${i}`);
@@ -102,9 +102,9 @@ describe('periodic tasks of a sharded queue', () => {
         // every occurrence from the first to the last, once each
         taskRuns.forEach((r, k) => {
           expect(r.jobId).toBe(`t${i}@${r.occurrence}`);
-          if (k > 0) expect(r.occurrence - taskRuns[k - 1].occurrence).toBe(500);
+          if (k > 0) expect(r.occurrence - taskRuns[k - 1].occurrence).toBe(1000);
         });
-        expect(taskRuns.length).toBeGreaterThanOrEqual(8);
+        expect(taskRuns.length).toBeGreaterThanOrEqual(5);
       }
       for (const r of all) {
         expect(ran.get(r.jobId!), r.jobId).toBe(1);

@@ -258,7 +258,7 @@ describe('retention', () => {
     const name = uniqueQueue('retention-age');
     const q = queue(name);
     const done: Job[] = [];
-    const w = worker(name, { ok: () => 1 }, { keepSucceeded: { count: -1, age: 300 }, leaseMs: 400 });
+    const w = worker(name, { ok: () => 1 }, { keepSucceeded: { count: -1, age: 300 }, leaseMs: 1000 });
     w.on('completed', (j) => done.push(j));
     const jobs = await q.submitBulk(Array.from({ length: 5 }, () => ({ task: 'ok' })));
     await until(w, 'completed', () => done.length === 5);

@@ -251,7 +251,7 @@ describe('reshard', () => {
     const child = new NodeProcess(executorScript(), [], {
       REDIS_URL: redisUrl(),
       QUEUE: name,
-      LEASE_MS: '300',
+      LEASE_MS: '1000',
       RETRY_DELAY: '60000',
       REPORT: '1',
     });

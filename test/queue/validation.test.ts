@@ -129,3 +129,76 @@ describe('unknown fields', () => {
     expect(await dump(name)).toEqual(new Map());
   });
 });
+
+/** An object whose `field` reads `first` once, then `later` on every read after. */
+function shifting<T extends object>(base: T, field: string, first: unknown, later: unknown): T {
+  let reads = 0;
+  return Object.defineProperty({ ...base }, field, { enumerable: true, get: () => (reads++ === 0 ? first : later) });
+}
+
+describe('bad arguments of every method: typed errors, nothing written', () => {
+  it('refuses holes, bad limits, windows, dates, bigints and ids with a ValidationError naming them', async () => {
+    const name = uniqueQueue();
+    const q = openQueue(name);
+    const tasks = track(new PeriodicTasks(name, { connection: redisUrl() }));
+    await q.submit({ task: 'ok' });
+    await tasks.upsert({ id: 'kept', task: 't', timer: 'daily' });
+    const before = await dump(name);
+    const cases: Array<[Promise<unknown>, string]> = [
+      [q.submitBulk(new Array(2)), 'specs[0]'],
+      [q.submitBulk(Object.assign(new Array(3), { 0: { task: 'ok' }, 2: { task: 'ok' } })), 'specs[1]'],
+      [q.setGroupLimit('g', null as never), 'options'],
+      [q.setGroupLimit('g', { concurrency: 1e300 }), 'concurrency'],
+      [q.setGroupLimit('g', { weight: NaN }), 'weight'],
+      [q.submit({ task: 'ok', args: { n: 10n ** 30n } }), 'args.n'],
+      [q.submit({ task: 'ok', args: [-(2n ** 64n)] }), 'args[0]'],
+      [q.submit({ task: 'ok', args: { when: new Date(Number.NaN) } }), 'args.when'],
+      [q.submit({ task: 'ok', runAt: new Date(Number.NaN) }), 'runAt'],
+      [q.jobs({ state: 'waiting', limit: Number.NaN }), 'limit'],
+      [q.jobs({ state: 'waiting', limit: 1e300 }), 'limit'],
+      [q.jobs({ state: 'nope' as never }), 'state'],
+      [q.jobs(null as never), 'options'],
+      [q.stats(Number.NaN), 'windowMs'],
+      [q.stats(-1), 'windowMs'],
+      [q.clean({ state: 'success', olderThan: 1e300 }), 'olderThan'],
+      [q.clean({ state: 'success', limit: Number.NaN }), 'limit'],
+      [q.retryFailed({ group: '' }), 'group'],
+      [q.getJob(42 as never), 'id'],
+      [q.jobLogs(''), 'id'],
+      [q.cancel(null as never), 'id'],
+      [q.retry({} as never), 'id'],
+      [tasks.upcoming({ until: new Date(Number.NaN) }), 'until'],
+      [tasks.upcoming({ until: Number.NaN }), 'until'],
+      [tasks.upcoming({ limit: 1e300 }), 'limit'],
+      [tasks.runs('kept', null as never), 'options'],
+      [tasks.list(null as never), 'options'],
+      [tasks.get(42 as never), 'id'],
+    ];
+    for (const [call, field] of cases) {
+      const err = await outcome(call);
+      expect(err, field).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field, String(err)).toBe(field);
+    }
+    expect(() => q.events({ from: 'soon' })).toThrow(ValidationError);
+    expect(await dump(name)).toEqual(before);
+  });
+
+  it('writes the values it checked: a getter that answers otherwise on a later read changes nothing', async () => {
+    const name = uniqueQueue();
+    const q = openQueue(name);
+    const tasks = track(new PeriodicTasks(name, { connection: redisUrl() }));
+    const huge = 'x'.repeat(1_000_000);
+    const job = await q.submit(shifting({ group: 'g' }, 'task', 'ok', huge) as never);
+    expect((await q.getJob(job.id))!.task).toBe('ok');
+    const [bulk] = await q.submitBulk([shifting({ task: 'ok' }, 'group', 'g', huge) as never]);
+    expect((await q.getJob(bulk.id))!.group).toBe('g');
+    const t = await tasks.upsert(shifting({ id: 'p', timer: 'daily' }, 'task', 'ok', huge) as never);
+    expect(t.task).toBe('ok');
+    const r = rawClient();
+    try {
+      for (const k of await r.keys(`{rota:${name}}*`)) expect(await r.memory('USAGE', k), k).toBeLessThan(100_000);
+    } finally {
+      r.disconnect();
+    }
+  });
+});

@@ -66,6 +66,18 @@ describe('rota calendar', () => {
     expect(lines[3]).toMatchObject({ kind: 'cron', next: ['2026-03-29T12:00:00.000Z', '2026-03-30T12:00:00.000Z'] });
   });
 
+  it('reports a spec it cannot parse on stderr, prefixed rota:, and the others on stdout as usual', () => {
+    const text = rota('calendar', '--from', '2026-03-28T12:00:00Z', 'bad spec', 'daily');
+    expect(text.status).toBe(1);
+    expect(text.stderr).toMatch(/^rota: failed to parse "bad spec": /);
+    expect(text.stdout).not.toContain('bad spec');
+    expect(text.stdout).toMatch(/^ {2}Original form: daily\n/);
+    const json = rota('calendar', '--json', 'bad spec');
+    expect(json.status).toBe(1);
+    expect(json.stderr).toMatch(/^rota: failed to parse "bad spec": /);
+    expect(JSON.parse(json.stdout)).toMatchObject({ spec: 'bad spec' });
+  });
+
   it('says "never" when a spec has no next elapse', () => {
     const r = rota('calendar', '--from', '2026-03-28T12:00:00Z', '2020-01-01');
     expect(r.status).toBe(0);

@@ -73,15 +73,17 @@ export function register(program: Command): void {
       const utc = Boolean(cmd.optsWithGlobals().utc);
       const from = opts.from ?? new Date();
       let invalid = false;
-      specs.forEach((spec, index) => {
+      let printed = 0;
+      specs.forEach((spec) => {
         let timer: Timer;
         try {
           timer = parseTimer(spec, { timezone: opts.tz });
         } catch (err) {
           if (!(err instanceof TimerSyntaxError)) throw err;
           invalid = true;
+          // (errors go to stderr, prefixed as every command's; --json also gives the spec's line)
           if (opts.json) process.stdout.write(JSON.stringify({ spec, error: err.message }) + '\n');
-          else process.stderr.write(`${index > 0 ? '\n' : ''}Failed to parse ${JSON.stringify(spec)}: ${err.message}\n`);
+          process.stderr.write(`rota: failed to parse ${JSON.stringify(spec)}: ${err.message}\n`);
           return;
         }
         const next = elapses(timer, from, opts.iterations);
@@ -90,7 +92,7 @@ export function register(program: Command): void {
             JSON.stringify({ spec, kind: timer.kind, normalized: timer.normalized, next: next.map((d) => d.toISOString()) }) +
               '\n',
           );
-        } else printText(spec, timer, next, index === 0, utc ? undefined : (timer.timezone ?? opts.tz));
+        } else printText(spec, timer, next, printed++ === 0, utc ? undefined : (timer.timezone ?? opts.tz));
       });
       if (invalid) process.exitCode = EXIT_INVALID;
     });

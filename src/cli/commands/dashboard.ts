@@ -1,8 +1,8 @@
 /** `rota dashboard`: serves the web dashboard of one or more queues. */
 import type { Command } from 'commander';
 import { serveDashboard } from '../../dashboard/serve.js';
-import { EXIT_INVALID } from '../exit-codes.js';
-import { CliError, globals, intOption, openTarget, run } from '../support.js';
+import { EXIT_INVALID, EXIT_USAGE } from '../exit-codes.js';
+import { CliError, globals, intOption, openTarget, readSecretFile, run } from '../support.js';
 
 /**
  * Every queue named with `--queue` on the command line (it may be repeated: `--queue a --queue b`).
@@ -26,18 +26,34 @@ export function register(program: Command): void {
     .option('--port <port>', 'port to listen on', intOption('--port', 0, 65535), 8080)
     .option('--host <address>', 'address to bind; other than 127.0.0.1 it needs a token', '127.0.0.1')
     .option('--read-only', 'show no action and refuse them')
-    .option('--token <token>', 'access token every request must carry (default: $ROTA_DASHBOARD_TOKEN)')
+    .option(
+      '--token <token>',
+      'access token every request must carry (default: $ROTA_DASHBOARD_TOKEN; visible in the process list: prefer that or --token-file)',
+    )
+    .option('--token-file <file>', 'read the access token from this file')
     .option('--base-path <path>', 'path to serve under, e.g. /rota')
     .option('--trust-proxy', 'behind a proxy: trust its X-Forwarded-Proto (Secure cookies) and X-Forwarded-For')
     .action(
       async (
-        o: { port: number; host: string; readOnly?: boolean; token?: string; basePath?: string; trustProxy?: boolean },
+        o: {
+          port: number;
+          host: string;
+          readOnly?: boolean;
+          token?: string;
+          tokenFile?: string;
+          basePath?: string;
+          trustProxy?: boolean;
+        },
         cmd: Command,
       ) =>
         run(async () => {
           const g = globals(cmd);
           const queues = queuesOf((program as unknown as { rawArgs: string[] }).rawArgs, g.queue);
-          const token = o.token ?? process.env.ROTA_DASHBOARD_TOKEN ?? undefined;
+          if (o.token !== undefined && o.tokenFile !== undefined)
+            throw new CliError('give --token or --token-file, not both', EXIT_USAGE);
+          const token =
+            o.token ??
+            (o.tokenFile !== undefined ? readSecretFile('--token-file', o.tokenFile) : process.env.ROTA_DASHBOARD_TOKEN);
           // (each queue's shard count: --shards, else the count its layout records; a Cluster's nodes)
           const target = await openTarget(g, queues);
           let served: Awaited<ReturnType<typeof serveDashboard>>;
