@@ -1,6 +1,6 @@
 /** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
 import type { Redis } from 'ioredis';
-import { BulkSubmitError, ShardCountError, ValidationError } from '../errors.js';
+import { BulkSubmitError, ReshardInProgressError, ShardCountError, ValidationError } from '../errors.js';
 import { startSubmitSpan } from '../observability/tracing.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
@@ -252,8 +252,6 @@ export class Queue<T extends object = UntypedTasks> {
   });
   readonly maxEvents: number;
   readonly connection: ConnectionOption;
-  /** The read-side check of the queue's shard count, once made (see layoutChecked). */
-  private layoutCheck?: Promise<void>;
   /** Each shard's script calls (see src/redis/queue-store.ts), by shard number. */
   private readonly stores: QueueStore[];
 
@@ -275,21 +273,17 @@ export class Queue<T extends object = UntypedTasks> {
   }
 
   /**
-   * Checks, once, that the queue has this shard count when its layout records one (read only:
-   * a read records nothing; the script calls check it themselves): a read made with a wrong
-   * count would miss shards.
+   * Checks, before each read, the queue's layout (read only: a read records nothing; the script
+   * calls check it themselves): a read made with a wrong count would miss shards, and so would one
+   * made while a reshard is under way (or was killed), the jobs it moved being in the other
+   * layout. Not kept between reads: a reshard may begin after the first.
+   * @throws {ShardCountError} when the queue records another shard count.
+   * @throws {ReshardInProgressError} while the queue's shard count is being changed.
    */
-  private layoutChecked(): Promise<void> {
-    this.layoutCheck ??= this.client.hget(queueKeys(this.name).meta, LAYOUT.shards).then(
-      (found) => {
-        if (found !== null && Number(found) !== this.shards) throw new ShardCountError(this.name, Number(found), this.shards);
-      },
-      (err: unknown) => {
-        this.layoutCheck = undefined;
-        throw err;
-      },
-    );
-    return this.layoutCheck;
+  private async layoutChecked(): Promise<void> {
+    const [found, to] = await this.client.hmget(queueKeys(this.name).meta, LAYOUT.shards, LAYOUT.reshard);
+    if (to !== null) throw new ReshardInProgressError(this.name, Number(found ?? 1), Number(to));
+    if (found !== null && Number(found) !== this.shards) throw new ShardCountError(this.name, Number(found), this.shards);
   }
 
   /**
