@@ -1,5 +1,6 @@
 /** Changing a queue's shard count (reshard): jobs in every state move to their shards and stay as they were. */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT_INVALID } from '../../src/cli/exit-codes.js';
 import {
   type Job,
   Queue,
@@ -13,7 +14,6 @@ import { queueKeys } from '../../src/redis/keys.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
 import { type JobSet, ReshardStore } from '../../src/redis/reshard-store.js';
 import { shardOfGroup, shardOfId } from '../../src/redis/shards.js';
-import { EXIT_INVALID } from '../../src/cli/exit-codes.js';
 import { executorScript } from '../fixtures/chaos.js';
 import { rota } from '../helpers/cli.js';
 import { NodeProcess } from '../helpers/processes.js';
