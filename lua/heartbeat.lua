@@ -11,7 +11,8 @@
   ARGV[5] executor info (JSON: host, pid, started, concurrency, running)
   ARGV[6..] pairs: job id, lease token
 
-  Returns { lost ids, ids to cancel }.
+  Returns { lost runs, flat: job id, lease token (a job may be held under two tokens: a run
+  and an earlier run's outcome still being delivered, and only one of them lost), ids to cancel }.
 ]]
 --- @include "includes/common"
 --- @include "includes/leases"
@@ -31,7 +32,7 @@ for i = 6, #ARGV, 2 do
     call('ZADD', prefix .. 'leases', 'XX', str(now + lease), leaseMember(job[1], job[2], job[3], id))
     if job[3] == '1' then cancel[#cancel + 1] = id end
   else
-    lost[#lost + 1] = id
+    lost[#lost + 1], lost[#lost + 2] = id, ARGV[i + 1]
   end
 end
 return { lost, cancel }

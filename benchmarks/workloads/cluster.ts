@@ -44,7 +44,7 @@ function tags(queue: string, shards: number): string[] {
  * Moves the (still empty) slots of `queue`'s shards so that shard i is on primary i mod P and the
  * home shard on the primary after the last shard's; answers the primary (index) of each tag.
  */
-async function place(nodes: Node[], primaries: Redis[], queue: string, shards: number): Promise<number[]> {
+export async function place(nodes: Node[], primaries: Redis[], queue: string, shards: number): Promise<number[]> {
   const all = tags(queue, shards);
   for (const [i, tag] of all.entries()) {
     const slot = (await primaries[0].cluster('KEYSLOT', tag)) as number;

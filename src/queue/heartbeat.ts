@@ -20,7 +20,8 @@ export interface HeartbeatDeps {
   held(): HeldJob[];
   /** Runs in progress in the whole executor (its held jobs are one shard's); default the held ones. */
   running?(): number;
-  onLost(ids: string[]): void;
+  /** The runs (job id and lease token) whose lease was lost. */
+  onLost(runs: HeldJob[]): void;
   onCancel(ids: string[]): void;
   onError(err: unknown): void;
 }

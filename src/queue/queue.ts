@@ -1,7 +1,7 @@
 /** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { BulkSubmitError, ShardCountError, ValidationError } from '../errors.js';
+import { BulkSubmitError, ReshardInProgressError, ShardCountError, ValidationError } from '../errors.js';
 import { startSubmitSpan } from '../observability/tracing.js';
 import { checkOptions, checkValue, QUEUE_OPTIONS, text, whole } from '../options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
@@ -122,9 +122,10 @@ const MAX_SUBMIT_BYTES = 512 * 1024 * 1024;
 /** Most jobs, and bytes of packed args, that coalesced submit() calls send in one script call. */
 const SUBMIT_CHUNK = { jobs: 1000, bytes: 1 << 20 };
 /**
- * Submit calls a queue keeps unanswered at most (group commit): submit() calls made while one is
- * unanswered wait for its answer and go together in the next. An idle queue sends at once; a
- * busy one sends fewer, larger calls, so a job costs less as the load grows.
+ * Submit calls a queue keeps unanswered at most per shard (group commit): submit() calls made
+ * while one is unanswered wait for its answer and go together in the next. An idle queue sends at
+ * once; a busy one sends fewer, larger calls, so a job costs less as the load grows. Per shard, so
+ * that a shard whose primary is down holds back only its own submits.
  */
 const SUBMITS_IN_FLIGHT = 1;
 
@@ -282,14 +283,9 @@ export class Queue<T extends object = UntypedTasks> {
    * together when made in one go (a loop, or replies that arrived together), and fake timers in
    * a caller's tests cannot hold them back.
    */
-  private readonly submits = new Batcher<PendingSubmit>((items) => this.sendSubmits(items), {
-    defer: (flush) => void Promise.resolve().then(flush),
-    maxInFlight: SUBMITS_IN_FLIGHT,
-  });
+  private readonly submits: Batcher<PendingSubmit>[];
   readonly maxEvents: number;
   readonly connection: ConnectionOption;
-  /** The read-side check of the queue's shard count, once made (see layoutChecked). */
-  private layoutCheck?: Promise<void>;
   /** Each shard's script calls (see src/redis/queue-store.ts), by shard number. */
   private readonly stores: QueueStore[];
 
@@ -311,26 +307,29 @@ export class Queue<T extends object = UntypedTasks> {
     this.stores = shardNumbers(this.shards).map(
       (shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, ...replicated, shard, shards: this.shards }),
     );
+    this.submits = this.stores.map(
+      (store) =>
+        new Batcher<PendingSubmit>((items) => this.sendSubmits(store, items), {
+          defer: (flush) => void Promise.resolve().then(flush),
+          maxInFlight: SUBMITS_IN_FLIGHT,
+        }),
+    );
     this.shardKeys = this.stores.map((s) => s.keys);
     this.keys = this.shardKeys[0];
   }
 
   /**
-   * Checks, once, that the queue has this shard count when its layout records one (read only:
-   * a read records nothing; the script calls check it themselves): a read made with a wrong
-   * count would miss shards.
+   * Checks, before each read, the queue's layout (read only: a read records nothing; the script
+   * calls check it themselves): a read made with a wrong count would miss shards, and so would one
+   * made while a reshard is under way (or was killed), the jobs it moved being in the other
+   * layout. Not kept between reads: a reshard may begin after the first.
+   * @throws {ShardCountError} when the queue records another shard count.
+   * @throws {ReshardInProgressError} while the queue's shard count is being changed.
    */
-  private layoutChecked(): Promise<void> {
-    this.layoutCheck ??= this.client.hget(queueKeys(this.name).meta, LAYOUT.shards).then(
-      (found) => {
-        if (found !== null && Number(found) !== this.shards) throw new ShardCountError(this.name, Number(found), this.shards);
-      },
-      (err: unknown) => {
-        this.layoutCheck = undefined;
-        throw err;
-      },
-    );
-    return this.layoutCheck;
+  private async layoutChecked(): Promise<void> {
+    const [found, to] = await this.client.hmget(queueKeys(this.name).meta, LAYOUT.shards, LAYOUT.reshard);
+    if (to !== null) throw new ReshardInProgressError(this.name, Number(found ?? 1), Number(to));
+    if (found !== null && Number(found) !== this.shards) throw new ShardCountError(this.name, Number(found), this.shards);
   }
 
   /**
@@ -371,7 +370,11 @@ export class Queue<T extends object = UntypedTasks> {
     const span = startSubmitSpan(this.name, [checked]);
     if (span) checked.trace = span.trace;
     const job = new Promise<JobOf<T, K, A>>((resolve, reject) => {
-      this.submits.add({ spec: checked, resolve: resolve as (job: Job) => void, reject });
+      this.submits[shardOfGroup(checked.group, this.shards)].add({
+        spec: checked,
+        resolve: resolve as (job: Job) => void,
+        reject,
+      });
     });
     if (!span) return job;
     return job.then(
@@ -447,13 +450,9 @@ export class Queue<T extends object = UntypedTasks> {
     return byShard(items, this.shards, (item) => shardOfGroup(groupOf(item), this.shards));
   }
 
-  /** Sends submit() calls made together, by shard, in bulks of at most SUBMIT_CHUNK jobs or bytes of args. */
-  private async sendSubmits(items: PendingSubmit[]): Promise<void> {
-    const sends: Promise<void>[] = [];
-    for (const [shard, part] of this.byShard(items, (item) => item.spec.group)) {
-      for (const c of submitChunks(part, (item) => item.spec)) sends.push(this.sendChunk(this.stores[shard], c));
-    }
-    await Promise.all(sends);
+  /** Sends submit() calls made together to one shard, in bulks of at most SUBMIT_CHUNK jobs or bytes of args. */
+  private async sendSubmits(store: QueueStore, items: PendingSubmit[]): Promise<void> {
+    await Promise.all(submitChunks(items, (item) => item.spec).map((c) => this.sendChunk(store, c)));
   }
 
   private async sendChunk(store: QueueStore, items: PendingSubmit[]): Promise<void> {
@@ -873,7 +872,7 @@ export class Queue<T extends object = UntypedTasks> {
 
   /** Sends the submit() calls still pending, then closes the connection Rota opened (a client that was passed in is left open). */
   async close(): Promise<void> {
-    await this.submits.drain();
+    await Promise.all(this.submits.map((b) => b.drain()));
     if (!this.owned) return;
     // (QUIT would wait for a connection that is not there: an outage, refused credentials)
     if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());

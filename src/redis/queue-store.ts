@@ -108,6 +108,12 @@ export interface FinishSettings extends TakeSettings {
 export interface Finished extends Taken {
   finishedAt: number;
   states: Array<JobState | ''>;
+  /**
+   * With a replica timeout: why the call, applied by the primary, is not known to be on the
+   * replicas (a {@link ReplicationError}, or the WAIT's own failure). Its outcomes are to be sent
+   * again; the jobs it took are the executor's all the same (leased to it on the primary).
+   */
+  unreplicated?: Error;
 }
 
 /** The answer of a start: its time, the runs whose lease was lost, and periodic runs dropped by their tolerance. */
@@ -318,7 +324,8 @@ export class QueueStore {
   /**
    * finish.lua: ends a batch of runs (built with {@link addRun}), trims the finished sets to
    * their keep counts (-1: keep all), and takes up to `take` jobs for the slots freed. The last
-   * `children` runs are those of fan-out children (their parents count them).
+   * `children` runs are those of fan-out children (their parents count them). A replica timeout
+   * that runs out does not reject: the answer says so ({@link Finished.unreplicated}).
    */
   async finish(
     s: FinishSettings,
@@ -348,13 +355,17 @@ export class QueueStore {
       ],
       true,
     );
-    await this.replicated();
-    return {
+    const finished: Finished = {
       finishedAt: Number(at),
       states: decodeEndStates(codes.toString()),
       jobs: decodeTaken(flat, s.workerId),
       nextDue: Number(due),
     };
+    // (the script was applied: what it took must reach the executor even when the WAIT fails)
+    await this.replicated().catch((err: unknown) => {
+      finished.unreplicated = err instanceof Error ? err : new Error(String(err));
+    });
+    return finished;
   }
 
   /**
@@ -377,11 +388,16 @@ export class QueueStore {
     return Number(await this.fcall<number>('progress', this.keys.events, args));
   }
 
-  /** heartbeat.lua: registers the executor and extends its leases; answers the runs lost and those to cancel. */
-  async heartbeat(b: Beat): Promise<{ lost: string[]; cancel: string[] }> {
+  /**
+   * heartbeat.lua: registers the executor and extends its leases; answers the runs lost (by id and
+   * token: a job may be held twice, see Worker) and the ids of those to cancel.
+   */
+  async heartbeat(b: Beat): Promise<{ lost: Array<{ id: string; token: string }>; cancel: string[] }> {
     const args: Arg[] = [this.keys.prefix, b.workerId, b.leaseMs, b.ttlMs, JSON.stringify(b.info)];
     for (const h of b.held) args.push(h.id, h.token);
-    const [lost, cancel] = await this.fcall<[string[], string[]]>('heartbeat', this.keys.workers, args);
+    const [flat, cancel] = await this.fcall<[string[], string[]]>('heartbeat', this.keys.workers, args);
+    const lost: Array<{ id: string; token: string }> = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) lost.push({ id: flat[i], token: flat[i + 1] });
     return { lost, cancel };
   }
 

@@ -1,5 +1,6 @@
 /** Changing a queue's shard count (reshard): jobs in every state move to their shards and stay as they were. */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT_INVALID } from '../../src/cli/exit-codes.js';
 import {
   type Job,
   Queue,
@@ -14,6 +15,7 @@ import { QueueStore } from '../../src/redis/queue-store.js';
 import { type JobSet, ReshardStore } from '../../src/redis/reshard-store.js';
 import { shardOfGroup, shardOfId } from '../../src/redis/shards.js';
 import { executorScript } from '../fixtures/chaos.js';
+import { rota } from '../helpers/cli.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { audit, KIDS, populate, type Snapshot, snapshot } from '../helpers/reshard.js';
 import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
@@ -144,6 +146,39 @@ describe('reshard', () => {
       expect(last.to).toBe(to);
       await audit(q.name, to, q.before, raw);
     }
+  });
+
+  it('refuses reads of a queue whose reshard was killed, under either shard count, from the library and the CLI', async () => {
+    const name = uniqueQueue('reshard-reads');
+    const producer = openQueue(name);
+    await producer.submitBulk(Array.from({ length: 300 }, (_, i) => ({ task: 'x', group: `tenant-${i % 24}` })));
+    const child = new NodeProcess(RESHARD_SCRIPT, [], { REDIS_URL: redisUrl(), QUEUE: name, TO: '4', BATCH: '5' });
+    await child.waitFor((m) => m.type === 'moved' || m.type === 'done' || m.type === 'error');
+    await child.kill();
+    expect(await raw.hget(`{rota:${name}}:meta`, 'reshard')).toBe('4');
+    for (const shards of [1, 4]) {
+      const q = openQueue(name, { shards });
+      for (const read of [
+        () => q.counts(),
+        () => q.stats(),
+        () => q.jobs({ state: 'waiting', limit: 1000 }),
+        () => q.workers(),
+        () => q.groups(),
+        () => q.getJob('any'),
+        () => q.jobLogs('any'),
+      ]) {
+        await expect(read()).rejects.toBeInstanceOf(ReshardInProgressError);
+      }
+    }
+    const args = ['--redis', redisUrl(), '--queue', name];
+    for (const command of [['stats'], ['jobs', '--state', 'waiting'], ['workers']]) {
+      const r = await rota([...args, ...command]);
+      expect(r).toMatchObject({ code: EXIT_INVALID, stdout: '' });
+      expect(r.stderr).toMatch(/is being resharded from 1 to 4 shards/);
+    }
+    // finished, the queue answers with every job
+    await reshard(redisUrl(), name, { to: 4 });
+    expect((await openQueue(name, { shards: 4 }).counts()).waiting).toBe(300);
   });
 
   it('finishes what a killed run took out of a shard, whether it was copied to its destination or not, without doubling it', async () => {

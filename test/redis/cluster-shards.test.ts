@@ -97,7 +97,7 @@ describe('a sharded queue on a Redis Cluster', () => {
       await own.cluster.waitOk();
       down = false;
       // Before the promotion the struck shards answer nothing; the others' jobs go on (a take the
-      // struck shards hold frees its slots after a second). Their count is the executor's pace, far
+      // struck shards hold frees its slots after 250 ms). Their count is the executor's pace, far
       // above the handful a stalled executor finishes.
       expect(othersWhileDown).toBeGreaterThan(200);
       await victim.restart();
