@@ -16,11 +16,11 @@ describe('a scheduler replica with a misbehaving timer', () => {
     const tasks = new PeriodicTasks(name, { connection: redisUrl() });
     const queue = new Queue(name, { connection: redisUrl() });
     const STALL = '*:*:0/1 UTC'; // made to stall in the child
-    const SLOW = 'every 100ms'; // made slow in the child: 1 ms per occurrence
+    const SLOW = 'every 1s'; // made slow in the child: 1 ms per occurrence
     await tasks.upsert({ id: 'stalled', task: 'noop', timer: STALL, overlap: 'allow' });
-    // A catch-up walk from an hour ago over a timer that takes 1 ms per occurrence.
-    const hourAgo = Date.now() - 3_600_000;
-    const past = new PeriodicTasks(name, { connection: redisUrl(), now: () => hourAgo });
+    // A catch-up walk from ten hours ago (36,000 occurrences) over a timer that takes 1 ms per occurrence.
+    const longAgo = Date.now() - 36_000_000;
+    const past = new PeriodicTasks(name, { connection: redisUrl(), now: () => longAgo });
     await past.upsert({ id: 'slow', task: 'noop', timer: SLOW, overlap: 'allow', catchup: 'latest' });
     await past.close();
     for (let i = 0; i < 6; i++) await tasks.upsert({ id: `ok${i}`, task: 'noop', timer: '*:*:0/1', overlap: 'allow' });

@@ -157,6 +157,8 @@ describe('retryFailed', () => {
     w.on('completed', (job) => ran.push(job));
     await until(w, 'completed', () => ran.length === match.length);
     expect(ran.map((j) => j.id).sort()).toEqual([...match].sort());
+    // (closed first: it would take the retried 'other' jobs and fail them, an unknown task)
+    await w.close();
 
     expect(await q.retryFailed()).toBe(40 - match.length);
     expect((await q.counts()).failed).toBe(0);

@@ -161,7 +161,7 @@ describe("durability 'replicated' while the replica is away", () => {
           return 'ok';
         },
       },
-      { connection: primary.url, durability: 'replicated', replicaTimeoutMs: 100, leaseMs: 600, retryDelay: 1 },
+      { connection: primary.url, durability: 'replicated', replicaTimeoutMs: 100, leaseMs: 1000, retryDelay: 1 },
     );
     const errors = errorsOf(w);
     await replicaAdmin.replicaof('NO', 'ONE');
