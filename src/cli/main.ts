@@ -169,13 +169,14 @@ if (invokedDirectly()) {
     if (err.code !== 'EPIPE') throw err;
     process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
   });
+  // A command is done when main resolves (long-running ones resolve once they have stopped): exit
+  // then, rather than wait for timers that libraries leave behind (ioredis's parser shrinks its
+  // buffer for a second or two after a large reply, such as the library check's).
   main().then(
-    (code) => {
-      process.exitCode = code;
-    },
+    (code) => process.exit(code),
     (err: unknown) => {
       process.stderr.write(`rota: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
+      process.exit(1);
     },
   );
 }
