@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseCalendar } from '../../src/timers/calendar.js';
 import { TimerSyntaxError } from '../../src/timers/errors.js';
+import { elapses } from '../helpers/calendar.js';
 
 interface Accepted {
   spec: string;
@@ -19,19 +20,6 @@ interface Rejected {
 const dir = new URL('../fixtures/calendar/', import.meta.url);
 const accepted = (JSON.parse(readFileSync(new URL('accepted.json', dir), 'utf8')) as { cases: Accepted[] }).cases;
 const rejected = (JSON.parse(readFileSync(new URL('rejected.json', dir), 'utf8')) as { cases: Rejected[] }).cases;
-
-/** Iterates like systemd-analyze does, then truncates to seconds as it prints. */
-function elapses(spec: string, tz: string, base: string, n: number): string[] {
-  const timer = parseCalendar(spec, tz);
-  const out: string[] = [];
-  let us: number | null = Date.parse(base) * 1000;
-  for (let i = 0; i < n; i++) {
-    us = timer.nextMicros(us);
-    if (us === null) break;
-    out.push(new Date(Math.floor(us / 1_000_000) * 1000).toISOString().replace('.000Z', 'Z'));
-  }
-  return out;
-}
 
 describe('calendar events agree with systemd-analyze 252 (fixtures)', () => {
   it('has a meaningful fixture set', () => {
