@@ -5,7 +5,7 @@
  * minutes, at midnight, at 02:45, of two hours) and in a few ordinary ones, for sub-hour steps,
  * stepped hour ranges, hourly and daily specs.
  *
- *   node scripts/gen-dst-fixtures.mjs [path/to/systemd-analyze]
+ *   node --import tsx scripts/gen-dst-fixtures.mjs [path/to/systemd-analyze]
  *
  * $TZ maps to parseTimer's `timezone` option. Tests read only the JSON file.
  */
@@ -13,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { offsetChanges } from '../test/helpers/calendar.ts';
 
 const analyze = process.argv[2] ?? 'systemd-analyze';
 const out = join(dirname(fileURLToPath(import.meta.url)), '..', 'test', 'fixtures', 'calendar', 'dst.json');
@@ -47,47 +48,8 @@ const SPECS = [
   ['*-*-* 02:30', 3],
 ];
 
-const formatters = new Map();
-function offsetAt(zone, ms) {
-  let f = formatters.get(zone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: zone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-    });
-    formatters.set(zone, f);
-  }
-  const p = Object.fromEntries(f.formatToParts(new Date(ms)).map((x) => [x.type, x.value]));
-  return Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour, +p.minute) - Math.floor(ms / 60000) * 60000;
-}
-
 /** Instants (ms, on the minute) at which `zone`'s offset changes during 2026 and 2027. */
-export function changes(zone) {
-  const found = [];
-  const from = Date.UTC(2026, 0, 1);
-  const to = Date.UTC(2028, 0, 1);
-  let prev = offsetAt(zone, from);
-  for (let t = from + 3600_000; t <= to; t += 3600_000) {
-    const o = offsetAt(zone, t);
-    if (o !== prev) {
-      let lo = t - 3600_000;
-      let hi = t;
-      while (hi - lo > 60_000) {
-        const mid = lo + Math.floor((hi - lo) / 120_000) * 60_000;
-        if (offsetAt(zone, mid) === prev) lo = mid;
-        else hi = mid;
-      }
-      found.push(hi);
-      prev = o;
-    }
-  }
-  return found;
-}
+export const changes = (zone) => offsetChanges(zone, Date.UTC(2026, 0, 1), Date.UTC(2028, 0, 1));
 
 export const iso = (ms) => new Date(ms).toISOString().replace('.000Z', 'Z');
 

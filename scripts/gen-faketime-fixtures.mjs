@@ -6,7 +6,7 @@
  * enter daylight saving time, and that of 4-5 April 2026 when Chatham and Auckland (14:00Z),
  * Lord Howe (15:00Z) and Sydney (16:00Z) leave it.
  *
- *   node scripts/gen-faketime-fixtures.mjs [path/to/systemd-analyze]
+ *   node --import tsx scripts/gen-faketime-fixtures.mjs [path/to/systemd-analyze]
  *
  * A cron rule is recorded from the calendar event it equals (`systemd`). Tests read only the JSON.
  */

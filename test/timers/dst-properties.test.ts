@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseTimer } from '../../src/timers/index.js';
 import { zoneOffset } from '../../src/timers/zone.js';
-import { UNUSUAL_ZONES } from '../helpers/calendar.js';
+import { offsetChanges, UNUSUAL_ZONES } from '../helpers/calendar.js';
 
 const FROM = Date.UTC(2026, 0, 1);
 const TO = Date.UTC(2028, 0, 1);
@@ -12,25 +12,9 @@ const offset = (zone: string, ms: number) => zoneOffset(zone, Math.floor(ms / 10
 /** The instants (ms) at which a zone's UTC offset changes in 2026-2027, found to the minute. */
 const found = new Map<string, number[]>();
 function changes(zone: string): number[] {
-  const known = found.get(zone);
-  if (known) return known;
-  const out: number[] = [];
-  found.set(zone, out);
-  let prev = offset(zone, FROM);
-  for (let t = FROM + DAY; t <= TO; t += DAY) {
-    const o = offset(zone, t);
-    if (o === prev) continue;
-    let lo = t - DAY;
-    let hi = t;
-    while (hi - lo > 60_000) {
-      const mid = lo + Math.floor((hi - lo) / 120_000) * 60_000;
-      if (offset(zone, mid) === prev) lo = mid;
-      else hi = mid;
-    }
-    out.push(hi);
-    prev = o;
-  }
-  return out;
+  let known = found.get(zone);
+  if (!known) found.set(zone, (known = offsetChanges(zone, FROM, TO)));
+  return known;
 }
 
 /** Every IANA zone with a change of UTC offset between 2026 and 2028 (monthly samples; no zone changes back within a month). */
