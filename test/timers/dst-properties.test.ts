@@ -12,8 +12,8 @@ const offset = (zone: string, ms: number) => zoneOffset(zone, Math.floor(ms / 10
 /** The instants (ms) at which a zone's UTC offset changes in 2026-2027, found to the minute. */
 const found = new Map<string, number[]>();
 function changes(zone: string): number[] {
-  let known = found.get(zone);
-  if (!known) found.set(zone, (known = offsetChanges(zone, FROM, TO)));
+  const known = found.get(zone) ?? offsetChanges(zone, FROM, TO);
+  found.set(zone, known);
   return known;
 }
 
