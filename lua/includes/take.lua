@@ -7,7 +7,8 @@
   delayed jobs and parked groups are promoted first (promoteDue).
   Each taken job is marked `scheduled` with the executor id, gets a lease in `leases` (now +
   lease ms), and its take sequence number (takeSeq), which is also the lease token. Sequence
-  numbers increase with every take; one reserved by a take that found fewer jobs is skipped.
+  numbers increase with every take and never fall below the take's time (ms) × SEQ_PER_MS; one
+  reserved by a take that found fewer jobs is skipped.
   Returns the jobs as one flat list: the take sequence number of the first job (the others have
   the next ones, in order), then TAKEN_WIDTH entries per job: id, description (field d),
   submitted (for a job submitted with a due time, { submitted, runAt }), and false, or for a job
@@ -44,6 +45,20 @@ do
   -- job); the list of ids entered `scheduled`; the jobs taken from the high and low lists.
   local jobs, leases = {}, { LEASES_PAD_EXPIRY, LEASES_PAD }
   local taken, leaseEnd, seq, scheduled, fromWaiting
+
+  -- Reserves `wanted` take sequence numbers; answers the one before the first. The numbers never
+  -- fall below the take's time (ms) times SEQ_PER_MS: a primary promoted after a failover that
+  -- lost takes holds an older counter, and without the floor it would hand a job a lease token
+  -- its lost take had already given to another executor, whose finish would then be accepted.
+  local SEQ_PER_MS = 1000
+  local function reserveSeq()
+    local key = prefix .. 'seq'
+    local last = tonumber(call('GET', key)) or 0
+    local floor = takeNow * SEQ_PER_MS
+    if last < floor then last = floor end
+    call('SET', key, str(last + wanted))
+    return last
+  end
 
   -- The walk of the rotation: the window of groups popped from `rotation` and their records,
   -- `wi` the next to visit; whether `rotation` is used up; the groups whose turn ended (the back
@@ -204,7 +219,7 @@ do
           job = call('HMGET', jobKey, 'd', 'submitted', 'runAt')
           retried = false
         end
-        s = (s or call('INCRBY', prefix .. 'seq', str(wanted)) - wanted) + 1
+        s = (s or reserveSeq()) + 1
         local token = string.format('%d', s)
         if rate > 0 then
           -- (a rate-limited group's job keeps the time its rate counted it at)

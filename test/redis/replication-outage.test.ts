@@ -8,8 +8,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseLostError, ReplicationError, type Worker } from '../../src/index.js';
+import { OUTCOME } from '../../src/redis/wire.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { closeAll, eventually, openQueue, openWorker, uniqueQueue, until } from '../helpers/setup.js';
+import { finishRuns, settings, storeOf, takeRuns } from '../helpers/store.js';
 
 let primary: RedisServer;
 let replica: RedisServer;
@@ -28,7 +30,8 @@ async function attach(): Promise<void> {
 }
 
 beforeAll(async () => {
-  primary = await RedisServer.start();
+  // (a replica attached again resyncs at once, not after the default 5 s wait for more replicas)
+  primary = await RedisServer.start({ args: ['--repl-diskless-sync-delay', '0'] });
   replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
   admin = new Redis(primary.url);
   replicaAdmin = new Redis(replica.url);
@@ -176,5 +179,35 @@ describe("durability 'replicated' while the replica is away", () => {
     expect(aborted).toBe(false);
     expect(job).toMatchObject({ state: 'success', result: 'ok' });
     expect(errors.leaseLost).toEqual([]);
+  });
+});
+
+describe('a take lost in a failover', () => {
+  it('gives the job a lease token on the promoted replica that the lost take did not hold', async () => {
+    const name = uniqueQueue('lost-take');
+    const q = openQueue(name, { connection: primary.url });
+    await q.submit({ task: 't', id: 'J', maxRetries: 0 });
+    const offset = /master_repl_offset:(\d+)/.exec(await admin.info('replication'))![1];
+    await eventually(async () => (await replicaAdmin.info('replication')).includes(`slave_repl_offset:${offset}`));
+    // The replica is promoted with J waiting; the take on the old primary never reaches it.
+    await replicaAdmin.replicaof('NO', 'ONE');
+    const old = storeOf(admin, name);
+    const promoted = storeOf(replicaAdmin, name);
+    const [[, lostToken]] = await takeRuns(old, 1, settings('exec-old'));
+    // (the promoted server's clock is past the lost take's millisecond, as after any failover)
+    const lostMs = (await admin.time()).map(Number);
+    await eventually(async () => {
+      const [s, us] = (await replicaAdmin.time()).map(Number);
+      return s * 1000 + Math.floor(us / 1000) > lostMs[0] * 1000 + Math.floor(lostMs[1] / 1000);
+    });
+    const [[id, token]] = await takeRuns(promoted, 1, settings('exec-new'));
+    expect(id).toBe('J');
+    expect(token).not.toBe(lostToken);
+    // The executor of the lost take finishes J: the promoted primary refuses it as not leased,
+    // and the run it leased ends with its own outcome.
+    const lost = await finishRuns(promoted, [['J', lostToken, '+' + OUTCOME.success]], settings('exec-old'));
+    expect(lost.states).toEqual(['']);
+    const kept = await finishRuns(promoted, [['J', token, '+' + OUTCOME.success]], settings('exec-new'));
+    expect(kept.states).toEqual(['success']);
   });
 });
