@@ -20,7 +20,9 @@
             next sweep cursor ('' when no sweep), { group, packed record, ... },
             { used_memory, instantaneous_ops_per_sec } or false,
             next oldest-wait sweep cursor ('' when none), { group, submitted time of its oldest
-            waiting job (ms; 0: none), ... } }
+            waiting job (ms; 0: none), ... },
+            { the `shards` and `reshard` fields of `meta` (false when absent): in the home shard,
+              the queue's layout } }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
 --- @flags no-writes
@@ -96,4 +98,6 @@ if ARGV[6] == '1' then
   }
 end
 
-return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldest }
+local layout = call('HMGET', prefix .. 'meta', 'shards', 'reshard')
+
+return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldest, layout }

@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
-import { RotaError, ValidationError } from '../errors.js';
+import { ReshardInProgressError, RotaError, ValidationError } from '../errors.js';
 import { checkOptions, DASHBOARD_OPTIONS } from '../options.js';
 import { PeriodicTasks } from '../periodic/tasks.js';
 import { Queue } from '../queue/queue.js';
@@ -14,6 +14,7 @@ import { type ConnectionOption, connect } from '../redis/connection.js';
 import { DashboardStore, type Tick } from '../redis/dashboard-store.js';
 import { checkQueueName } from '../redis/keys.js';
 import { QueueStore } from '../redis/queue-store.js';
+import { checkReadLayout } from '../redis/schema.js';
 import { checkShards, shardNumbers } from '../redis/shards.js';
 import { ACTIONS } from './actions.js';
 import { asset } from './assets.js';
@@ -146,6 +147,8 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
     [...handles.values()].map((h) => h.live),
     counter,
     async (queue, view) => {
+      const refusal = handles.get(queue)!.live.refusal;
+      if (refusal) return html`<h1>Queue unavailable</h1><p class="error">${refusal.message}</p>`.text;
       const url = new URL(view, 'http://dashboard');
       const page = await render(contextOf(handles.get(queue)!, url.pathname, url.searchParams, ''));
       return page && 'main' in page ? page.main.text : '';
@@ -249,6 +252,15 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
       q = handles.get(opts.queues[0]);
     }
     if (!q) return plainPage(res, 404, 'Not found', 'No such page.');
+    // A queue being resharded (or whose reshard was killed) has jobs in two layouts, and one laid
+    // out with another shard count has shards this dashboard does not read: no page or action
+    // answers for part of its jobs.
+    try {
+      await checkReadLayout(redis, q.name, q.live.shards);
+    } catch (err) {
+      if (!(err instanceof RotaError)) throw err;
+      return plainPage(res, err instanceof ReshardInProgressError ? 503 : 500, 'Queue unavailable', err.message);
+    }
 
     if (req.method === 'POST') {
       if (!rest.startsWith('/actions/')) return plainPage(res, 404, 'Not found', 'No such action.');

@@ -11,7 +11,9 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
+import type { RotaError } from '../errors.js';
 import type { DashboardStore, Tick } from '../redis/dashboard-store.js';
+import { checkLayout } from '../redis/schema.js';
 import { shardOfGroup } from '../redis/shards.js';
 import { GroupIndex } from './group-index.js';
 import { mergeTicks, type ShardStores } from './shards.js';
@@ -67,6 +69,11 @@ export class QueueLive implements ShardStores {
   tokens = 1;
   /** The tick being read (ticks of a queue are read one after the other). */
   ticking: Promise<void> = Promise.resolve();
+  /**
+   * Why the queue cannot be read whole, as the last tick found its layout (a reshard under way or
+   * killed, another shard count): its ticks are not used then, and its open views show this.
+   */
+  refusal?: RotaError;
   /**
    * @param stores the queue's shard stores, by shard number (the home shard last when there are several)
    * @param shards the queue's shard count
@@ -207,6 +214,15 @@ export class LiveReader extends EventEmitter {
         }),
       ),
     );
+    // (a tick of part of the queue's jobs is not shown: the last whole one stays)
+    const { layout } = ticks[ticks.length - 1];
+    try {
+      checkLayout(q.name, q.shards, layout.shards, layout.reshard);
+      q.refusal = undefined;
+    } catch (err) {
+      q.refusal = err as RotaError;
+      return;
+    }
     ticks.forEach((t, i) => {
       q.groups.swept(i, t.swept, t.cursor);
       q.groups.sweptOldest(i, t.oldest, t.oldestCursor);
@@ -236,8 +252,10 @@ export class LiveReader extends EventEmitter {
     const n = q.stores.length;
     q.tokens = Math.min(n, q.tokens + n);
     const now = Date.now();
+    // (what a view was rendered at: the queue's newest event, or the refusal it showed)
+    const mark = q.refusal ? `refused: ${q.refusal.message}` : (q.tick?.lastEvent ?? '');
     const stale = [...this.views.values()]
-      .filter((v) => v.queue === q.name && (v.seen !== q.tick?.lastEvent || now - v.renderedAt > VIEW_MAX_AGE_MS))
+      .filter((v) => v.queue === q.name && (v.seen !== mark || (!q.refusal && now - v.renderedAt > VIEW_MAX_AGE_MS)))
       .sort((a, b) => a.renderedAt - b.renderedAt);
     for (const v of stale) {
       if (q.tokens <= 0) break;
@@ -251,7 +269,7 @@ export class LiveReader extends EventEmitter {
       } finally {
         q.tokens -= this.counter.sent - before;
       }
-      v.seen = q.tick?.lastEvent ?? '';
+      v.seen = mark;
       v.renderedAt = Date.now();
       const data = `event: view\ndata: ${JSON.stringify(body)}\n\n`;
       for (const res of v.subs) res.write(data);

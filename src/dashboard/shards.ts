@@ -59,6 +59,8 @@ export function mergeTicks(ticks: readonly Tick[]): Tick {
     oldestCursor: '',
     oldest: [],
     server: ticks.find((t) => t.server)?.server,
+    // (the home shard's, last)
+    layout: ticks[ticks.length - 1].layout,
   };
 }
 

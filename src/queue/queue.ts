@@ -1,14 +1,14 @@
 /** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { BulkSubmitError, ReshardInProgressError, ShardCountError, ValidationError } from '../errors.js';
+import { BulkSubmitError, ValidationError } from '../errors.js';
 import { startSubmitSpan } from '../observability/tracing.js';
 import { checkOptions, checkValue, QUEUE_OPTIONS, text, whole } from '../options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { EMPTY_GROUP, readGroupStates } from '../redis/group-state.js';
-import { checkQueueName, leaseJobId, type QueueKeys, queueKeys } from '../redis/keys.js';
+import { checkQueueName, leaseJobId, type QueueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore, type SubmitReply } from '../redis/queue-store.js';
-import { LAYOUT } from '../redis/schema.js';
+import { checkReadLayout } from '../redis/schema.js';
 import {
   bucketSuffix,
   byShard,
@@ -326,10 +326,8 @@ export class Queue<T extends object = UntypedTasks> {
    * @throws {ShardCountError} when the queue records another shard count.
    * @throws {ReshardInProgressError} while the queue's shard count is being changed.
    */
-  private async layoutChecked(): Promise<void> {
-    const [found, to] = await this.client.hmget(queueKeys(this.name).meta, LAYOUT.shards, LAYOUT.reshard);
-    if (to !== null) throw new ReshardInProgressError(this.name, Number(found ?? 1), Number(to));
-    if (found !== null && Number(found) !== this.shards) throw new ShardCountError(this.name, Number(found), this.shards);
+  private layoutChecked(): Promise<void> {
+    return checkReadLayout(this.client, this.name, this.shards);
   }
 
   /**

@@ -32,6 +32,11 @@ export interface Tick {
   oldest: Array<[string, number | undefined]>;
   /** The server's memory (bytes) and commands per second, when asked for. */
   server?: { usedMemory: number; opsPerSec: number };
+  /**
+   * The `shards` and `reshard` fields of the shard's `meta` (null when absent): in the home shard
+   * the queue's layout (see src/redis/schema.ts), which the reader checks every tick.
+   */
+  layout: { shards: string | null; reshard: string | null };
 }
 
 /** Options of a tick. */
@@ -174,9 +179,22 @@ export class DashboardStore {
   /** dashboard-tick.lua: a tick of the shared reader. */
   async tick(o: TickOptions): Promise<Tick> {
     const k = this.queue.keys;
-    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldestFlat] =
+    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldestFlat, layout] =
       await this.queue.fcall<
-        [number, Buffer[], number[], Buffer[], number, Buffer, Buffer, Buffer[], Buffer[] | null, Buffer, Array<Buffer | number>]
+        [
+          number,
+          Buffer[],
+          number[],
+          Buffer[],
+          number,
+          Buffer,
+          Buffer,
+          Buffer[],
+          Buffer[] | null,
+          Buffer,
+          Array<Buffer | number>,
+          Array<Buffer | null>,
+        ]
       >(
         'dashboard-tick',
         k.counts,
@@ -220,6 +238,7 @@ export class DashboardStore {
       oldestCursor: text(oldestCursor),
       oldest: oldestOf(oldestFlat),
       server: server ? { usedMemory: Number(server[0].toString()), opsPerSec: Number(server[1].toString()) } : undefined,
+      layout: { shards: layout[0]?.toString() ?? null, reshard: layout[1]?.toString() ?? null },
     };
   }
 

@@ -8,6 +8,7 @@
 import type { Redis } from 'ioredis';
 import { ReshardInProgressError, SchemaMismatchError, ShardCountError } from '../errors.js';
 import { asConnectionError } from './connection.js';
+import { queueKeys } from './keys.js';
 import { SCHEMA_VERSION } from './wire.js';
 
 /**
@@ -15,6 +16,29 @@ import { SCHEMA_VERSION } from './wire.js';
  * a reshard is under way the count it goes to and the step it is at (src/queue/reshard.ts).
  */
 export const LAYOUT = { shards: 'shards', reshard: 'reshard', reshardStep: 'reshardStep' } as const;
+
+/**
+ * Throws when a queue's layout (the `shards` and `reshard` fields `found` and `to` of its layout,
+ * null when absent) does not let a client configured with `shards` read it whole: while a reshard
+ * is under way or was killed some of its jobs are in the other layout, and under another count
+ * shards would be missed. A queue that records no count yet passes.
+ * @throws {ReshardInProgressError} while the queue's shard count is being changed.
+ * @throws {ShardCountError} when the queue records another shard count.
+ */
+export function checkLayout(queue: string, shards: number, found: string | null, to: string | null): void {
+  if (to !== null) throw new ReshardInProgressError(queue, Number(found ?? 1), Number(to));
+  if (found !== null && Number(found) !== shards) throw new ShardCountError(queue, Number(found), shards);
+}
+
+/**
+ * Checks that queue `queue`, read by a client configured with `shards`, can be read whole (see
+ * {@link checkLayout}): one read of its layout, made before each read of the queue (not kept: a
+ * reshard may begin after the first), which records nothing.
+ */
+export async function checkReadLayout(client: Redis, queue: string, shards: number): Promise<void> {
+  const [found, to] = await client.hmget(queueKeys(queue).meta, LAYOUT.shards, LAYOUT.reshard);
+  checkLayout(queue, shards, found, to);
+}
 
 /** One client's check of one queue's schema, made once, before its first script call. */
 export class SchemaGate {
@@ -71,9 +95,7 @@ export class SchemaGate {
     if (schema !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, String(schema), SCHEMA_VERSION);
     if (this.resharding) return;
     const [found, to] = await this.client.hmget(this.layoutKey, LAYOUT.shards, LAYOUT.reshard);
-    if (to !== null) throw new ReshardInProgressError(this.queue, Number(found ?? 1), Number(to));
-    const shards = found ?? (await this.record(this.layoutKey, LAYOUT.shards, this.shards));
-    if (shards !== String(this.shards)) throw new ShardCountError(this.queue, Number(shards), this.shards);
+    checkLayout(this.queue, this.shards, found ?? (await this.record(this.layoutKey, LAYOUT.shards, this.shards)), to);
   }
 
   /** Field `field` of hash `key` after recording it as `value` unless it has one (HSETNX). */

@@ -200,3 +200,55 @@ describe('dashboard of a sharded queue', () => {
     expect(await queue.counts()).toMatchObject({ failed: 0, waiting: waiting.length });
   });
 });
+
+describe('dashboard of a queue whose reshard was killed', () => {
+  it('answers every page, action and live view with the ReshardInProgressError, and reads the queue again once it is finished', async () => {
+    const name = uniqueQueue('dash-reshard');
+    const redis = rawClient();
+    const queue = new Queue(name, { connection: redisUrl() });
+    const [job] = await queue.submitBulk(Array.from({ length: 30 }, (_, i) => ({ task: 'work', group: `tenant-${i % 6}` })));
+    const served = await serveDashboard({ connection: redisUrl(), queues: [name], port: 0 });
+    const { get } = dashboardClient(() => served.url);
+    const stream = new AbortController();
+    try {
+      const before = await fetch(new URL('groups', served.url));
+      const csrf = /<meta name="csrf" content="([0-9a-f]+)">/.exec(await before.text())![1];
+      const cookie = before.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0])
+        .join('; ');
+      const live = await fetch(new URL('live?view=%2F', served.url), { signal: stream.signal });
+      const events = live.body!.pipeThrough(new TextDecoderStream()).getReader();
+      // As `rota reshard --to 4` leaves it when killed after its first step.
+      await redis.hset(`{rota:${name}}:meta`, 'reshard', '4');
+      const refused = /is being resharded from 1 to 4 shards/;
+      for (const path of ['/', '/groups', '/jobs?state=waiting', `/jobs/${job.id}`, '/executors', '/periodic', '/api/tick']) {
+        const r = await get(path);
+        expect(r.status, path).toBe(503);
+        expect(textOf(r.body), path).toMatch(refused);
+      }
+      const action = await fetch(new URL('actions/jobs/retry-failed', served.url), {
+        method: 'POST',
+        redirect: 'manual',
+        body: new URLSearchParams({ _csrf: csrf }).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+      });
+      expect(action.status).toBe(503);
+      // the open overview is replaced by the refusal at the reader's next tick
+      let seen = '';
+      while (!refused.test(seen)) {
+        const { value, done } = await events.read();
+        if (done) throw new Error(`the live stream ended before the refusal: ${seen}`);
+        seen += value;
+      }
+      expect(seen).toMatch(/event: view\ndata: ".*is being resharded from 1 to 4 shards/);
+      await redis.hdel(`{rota:${name}}:meta`, 'reshard');
+      expect((await get('/jobs?state=waiting')).status).toBe(200);
+    } finally {
+      stream.abort();
+      await served.close();
+      await queue.close();
+      redis.disconnect();
+    }
+  });
+});
