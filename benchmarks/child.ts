@@ -4,7 +4,8 @@
  */
 import { Redis } from 'ioredis';
 import type { CaseSpec } from './cases.js';
-import { openSystem, type SystemName } from './systems/types.js';
+import { openSystem } from './systems/open.js';
+import type { SystemName } from './systems/types.js';
 import { runCluster } from './workloads/cluster.js';
 import type { RunContext, RunResult } from './workloads/common.js';
 import { runDelay } from './workloads/delay.js';

@@ -3,7 +3,8 @@
  * 'go', reports progress, and on 'stop' closes it and reports the ids it ran, its CPU and peak RSS.
  */
 import { cpuSince, RssPeak } from './measure.js';
-import { openSystem, type SystemName } from './systems/types.js';
+import { openSystem } from './systems/open.js';
+import type { SystemName } from './systems/types.js';
 
 interface Init {
   system: SystemName;

@@ -52,14 +52,3 @@ export interface SystemAdapter {
 /** Completed jobs every system keeps (Rota's default; BullMQ removeOnComplete.count; GroupMQ keepCompleted). */
 export const KEEP_COMPLETED = 10_000;
 export const KEEP_FAILED = 100_000;
-
-export async function openSystem(name: SystemName, url: string, queue: string): Promise<SystemAdapter> {
-  switch (name) {
-    case 'rota':
-      return (await import('./rota.js')).open(url, queue);
-    case 'bullmq':
-      return (await import('./bullmq.js')).open(url, queue);
-    case 'groupmq':
-      return (await import('./groupmq.js')).open(url, queue);
-  }
-}

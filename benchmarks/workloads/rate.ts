@@ -7,7 +7,7 @@
  * the limited drain; `vsUnlimited` is its rate over the reference's, measured in the same run.
  */
 import { Queue } from '../../src/index.js';
-import { openSystem } from '../systems/types.js';
+import { openSystem } from '../systems/open.js';
 import { groupOf, Phase, type RunContext, type RunResult, Seen, until } from './common.js';
 import { fill } from './drain.js';
 

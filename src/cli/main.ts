@@ -19,7 +19,7 @@ import { register as registerPeriodic } from './commands/periodic.js';
 import { register as registerReshard } from './commands/reshard.js';
 import { register as registerWorker } from './commands/worker.js';
 import { EXIT_CODES_HELP, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
-import { CliError, intOption, readSecretFile } from './support.js';
+import { CliError, type GlobalOptions, intOption, readSecretFile } from './support.js';
 
 /** Signature every command module exports. */
 export type RegisterCommand = (program: Command) => void;
@@ -36,26 +36,6 @@ const COMMANDS: RegisterCommand[] = [
   registerReshard,
   registerMigrate,
 ];
-
-/** Options every command can read with `command.optsWithGlobals()`. */
-export interface GlobalOptions {
-  /** Redis URL (default: $REDIS_URL or redis://127.0.0.1:6379; `--redis-file` reads it from a file). */
-  redis: string;
-  /** File holding the Redis URL (read into `redis` before the command runs). */
-  redisFile?: string;
-  /** Queue name (default: "default"). */
-  queue: string;
-  /** PEM file of the CA that signed the server's TLS certificate. */
-  tlsCa?: string;
-  /** PEM file of the client's TLS certificate (for servers that ask for one). */
-  tlsCert?: string;
-  /** PEM file of the client certificate's private key. */
-  tlsKey?: string;
-  /** Print times in UTC rather than in each periodic task's zone (or calendar's --tz). */
-  utc?: boolean;
-  /** The queue's shard count (`--shards` or $ROTA_SHARDS); when absent, read from the queue's layout (see shardsOf). */
-  shards?: number;
-}
 
 /** The version in Rota's package.json (found from src/cli or dist/src/cli). */
 export function packageVersion(): string {

@@ -11,7 +11,26 @@ import { queueKeys } from '../redis/keys.js';
 import { LAYOUT } from '../redis/schema.js';
 import { MAX_SHARDS } from '../redis/shards.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
-import type { GlobalOptions } from './main.js';
+
+/** Options every command can read with `command.optsWithGlobals()`. */
+export interface GlobalOptions {
+  /** Redis URL (default: $REDIS_URL or redis://127.0.0.1:6379; `--redis-file` reads it from a file). */
+  redis: string;
+  /** File holding the Redis URL (read into `redis` before the command runs). */
+  redisFile?: string;
+  /** Queue name (default: "default"). */
+  queue: string;
+  /** PEM file of the CA that signed the server's TLS certificate. */
+  tlsCa?: string;
+  /** PEM file of the client's TLS certificate (for servers that ask for one). */
+  tlsCert?: string;
+  /** PEM file of the client certificate's private key. */
+  tlsKey?: string;
+  /** Print times in UTC rather than in each periodic task's zone (or calendar's --tz). */
+  utc?: boolean;
+  /** The queue's shard count (`--shards` or $ROTA_SHARDS); when absent, read from the queue's layout (see shardsOf). */
+  shards?: number;
+}
 
 /** A failure the CLI reports in one line, with the exit status it calls for. */
 export class CliError extends Error {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from '../../src/cli/exit-codes.js';
-import type { GlobalOptions } from '../../src/cli/main.js';
+import type { GlobalOptions } from '../../src/cli/support.js';
 import { CliError, openClient, openTarget } from '../../src/cli/support.js';
 import { Queue } from '../../src/index.js';
 import { freePort, RedisServer } from '../helpers/redis-server.js';
