@@ -14,6 +14,15 @@ import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ShardCountError, ValidationError } from '../errors.js';
 import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
 import { CLOSE_OPTIONS, checkOptions, WORKER_OPTIONS } from '../options.js';
+import { Batcher } from '../queue/batcher.js';
+import { Dictionary } from '../queue/churn.js';
+import type { Handlers } from '../queue/context.js';
+import { packChildren, stageChildren, submitCommitted } from '../queue/fanout.js';
+import { type Job, type JobState, TRACE } from '../queue/job.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
+import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replication } from '../queue/queue.js';
+import type { HandlersOf, UntypedTasks } from '../queue/tasks.js';
+import { packValue } from '../queue/validate.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';
@@ -21,23 +30,14 @@ import { addRun, type FinishSettings, QueueStore, type Taken } from '../redis/qu
 import { byShard, checkShards, shardNumbers } from '../redis/shards.js';
 import type { StringValue } from '../redis/string-array.js';
 import { OUTCOME } from '../redis/wire.js';
-import { Batcher } from './batcher.js';
-import { Dictionary } from './churn.js';
-import type { Handlers } from './context.js';
-import { packChildren, stageChildren, submitCommitted } from './fanout.js';
 import { Heartbeat } from './heartbeat.js';
-import { type Job, type JobState, TRACE } from './job.js';
 import { MAX_LOG_LINES } from './log-limits.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 import { ProgressThrottle } from './progress.js';
-import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replication } from './queue.js';
 import { type Keep, Recoverer } from './recoverer.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
 import { ShardTurns } from './shard-turns.js';
 import { TakePlan } from './take-plan.js';
 import { TakeSizer } from './take-size.js';
-import type { HandlersOf, UntypedTasks } from './tasks.js';
-import { packValue } from './validate.js';
 
 /** Executor options. */
 export interface WorkerOptions {
