@@ -22,6 +22,9 @@ export {
   UnknownTaskError,
   ValidationError,
 } from './errors.js';
+export type { Keep } from './executor/recoverer.js';
+export { installShutdownHandlers, type ShutdownOptions } from './executor/shutdown.js';
+export { type JobLogger, LeaseLostError, Worker, type WorkerEvents, type WorkerOptions } from './executor/worker.js';
 export { createLogger } from './observability/logger.js';
 export { type MetricsOptions, type MetricsServer, serveMetrics } from './observability/metrics.js';
 export * from './periodic/index.js';
@@ -40,12 +43,9 @@ export {
   type RetryFailedOptions,
   type WorkerInfo,
 } from './queue/queue.js';
-export type { Keep } from './queue/recoverer.js';
 export { type ReshardOptions, type ReshardReport, reshard } from './queue/reshard.js';
-export { installShutdownHandlers, type ShutdownOptions } from './queue/shutdown.js';
 export type { TaskName, TaskSpec, UntypedTasks } from './queue/tasks.js';
 export type { SubmitSpec } from './queue/validate.js';
-export { type JobLogger, LeaseLostError, Worker, type WorkerEvents, type WorkerOptions } from './queue/worker.js';
 export type { ConnectionOption } from './redis/connection.js';
 export { loadLibrary, ScriptLoadError } from './redis/library.js';
 export * from './timers/index.js';

@@ -6,10 +6,10 @@
  */
 
 import { RedisServer } from '../dev/redis-server.js';
+import { Worker } from '../executor/worker.js';
 import { PeriodicTasks, Scheduler } from '../periodic/index.js';
 import type { Handlers } from '../queue/context.js';
 import { Queue } from '../queue/queue.js';
-import { Worker } from '../queue/worker.js';
 import type { ConnectionOption } from '../redis/connection.js';
 import { percentile, render, type TenantView } from './view.js';
 

@@ -5,10 +5,10 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Gauge, Histogram, Registry } from 'prom-client';
+import type { Worker } from '../executor/worker.js';
 import { checkOptions, METRICS_OPTIONS } from '../options.js';
 import type { Job } from '../queue/job.js';
 import type { GroupInfo, Queue } from '../queue/queue.js';
-import type { Worker } from '../queue/worker.js';
 
 export interface MetricsOptions {
   /** Port to listen on (0: a free one; up to 65,535). */

@@ -9,9 +9,9 @@ import type { Redis } from 'ioredis';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.js';
+import { Worker } from '../../src/executor/worker.js';
 import { PeriodicTasks } from '../../src/periodic/tasks.js';
 import { Queue } from '../../src/queue/queue.js';
-import { Worker } from '../../src/queue/worker.js';
 import { eventually, rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
 
 const CHROMIUM = '/usr/bin/chromium';

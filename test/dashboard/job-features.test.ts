@@ -10,10 +10,10 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.js';
+import { Worker } from '../../src/executor/worker.js';
 import { Scheduler } from '../../src/periodic/scheduler.js';
 import { PeriodicTasks, pendingId } from '../../src/periodic/tasks.js';
 import { Queue } from '../../src/queue/queue.js';
-import { Worker } from '../../src/queue/worker.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
 import { GROUP_DUE_MARK } from '../../src/redis/wire.js';
 import { dashboardClient, textOf } from '../helpers/dashboard.js';

@@ -8,8 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardHandler, type DashboardServer, dashboard, serveDashboard } from '../../src/dashboard/index.js';
 import { ValidationError } from '../../src/errors.js';
+import { Worker } from '../../src/executor/worker.js';
 import { Queue } from '../../src/queue/queue.js';
-import { Worker } from '../../src/queue/worker.js';
 import { eventually, redisUrl, uniqueQueue } from '../helpers/setup.js';
 
 const HOSTILE = `<script>alert("x")</script><img src=x onerror=alert(1)>`;

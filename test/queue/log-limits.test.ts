@@ -3,8 +3,8 @@
  * most 1 MiB of lines, each cut marked; a job keeps its newest 1,000 lines.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_LOG_LINE_BYTES, MAX_RUN_LOG_BYTES } from '../../src/executor/log-limits.js';
 import type { Job } from '../../src/index.js';
-import { MAX_LOG_LINE_BYTES, MAX_RUN_LOG_BYTES } from '../../src/queue/log-limits.js';
 import { closeAll, openQueue, openWorker, uniqueQueue, until } from '../helpers/setup.js';
 
 afterEach(closeAll);

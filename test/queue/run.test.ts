@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
+import { Run, type RunHooks } from '../../src/executor/run.js';
 import type { Job } from '../../src/index.js';
-import { Run, type RunHooks } from '../../src/queue/run.js';
 
 const hooks: RunHooks = { log: () => {}, progress: () => {}, fanOut: async () => 0 };
 const job = (task: string): Job => ({

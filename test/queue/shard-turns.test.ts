@@ -1,6 +1,6 @@
-/** Which shard an executor takes from next (src/queue/shard-turns.ts), with a fake wall clock. */
+/** Which shard an executor takes from next (src/executor/shard-turns.ts), with a fake wall clock. */
 import { describe, expect, it } from 'vitest';
-import { ShardTurns } from '../../src/queue/shard-turns.js';
+import { ShardTurns } from '../../src/executor/shard-turns.js';
 
 describe('shard turns', () => {
   it('goes round the shards in turn and passes over the dry ones', () => {

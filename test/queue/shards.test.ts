@@ -103,7 +103,7 @@ describe('a sharded queue', () => {
       const stats = (await own.admin.info('commandstats')).match(/cmdstat_fcall:calls=(\d+)/);
       return Number(stats?.[1] ?? 0);
     };
-    const asleep = () => eventually(async () => (w as unknown as { waiting: boolean }).waiting);
+    const asleep = () => eventually(async () => (w as unknown as { taker: { waiting: boolean } }).taker.waiting);
     for (const group of groups.slice(0, 6)) {
       // (idle between jobs: every shard dry, the executor asleep on each shard's marker)
       await asleep();

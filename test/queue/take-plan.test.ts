@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { TakePlan } from '../../src/queue/take-plan.js';
-import { PACE_HEADROOM, TakeSizer } from '../../src/queue/take-size.js';
+import { TakePlan } from '../../src/executor/take-plan.js';
+import { PACE_HEADROOM, TakeSizer } from '../../src/executor/take-size.js';
 
 /** A plan over a hand-set clock; `wakes` records the pace's wake-up requests. */
 function planFor(concurrency: number, sizer = new TakeSizer(concurrency)) {

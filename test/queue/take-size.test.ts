@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { maxTakeSize, PACE_HEADROOM, TakeSizer } from '../../src/executor/take-size.js';
 import { Worker } from '../../src/index.js';
-import { maxTakeSize, PACE_HEADROOM, TakeSizer } from '../../src/queue/take-size.js';
 import { closeAll, openQueue, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
 describe('take size', () => {

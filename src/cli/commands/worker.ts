@@ -2,12 +2,12 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
+import { installShutdownHandlers } from '../../executor/shutdown.js';
+import { Worker } from '../../executor/worker.js';
 import { createLogger } from '../../observability/logger.js';
 import { type MetricsServer, serveMetrics } from '../../observability/metrics.js';
 import type { Handlers } from '../../queue/context.js';
 import { Queue } from '../../queue/queue.js';
-import { installShutdownHandlers } from '../../queue/shutdown.js';
-import { Worker } from '../../queue/worker.js';
 import { EXIT_INVALID } from '../exit-codes.js';
 import { CliError, globals, intOption, openTarget, run } from '../support.js';
 

@@ -3,7 +3,7 @@
  * once, later ones at most once per interval (the newest value when the interval ends), and the
  * last one when the run ends, so that a handler reporting in a tight loop costs a few writes.
  */
-import type { Job } from './job.js';
+import type { Job } from '../queue/job.js';
 
 interface Pending {
   job: Job;
@@ -15,7 +15,7 @@ interface Pending {
 }
 
 export class ProgressThrottle {
-  // (a plain object: runs come and go all the time, see churn.ts)
+  // (a plain object: runs come and go all the time, see ../queue/churn.ts)
   private readonly runs: Record<string, Pending | undefined> = Object.create(null);
   /** Runs that reported progress (so that the end of the others costs no lookup). */
   private count = 0;

@@ -3,8 +3,8 @@
  * holds; tells the executor which runs it lost and which were cancelled meanwhile.
  */
 import { hostname } from 'node:os';
+import { MAX_TIMEOUT_MS } from '../queue/long-timer.js';
 import type { QueueStore } from '../redis/queue-store.js';
-import { MAX_TIMEOUT_MS } from './long-timer.js';
 
 export interface HeldJob {
   id: string;

@@ -4,12 +4,12 @@
  */
 import { PermanentError, TimeoutError, UnknownTaskError, ValidationError } from '../errors.js';
 import type { RunSpan } from '../observability/tracing.js';
+import type { Handlers, JobContext } from '../queue/context.js';
+import type { FanOutOptions } from '../queue/fanout.js';
+import type { Job } from '../queue/job.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import type { OutcomeCode } from '../redis/wire.js';
-import type { Handlers, JobContext } from './context.js';
-import type { FanOutOptions } from './fanout.js';
-import type { Job } from './job.js';
 import { cutLogLine, MAX_RUN_LOG_BYTES, RUN_LOG_FULL } from './log-limits.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 
 /** Why a run's signal aborted. */
 export type AbortReason = 'cancel' | 'timeout' | 'lost' | 'shutdown';

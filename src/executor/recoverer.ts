@@ -4,9 +4,10 @@
  * their keep age, and submits fan-out children committed but left unsubmitted (their executor
  * died right after the parent's finish). Every live executor runs it; the script is atomic, so they never collide.
  */
+
+import { submitCommitted } from '../queue/fanout.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import type { QueueStore } from '../redis/queue-store.js';
-import { submitCommitted } from './fanout.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timer.js';
 
 /** How long finished jobs are kept: the newest `count`, each for at most `age` ms (-1: no bound). */
 export interface Keep {

@@ -1,0 +1,379 @@
+/**
+ * An executor: takes jobs fairly from the queue for its free slots (taker.ts), runs their handlers
+ * (run.ts), and delivers their outcomes in batches (delivery.ts); the two sides meet through the
+ * runs in progress, and the takes that finish calls carry. Its heartbeat, recovery pass and
+ * cancel listener are separate duties (heartbeat.ts, recoverer.ts, and the subscription below).
+ */
+
+import { EventEmitter } from 'node:events';
+import type { Redis } from 'ioredis';
+import { SchemaMismatchError, ShardCountError } from '../errors.js';
+import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
+import { CLOSE_OPTIONS, checkOptions } from '../options.js';
+import { Dictionary } from '../queue/churn.js';
+import type { Handlers } from '../queue/context.js';
+import { packChildren, stageChildren } from '../queue/fanout.js';
+import { type Job, TRACE } from '../queue/job.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
+import { DEFAULT_MAX_ARGS_BYTES } from '../queue/queue.js';
+import type { HandlersOf, UntypedTasks } from '../queue/tasks.js';
+import { connect } from '../redis/connection.js';
+import { checkQueueName, type QueueKeys } from '../redis/keys.js';
+import { checkLibrary } from '../redis/library.js';
+import { QueueStore } from '../redis/queue-store.js';
+import { shardNumbers } from '../redis/shards.js';
+import { Delivery } from './delivery.js';
+import { Heartbeat, type HeldJob } from './heartbeat.js';
+import { shardOf } from './job-shard.js';
+import { checkHandlers, type ExecutorSettings, executorSettings, type WorkerOptions } from './options.js';
+import { Recoverer } from './recoverer.js';
+import type { WorkerEvents } from './reports.js';
+import { type Outcome, Run, type RunHooks } from './run.js';
+import { Taker } from './taker.js';
+
+export type { JobLogger, WorkerOptions } from './options.js';
+export { LeaseLostError, type WorkerEvents } from './reports.js';
+
+/** How long close() waits for Redis to take its last acknowledgements and releases. */
+const CLOSE_FLUSH_MS = 5000;
+
+/** Resolves true when `p` settles within `ms`, false otherwise. */
+function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: LongTimer | undefined;
+  return Promise.race([
+    p.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<boolean>((resolve) => (timer = setLongTimeout(() => resolve(false), ms))),
+  ]).finally(() => clearLongTimeout(timer));
+}
+
+/**
+ * An executor of queue `name`. With a task map `T` (`{ send: { to: string } }`), each handler's
+ * `args` has its task's type, and a handler for a task the map does not name does not compile;
+ * it may handle only some of the map's tasks.
+ * @example
+ * const worker = new Worker('mail', {
+ *   send: async ({ args, signal, log }) => { log('sending to', args.to); return 'ok'; },
+ * }, { connection: 'redis://127.0.0.1:6379', concurrency: 10 });
+ * @example
+ * type Tasks = { send: { to: string } };
+ * new Worker<Tasks>('mail', { send: async ({ args }) => deliver(args.to) }, { connection });
+ */
+export class Worker<T extends object = UntypedTasks> extends EventEmitter<WorkerEvents> {
+  readonly id: string;
+  readonly name: string;
+  readonly keys: QueueKeys;
+  /** The queue's shard count. */
+  readonly shards: number;
+  private readonly opts: ExecutorSettings;
+  private readonly handlers: Handlers;
+  private readonly client: Redis;
+  /** Each shard's script calls, on `client`, by shard number (the home shard last: see ../redis/shards.ts). */
+  private readonly stores: QueueStore[];
+  private readonly subscriber: Redis;
+  /** Runs in progress by job id (a plain object, not a Map: runs come and go all the time, see ../queue/churn.ts). */
+  private readonly runs = new Dictionary<Run>();
+  /** Runs whose lease was lost: their slot is free, their late outcome is still sent (and refused). */
+  private readonly lostRuns = new Set<Run>();
+  private readonly taker: Taker;
+  private readonly delivery: Delivery;
+  /** One heartbeat and one recovery duty per shard. */
+  private readonly heartbeats: Heartbeat[];
+  private readonly recoverers: Recoverer[];
+  private loopDone: Promise<void> | null = null;
+  private closing = false;
+  private closed: Promise<void> | null = null;
+  /** What run() resolves: the executor is up (or closed before it was). */
+  private started: Promise<void> | null = null;
+  /** The wait before the start is tried again, and what ends it early (close). */
+  private startRetry: NodeJS.Timeout | null = null;
+  private startRetryWake: (() => void) | null = null;
+  /** Connections that reported an error since they were last ready (one error event per outage). */
+  private readonly connDown = new Set<Redis>();
+  /** What a handler's log, progress and fanOut calls write (logs batched with other side writes). */
+  private readonly runHooks: RunHooks = {
+    log: (j, line) => this.delivery.log(j, line),
+    progress: (j, n) => this.delivery.progress(j, n),
+    fanOut: async (j, items, options, trace) => {
+      const children = await packChildren(j, items, options, DEFAULT_MAX_ARGS_BYTES, trace);
+      if (children.total > 0) await stageChildren(this.client, this.stores[shardOf(j)].keys, j, children);
+      return children.total;
+    },
+    trace: tracingAvailable ? (j) => startRunSpan(this.name, j, (j as { [TRACE]?: string })[TRACE]) : undefined,
+  };
+  private readonly startedAt = Date.now();
+
+  /**
+   * @throws {ValidationError} naming the first bad option, handler or the queue name; nothing is
+   * opened then.
+   */
+  constructor(name: string, handlers: NoInfer<HandlersOf<T>>, workerOptions: WorkerOptions) {
+    super();
+    checkQueueName(name);
+    const opts = executorSettings(workerOptions);
+    this.handlers = checkHandlers(handlers);
+    this.opts = opts;
+    this.name = name;
+    this.shards = opts.shards;
+    this.id = opts.id;
+    this.client = connect(opts.connection, { blocking: true }).client;
+    this.stores = shardNumbers(this.shards).map(
+      (shard) =>
+        new QueueStore(this.client, name, { maxEvents: opts.maxEvents, ...opts.replication, shard, shards: this.shards }),
+    );
+    this.keys = this.stores[0].keys;
+    const settings = {
+      workerId: this.id,
+      countingScheme: opts.countingScheme,
+      leaseMs: opts.leaseMs,
+      retryDelay: opts.retryDelay,
+    };
+    const onError = (err: unknown) => this.emitError(err);
+    this.delivery = new Delivery({
+      client: this.client,
+      stores: this.stores,
+      settings,
+      leaseMs: opts.leaseMs,
+      maxResultBytes: opts.maxResultBytes,
+      keep: { succeeded: opts.keepSucceeded.count, failed: opts.keepFailed.count },
+      progressIntervalMs: opts.progressIntervalMs,
+      runs: this.runs,
+      takes: {
+        forFinishes: (shards) => this.taker.forFinishes(shards),
+        carry: (shard, want, reply) => this.taker.carry(shard, want, reply),
+        wakeLoop: () => this.taker.wakeLoop(),
+      },
+      events: this,
+      logger: opts.logger,
+      workerId: this.id,
+      closing: () => this.closing,
+      onLost: (lost) => this.abortLost(lost),
+      onError,
+    });
+    this.taker = new Taker({
+      stores: this.stores,
+      connection: opts.connection,
+      settings,
+      concurrency: opts.concurrency,
+      fallbackWakeMs: opts.fallbackWakeMs,
+      outcomes: this.delivery,
+      running: () => this.runs.size,
+      start: (job) => this.start(job),
+      onError,
+    });
+    this.subscriber = connect(opts.connection, { blocking: true, subscriber: true }).client;
+    for (const c of [this.client, ...this.taker.blocking, this.subscriber]) {
+      // One error event per outage and connection (ioredis would print every reconnect attempt).
+      c.on('error', (err: Error) => {
+        if (this.connDown.has(c)) return;
+        this.connDown.add(c);
+        this.emitError(err);
+      });
+      c.on('ready', () => this.connDown.delete(c));
+    }
+    this.heartbeats = this.stores.map(
+      (store, shard) =>
+        new Heartbeat({
+          store,
+          workerId: this.id,
+          leaseMs: opts.leaseMs,
+          concurrency: opts.concurrency,
+          started: this.startedAt,
+          held: () => this.delivery.held(shard),
+          running: () => this.runs.size,
+          onLost: (lost) => this.abortLost(lost),
+          onCancel: (ids) => this.abortRuns(ids, 'cancel'),
+          onError,
+        }),
+    );
+    this.recoverers = this.stores.map(
+      (store) =>
+        new Recoverer({
+          store,
+          workerId: this.id,
+          retryDelay: opts.retryDelay,
+          everyMs: Math.max(100, Math.floor(opts.leaseMs / 2)),
+          leaseMs: opts.leaseMs,
+          keepSucceeded: opts.keepSucceeded,
+          keepFailed: opts.keepFailed,
+          onError,
+        }),
+    );
+    // (a failure to start is an error event)
+    if (opts.autorun) this.run().catch(() => undefined);
+  }
+
+  /**
+   * Starts taking jobs (done by the constructor unless `autorun: false`). Resolves once the executor
+   * is up; a failure to start (Redis unreachable, the library not loadable yet) is an `error`
+   * event, and the start is tried again until it succeeds or the executor is closed.
+   * @throws {SchemaMismatchError} when the queue holds data of another schema version.
+   * @throws {ShardCountError} when the queue has another shard count than `shards`.
+   */
+  run(): Promise<void> {
+    if (this.loopDone) return this.started ?? Promise.resolve();
+    this.subscriber.on('message', (_ch, id: string) => this.abortRuns([id], 'cancel'));
+    const up = this.startUp();
+    this.started = up;
+    this.loopDone = up
+      .then(
+        () => this.taker.loop(),
+        () => undefined,
+      )
+      .catch((err) => this.emitError(err));
+    return up;
+  }
+
+  /**
+   * Checks the queue's schema, loads the library, subscribes to cancels, registers the executor
+   * and makes the first recovery pass; a failure is an `error` event (and a warning in the log)
+   * and is tried again after a backoff (100 ms, doubling, 5 s at most) until it succeeds or the
+   * executor is closed. A queue of another schema version ends it: nothing can change that.
+   */
+  private async startUp(): Promise<void> {
+    for (let failures = 0; !this.closing; failures++) {
+      try {
+        for (const store of this.stores) await store.ready();
+        await checkLibrary(this.client);
+        await this.subscriber.subscribe(...this.stores.map((s) => s.keys.cancel));
+        await Promise.all(this.heartbeats.map((h) => h.start()));
+        await Promise.all(this.recoverers.map((r) => r.start()));
+        return;
+      } catch (err) {
+        this.emitError(err);
+        if (err instanceof SchemaMismatchError || err instanceof ShardCountError) throw err;
+        this.opts.logger?.warn(
+          { worker: this.id, err: err instanceof Error ? err.message : String(err) },
+          'executor cannot start yet; trying again',
+        );
+        await new Promise<void>((resolve) => {
+          this.startRetry = setTimeout(resolve, Math.min(100 * 2 ** failures, 5000));
+          this.startRetryWake = resolve;
+        });
+      }
+    }
+  }
+
+  /** Number of jobs running now. */
+  get running(): number {
+    return this.runs.size;
+  }
+
+  /**
+   * Most jobs the next take asks for: what frees up while one call to Redis travels (slots ×
+   * round trip ÷ run time, from running means of this executor's own), at most half the slots
+   * (rounded up).
+   */
+  get takeSize(): number {
+    return this.taker.size;
+  }
+
+  private emitError(err: unknown): void {
+    if (this.closing && err instanceof Error && /Connection is closed/.test(err.message)) return;
+    const e = err instanceof Error ? err : new Error(String(err));
+    if (this.listenerCount('error') > 0) this.emit('error', e);
+  }
+
+  private start(job: Job): void {
+    const run = new Run(job, this.handlers, this.runHooks, this.opts.graceMs, Boolean(job.tracker), this.runEnded);
+    this.runs.set(job.id, run);
+    this.delivery.started(run);
+  }
+
+  private readonly runEnded = (run: Run, outcome: Outcome): void => {
+    // A run whose signal aborted (timebox, cancel, lost lease, shutdown) says nothing of how long
+    // handlers take: a few hung runs would otherwise shrink and pace the takes long after them.
+    if (run.began > 0 && !run.aborted) this.taker.ranFor(performance.now() - run.began);
+    const id = run.job.id;
+    // (its last progress goes before its finish, on the same connection)
+    this.delivery.progressEnded(id);
+    if (this.runs.get(id) === run) this.runs.delete(id);
+    else if (!this.lostRuns.delete(run)) return;
+    // A lost run's outcome is sent too: the queue refuses it by its token (LeaseLostError).
+    this.delivery.ended(run, outcome);
+  };
+
+  private abortRuns(ids: string[], reason: 'cancel'): void {
+    for (const id of ids) this.runs.get(id)?.abort(reason);
+  }
+
+  /**
+   * Aborts the runs whose lease was lost, each only when it holds that lease: the same job may
+   * be held under an earlier token too (an outcome of an earlier run still being delivered),
+   * whose loss says nothing of the run in progress.
+   */
+  private abortLost(lost: ReadonlyArray<HeldJob>): void {
+    for (const { id, token } of lost) {
+      const run = this.runs.get(id);
+      if (!run || String(run.job.takeSeq) !== token) continue;
+      run.abort('lost');
+      // The queue no longer counts it as ours: free the slot now; its late outcome will be refused.
+      this.runs.delete(id);
+      this.lostRuns.add(run);
+      this.taker.wakeLoop();
+    }
+  }
+
+  /**
+   * Stops taking jobs and lets running ones finish for up to `timeout` ms (default 30,000);
+   * then aborts their signals and releases them to the queue without counting a retry.
+   * When Redis does not answer (an outage), it gives up 5 s later and emits an error: the jobs
+   * it could not acknowledge or release come back through their leases, as a failed attempt.
+   * Calling it again returns the same promise.
+   * Rejects with a ValidationError, closing nothing, when `timeout` is not a whole number of ms
+   * from 0 to a day.
+   */
+  close(opts: { timeout?: number } = {}): Promise<void> {
+    let timeout: number;
+    try {
+      timeout = checkOptions(CLOSE_OPTIONS, opts, { optional: true }).timeout ?? 30_000;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.closed ??= this.shutdown(timeout);
+    return this.closed;
+  }
+
+  private async shutdown(timeout: number): Promise<void> {
+    this.closing = true;
+    if (this.startRetry) clearTimeout(this.startRetry);
+    this.startRetryWake?.();
+    const end = Date.now() + timeout;
+    this.taker.close();
+    // The loop stops taking; jobs a take in flight brings back are released by it.
+    await within(this.loopDone ?? Promise.resolve(), timeout);
+    const pending = this.runs.values().map((r) => r.done);
+    await within(Promise.allSettled(pending), Math.max(0, end - Date.now()));
+    for (const run of this.runs.values()) {
+      run.abort('shutdown');
+      run.settleNow({ code: 'r' });
+    }
+    await new Promise((r) => setImmediate(r));
+    for (const r of this.recoverers) r.stop();
+    // Acknowledge and release what we can; Redis may be unreachable, so not forever.
+    const flushed = await within(
+      (async () => {
+        await this.delivery.flush();
+        await Promise.all(this.heartbeats.map((h) => h.stop()));
+      })(),
+      CLOSE_FLUSH_MS,
+    );
+    this.taker.disconnect();
+    this.subscriber.disconnect();
+    if (flushed) {
+      await this.client.quit().catch(() => this.client.disconnect());
+      return;
+    }
+    this.delivery.giveUp();
+    for (const h of this.heartbeats) void h.stop();
+    this.emitError(
+      new Error(
+        `closing: Redis did not answer within ${CLOSE_FLUSH_MS} ms; ` +
+          'jobs not acknowledged or released are recovered when their leases expire',
+      ),
+    );
+    this.client.disconnect();
+  }
+}
