@@ -7,7 +7,8 @@ import { createServer, type Server } from 'node:http';
 import { Gauge, Histogram, Registry } from 'prom-client';
 import { checkOptions, METRICS_OPTIONS } from '../options.js';
 import type { Job } from '../queue/job.js';
-import type { GroupInfo, Queue } from '../queue/queue.js';
+import type { Queue } from '../queue/queue.js';
+import type { GroupInfo } from '../queue/reader.js';
 import type { Worker } from '../queue/worker.js';
 
 export interface MetricsOptions {

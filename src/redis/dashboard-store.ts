@@ -3,8 +3,9 @@
  * (lua/dashboard-*.lua), named arguments in, a decoded reply out. The scripts read a queue's keys,
  * so a dashboard store shares its queue's store: the same client and the same schema check.
  */
-import type { JobState } from '../queue/job.js';
+
 import { decodeGroupState, type GroupState } from './group-state.js';
+import type { JobState } from './job-codec.js';
 import type { QueueKeys } from './keys.js';
 import type { QueueStore } from './queue-store.js';
 
@@ -175,7 +176,7 @@ export class DashboardStore {
   async tick(o: TickOptions): Promise<Tick> {
     const k = this.queue.keys;
     const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldestFlat] =
-      await this.queue.fcall<
+      await this.queue.scripts.fcall<
         [number, Buffer[], number[], Buffer[], number, Buffer, Buffer, Buffer[], Buffer[] | null, Buffer, Array<Buffer | number>]
       >(
         'dashboard-tick',
@@ -226,7 +227,7 @@ export class DashboardStore {
   /** dashboard-groups.lua: the page's groups as they are now, and the share of the last takes per group. */
   async groups(names: readonly string[], o: { events: number; maxTakes: number }): Promise<GroupsRead> {
     const k = this.queue.keys;
-    const [now, rows, shares, takes, since, runs] = await this.queue.fcall<
+    const [now, rows, shares, takes, since, runs] = await this.queue.scripts.fcall<
       [number, Array<[Buffer | null, number, number | null]>, Buffer[], number, number | null, Buffer[]]
     >('dashboard-groups', k.groups, [k.prefix, o.events, o.maxTakes, ...names], true);
     const m = new Map<string, number>();
@@ -250,7 +251,7 @@ export class DashboardStore {
   /** dashboard-jobs.lua: a page of jobs of one state, optionally of one group and task. */
   async jobs(q: JobsQuery): Promise<JobsRead> {
     const k = this.queue.keys;
-    const [listable, flat, next, left, looked, calls] = await this.queue.fcall<
+    const [listable, flat, next, left, looked, calls] = await this.queue.scripts.fcall<
       [number, Array<Buffer | number>, Buffer, number, number, number]
     >(
       'dashboard-jobs',

@@ -4,15 +4,15 @@
  * that each script's argument order and reply format is written once, beside its caller; the
  * values the two sides share by position or code come from ./wire.ts.
  *
- * Every method first checks, once per store, that the queue holds this Rota's schema
- * ({@link SchemaGate}); a queue of another schema rejects every call with a SchemaMismatchError.
+ * Every method runs its script through the shard's {@link ScriptRunner}, which first checks, once
+ * per store, that the queue holds this Rota's schema; a queue of another schema rejects every call
+ * with a SchemaMismatchError.
  */
-import type { Cluster, Redis } from 'ioredis';
-import { ReplicationError } from '../errors.js';
-import { assignDescription, type Job, type JobDescription, type JobState, type Priority, packDescription } from '../queue/job.js';
+import type { Redis } from 'ioredis';
+import { assignDescription, type Job, type JobDescription, type JobState, type Priority, packDescription } from './job-codec.js';
 import { type QueueKeys, queueKeys } from './keys.js';
-import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
-import { SchemaGate } from './schema.js';
+import type { Arg, Library } from './library.js';
+import { ScriptRunner } from './script-runner.js';
 import { packStrings, type StringValue } from './string-array.js';
 import {
   DELAY_MARK,
@@ -215,14 +215,10 @@ type RawTake = [Array<Buffer | number | null>, Buffer | number];
  */
 export class QueueStore {
   readonly keys: QueueKeys;
-  private readonly gate: SchemaGate;
-  private readonly lib: Library;
+  /** The shard's script calls (schema check, FCALL, WAIT): the stores built on this one run theirs through it. */
+  readonly scripts: ScriptRunner;
   /** The events stream's cap (approximate length; 0: no events). */
   readonly maxEvents: number;
-  private readonly replicaTimeoutMs: number;
-  private readonly replicaAcks: number;
-  /** The queue's Cluster slot, once asked for. */
-  private slot?: number;
 
   constructor(
     readonly client: Redis,
@@ -231,50 +227,26 @@ export class QueueStore {
   ) {
     const shards = opts.shards ?? 1;
     this.keys = queueKeys(queue, opts.shard ?? 0, shards);
-    this.gate = new SchemaGate(client, this.keys.meta, queue, queueKeys(queue).meta, shards, opts.resharding);
-    this.lib = opts.library ?? rotaLibrary();
+    this.scripts = new ScriptRunner(client, queue, this.keys.meta, queueKeys(queue).meta, { ...opts, shards });
     this.maxEvents = opts.maxEvents;
-    this.replicaTimeoutMs = opts.replicaTimeoutMs ?? 0;
-    this.replicaAcks = opts.replicaAcks ?? 1;
   }
 
   /** Checks the queue's schema, once (see {@link SchemaGate}); later calls resolve at once. */
   async ready(): Promise<void> {
-    if (!this.gate.passed) await this.gate.check();
+    await this.scripts.ready();
   }
 
   /**
-   * Calls `script` with its one key and `args`, after the schema check. For the stores of this
-   * queue (./periodic-store.ts) only: everything else calls their methods.
+   * Calls `script` with its one key and `args` ({@link ScriptRunner.fcall}). For the stores of
+   * this queue only: everything else calls their methods.
    */
-  async fcall<T>(script: string, key: string, args: Arg[], buffers = false): Promise<T> {
-    if (!this.gate.passed) await this.gate.check();
-    return runFunction<T>(this.client, this.lib, script, [key], args, buffers);
+  fcall<T>(script: string, key: string, args: Arg[], buffers = false): Promise<T> {
+    return this.scripts.fcall<T>(script, key, args, buffers);
   }
 
-  /**
-   * With a replica timeout: waits until `replicaAcks` replicas have what this connection wrote so far (`WAIT`,
-   * sent to the primary that holds the queue), or rejects with a {@link ReplicationError}.
-   */
-  private async replicated(): Promise<void> {
-    if (this.replicaTimeoutMs <= 0) return;
-    const primary = await this.primary();
-    const acked = Number(await primary.call('WAIT', String(this.replicaAcks), String(this.replicaTimeoutMs)));
-    if (acked < this.replicaAcks) throw new ReplicationError(this.queue, this.replicaTimeoutMs, this.replicaAcks, acked);
-  }
-
-  /**
-   * The connection to the primary that holds the queue: the client itself, or in a Cluster the
-   * primary of the queue's slot (WAIT names no key, so a Cluster would send it to any node).
-   */
-  private async primary(): Promise<Redis> {
-    const cluster = this.client as unknown as Cluster;
-    if (typeof cluster.nodes !== 'function') return this.client;
-    this.slot ??= Number(await cluster.call('CLUSTER', 'KEYSLOT', this.keys.meta));
-    const [nodeKey] = cluster.slots[this.slot] ?? [];
-    const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
-    if (!node) throw new Error(`no primary is known for the slot of queue "${this.queue}" yet`);
-    return node;
+  /** {@link ScriptRunner.replicated}: waits for replicas when the store has a replica timeout. */
+  private replicated(): Promise<void> {
+    return this.scripts.replicated();
   }
 
   /**

@@ -113,7 +113,7 @@ export class ReshardStore {
   }
 
   private async out(what: string, packed: Buffer | string): Promise<OutStep> {
-    const raw = await this.store.fcall<RawOut>('reshard-out', this.keys.counts, [this.keys.prefix, what, packed]);
+    const raw = await this.store.scripts.fcall<RawOut>('reshard-out', this.keys.counts, [this.keys.prefix, what, packed]);
     return decodeOut(raw);
   }
 
@@ -126,7 +126,7 @@ export class ReshardStore {
     for (const j of jobs) {
       f.push(j.id, j.place, j.score, String(j.fields.length / 2), ...j.fields, String(j.logs.length), ...j.logs);
     }
-    const [added, held] = await this.store.fcall<[number, string[]]>('reshard-in', this.keys.counts, [
+    const [added, held] = await this.store.scripts.fcall<[number, string[]]>('reshard-in', this.keys.counts, [
       this.keys.prefix,
       packStrings(f, Infinity, 'jobs'),
     ]);
@@ -138,7 +138,7 @@ export class ReshardStore {
    * are copied. Null when the shard held other jobs as taken out (nothing was done).
    */
   async forget(ids: readonly string[]): Promise<number | null> {
-    const n = await this.store.fcall<number>('reshard-forget', this.keys.counts, [
+    const n = await this.store.scripts.fcall<number>('reshard-forget', this.keys.counts, [
       this.keys.prefix,
       packStrings([...ids], Infinity, 'ids'),
     ]);
@@ -147,6 +147,6 @@ export class ReshardStore {
 
   /** reshard-drop.lua: deletes the shard, holding no job any more; '' when done, else what it still holds. */
   async drop(): Promise<string> {
-    return String(await this.store.fcall<string>('reshard-drop', this.keys.meta, [this.keys.prefix]));
+    return String(await this.store.scripts.fcall<string>('reshard-drop', this.keys.meta, [this.keys.prefix]));
   }
 }

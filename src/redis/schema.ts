@@ -16,6 +16,19 @@ import { SCHEMA_VERSION } from './wire.js';
  */
 export const LAYOUT = { shards: 'shards', reshard: 'reshard', reshardStep: 'reshardStep' } as const;
 
+/** The queue's layout as recorded: its shard count (null: none recorded), and the count and step of a reshard under way (null: none). */
+export interface Layout {
+  shards: number | null;
+  reshard: number | null;
+  reshardStep: string | null;
+}
+
+/** Reads the queue's layout from `layoutKey`, the unsharded queue's `meta` hash (read only). */
+export async function readLayout(client: Redis, layoutKey: string): Promise<Layout> {
+  const [shards, reshard, reshardStep] = await client.hmget(layoutKey, LAYOUT.shards, LAYOUT.reshard, LAYOUT.reshardStep);
+  return { shards: shards === null ? null : Number(shards), reshard: reshard === null ? null : Number(reshard), reshardStep };
+}
+
 /** One client's check of one queue's schema, made once, before its first script call. */
 export class SchemaGate {
   /** True once the queue is known to hold this schema. */
