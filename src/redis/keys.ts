@@ -17,8 +17,11 @@ export function checkQueueName(name: string): void {
   }
 }
 
-/** A group's job list: high priority, low priority, preferred (due stuck and released jobs). */
-export type GroupList = 'h' | 'l' | 'r';
+/** A group's job lists: high priority, low priority, preferred (due stuck and released jobs). */
+export const GROUP_LISTS = ['h', 'l', 'r'] as const;
+
+/** One of {@link GROUP_LISTS}. */
+export type GroupList = (typeof GROUP_LISTS)[number];
 
 export interface QueueKeys {
   prefix: string;
