@@ -1,4 +1,8 @@
-/** The client side of a queue: submit jobs, read them back, cancel them, steer groups. */
+/**
+ * The client side of a queue: submit jobs, read them back, cancel them, steer groups. The reads
+ * are ./reader.ts's and the submits ./submitter.ts's; the admin calls (cancel, retry, clean, group
+ * settings) are here.
+ */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
