@@ -33,16 +33,9 @@ export type { QueueEvent } from './queue/events.js';
 export { type FanOutOptions, MAX_FAN_OUT } from './queue/fanout.js';
 export type { ChildCounts, Job, JobState, Priority } from './queue/job.js';
 export { FINAL_STATES, JOB_STATES } from './queue/job.js';
-export {
-  type CleanOptions,
-  type Durability,
-  type GroupInfo,
-  Queue,
-  type QueueOptions,
-  type QueueStats,
-  type RetryFailedOptions,
-  type WorkerInfo,
-} from './queue/queue.js';
+export type { Durability, QueueOptions } from './queue/options.js';
+export { type CleanOptions, Queue, type RetryFailedOptions } from './queue/queue.js';
+export type { GroupInfo, QueueStats, WorkerInfo } from './queue/reader.js';
 export { type ReshardOptions, type ReshardReport, reshard } from './queue/reshard.js';
 export type { TaskName, TaskSpec, UntypedTasks } from './queue/tasks.js';
 export type { SubmitSpec } from './queue/validate.js';

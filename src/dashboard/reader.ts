@@ -217,7 +217,7 @@ export class LiveReader extends EventEmitter {
     // (a tick of part of the queue's jobs is not shown: the last whole one stays)
     const { layout } = ticks[ticks.length - 1];
     try {
-      checkLayout(q.name, q.shards, layout.shards, layout.reshard);
+      checkLayout(q.name, q.shards, layout);
       q.refusal = undefined;
     } catch (err) {
       q.refusal = err as RotaError;

@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { ValidationError } from '../errors.js';
 import { checkOptions, WORKER_OPTIONS } from '../options.js';
 import type { Handlers } from '../queue/context.js';
-import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replication } from '../queue/queue.js';
+import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replication } from '../queue/options.js';
 import type { ConnectionOption } from '../redis/connection.js';
 import { checkShards } from '../redis/shards.js';
 import type { Keep } from './recoverer.js';

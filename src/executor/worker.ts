@@ -15,7 +15,7 @@ import type { Handlers } from '../queue/context.js';
 import { packChildren, stageChildren } from '../queue/fanout.js';
 import { type Job, TRACE } from '../queue/job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
-import { DEFAULT_MAX_ARGS_BYTES } from '../queue/queue.js';
+import { DEFAULT_MAX_ARGS_BYTES } from '../queue/options.js';
 import type { HandlersOf, UntypedTasks } from '../queue/tasks.js';
 import { connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';

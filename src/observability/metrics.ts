@@ -8,7 +8,8 @@ import { Gauge, Histogram, Registry } from 'prom-client';
 import type { Worker } from '../executor/worker.js';
 import { checkOptions, METRICS_OPTIONS } from '../options.js';
 import type { Job } from '../queue/job.js';
-import type { GroupInfo, Queue } from '../queue/queue.js';
+import type { Queue } from '../queue/queue.js';
+import type { GroupInfo } from '../queue/reader.js';
 
 export interface MetricsOptions {
   /** Port to listen on (0: a free one; up to 65,535). */

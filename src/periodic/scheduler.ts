@@ -29,7 +29,7 @@ import type { Redis } from 'ioredis';
 import { TimerStalledError } from '../errors.js';
 import { checkOptions, SCHEDULER_OPTIONS } from '../options.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
-import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
+import { DEFAULT_MAX_EVENTS } from '../queue/options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { checkQueueName } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';

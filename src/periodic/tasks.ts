@@ -9,10 +9,17 @@ import { unpack } from 'msgpackr';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { checkOptions, PERIODIC_TASKS_OPTIONS, whole } from '../options.js';
-import { type ChildCounts, decodeJobObject, type Job, type JobState, type Priority, unpackDescription } from '../queue/job.js';
-import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/queue.js';
+import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/options.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
+import {
+  type ChildCounts,
+  decodeJobObject,
+  type Job,
+  type JobState,
+  type Priority,
+  unpackDescription,
+} from '../redis/job-codec.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';

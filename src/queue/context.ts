@@ -2,7 +2,7 @@
 import type { ValidationError } from '../errors.js';
 import type { FanOutOptions } from './fanout.js';
 import type { Job } from './job.js';
-import type { IsUntyped, TaskName, UntypedTasks } from './tasks.js';
+import type { IsUntyped, TaskName, UntypedTasks } from './task-map.js';
 
 /**
  * The handler's view of its run. `A`: its args; `T`: the executor's task map, which types the

@@ -1,6 +1,7 @@
 /** Reads the queue's events stream: one entry per script call, holding every state change it made. */
 import { ValidationError } from '../errors.js';
-import { type ConnectionOption, connect } from '../redis/connection.js';
+import type { ConnectionOption } from '../redis/connection.js';
+import { streamEntries } from '../redis/event-stream.js';
 import {
   EVENT_CHILDREN_ENDED_FIELD,
   EVENT_ERRORS_FIELD,
@@ -108,31 +109,7 @@ export async function* readEvents(
   key: string,
   opts: { from?: string; signal?: AbortSignal },
 ): AsyncGenerator<QueueEvent> {
-  const { client } = connect(connection, { blocking: true });
-  let last = opts.from ?? '$';
-  const onAbort = () => client.disconnect();
-  opts.signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    while (!opts.signal?.aborted) {
-      let reply: [string, [string, string[]][]][] | null;
-      try {
-        reply = (await client.xread('COUNT', 100, 'BLOCK', 1000, 'STREAMS', key, last)) as typeof reply;
-      } catch (err) {
-        if (opts.signal?.aborted) return;
-        throw err;
-      }
-      if (!reply) continue;
-      for (const [, entries] of reply) {
-        for (const [id, fields] of entries) {
-          last = id;
-          yield* parseEntry(id, fields);
-        }
-      }
-    }
-  } finally {
-    opts.signal?.removeEventListener('abort', onAbort);
-    client.disconnect();
-  }
+  for await (const [id, fields] of streamEntries(connection, key, opts)) yield* parseEntry(id, fields);
 }
 
 /**

@@ -19,8 +19,8 @@ import type { Redis } from 'ioredis';
 import { ReshardRefusedError, SchemaMismatchError } from '../errors.js';
 import { checkOptions, RESHARD_OPTIONS } from '../options.js';
 import { type ConnectionOption, checkConnection, connect } from '../redis/connection.js';
-import { type GroupState, readGroupStates } from '../redis/group-state.js';
-import { checkQueueName, leaseJobId, queueKeys } from '../redis/keys.js';
+import type { GroupState } from '../redis/group-state.js';
+import { checkQueueName } from '../redis/keys.js';
 import { QueueStore } from '../redis/queue-store.js';
 import {
   type GroupList,
@@ -30,11 +30,11 @@ import {
   type ListStep,
   type MovingJob,
   type OutStep,
+  ReshardLayout,
   ReshardStore,
 } from '../redis/reshard-store.js';
-import { LAYOUT } from '../redis/schema.js';
 import { homeShard, shardNumbers, shardOfGroup, shardOfId, shardTag } from '../redis/shards.js';
-import { GROUP_DUE_MARK, SCHEMA_VERSION } from '../redis/wire.js';
+import { SCHEMA_VERSION } from '../redis/wire.js';
 
 /** Options of {@link reshard}. */
 export interface ReshardOptions {
@@ -98,10 +98,9 @@ export async function reshard(connection: ConnectionOption, queue: string, opts:
   checkConnection(connection);
   const { client, owned } = connect(connection, { reuse: true });
   try {
-    const layout = queueKeys(queue).meta;
-    const [shards, underway, step] = await client.hmget(layout, LAYOUT.shards, LAYOUT.reshard, LAYOUT.reshardStep);
-    const from = shards === null ? 1 : Number(shards);
-    if (underway !== null && Number(underway) !== to) throw underwayError(queue, from, Number(underway));
+    const { shards, reshard: underway, reshardStep: step } = await new ReshardLayout(client, queue).read();
+    const from = shards ?? 1;
+    if (underway !== null && underway !== to) throw underwayError(queue, from, underway);
     const r = new Resharder(client, queue, from, to, batch, onProgress);
     if (underway === null && from === to) return r.report;
     return await r.run(underway !== null, step === TIDYING);
@@ -145,7 +144,7 @@ class Resharder {
   private readonly stores = new Map<string, ReshardStore>();
   /** Where the fan-out parents of caller-given ids go (by source shard and id; null: nowhere known). */
   private readonly parents = new Map<string, number | null>();
-  private readonly layout: string;
+  private readonly layout: ReshardLayout;
 
   constructor(
     private readonly client: Redis,
@@ -155,17 +154,17 @@ class Resharder {
     private readonly batch: number,
     private readonly onProgress?: (moved: number) => void,
   ) {
-    this.layout = queueKeys(queue).meta;
+    this.layout = new ReshardLayout(client, queue);
     this.report = { queue, from, to, moved: 0, groups: 0, recovered: 0, dropped: 0, resumed: false };
   }
 
   /** The store of shard `shard` of a layout of `shards` shards (one per shard, whatever layout names it). */
   private store(shard: number, shards: number): ReshardStore {
-    const prefix = queueKeys(this.queue, shard, shards).prefix;
-    let s = this.stores.get(prefix);
+    const tag = shardTag(this.queue, shard, shards);
+    let s = this.stores.get(tag);
     if (!s) {
       s = new ReshardStore(new QueueStore(this.client, this.queue, { maxEvents: 0, shard, shards, resharding: true }));
-      this.stores.set(prefix, s);
+      this.stores.set(tag, s);
     }
     return s;
   }
@@ -200,10 +199,8 @@ class Resharder {
     if (!resumed) {
       await this.checkIds();
       // (HSETNX: of two reshards begun at once, one starts and the other goes on with it)
-      if (!(await this.client.hsetnx(this.layout, LAYOUT.reshard, String(this.to)))) {
-        const to = Number(await this.client.hget(this.layout, LAYOUT.reshard));
-        if (to !== this.to) throw underwayError(this.queue, this.from, to);
-      }
+      const to = await this.layout.begin(this.to);
+      if (to !== this.to) throw underwayError(this.queue, this.from, to);
     }
     for (const s of expired) await this.recover(s);
     for (const s of this.sources) {
@@ -213,21 +210,17 @@ class Resharder {
       // (again when tidying: jobs that a producer left running added meanwhile move too)
       await this.moveShard(s);
     }
-    if (!tidying) await this.client.hset(this.layout, LAYOUT.reshardStep, TIDYING);
+    if (!tidying) await this.layout.step(TIDYING);
     await this.tidy();
-    await this.client
-      .multi()
-      .hset(this.layout, LAYOUT.shards, String(this.to))
-      .hdel(this.layout, LAYOUT.reshard, LAYOUT.reshardStep)
-      .exec();
+    await this.layout.finish(this.to);
     return this.report;
   }
 
   /** Refuses a shard, of either layout, that holds data of another schema (before anything is written). */
   private async checkSchemas(): Promise<void> {
-    const keys = [...this.oldShards.map((s) => this.old(s).keys), ...shardNumbers(this.to).map((s) => this.new(s).keys)];
-    for (const k of keys) {
-      const found = await this.client.hget(k.meta, 'schema');
+    const stores = [...this.oldShards.map((s) => this.old(s)), ...shardNumbers(this.to).map((s) => this.new(s))];
+    for (const store of stores) {
+      const found = await store.schema();
       if (found !== null && found !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, found, SCHEMA_VERSION);
     }
   }
@@ -238,19 +231,15 @@ class Resharder {
    * with expired leases: runs whose executor died, recovered before the move.
    */
   private async checkIdle(): Promise<number[]> {
-    const [sec, usec] = await this.client.time();
-    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    const now = await this.layout.serverTime();
     const executors = new Set<string>();
     const runs: string[] = [];
     const expired: number[] = [];
     for (const s of this.oldShards) {
-      const keys = this.old(s).keys;
-      for (const id of await this.client.zrangebyscore(keys.workers, `(${now}`, '+inf')) executors.add(id);
-      for (const m of await this.client.zrangebyscore(keys.leases, `(${now}`, '+inf')) {
-        const id = leaseJobId(m);
-        if (id !== null) runs.push(id);
-      }
-      if ((await this.client.zrangebyscore(keys.leases, '-inf', now)).some((m) => leaseJobId(m) !== null)) expired.push(s);
+      for (const id of await this.old(s).liveExecutors(now)) executors.add(id);
+      const leases = await this.old(s).leases(now);
+      runs.push(...leases.live);
+      if (leases.expired) expired.push(s);
     }
     if (executors.size > 0) {
       throw new ReshardRefusedError(
@@ -312,16 +301,9 @@ class Resharder {
     }
     for (const [d, ids] of arriving) {
       const list = [...ids.keys()];
-      for (let i = 0; i < list.length; i += 1000) {
-        const pipe = this.client.pipeline();
-        const part = list.slice(i, i + 1000);
-        for (const id of part) pipe.exists(this.new(d).keys.job(id));
-        const found = (await pipe.exec()) ?? [];
-        found.forEach(([err, n], k) => {
-          if (err) throw err;
-          if (n === 1) clashes.push(part[k]);
-        });
-      }
+      (await this.new(d).exist(list)).forEach((found, k) => {
+        if (found) clashes.push(list[k]);
+      });
     }
     if (clashes.length > 0) {
       throw new ReshardRefusedError(
@@ -334,19 +316,15 @@ class Resharder {
 
   /** The ids of shard `s`'s jobs in its group lists and sets, a batch at a time (read only). */
   private async *ids(s: number): AsyncGenerator<string[]> {
-    const keys = this.old(s).keys;
+    const src = this.old(s);
     const lists = await this.lists(s);
     for (let i = 0; i < lists.length; i += 200) {
       const part = lists.slice(i, i + 200);
-      const pipe = this.client.pipeline();
-      for (const l of part) pipe.lrange(`${keys.group(l.group)}:${l.list}`, 0, this.batch - 1);
-      const heads = (await pipe.exec()) ?? [];
-      for (const [k, [err, ids]] of heads.entries()) {
-        if (err) throw err;
-        yield ids as string[];
-        const key = `${keys.group(part[k].group)}:${part[k].list}`;
-        for (let at = this.batch; (ids as string[]).length === this.batch; at += this.batch) {
-          const more = await this.client.lrange(key, at, at + this.batch - 1);
+      const heads = await src.listRanges(part, 0, this.batch - 1);
+      for (const [k, ids] of heads.entries()) {
+        yield ids;
+        for (let at = this.batch; ids.length === this.batch; at += this.batch) {
+          const more = await src.listRange(part[k].group, part[k].list, at, at + this.batch - 1);
           if (more.length === 0) break;
           yield more;
           if (more.length < this.batch) break;
@@ -355,9 +333,9 @@ class Resharder {
     }
     for (const set of JOB_SETS) {
       for (let at = 0; ; at += this.batch) {
-        const members = await this.client.zrange(`${keys.prefix}${set}`, at, at + this.batch - 1);
-        yield members.filter((m) => !m.startsWith(GROUP_DUE_MARK));
-        if (members.length < this.batch) break;
+        const { members, ids } = await src.setRange(set, at, at + this.batch - 1);
+        yield ids;
+        if (members < this.batch) break;
       }
     }
   }
@@ -365,7 +343,7 @@ class Resharder {
   /** The group lists of shard `s` that hold jobs, by its group records. */
   private async lists(s: number): Promise<Array<{ group: string; list: GroupList }>> {
     const out: Array<{ group: string; list: GroupList }> = [];
-    for (const [group, g] of await readGroupStates(this.client, this.old(s).keys.groups)) {
+    for (const [group, g] of await this.old(s).groupStates()) {
       if (g.nr > 0) out.push({ group, list: 'r' });
       if (g.nh > 0) out.push({ group, list: 'h' });
       if (g.nl > 0) out.push({ group, list: 'l' });
@@ -388,13 +366,8 @@ class Resharder {
       else out[i] = made;
     });
     if (lookups.length > 0) {
-      const keys = this.old(s).keys;
-      const pipe = this.client.pipeline();
-      for (const i of lookups) pipe.hmget(keys.job(ids[i]), 'tracker', 'group');
-      const records = (await pipe.exec()) ?? [];
-      for (const [k, [err, rec]] of records.entries()) {
-        if (err) throw err;
-        const [tracker, group] = rec as Array<string | null>;
+      const records = await this.old(s).origins(lookups.map((i) => ids[i]));
+      for (const [k, { tracker, group }] of records.entries()) {
         out[lookups[k]] = await this.destOf(s, ids[lookups[k]], tracker, group);
       }
     }
@@ -422,11 +395,11 @@ class Resharder {
     const made = this.to === 1 ? 0 : shardOfId(parent, this.to);
     if (made !== null) dest = made;
     else {
-      const [tracker, group, total] = await this.client.hmget(this.old(s).keys.job(parent), 'tracker', 'group', 'ct');
+      const [{ tracker, group, ct: total }] = await this.old(s).origins([parent]);
       if (total !== null) dest = await this.destOf(s, parent, tracker, group);
       else if (tracker === null && group === null) {
         for (const d of shardNumbers(this.to)) {
-          if (await this.client.hexists(this.new(d).keys.job(parent), 'ct')) {
+          if (await this.new(d).isFanOutParent(parent)) {
             dest = d;
             break;
           }
@@ -447,17 +420,17 @@ class Resharder {
   /** Copies the settings of shard `s`'s groups to their new shards (their rate logs first). */
   private async copySettings(s: number): Promise<void> {
     const src = this.old(s);
-    for (const [group, g] of await readGroupStates(this.client, src.keys.groups)) {
+    for (const [group, g] of await src.groupStates()) {
       if (shardOfGroup(group, this.from) !== s || !hasSettings(g)) continue;
       const d = shardOfGroup(group, this.to);
       if (this.same(s, d)) continue;
       const dest = this.new(d);
       if (g.rate > 0) {
         // (members renamed: the destination numbers its own starts from 1)
-        const log = await this.client.zrange(`${src.keys.group(group)}:rl`, 0, -1, 'WITHSCORES');
+        const log = await src.rateLog(group);
         const args: string[] = [];
         for (let i = 0; i < log.length; i += 2) args.push(log[i + 1], `~${log[i]}`);
-        if (args.length > 0) await this.client.zadd(`${dest.keys.group(group)}:rl`, ...args);
+        await dest.addRateLog(group, args);
       }
       await dest.store.group(group, {
         paused: g.paused === 1,
@@ -487,13 +460,8 @@ class Resharder {
     };
     for (let i = 0; i < lists.length; i += 200) {
       const part = lists.slice(i, i + 200);
-      const pipe = this.client.pipeline();
-      for (const l of part) pipe.lrange(`${src.keys.group(l.group)}:${l.list}`, -this.batch, -1);
-      const tails = ((await pipe.exec()) ?? []).map(([err, ids]) => {
-        if (err) throw err;
-        // (in the order they are popped: the tail first)
-        return (ids as string[]).reverse();
-      });
+      // (in the order they are popped: the tail first)
+      const tails = (await src.listRanges(part, -this.batch, -1)).map((ids) => ids.reverse());
       const dests = await this.dests(s, tails.flat());
       let at = 0;
       for (const [k, tail] of tails.entries()) {
@@ -521,11 +489,10 @@ class Resharder {
    */
   private async moveLongList(s: number, group: string, list: GroupList): Promise<void> {
     const src = this.old(s);
-    const key = `${src.keys.group(group)}:${list}`;
     // jobs at the tail known to stay, not popped
     let below = 0;
     for (;;) {
-      const chunk = (await this.client.lrange(key, -(below + this.batch), -(below + 1))).reverse();
+      const chunk = (await src.listRange(group, list, -(below + this.batch), -(below + 1))).reverse();
       if (chunk.length === 0) break;
       const dests = await this.dests(s, chunk);
       const last = lastLeaving(dests);
@@ -536,7 +503,7 @@ class Resharder {
       }
       while (below > 0) {
         const n = Math.min(this.batch, below);
-        const stay = (await this.client.lrange(key, -n, -1)).reverse().map((id) => ({ id, dest: null }));
+        const stay = (await src.listRange(group, list, -n, -1)).reverse().map((id) => ({ id, dest: null }));
         await this.takeOut(s, () => src.outLists([{ group, list, close: false, jobs: stay }]));
         below -= n;
       }
@@ -549,13 +516,11 @@ class Resharder {
   /** Moves the leaving jobs of set `set` of shard `s`, a batch at a time in score order. */
   private async moveSet(s: number, set: JobSet): Promise<void> {
     const src = this.old(s);
-    const key = `${src.keys.prefix}${set}`;
     // members known to stay, before the next batch
     let staying = 0;
     for (;;) {
-      const members = await this.client.zrange(key, staying, staying + this.batch - 1);
-      if (members.length === 0) return;
-      const ids = members.filter((m) => !m.startsWith(GROUP_DUE_MARK));
+      const { members, ids } = await src.setRange(set, staying, staying + this.batch - 1);
+      if (members === 0) return;
       const dests = await this.dests(s, ids);
       const leaving: Array<{ id: string; dest: number }> = [];
       ids.forEach((id, i) => {
@@ -563,8 +528,8 @@ class Resharder {
         if (d !== null) leaving.push({ id, dest: d });
       });
       if (leaving.length > 0) await this.takeOut(s, () => src.outSet(set, leaving));
-      staying += members.length - leaving.length;
-      if (members.length < this.batch) return;
+      staying += members - leaving.length;
+      if (members < this.batch) return;
     }
   }
 
@@ -595,17 +560,9 @@ class Resharder {
     const byDest = new Map<number, JobCopy[]>();
     for (let i = 0; i < jobs.length; i += 200) {
       const part = jobs.slice(i, i + 200);
-      const pipe = this.client.pipeline();
-      for (const j of part) {
-        pipe.hgetallBuffer(src.keys.job(j.id));
-        pipe.lrangeBuffer(src.keys.logs(j.id), 0, -1);
-      }
-      const read = (await pipe.exec()) ?? [];
+      const read = await src.copies(part.map((j) => j.id));
       part.forEach((j, k) => {
-        const [[e1, hash], [e2, logs]] = [read[2 * k], read[2 * k + 1]];
-        if (e1 || e2) throw e1 ?? e2;
-        const fields: Buffer[] = [];
-        for (const [f, v] of Object.entries(hash as Record<string, Buffer>)) fields.push(Buffer.from(f), v);
+        const { fields, logs } = read[k];
         // (no hash: an earlier run of this reshard copied and forgot it; the forget below says so)
         if (fields.length === 0) return;
         let list = byDest.get(j.dest);
@@ -613,7 +570,7 @@ class Resharder {
           list = [];
           byDest.set(j.dest, list);
         }
-        list.push({ id: j.id, place: j.place, score: j.score, fields, logs: logs as Buffer[] });
+        list.push({ id: j.id, place: j.place, score: j.score, fields, logs });
       });
     }
     for (const [d, copies] of byDest) {
@@ -655,7 +612,7 @@ class Resharder {
     if (this.from > 1 && this.to > 1) {
       for (const s of range(0, Math.min(this.from, this.to))) {
         const store = this.old(s);
-        for (const [group, g] of await readGroupStates(this.client, store.keys.groups)) {
+        for (const [group, g] of await store.groupStates()) {
           if (shardOfGroup(group, this.to) === s || !hasSettings(g)) continue;
           await store.store.group(group, { paused: false, limit: 0, weight: 1, rate: null });
         }

@@ -5,19 +5,10 @@
  */
 import type { Handler, Handlers } from './context.js';
 import type { Job } from './job.js';
+import type { IsUntyped, TaskName } from './task-map.js';
 import type { SubmitSpec } from './validate.js';
 
-/** What a queue or executor without a task map accepts: any task name, any args. */
-export type UntypedTasks = Record<string, unknown>;
-
-/** The task names of a task map. */
-export type TaskName<T> = keyof T & string;
-
-/**
- * Whether `T` is no task map: any string is a task name, or it names none (`object`, what a
- * generic use such as `ConstructorParameters<typeof Worker>` sees).
- */
-export type IsUntyped<T> = string extends keyof T ? true : [keyof T] extends [never] ? true : false;
+export type { IsUntyped, TaskName, UntypedTasks } from './task-map.js';
 
 /** A submit of task `K` of map `T`: its name, and args of its type. */
 export type TaskSpec<T, K extends TaskName<T> = TaskName<T>> =

@@ -3,8 +3,9 @@
  * (lua/dashboard-*.lua), named arguments in, a decoded reply out. The scripts read a queue's keys,
  * so a dashboard store shares its queue's store: the same client and the same schema check.
  */
-import type { JobState } from '../queue/job.js';
+
 import { decodeGroupState, type GroupState } from './group-state.js';
+import type { JobState } from './job-codec.js';
 import type { QueueKeys } from './keys.js';
 import type { QueueStore } from './queue-store.js';
 
@@ -36,7 +37,7 @@ export interface Tick {
    * The `shards` and `reshard` fields of the shard's `meta` (null when absent): in the home shard
    * the queue's layout (see src/redis/schema.ts), which the reader checks every tick.
    */
-  layout: { shards: string | null; reshard: string | null };
+  layout: { shards: number | null; reshard: number | null };
 }
 
 /** Options of a tick. */
@@ -180,7 +181,7 @@ export class DashboardStore {
   async tick(o: TickOptions): Promise<Tick> {
     const k = this.queue.keys;
     const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldestFlat, layout] =
-      await this.queue.fcall<
+      await this.queue.scripts.fcall<
         [
           number,
           Buffer[],
@@ -238,14 +239,14 @@ export class DashboardStore {
       oldestCursor: text(oldestCursor),
       oldest: oldestOf(oldestFlat),
       server: server ? { usedMemory: Number(server[0].toString()), opsPerSec: Number(server[1].toString()) } : undefined,
-      layout: { shards: layout[0]?.toString() ?? null, reshard: layout[1]?.toString() ?? null },
+      layout: { shards: layout[0] ? Number(layout[0]) : null, reshard: layout[1] ? Number(layout[1]) : null },
     };
   }
 
   /** dashboard-groups.lua: the page's groups as they are now, and the share of the last takes per group. */
   async groups(names: readonly string[], o: { events: number; maxTakes: number }): Promise<GroupsRead> {
     const k = this.queue.keys;
-    const [now, rows, shares, takes, since, runs] = await this.queue.fcall<
+    const [now, rows, shares, takes, since, runs] = await this.queue.scripts.fcall<
       [number, Array<[Buffer | null, number, number | null]>, Buffer[], number, number | null, Buffer[]]
     >('dashboard-groups', k.groups, [k.prefix, o.events, o.maxTakes, ...names], true);
     const m = new Map<string, number>();
@@ -269,7 +270,7 @@ export class DashboardStore {
   /** dashboard-jobs.lua: a page of jobs of one state, optionally of one group and task. */
   async jobs(q: JobsQuery): Promise<JobsRead> {
     const k = this.queue.keys;
-    const [listable, flat, next, left, looked, calls] = await this.queue.fcall<
+    const [listable, flat, next, left, looked, calls] = await this.queue.scripts.fcall<
       [number, Array<Buffer | number>, Buffer, number, number, number]
     >(
       'dashboard-jobs',

@@ -17,6 +17,12 @@ export function checkQueueName(name: string): void {
   }
 }
 
+/** A group's job lists: high priority, low priority, preferred (due stuck and released jobs). */
+export const GROUP_LISTS = ['h', 'l', 'r'] as const;
+
+/** One of {@link GROUP_LISTS}. */
+export type GroupList = (typeof GROUP_LISTS)[number];
+
 export interface QueueKeys {
   prefix: string;
   /** The shard these keys are of (0 for an unsharded queue). */
@@ -49,6 +55,10 @@ export interface QueueKeys {
   group(name: string): string;
   done(state: 'success' | 'failed' | 'cancelled'): string;
   worker(id: string): string;
+  /** LIST of group `name`'s waiting jobs of one kind (see {@link GroupList}); the scripts build the same names. */
+  groupList(name: string, list: GroupList): string;
+  /** ZSET of the starts of group `name` counted by its rate limit (its rate log). */
+  rateLog(name: string): string;
 }
 
 const LEASE_MEMBER = new RegExp(`^\\d+[${SCHEDULED_MARK}${RUNNING_MARK}\\${CANCEL_MARK}]([\\s\\S]*)$`);
@@ -88,5 +98,7 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     group: (g) => `${prefix}g:${g}`, // prefix of the group's lists :h, :l, :r
     done: (state) => `${prefix}done:${state}`,
     worker: (id) => `${prefix}w:${id}`,
+    groupList: (g, list) => `${prefix}g:${g}:${list}`,
+    rateLog: (g) => `${prefix}g:${g}:rl`,
   };
 }

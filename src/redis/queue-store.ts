@@ -4,27 +4,20 @@
  * that each script's argument order and reply format is written once, beside its caller; the
  * values the two sides share by position or code come from ./wire.ts.
  *
- * Every method first checks, once per store, that the queue holds this Rota's schema
- * ({@link SchemaGate}); a queue of another schema rejects every call with a SchemaMismatchError.
+ * Every method runs its script through the shard's {@link ScriptRunner}, which first checks, once
+ * per store, that the queue holds this Rota's schema; a queue of another schema rejects every call
+ * with a SchemaMismatchError.
  */
-import type { Cluster, Redis } from 'ioredis';
-import { ReplicationError } from '../errors.js';
-import { assignDescription, type Job, type JobDescription, type JobState, type Priority, packDescription } from '../queue/job.js';
+import type { Redis } from 'ioredis';
+import type { Job, JobState } from './job-codec.js';
 import { type QueueKeys, queueKeys } from './keys.js';
-import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
-import { SchemaGate } from './schema.js';
+import type { Arg, Library } from './library.js';
+import { decodeEndStates, decodeTaken, packSubmits, type SubmitJob } from './queue-codec.js';
+import { ScriptRunner } from './script-runner.js';
 import { packStrings, type StringValue } from './string-array.js';
-import {
-  DELAY_MARK,
-  END_CODES,
-  END_REFUSED,
-  type OutcomeCode,
-  SUBMIT_FIELDS,
-  SUBMIT_WIDTH,
-  TAKEN_WIDTH,
-  UNSTARTED_PREFIX,
-  WAKE_MEMBER,
-} from './wire.js';
+import { WAKE_MEMBER } from './wire.js';
+
+export { addRun, decodeEndStates, decodeTaken, packSubmits, type SubmitJob } from './queue-codec.js';
 
 /** Options of a {@link QueueStore}. */
 export interface QueueStoreOptions {
@@ -44,23 +37,6 @@ export interface QueueStoreOptions {
   shards?: number;
   /** A reshard's own store (src/queue/reshard.ts): the schema is checked, the layout is not. */
   resharding?: boolean;
-}
-
-/**
- * A job to submit: its description and packed args, id, and due time when it has one. No periodic
- * origin: a periodic task's runs are staged by periodic-stage.lua, never submitted.
- */
-export interface SubmitJob extends Omit<JobDescription, 'tracker' | 'occurrence'> {
-  id?: string;
-  priority: Priority;
-  /** The args as MessagePack, empty when it has none. */
-  packedArgs: Buffer;
-  /** Run no earlier than this (ms since the epoch, by the Redis server's clock). */
-  runAt?: number;
-  /** Run no earlier than this many ms after the submit (by the Redis server's clock). */
-  delay?: number;
-  /** The trace context (traceparent) of the submit's span, when a tracer made one. */
-  trace?: string;
 }
 
 /** The answer of a submit: when it was submitted and, per job, whether it was added (false: its id existed). */
@@ -215,14 +191,10 @@ type RawTake = [Array<Buffer | number | null>, Buffer | number];
  */
 export class QueueStore {
   readonly keys: QueueKeys;
-  private readonly gate: SchemaGate;
-  private readonly lib: Library;
+  /** The shard's script calls (schema check, FCALL, WAIT): the stores built on this one run theirs through it. */
+  readonly scripts: ScriptRunner;
   /** The events stream's cap (approximate length; 0: no events). */
   readonly maxEvents: number;
-  private readonly replicaTimeoutMs: number;
-  private readonly replicaAcks: number;
-  /** The queue's Cluster slot, once asked for. */
-  private slot?: number;
 
   constructor(
     readonly client: Redis,
@@ -231,50 +203,26 @@ export class QueueStore {
   ) {
     const shards = opts.shards ?? 1;
     this.keys = queueKeys(queue, opts.shard ?? 0, shards);
-    this.gate = new SchemaGate(client, this.keys.meta, queue, queueKeys(queue).meta, shards, opts.resharding);
-    this.lib = opts.library ?? rotaLibrary();
+    this.scripts = new ScriptRunner(client, queue, this.keys.meta, queueKeys(queue).meta, { ...opts, shards });
     this.maxEvents = opts.maxEvents;
-    this.replicaTimeoutMs = opts.replicaTimeoutMs ?? 0;
-    this.replicaAcks = opts.replicaAcks ?? 1;
   }
 
   /** Checks the queue's schema, once (see {@link SchemaGate}); later calls resolve at once. */
   async ready(): Promise<void> {
-    if (!this.gate.passed) await this.gate.check();
+    await this.scripts.ready();
   }
 
   /**
-   * Calls `script` with its one key and `args`, after the schema check. For the stores of this
-   * queue (./periodic-store.ts) only: everything else calls their methods.
+   * Calls `script` with its one key and `args` ({@link ScriptRunner.fcall}). For the stores of
+   * this queue only: everything else calls their methods.
    */
-  async fcall<T>(script: string, key: string, args: Arg[], buffers = false): Promise<T> {
-    if (!this.gate.passed) await this.gate.check();
-    return runFunction<T>(this.client, this.lib, script, [key], args, buffers);
+  fcall<T>(script: string, key: string, args: Arg[], buffers = false): Promise<T> {
+    return this.scripts.fcall<T>(script, key, args, buffers);
   }
 
-  /**
-   * With a replica timeout: waits until `replicaAcks` replicas have what this connection wrote so far (`WAIT`,
-   * sent to the primary that holds the queue), or rejects with a {@link ReplicationError}.
-   */
-  private async replicated(): Promise<void> {
-    if (this.replicaTimeoutMs <= 0) return;
-    const primary = await this.primary();
-    const acked = Number(await primary.call('WAIT', String(this.replicaAcks), String(this.replicaTimeoutMs)));
-    if (acked < this.replicaAcks) throw new ReplicationError(this.queue, this.replicaTimeoutMs, this.replicaAcks, acked);
-  }
-
-  /**
-   * The connection to the primary that holds the queue: the client itself, or in a Cluster the
-   * primary of the queue's slot (WAIT names no key, so a Cluster would send it to any node).
-   */
-  private async primary(): Promise<Redis> {
-    const cluster = this.client as unknown as Cluster;
-    if (typeof cluster.nodes !== 'function') return this.client;
-    this.slot ??= Number(await cluster.call('CLUSTER', 'KEYSLOT', this.keys.meta));
-    const [nodeKey] = cluster.slots[this.slot] ?? [];
-    const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
-    if (!node) throw new Error(`no primary is known for the slot of queue "${this.queue}" yet`);
-    return node;
+  /** {@link ScriptRunner.replicated}: waits for replicas when the store has a replica timeout. */
+  private replicated(): Promise<void> {
+    return this.scripts.replicated();
   }
 
   /**
@@ -493,84 +441,4 @@ export class QueueStore {
     for (let i = 0; i < flat.length; i += 2) out.set(String(flat[i]), Number(flat[i + 1]));
     return out;
   }
-}
-
-/**
- * Packs jobs into submit.lua's job list: one MessagePack array of the per-job fields, flat, so
- * that a call carries one argument however many jobs it holds (see ./string-array.ts). A job has
- * the first SUBMIT_WIDTH of SUBMIT_FIELDS (id, description, group, priority), all of them when
- * some job of the call has a due time (runAt: ms, or DELAY_MARK and a delay; '' for the others).
- * Refuses, with a PayloadTooLargeError naming `specs`, a list over `limit` bytes.
- */
-export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed: Buffer; width: number } {
-  const due = jobs.some((s) => s.runAt !== undefined || s.delay !== undefined);
-  const fields: StringValue[] = [];
-  // (in the order of SUBMIT_FIELDS)
-  for (const s of jobs) {
-    fields.push(s.id!, packDescription(s, s.packedArgs, s.trace), s.group, s.priority);
-    if (due) fields.push(s.runAt !== undefined ? String(s.runAt) : s.delay !== undefined ? `${DELAY_MARK}${s.delay}` : '');
-  }
-  return { packed: packStrings(fields, limit, 'specs'), width: due ? SUBMIT_FIELDS.length : SUBMIT_WIDTH };
-}
-
-/**
- * Appends a run to a finish batch (see finish.lua ARGV[11]): job id, lease token, outcome
- * (prefixed when its start was not sent: the finish marks it started first), payload (the packed
- * result, or the error).
- */
-export function addRun(
-  runs: StringValue[],
-  id: string,
-  token: string,
-  outcome: OutcomeCode,
-  unstarted: boolean,
-  payload: string | Buffer,
-): void {
-  runs.push(id, token, unstarted ? UNSTARTED_PREFIX + outcome : outcome, payload);
-}
-
-const END_STATES: Record<string, JobState | ''> = { [END_REFUSED]: '' };
-for (const [state, code] of Object.entries(END_CODES)) END_STATES[code] = state as JobState;
-
-/** The end state of each run of a finish call, from its answer's one character a run ('' when refused). */
-export function decodeEndStates(codes: string): Array<JobState | ''> {
-  const out: Array<JobState | ''> = [];
-  for (const c of codes) out.push(END_STATES[c] ?? '');
-  return out;
-}
-
-/**
- * The jobs taken by executor `worker` from a take reply (see lua/includes/take): a flat list, the
- * first job's take sequence (the next jobs have the next numbers), then per job (TAKEN_WIDTH) id,
- * description, submitted (for a job submitted with a due time, [submitted, runAt]), and nil, or
- * for a job that failed before [retries, due, error].
- */
-export function decodeTaken(flat: Array<unknown>, worker: string): Job[] {
-  const jobs: Job[] = [];
-  const first = Number(flat[0]);
-  for (let i = 1, seq = first; i + TAKEN_WIDTH <= flat.length; i += TAKEN_WIDTH, seq++) {
-    // (a job submitted with a due time answers [submitted, runAt])
-    const submitted = flat[i + 2] as Buffer | [Buffer, Buffer];
-    const due = Array.isArray(submitted);
-    const job: Record<string, unknown> = {
-      id: String(flat[i]),
-      takeSeq: seq,
-      retries: 0,
-      submitted: Number(due ? submitted[0] : submitted),
-      state: 'scheduled',
-      worker,
-      subject: '',
-      submitter: '',
-    };
-    if (due) job.runAt = Number(submitted[1]);
-    const retried = flat[i + 3] as Array<Buffer | null> | null;
-    if (retried) {
-      const [retries, due, error] = retried;
-      job.retries = Number(retries);
-      if (due) job.due = Number(due);
-      if (error) job.error = error.toString();
-    }
-    jobs.push(assignDescription(job, flat[i + 1] as Buffer) as unknown as Job);
-  }
-  return jobs;
 }

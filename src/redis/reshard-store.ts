@@ -1,16 +1,23 @@
 /**
  * A reshard's storage contract (src/queue/reshard.ts): one method per reshard script of a shard
- * (lua/reshard-*.lua), named arguments in, a decoded reply out. It shares its shard's QueueStore
- * (client, schema check, function calls); that store is made with `resharding`, so that it works
- * while the queue's layout names a reshard under way.
+ * (lua/reshard-*.lua), named arguments in, a decoded reply out, and the plain reads a reshard
+ * makes of a shard (its group lists and sets, job records, registry, leases) and writes of the
+ * queue's layout ({@link ReshardLayout}). It shares its shard's QueueStore (client, keys, script
+ * runner); that store is made with `resharding`, so that it works while the queue's layout names
+ * a reshard under way. Every key a reshard touches is named here, from ./keys.ts.
  */
-import type { QueueKeys } from './keys.js';
+import type { Redis } from 'ioredis';
+import { type GroupState, readGroupStates } from './group-state.js';
+import { type GroupList, leaseJobId, type QueueKeys, queueKeys } from './keys.js';
 import type { QueueStore } from './queue-store.js';
+import { LAYOUT, type Layout, readLayout } from './schema.js';
 import { packStrings, type StringValue } from './string-array.js';
-import { RESHARD_OUT } from './wire.js';
+import { GROUP_DUE_MARK, RESHARD_OUT } from './wire.js';
 
-/** A group list: high priority, low priority, preferred (due stuck and released jobs). */
-export type GroupList = 'h' | 'l' | 'r';
+export type { GroupList } from './keys.js';
+
+/** Most commands one pipelined read of a reshard sends. */
+const PIPELINE = 1000;
 
 /** A set jobs are taken out of: due times (delayed and stuck jobs), or a finished state's. */
 export type JobSet = 'delayed' | 'done:success' | 'done:failed' | 'done:cancelled';
@@ -85,6 +92,140 @@ export class ReshardStore {
     return this.store.keys;
   }
 
+  private get client(): Redis {
+    return this.store.client;
+  }
+
+  /** The data format version the shard records (its `meta` hash), or null when it records none. */
+  async schema(): Promise<string | null> {
+    return this.client.hget(this.keys.meta, 'schema');
+  }
+
+  /** The executors whose registry entry has not expired at `now` (server clock, ms). */
+  async liveExecutors(now: number): Promise<string[]> {
+    return this.client.zrangebyscore(this.keys.workers, `(${now}`, '+inf');
+  }
+
+  /** The jobs whose lease has not expired at `now` (runs in progress), and whether some lease has expired. */
+  async leases(now: number): Promise<{ live: string[]; expired: boolean }> {
+    const [live, expired] = await Promise.all([
+      this.client.zrangebyscore(this.keys.leases, `(${now}`, '+inf'),
+      this.client.zrangebyscore(this.keys.leases, '-inf', now),
+    ]);
+    return {
+      live: live.map(leaseJobId).filter((id) => id !== null),
+      expired: expired.some((m) => leaseJobId(m) !== null),
+    };
+  }
+
+  /** Every group the shard keeps a state for, with it. */
+  async groupStates(): Promise<Map<string, GroupState>> {
+    return readGroupStates(this.client, this.keys.groups);
+  }
+
+  /** Ids `start` to `stop` (LRANGE indexes: negative from the tail) of group `group`'s list `list`. */
+  async listRange(group: string, list: GroupList, start: number, stop: number): Promise<string[]> {
+    return this.client.lrange(this.keys.groupList(group, list), start, stop);
+  }
+
+  /** {@link listRange} of each of `lists`, pipelined. */
+  async listRanges(lists: ReadonlyArray<{ group: string; list: GroupList }>, start: number, stop: number): Promise<string[][]> {
+    const out: string[][] = [];
+    for (let i = 0; i < lists.length; i += PIPELINE) {
+      const pipe = this.client.pipeline();
+      for (const l of lists.slice(i, i + PIPELINE)) pipe.lrange(this.keys.groupList(l.group, l.list), start, stop);
+      for (const [err, ids] of (await pipe.exec()) ?? []) {
+        if (err) throw err;
+        out.push(ids as string[]);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Members `start` to `stop` of set `set`, in score order: how many there are (`members`) and the
+   * job ids among them (`ids`; the set of due times also holds groups parked at their rate).
+   */
+  async setRange(set: JobSet, start: number, stop: number): Promise<{ members: number; ids: string[] }> {
+    const members = await this.client.zrange(this.setKey(set), start, stop);
+    return { members: members.length, ids: members.filter((m) => !m.startsWith(GROUP_DUE_MARK)) };
+  }
+
+  private setKey(set: JobSet): string {
+    return set === 'delayed'
+      ? this.keys.delayed
+      : this.keys.done(set.slice('done:'.length) as 'success' | 'failed' | 'cancelled');
+  }
+
+  /** Whether a job of each of `ids` is here. */
+  async exist(ids: readonly string[]): Promise<boolean[]> {
+    const out: boolean[] = [];
+    for (let i = 0; i < ids.length; i += PIPELINE) {
+      const pipe = this.client.pipeline();
+      for (const id of ids.slice(i, i + PIPELINE)) pipe.exists(this.keys.job(id));
+      for (const [err, n] of (await pipe.exec()) ?? []) {
+        if (err) throw err;
+        out.push(n === 1);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The fields of each job of `ids` that say where it goes: its periodic task (`tracker`), its
+   * group, and its fan-out child count (`ct`, a fan-out parent's); all null when there is no job.
+   */
+  async origins(ids: readonly string[]): Promise<Array<{ tracker: string | null; group: string | null; ct: string | null }>> {
+    const out: Array<{ tracker: string | null; group: string | null; ct: string | null }> = [];
+    for (let i = 0; i < ids.length; i += PIPELINE) {
+      const pipe = this.client.pipeline();
+      for (const id of ids.slice(i, i + PIPELINE)) pipe.hmget(this.keys.job(id), 'tracker', 'group', 'ct');
+      for (const [err, rec] of (await pipe.exec()) ?? []) {
+        if (err) throw err;
+        const [tracker, group, ct] = rec as Array<string | null>;
+        out.push({ tracker, group, ct });
+      }
+    }
+    return out;
+  }
+
+  /** Whether job `id` is here and a fan-out parent (has a child count). */
+  async isFanOutParent(id: string): Promise<boolean> {
+    return (await this.client.hexists(this.keys.job(id), 'ct')) === 1;
+  }
+
+  /** Group `group`'s rate log: [member, score, ...]. */
+  async rateLog(group: string): Promise<string[]> {
+    return this.client.zrange(this.keys.rateLog(group), 0, -1, 'WITHSCORES');
+  }
+
+  /** Adds starts to group `group`'s rate log: [score, member, ...]. */
+  async addRateLog(group: string, entries: readonly string[]): Promise<void> {
+    if (entries.length > 0) await this.client.zadd(this.keys.rateLog(group), ...entries);
+  }
+
+  /** The hash (field, value, ...) and log lines of each job of `ids`, as Buffers (an empty hash: no job). */
+  async copies(ids: readonly string[]): Promise<Array<{ fields: Buffer[]; logs: Buffer[] }>> {
+    const out: Array<{ fields: Buffer[]; logs: Buffer[] }> = [];
+    for (let i = 0; i < ids.length; i += PIPELINE / 2) {
+      const part = ids.slice(i, i + PIPELINE / 2);
+      const pipe = this.client.pipeline();
+      for (const id of part) {
+        pipe.hgetallBuffer(this.keys.job(id));
+        pipe.lrangeBuffer(this.keys.logs(id), 0, -1);
+      }
+      const read = (await pipe.exec()) ?? [];
+      part.forEach((_, k) => {
+        const [[e1, hash], [e2, logs]] = [read[2 * k], read[2 * k + 1]];
+        if (e1 || e2) throw e1 ?? e2;
+        const fields: Buffer[] = [];
+        for (const [f, v] of Object.entries(hash as Record<string, Buffer>)) fields.push(Buffer.from(f), v);
+        out.push({ fields, logs: logs as Buffer[] });
+      });
+    }
+    return out;
+  }
+
   /** reshard-out.lua: the jobs taken out and not forgotten yet. */
   async pending(): Promise<MovingJob[]> {
     return (await this.out('pending', '')).jobs;
@@ -113,7 +254,7 @@ export class ReshardStore {
   }
 
   private async out(what: string, packed: Buffer | string): Promise<OutStep> {
-    const raw = await this.store.fcall<RawOut>('reshard-out', this.keys.counts, [this.keys.prefix, what, packed]);
+    const raw = await this.store.scripts.fcall<RawOut>('reshard-out', this.keys.counts, [this.keys.prefix, what, packed]);
     return decodeOut(raw);
   }
 
@@ -126,7 +267,7 @@ export class ReshardStore {
     for (const j of jobs) {
       f.push(j.id, j.place, j.score, String(j.fields.length / 2), ...j.fields, String(j.logs.length), ...j.logs);
     }
-    const [added, held] = await this.store.fcall<[number, string[]]>('reshard-in', this.keys.counts, [
+    const [added, held] = await this.store.scripts.fcall<[number, string[]]>('reshard-in', this.keys.counts, [
       this.keys.prefix,
       packStrings(f, Infinity, 'jobs'),
     ]);
@@ -138,7 +279,7 @@ export class ReshardStore {
    * are copied. Null when the shard held other jobs as taken out (nothing was done).
    */
   async forget(ids: readonly string[]): Promise<number | null> {
-    const n = await this.store.fcall<number>('reshard-forget', this.keys.counts, [
+    const n = await this.store.scripts.fcall<number>('reshard-forget', this.keys.counts, [
       this.keys.prefix,
       packStrings([...ids], Infinity, 'ids'),
     ]);
@@ -147,6 +288,54 @@ export class ReshardStore {
 
   /** reshard-drop.lua: deletes the shard, holding no job any more; '' when done, else what it still holds. */
   async drop(): Promise<string> {
-    return String(await this.store.fcall<string>('reshard-drop', this.keys.meta, [this.keys.prefix]));
+    return String(await this.store.scripts.fcall<string>('reshard-drop', this.keys.meta, [this.keys.prefix]));
+  }
+}
+
+/**
+ * The queue's layout as a reshard reads and writes it (the unsharded queue's `meta` hash, see
+ * LAYOUT in ./schema.ts): the count it has, the count a reshard goes to, the step it is at.
+ * @example
+ * const layout = new ReshardLayout(client, 'mail');
+ * const { shards, reshard } = await layout.read();
+ */
+export class ReshardLayout {
+  private readonly key: string;
+
+  constructor(
+    private readonly client: Redis,
+    queue: string,
+  ) {
+    this.key = queueKeys(queue).meta;
+  }
+
+  /** The layout as recorded. */
+  read(): Promise<Layout> {
+    return readLayout(this.client, this.key);
+  }
+
+  /** The Redis server's clock, ms. */
+  async serverTime(): Promise<number> {
+    const [sec, usec] = await this.client.time();
+    return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+  }
+
+  /**
+   * Records a reshard to `to` shards as under way unless one is already (HSETNX: of two begun at
+   * once, one starts and the other goes on with it). Resolves the count of the reshard under way.
+   */
+  async begin(to: number): Promise<number> {
+    if (await this.client.hsetnx(this.key, LAYOUT.reshard, String(to))) return to;
+    return Number(await this.client.hget(this.key, LAYOUT.reshard));
+  }
+
+  /** Records the step the reshard under way is at. */
+  async step(step: string): Promise<void> {
+    await this.client.hset(this.key, LAYOUT.reshardStep, step);
+  }
+
+  /** Records the new count `to` and that no reshard is under way, at once. */
+  async finish(to: number): Promise<void> {
+    await this.client.multi().hset(this.key, LAYOUT.shards, String(to)).hdel(this.key, LAYOUT.reshard, LAYOUT.reshardStep).exec();
   }
 }

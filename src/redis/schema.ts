@@ -18,16 +18,16 @@ import { SCHEMA_VERSION } from './wire.js';
 export const LAYOUT = { shards: 'shards', reshard: 'reshard', reshardStep: 'reshardStep' } as const;
 
 /**
- * Throws when a queue's layout (the `shards` and `reshard` fields `found` and `to` of its layout,
- * null when absent) does not let a client configured with `shards` read it whole: while a reshard
- * is under way or was killed some of its jobs are in the other layout, and under another count
- * shards would be missed. A queue that records no count yet passes.
+ * Throws when a queue's layout (see {@link Layout}) does not let a client configured with
+ * `shards` read it whole: while a reshard is under way or was killed some of its jobs are in the
+ * other layout, and under another count shards would be missed. A queue that records no count
+ * yet passes.
  * @throws {ReshardInProgressError} while the queue's shard count is being changed.
  * @throws {ShardCountError} when the queue records another shard count.
  */
-export function checkLayout(queue: string, shards: number, found: string | null, to: string | null): void {
-  if (to !== null) throw new ReshardInProgressError(queue, Number(found ?? 1), Number(to));
-  if (found !== null && Number(found) !== shards) throw new ShardCountError(queue, Number(found), shards);
+export function checkLayout(queue: string, shards: number, layout: Pick<Layout, 'shards' | 'reshard'>): void {
+  if (layout.reshard !== null) throw new ReshardInProgressError(queue, layout.shards ?? 1, layout.reshard);
+  if (layout.shards !== null && layout.shards !== shards) throw new ShardCountError(queue, layout.shards, shards);
 }
 
 /**
@@ -36,8 +36,20 @@ export function checkLayout(queue: string, shards: number, found: string | null,
  * reshard may begin after the first), which records nothing.
  */
 export async function checkReadLayout(client: Redis, queue: string, shards: number): Promise<void> {
-  const [found, to] = await client.hmget(queueKeys(queue).meta, LAYOUT.shards, LAYOUT.reshard);
-  checkLayout(queue, shards, found, to);
+  checkLayout(queue, shards, await readLayout(client, queueKeys(queue).meta));
+}
+
+/** The queue's layout as recorded: its shard count (null: none recorded), and the count and step of a reshard under way (null: none). */
+export interface Layout {
+  shards: number | null;
+  reshard: number | null;
+  reshardStep: string | null;
+}
+
+/** Reads the queue's layout from `layoutKey`, the unsharded queue's `meta` hash (read only). */
+export async function readLayout(client: Redis, layoutKey: string): Promise<Layout> {
+  const [shards, reshard, reshardStep] = await client.hmget(layoutKey, LAYOUT.shards, LAYOUT.reshard, LAYOUT.reshardStep);
+  return { shards: shards === null ? null : Number(shards), reshard: reshard === null ? null : Number(reshard), reshardStep };
 }
 
 /** One client's check of one queue's schema, made once, before its first script call. */
@@ -95,7 +107,8 @@ export class SchemaGate {
     if (schema !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, String(schema), SCHEMA_VERSION);
     if (this.resharding) return;
     const [found, to] = await this.client.hmget(this.layoutKey, LAYOUT.shards, LAYOUT.reshard);
-    checkLayout(this.queue, this.shards, found ?? (await this.record(this.layoutKey, LAYOUT.shards, this.shards)), to);
+    const shards = found ?? (await this.record(this.layoutKey, LAYOUT.shards, this.shards));
+    checkLayout(this.queue, this.shards, { shards: Number(shards), reshard: to === null ? null : Number(to) });
   }
 
   /** Field `field` of hash `key` after recording it as `value` unless it has one (HSETNX). */

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
-import { packDescription, unpackDescription } from '../../src/queue/job.js';
+import { packDescription, unpackDescription } from '../../src/redis/job-codec.js';
 import { buildLibrary, rotaLibrary, runFunction, WIRE_INCLUDE } from '../../src/redis/library.js';
 import { LUA_WIRE, wireInclude } from '../../src/redis/wire.js';
 import { LUA_DIR, luaFiles } from '../helpers/lua.js';

@@ -1,6 +1,7 @@
 /** Group commands: groups, pause-group, resume-group, group-limit; and workers, stats. */
 import type { Command } from 'commander';
-import type { GroupInfo, Queue } from '../../queue/queue.js';
+import type { Queue } from '../../queue/queue.js';
+import type { GroupInfo } from '../../queue/reader.js';
 import { formatDuration } from '../../timers/duration.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
 import { CliError, intOption, printJson, printTable, withQueue } from '../support.js';

@@ -3,7 +3,8 @@
  * detail (args, result, error with stack, log lines, progress, retries, timeline, executor),
  * with cancel, retry, and retry of every failed job matching the filter.
  */
-import { type ChildCounts, FINAL_STATES, JOB_STATES, unpackDescription } from '../../queue/job.js';
+import { FINAL_STATES, JOB_STATES } from '../../queue/job.js';
+import { type ChildCounts, unpackDescription } from '../../redis/job-codec.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, type Html, html, pretty, time } from '../html.js';
 import { isFirstPage, readJobs } from '../shards.js';

@@ -1,0 +1,317 @@
+/**
+ * A queue's reads (jobs by state, one job and its logs, counts, stats, groups, executors, events),
+ * made over every shard and merged; {@link Queue} delegates its read methods here. The Redis
+ * reads themselves are src/redis/job-read-store.ts's.
+ */
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import { checkOptions, checkValue, text, whole } from '../options.js';
+import type { ConnectionOption } from '../redis/connection.js';
+import { EMPTY_GROUP } from '../redis/group-state.js';
+import { JobReadStore } from '../redis/job-read-store.js';
+import type { QueueStore } from '../redis/queue-store.js';
+import { checkReadLayout } from '../redis/schema.js';
+import { shardNumbers, shardOfGroup, shardOfId, shardsOfGroup } from '../redis/shards.js';
+import { type QueueEvent, readShardEvents } from './events.js';
+import { JOB_STATES, type Job, type JobState, LIST_ORDER } from './job.js';
+
+/** Per-group view, as {@link Queue.groups} gives it. */
+export interface GroupInfo {
+  group: string;
+  waiting: number;
+  running: number;
+  stuck: number;
+  paused: boolean;
+  /** Concurrency limit across all executors; 0 means none. */
+  limit: number;
+  /** Turns per round-robin round. */
+  weight: number;
+  /** Rate limit across all executors (at most `max` starts in any `perMs` ms), or null: none. */
+  rate: { max: number; perMs: number } | null;
+}
+
+/** What {@link Queue.stats} gives. */
+export interface QueueStats {
+  windowMs: number;
+  counts: Record<JobState, number>;
+  /** Jobs that ended in each final state within the window. */
+  finished: { success: number; failed: number; cancelled: number };
+  /** Finished jobs per second over the window. */
+  perSecond: number;
+  /** Submit-to-start waits of jobs that succeeded in the window, in ms (from the due time for a delayed job). */
+  waitMs: { p50?: number; p90?: number; p99?: number; max?: number };
+}
+
+/** A live executor, as {@link Queue.workers} gives it. */
+export interface WorkerInfo {
+  id: string;
+  host: string;
+  pid: number;
+  started: number;
+  concurrency: number;
+  running: number;
+}
+
+/** Most bytes of a job id a read, cancel or retry looks up (a caller's id is at most 200, a fan-out child's or periodic run's longer). */
+const MAX_JOB_ID_BYTES = 1000;
+
+/** Checks a job id given to a read, cancel or retry. @throws {ValidationError} (`id`). */
+export function checkJobId(id: unknown): void {
+  checkValue(text(MAX_JOB_ID_BYTES), id, 'id');
+}
+
+const JOBS_OPTIONS = {
+  state: z.enum(JOB_STATES, { error: `must be one of ${JOB_STATES.join(', ')}` }),
+  group: text(200).optional(),
+  limit: whole(1, 10_000).optional(),
+};
+const STATS_WINDOW = whole(1, 30 * 86_400_000, 'ms');
+/** A stream id (`$`, `<ms>` or `<ms>-<seq>`) per shard, joined by `,`. */
+const STREAM_PLACES = /^(\$|\d{1,20}(-\d{1,20})?)(,(\$|\d{1,20}(-\d{1,20})?))*$/;
+const EVENTS_OPTIONS = {
+  from: z.string({ error: 'must be a string' }).regex(STREAM_PLACES, "must be an event's streamId").optional(),
+  signal: z.instanceof(AbortSignal, { error: 'must be an AbortSignal' }).optional(),
+};
+
+/** Orders by group name. */
+export function byGroupName(a: { group: string }, b: { group: string }): number {
+  return a.group < b.group ? -1 : a.group > b.group ? 1 : 0;
+}
+
+/**
+ * The shards that may hold job `id` of a queue of `shards` shards: its shard, for an id Rota made
+ * (or a fan-out child of one); every shard for another id (a caller's id is unique within a
+ * shard, and any shard may hold it; the home shard holds periodic runs).
+ */
+export function shardsOfJob(id: string, shards: number): number[] {
+  const shard = shardOfId(id, shards);
+  return shard === null ? shardNumbers(shards) : [shard];
+}
+
+/** The first non-null answer of `call` on `shards` (asked at once). */
+export async function firstAnswer<S, R>(shards: readonly S[], call: (shard: S) => Promise<R | null>): Promise<R | null> {
+  const answers = await Promise.all(shards.map(call));
+  return answers.find((a) => a !== null) ?? null;
+}
+
+/** The reads of one queue (see {@link Queue} for each method's contract). */
+export class QueueReader {
+  /** Each shard's reads, by shard number. */
+  private readonly reads: JobReadStore[];
+
+  constructor(
+    private readonly name: string,
+    private readonly client: Redis,
+    private readonly connection: ConnectionOption,
+    /** The queue's shard count. */
+    private readonly shards: number,
+    /** Each shard's store, by shard number. */
+    private readonly stores: readonly QueueStore[],
+  ) {
+    this.reads = stores.map((s) => new JobReadStore(s));
+  }
+
+  /**
+   * Checks, before each read, the queue's layout (read only: a read records nothing; the script
+   * calls check it themselves): a read made with a wrong count would miss shards, and so would one
+   * made while a reshard is under way (or was killed), the jobs it moved being in the other
+   * layout. Not kept between reads: a reshard may begin after the first.
+   * @throws {ShardCountError} when the queue records another shard count.
+   * @throws {ReshardInProgressError} while the queue's shard count is being changed.
+   */
+  layoutChecked(): Promise<void> {
+    return checkReadLayout(this.client, this.name, this.shards);
+  }
+
+  /** The reads of the shards that may hold jobs of group `group` (its shard's, and the home shard's). */
+  private readsOfGroup(group: string): JobReadStore[] {
+    return shardsOfGroup(group, this.shards).map((shard) => this.reads[shard]);
+  }
+
+  /** The reads of the shards that may hold job `id`. */
+  private readsOf(id: string): JobReadStore[] {
+    return shardsOfJob(id, this.shards).map((shard) => this.reads[shard]);
+  }
+
+  async getJob<A>(id: string): Promise<Job<A> | null> {
+    checkJobId(id);
+    await this.layoutChecked();
+    return firstAnswer(this.readsOf(id), (r) => r.job(id) as Promise<Job<A> | null>);
+  }
+
+  /** Job `id` as shard `shard` holds it, or null (no layout check: for the submit's read back). */
+  readJob<A>(shard: number, id: string): Promise<Job<A> | null> {
+    return this.reads[shard].job(id) as Promise<Job<A> | null>;
+  }
+
+  async jobLogs(id: string): Promise<string[]> {
+    checkJobId(id);
+    await this.layoutChecked();
+    const logs = await firstAnswer(this.readsOf(id), async (r) => {
+      const lines = await r.logs(id);
+      return lines.length > 0 ? lines : null;
+    });
+    return logs ?? [];
+  }
+
+  async jobs(options: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
+    const opts = checkOptions(JOBS_OPTIONS, options);
+    await this.layoutChecked();
+    if (this.reads.length === 1) return this.shardJobs(this.reads[0], opts);
+    const limit = opts.limit ?? 50;
+    const reads = opts.group !== undefined ? this.readsOfGroup(opts.group) : this.reads;
+    const parts = await Promise.all(reads.map((r) => this.shardJobs(r, opts)));
+    const all = parts.flat();
+    // (each shard's part is in order: merged by the same order; a stable sort keeps ties in it)
+    const key = LIST_ORDER[opts.state];
+    if (key) all.sort((a, b) => key(a) - key(b));
+    else if (opts.state === 'waiting') all.sort(byGroupName);
+    return all.slice(0, limit);
+  }
+
+  /** {@link jobs} of one shard. */
+  private async shardJobs(reads: JobReadStore, opts: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
+    const limit = opts.limit ?? 50;
+    let ids: string[];
+    switch (opts.state) {
+      case 'success':
+      case 'failed':
+      case 'cancelled':
+        ids = await reads.finishedIds(opts.state, opts.group ? undefined : limit);
+        break;
+      case 'scheduled':
+      case 'running':
+        ids = await reads.leasedIds();
+        break;
+      case 'stuck':
+      case 'delayed':
+        ids = await reads.dueIds();
+        break;
+      case 'waiting': {
+        const groups = opts.group ? [opts.group] : [...(await reads.groupStates()).keys()].sort();
+        ids = [];
+        for (const g of groups) {
+          if (ids.length >= limit) break;
+          ids.push(...(await reads.groupHeads(g, limit)));
+        }
+        break;
+      }
+      default:
+        throw new ValidationError('state', `must be one of ${JOB_STATES.join(', ')}`);
+    }
+    const out: Job[] = [];
+    for (let i = 0; i < ids.length && out.length < limit; i += 200) {
+      for (const job of await reads.jobs(ids.slice(i, i + 200))) {
+        if (job && job.state === opts.state && (!opts.group || job.group === opts.group) && out.length < limit) out.push(job);
+      }
+    }
+    return out;
+  }
+
+  async stats(windowMs: number): Promise<QueueStats> {
+    checkValue(STATS_WINDOW, windowMs, 'windowMs');
+    await this.layoutChecked();
+    const now = Math.floor((await this.reads[0].serverTime()) / 1000) * 1000;
+    const since = now - windowMs;
+    const finished = { success: 0, failed: 0, cancelled: 0 };
+    const waits: number[] = [];
+    // (each shard samples its share of the 1,000)
+    const sampled = Math.ceil(1000 / this.reads.length);
+    await Promise.all(
+      this.reads.map(async (r) => {
+        const counted = await r.finishedSince(since);
+        for (const s of ['success', 'failed', 'cancelled'] as const) finished[s] += counted[s];
+        waits.push(...(await r.successWaits(since, sampled)));
+      }),
+    );
+    const { success, failed, cancelled } = finished;
+    waits.sort((a, b) => a - b);
+    const pct = (p: number) =>
+      waits.length ? waits[Math.min(waits.length - 1, Math.floor((p / 100) * waits.length))] : undefined;
+    return {
+      windowMs,
+      counts: await this.counts(),
+      finished: { success, failed, cancelled },
+      perSecond: (success + failed + cancelled) / (windowMs / 1000),
+      waitMs: { p50: pct(50), p90: pct(90), p99: pct(99), max: waits.at(-1) },
+    };
+  }
+
+  async counts(): Promise<Record<JobState, number>> {
+    await this.layoutChecked();
+    const raws = await Promise.all(this.reads.map((r) => r.counts()));
+    const out = {} as Record<JobState, number>;
+    for (const s of JOB_STATES) out[s] = raws.reduce((n, raw) => n + Number(raw[s] ?? 0), 0);
+    return out;
+  }
+
+  async groups(): Promise<GroupInfo[]> {
+    await this.layoutChecked();
+    const parts = await Promise.all(this.stores.map((s, shard) => this.shardGroups(s, this.reads[shard])));
+    // A group lives in its shard; its periodic runs (home shard) and fan-out children (their
+    // parent's shard) may be elsewhere: their counts add up, its settings are its shard's.
+    const merged = new Map<string, GroupInfo>();
+    parts.forEach((part, shard) => {
+      for (const g of part) {
+        const seen = merged.get(g.group);
+        if (!seen) merged.set(g.group, g);
+        else {
+          const own = shardOfGroup(g.group, this.shards) === shard ? g : seen;
+          merged.set(g.group, {
+            ...own,
+            waiting: seen.waiting + g.waiting,
+            running: seen.running + g.running,
+            stuck: seen.stuck + g.stuck,
+          });
+        }
+      }
+    });
+    return [...merged.values()].sort(byGroupName);
+  }
+
+  /** {@link groups} of one shard. */
+  private async shardGroups(store: QueueStore, reads: JobReadStore): Promise<GroupInfo[]> {
+    // Runs in progress are counted from the leases: a group keeps its own count only while it
+    // has a limit, and a group with runs but nothing waiting is not in the hash.
+    const [states, running] = await Promise.all([reads.groupStates(), store.running()]);
+    const names = new Set([...states.keys(), ...running.keys()]);
+    return [...names].map((group) => {
+      const g = states.get(group) ?? EMPTY_GROUP;
+      return {
+        group,
+        // The preferred list holds released jobs (waiting) and due stuck jobs.
+        waiting: g.nh + g.nl + Math.max(0, g.nr - g.stuck),
+        running: running.get(group) ?? 0,
+        stuck: g.stuck,
+        paused: g.paused === 1,
+        limit: g.limit,
+        weight: g.weight,
+        rate: g.rate > 0 ? { max: g.rate, perMs: g.per } : null,
+      };
+    });
+  }
+
+  async workers(): Promise<WorkerInfo[]> {
+    await this.layoutChecked();
+    // Registry expiries are the Redis server's clock (heartbeat.lua), so compare with it.
+    const now = await this.reads[0].serverTime();
+    // (an executor registers in every shard: each lists it once)
+    const out = new Map<string, WorkerInfo>();
+    for (const r of this.reads) {
+      for (const { id, info } of await r.workers(now, new Set(out.keys()))) {
+        out.set(id, { id, ...(info as Omit<WorkerInfo, 'id'>) });
+      }
+    }
+    return [...out.values()];
+  }
+
+  events(options: { from?: string; signal?: AbortSignal }): AsyncIterable<QueueEvent> {
+    const opts = checkOptions(EVENTS_OPTIONS, options, { optional: true });
+    return readShardEvents(
+      this.connection,
+      this.stores.map((s) => s.keys.events),
+      opts,
+    );
+  }
+}

@@ -1,0 +1,218 @@
+/**
+ * The job record as Redis holds it, and its wire format: the packed description (field `d` of a
+ * job hash, written by submit and read by the scripts) and the decoding of a job hash. Shared by
+ * the stores and the scripts' callers; the field orders come from ./wire.ts.
+ */
+import { pack, unpack } from 'msgpackr';
+import { CHILD_FIELDS, DESCRIPTION } from './wire.js';
+
+/**
+ * Where a job is in its life. Final states: success, failed, cancelled. `delayed`: submitted with
+ * a due time still to come; it becomes `waiting` then.
+ */
+export type JobState = 'delayed' | 'waiting' | 'scheduled' | 'running' | 'success' | 'stuck' | 'failed' | 'cancelled';
+
+export type Priority = 'high' | 'low';
+
+/** A job as stored in Redis. Times are milliseconds since the epoch (Redis server clock). */
+export interface Job<A = unknown, R = unknown> {
+  id: string;
+  /** Name of the handler that runs it. */
+  task: string;
+  /** Tenant; fairness is round-robin across groups. */
+  group: string;
+  args: A;
+  priority: Priority;
+  subject: string;
+  submitter: string;
+  state: JobState;
+  /** Failed attempts so far (each made the job stuck and retried). */
+  retries: number;
+  maxRetries: number;
+  /** Id of the executor that took it last. */
+  worker?: string;
+  /** Host name and process id of the executor that ran it (runs of periodic tasks, for their history). */
+  host?: string;
+  pid?: number;
+  submitted: number;
+  /** When its current or last run started. */
+  started?: number;
+  finished?: number;
+  /** When a stuck job may run again. */
+  due?: number;
+  /** When a job submitted with a delay or due time becomes waiting (server clock). */
+  runAt?: number;
+  /**
+   * When the queue handed it out (server clock), kept for jobs of a group with a rate limit:
+   * the time its start counts at in the group's rate.
+   */
+  taken?: number;
+  /** The order in which the queue handed jobs out (also the lease token of the run). */
+  takeSeq?: number;
+  /** Run time limit in ms, after which its signal aborts. */
+  maxRuntime?: number;
+  /** Id of the periodic task that submitted it. */
+  tracker?: string;
+  /** Planned time of the periodic occurrence it runs. */
+  occurrence?: number;
+  progress?: number;
+  result?: R;
+  /** The last error (message and stack) of a failed or stuck run. */
+  error?: string;
+  /** Set when cancellation of a running job was requested. */
+  cancelRequested?: boolean;
+  /** For a fan-out child (ctx.fanOut): the id of the job that fanned it out. Its own id is `<parent>/<index>`. */
+  parent?: string;
+  /** For a job that fanned out (ctx.fanOut): its children by state. */
+  children?: ChildCounts;
+}
+
+/**
+ * A fan-out parent's children by state. `waiting` counts every child not running and not ended:
+ * waiting, taken but not started, stuck until its retry, or not submitted yet (a large fan-out is
+ * submitted in chunks right after the parent's success).
+ */
+export interface ChildCounts {
+  total: number;
+  waiting: number;
+  running: number;
+  success: number;
+  failed: number;
+  cancelled: number;
+  /** When the last child ended (ms); absent while some have not. */
+  ended?: number;
+}
+
+export type JobDescription = Pick<Job, 'task' | 'group' | 'priority' | 'maxRetries'> &
+  Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence' | 'parent'>>;
+
+/**
+ * Where a job read back keeps the trace context (a W3C traceparent) its submit stored, when a
+ * tracer made one: a symbol, so that it is no field of {@link Job} and is never printed.
+ */
+export const TRACE = Symbol('trace');
+
+/** `undefined` packed: the args of a description that has none but a trace after them. */
+const NO_ARGS = pack(undefined);
+
+/**
+ * Packs a job's description; `packedArgs` is its args as MessagePack, empty when it has none, and
+ * `trace` the trace context to store, when there is one. Gives the bytes as the parts to write one
+ * after the other (the fields, then the args when there are any, then the trace), so that they
+ * are copied once, into the call that carries them.
+ */
+export function packDescription(d: JobDescription, packedArgs: Buffer, trace?: string): Buffer[] {
+  const head = pack(DESCRIPTION.map((field) => d[field] ?? null));
+  // A fixarray's first byte holds its length: one or two more elements, packed already.
+  if (trace !== undefined) {
+    head[0] += 2;
+    return [head, packedArgs.length ? packedArgs : NO_ARGS, pack(trace)];
+  }
+  if (!packedArgs.length) return [head];
+  head[0] += 1;
+  return [head, packedArgs];
+}
+
+/** The fields (and args, when there are any) of a packed description. */
+export function unpackDescription(packed: Buffer): JobDescription & { args?: unknown } {
+  return assignDescription({}, packed) as JobDescription & { args?: unknown };
+}
+
+/**
+ * Sets on `target` the fields (and args, when there are any) of a packed description: one
+ * MessagePack array in the job hash's field `d`, the fields of DESCRIPTION (src/redis/wire.ts) in
+ * order (nil when absent), then the packed args when there are any; when the submit stored a
+ * trace context, the args (`undefined` when none) and then the trace, set under {@link TRACE}.
+ */
+export function assignDescription(target: Record<string | symbol, unknown>, packed: Buffer): Record<string, unknown> {
+  const values = unpack(packed) as unknown[];
+  const n = DESCRIPTION.length;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    // times past 2^32 ms come back as 64-bit integers (bigint) when the scripts packed them
+    if (v !== null && v !== undefined) target[DESCRIPTION[i]] = typeof v === 'bigint' ? Number(v) : v;
+  }
+  if (values.length > n + 1) {
+    if (values[n] !== undefined) target.args = values[n];
+    target[TRACE] = values[n + 1];
+  } else if (values.length > n) target.args = values[n];
+  return target;
+}
+
+const NUMBER_FIELDS = new Set([
+  'retries',
+  'submitted',
+  'started',
+  'finished',
+  'due',
+  'runAt',
+  'taken',
+  'takeSeq',
+  'progress',
+  'pid',
+]);
+/** Hash fields that copy the description for the scripts' hot paths (see lua/includes/addJob). */
+const COPIES = new Set<string>(['group', 'tracker', 'occurrence']);
+
+/** The child count of each hash field (CHILD_FIELDS). */
+const CHILD_COUNT = new Map<string, keyof typeof CHILD_FIELDS>(
+  Object.entries(CHILD_FIELDS).map(([count, field]) => [field, count as keyof typeof CHILD_FIELDS]),
+);
+
+/** A parent's {@link ChildCounts} from its hash's count fields. */
+function childCounts(c: Partial<Record<keyof typeof CHILD_FIELDS, number>>): ChildCounts {
+  const total = c.total ?? 0;
+  const running = c.running ?? 0;
+  const success = c.success ?? 0;
+  const failed = c.failed ?? 0;
+  const cancelled = c.cancelled ?? 0;
+  const out: ChildCounts = {
+    total,
+    waiting: Math.max(0, total - running - success - failed - cancelled),
+    running,
+    success,
+    failed,
+    cancelled,
+  };
+  if (c.ended !== undefined) out.ended = c.ended;
+  return out;
+}
+
+/** Builds job `id` from an HGETALL reply given as a flat [field, value, ...] list of Buffers. */
+export function decodeJob(id: string, flat: Buffer[]): Job {
+  const job: Record<string, unknown> = { id, retries: 0, subject: '', submitter: '' };
+  let children: Partial<Record<keyof typeof CHILD_FIELDS, number>> | undefined;
+  for (let i = 0; i < flat.length; i += 2) {
+    const field = flat[i].toString();
+    const raw = flat[i + 1];
+    if (field === 'd') {
+      assignDescription(job, raw);
+      continue;
+    }
+    if (COPIES.has(field)) continue;
+    const count = CHILD_COUNT.get(field);
+    if (count) {
+      children ??= {};
+      children[count] = Number(raw.toString());
+      continue;
+    }
+    if (field === 'result') {
+      if (raw.length > 0) job[field] = unpack(raw);
+      continue;
+    }
+    const value = raw.toString();
+    if (value === '') continue;
+    if (NUMBER_FIELDS.has(field)) job[field] = Number(value);
+    else if (field === 'cancel') job.cancelRequested = value === '1';
+    else job[field] = value;
+  }
+  if (children) job.children = childCounts(children);
+  return job as unknown as Job;
+}
+
+/** Builds job `id` from an HGETALL reply given as an object of Buffers, or null when empty. */
+export function decodeJobObject(id: string, obj: Record<string, Buffer>): Job | null {
+  const flat: Buffer[] = [];
+  for (const [k, v] of Object.entries(obj)) flat.push(Buffer.from(k), v);
+  return flat.length ? decodeJob(id, flat) : null;
+}

@@ -1,0 +1,94 @@
+/**
+ * How every store of a queue shard runs its scripts: the schema check before the first call
+ * ({@link SchemaGate}), the call itself (`FCALL` of Rota's function library, ./library.ts), and,
+ * for writes that must reach a replica (durability `replicated`), the `WAIT` after it. The stores
+ * (./queue-store.ts and the stores built on it) hold each script's arguments and reply format;
+ * this class holds what is the same for all of them.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { ReplicationError } from '../errors.js';
+import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
+import { SchemaGate } from './schema.js';
+
+/** Options of a {@link ScriptRunner}. */
+export interface ScriptRunnerOptions {
+  /** The function library to call; default Rota's own (tests pass another build). */
+  library?: Library;
+  /** With a value above 0, {@link ScriptRunner.replicated} waits up to this many ms for replicas. */
+  replicaTimeoutMs?: number;
+  /** Replicas that must acknowledge, with a replica timeout (`WAIT n`); default 1. */
+  replicaAcks?: number;
+  /** The shard count the client is configured with, checked against the queue's layout (default 1). */
+  shards?: number;
+  /** A reshard's own runner: the schema is checked, the layout is not. */
+  resharding?: boolean;
+}
+
+/**
+ * The script calls of one queue shard on one client.
+ * @example
+ * const k = queueKeys('mail');
+ * const runner = new ScriptRunner(client, 'mail', k.meta, k.meta, {});
+ * const running = await runner.fcall<Array<string | number>>('running', k.leases, [k.prefix]);
+ */
+export class ScriptRunner {
+  private readonly gate: SchemaGate;
+  private readonly lib: Library;
+  private readonly replicaTimeoutMs: number;
+  private readonly replicaAcks: number;
+  /** The shard's Cluster slot, once asked for. */
+  private slot?: number;
+
+  /**
+   * @param metaKey the shard's `meta` hash (its schema; its Cluster slot is the shard's)
+   * @param layoutKey the unsharded queue's `meta` hash (the queue's shard count)
+   */
+  constructor(
+    readonly client: Redis,
+    readonly queue: string,
+    private readonly metaKey: string,
+    layoutKey: string,
+    opts: ScriptRunnerOptions,
+  ) {
+    this.gate = new SchemaGate(client, metaKey, queue, layoutKey, opts.shards ?? 1, opts.resharding);
+    this.lib = opts.library ?? rotaLibrary();
+    this.replicaTimeoutMs = opts.replicaTimeoutMs ?? 0;
+    this.replicaAcks = opts.replicaAcks ?? 1;
+  }
+
+  /** Checks the queue's schema, once (see {@link SchemaGate}); later calls resolve at once. */
+  async ready(): Promise<void> {
+    if (!this.gate.passed) await this.gate.check();
+  }
+
+  /** Calls `script` with its one key and `args`, after the schema check; Buffers in the reply when `buffers`. */
+  async fcall<T>(script: string, key: string, args: Arg[], buffers = false): Promise<T> {
+    if (!this.gate.passed) await this.gate.check();
+    return runFunction<T>(this.client, this.lib, script, [key], args, buffers);
+  }
+
+  /**
+   * With a replica timeout: waits until `replicaAcks` replicas have what this connection wrote so far (`WAIT`,
+   * sent to the primary that holds the shard), or rejects with a {@link ReplicationError}. Without one, resolves at once.
+   */
+  async replicated(): Promise<void> {
+    if (this.replicaTimeoutMs <= 0) return;
+    const primary = await this.primary();
+    const acked = Number(await primary.call('WAIT', String(this.replicaAcks), String(this.replicaTimeoutMs)));
+    if (acked < this.replicaAcks) throw new ReplicationError(this.queue, this.replicaTimeoutMs, this.replicaAcks, acked);
+  }
+
+  /**
+   * The connection to the primary that holds the shard: the client itself, or in a Cluster the
+   * primary of the shard's slot (WAIT names no key, so a Cluster would send it to any node).
+   */
+  private async primary(): Promise<Redis> {
+    const cluster = this.client as unknown as Cluster;
+    if (typeof cluster.nodes !== 'function') return this.client;
+    this.slot ??= Number(await cluster.call('CLUSTER', 'KEYSLOT', this.metaKey));
+    const [nodeKey] = cluster.slots[this.slot] ?? [];
+    const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
+    if (!node) throw new Error(`no primary is known for the slot of queue "${this.queue}" yet`);
+    return node;
+  }
+}
