@@ -558,16 +558,7 @@ export class PeriodicTasks {
     const delayMs = typeof def.delay === 'number' ? def.delay : isoDelay(def.delay);
     const args = packValue(def.args, this.maxArgsBytes, 'args');
     const now = this.clock();
-    const rk = this.keys.rule(def.id);
-    const old = await this.client.hget(rk, 'after');
-    const multi = this.client.multi();
-    if (old && old !== def.after) multi.srem(this.keys.event(old), def.id);
-    multi.hset(
-      rk,
-      'id',
-      def.id,
-      'after',
-      def.after,
+    const record = await this.store.rule(def.id, def.after, now, [
       'delay',
       String(def.delay),
       'delayMs',
@@ -582,31 +573,13 @@ export class PeriodicTasks {
       def.priority ?? 'low',
       'maxRetries',
       def.maxRetries ?? 0,
-    );
-    multi.hsetnx(rk, 'created', now);
-    multi.sadd(this.keys.event(def.after), def.id).sadd(this.keys.rules, def.id);
-    await multi.exec();
-    return (await this.getRule<A>(def.id))!;
+    ]);
+    return decodeRule<A>(record)!;
   }
 
   /** Reads an event rule, or null. */
   async getRule<A = unknown>(id: string): Promise<EventRule<A> | null> {
-    const h = await this.client.hgetallBuffer(this.keys.rule(checkId(id)));
-    if (!h.id) return null;
-    const s = (k: string) => h[k]?.toString();
-    const delay = s('delay')!;
-    return {
-      id: s('id')!,
-      after: s('after')!,
-      delay: /^\d+$/.test(delay) ? Number(delay) : delay,
-      delayMs: Number(s('delayMs')),
-      task: s('task')!,
-      group: s('group'),
-      args: (h.args?.length ? unpack(h.args) : undefined) as A,
-      priority: s('priority') as Priority,
-      maxRetries: Number(s('maxRetries')),
-      created: Number(s('created')),
-    };
+    return decodeRule<A>(await this.client.hgetallBuffer(this.keys.rule(checkId(id))));
   }
 
   /** Every event rule, sorted by id. */
@@ -622,12 +595,7 @@ export class PeriodicTasks {
 
   /** Removes an event rule and its pending runs. Resolves false when there was none. */
   async removeRule(id: string): Promise<boolean> {
-    const rk = this.keys.rule(checkId(id));
-    const after = await this.client.hget(rk, 'after');
-    if (after === null) return false;
-    await this.client.multi().del(rk).srem(this.keys.rules, id).srem(this.keys.event(after), id).exec();
-    await this.store.removeOwner(ruleOwner(id));
-    return true;
+    return this.store.removeRule(checkId(id), ruleOwner(id));
   }
 
   /**
@@ -726,6 +694,25 @@ const DEFINITION_KEYS: Record<string, true> = Object.fromEntries(
     'maxRetries',
   ].map((k) => [k, true]),
 );
+
+/** An event rule from its stored record (field -> bytes), or null when there is none. */
+function decodeRule<A>(h: Record<string, Buffer>): EventRule<A> | null {
+  if (!h.id) return null;
+  const s = (k: string) => h[k]?.toString();
+  const delay = s('delay')!;
+  return {
+    id: s('id')!,
+    after: s('after')!,
+    delay: /^\d+$/.test(delay) ? Number(delay) : delay,
+    delayMs: Number(s('delayMs')),
+    task: s('task')!,
+    group: s('group'),
+    args: (h.args?.length ? unpack(h.args) : undefined) as A,
+    priority: s('priority') as Priority,
+    maxRetries: Number(s('maxRetries')),
+    created: Number(s('created')),
+  };
+}
 
 function ruleOwner(ruleId: string): string {
   return `${RULE_OWNER_PREFIX}${ruleId}`;

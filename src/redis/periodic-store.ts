@@ -125,6 +125,29 @@ export class PeriodicStore {
     return this.queue.fcall<string[]>('periodic-remove', this.keys.nextrun, [this.keys.prefix, 'owner', owner]);
   }
 
+  /**
+   * periodic-rule: creates or replaces event rule `id` following event `after` (`created` is `now`
+   * for a new rule); `fields` are the record's other field, value pairs. Answers the record as
+   * stored (field -> bytes).
+   */
+  async rule(id: string, after: string, now: number, fields: Arg[]): Promise<Record<string, Buffer>> {
+    // Binary-safe: the record holds the rule's args (msgpack).
+    const flat = await this.queue.fcall<Buffer[]>(
+      'periodic-rule',
+      this.keys.rules,
+      [this.keys.prefix, id, after, now, ...fields],
+      true,
+    );
+    const record: Record<string, Buffer> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) record[flat[i].toString()] = flat[i + 1];
+    return record;
+  }
+
+  /** periodic-rule-remove: removes event rule `id` and the pending runs of `owner` (its runs' owner); false when there was no such rule. */
+  async removeRule(id: string, owner: string): Promise<boolean> {
+    return (await this.queue.fcall<number>('periodic-rule-remove', this.keys.rules, [this.keys.prefix, id, owner])) === 1;
+  }
+
   /** periodic-trigger: asks for a run now (at `now`, default the server clock); answers the trigger time, or null when there is no such task. */
   async trigger(id: string, now?: number): Promise<number | null> {
     const at = await this.queue.fcall<number | null>('periodic-trigger', this.keys.nextrun, [this.keys.prefix, id, now ?? '']);
