@@ -31,6 +31,7 @@ import { checkOptions, SCHEDULER_OPTIONS } from '../options.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
+import type { PeriodicKeys } from '../redis/keys.js';
 import { checkQueueName } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';
 import { type ClaimedTask, claimedPart, PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
@@ -38,7 +39,6 @@ import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
 import { type CatchupPolicy, checkTimer, DEFAULT_CATCHUP_WINDOW } from './definition.js';
-import type { PeriodicKeys } from './keys.js';
 import { type Plan, plan } from './occurrences.js';
 import { ReplicaBeat } from './replicas.js';
 

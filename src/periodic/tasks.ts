@@ -13,7 +13,7 @@ import { type ChildCounts, decodeJobObject, type Job, type JobState, type Priori
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/queue.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
-import { checkQueueName, type QueueKeys } from '../redis/keys.js';
+import { checkQueueName, type PeriodicKeys, periodicKeys, type QueueKeys } from '../redis/keys.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
@@ -31,7 +31,6 @@ import {
   RULE_OWNER_PREFIX,
   RULE_RUN_PREFIX,
 } from './definition.js';
-import { type PeriodicKeys, periodicKeys } from './keys.js';
 import { liveReplicas } from './replicas.js';
 
 /** Options of {@link PeriodicTasks}. */

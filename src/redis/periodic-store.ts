@@ -5,7 +5,7 @@
  * store: the same client, and the same schema check (one `meta` per queue, one version for both).
  */
 import type { Redis } from 'ioredis';
-import { type PeriodicKeys, periodicKeys } from '../periodic/keys.js';
+import { type PeriodicKeys, periodicKeys } from './keys.js';
 import type { Arg } from './library.js';
 import type { QueueStore } from './queue-store.js';
 import { CLAIM_FIELDS, STAGE_FIELDS } from './wire.js';
