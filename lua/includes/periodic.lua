@@ -1,5 +1,5 @@
 --[[
-  Helpers of the periodic scripts. Periodic keys below the queue prefix (see src/periodic/keys.ts):
+  Helpers of the periodic scripts. Periodic keys below the queue prefix (see periodicKeys in src/redis/keys.ts):
     p:t:<id>        HASH  a periodic task
     p:nextrun       ZSET  enabled task id -> when a scheduler must look at it next (ms)
     p:all           SET   ids of tasks defined through upsert

@@ -3,7 +3,7 @@ import { unpack } from 'msgpackr';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
-import { packValue, zodError } from '../queue/validate.js';
+import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { parseTimer, type Timer, TimerSyntaxError } from '../timers/index.js';
 
 /** What happens when an occurrence comes while an earlier run of the task has not ended. */
@@ -301,3 +301,31 @@ export function decodeTask(flat: Buffer[]): PeriodicTask {
   }
   return t as unknown as PeriodicTask;
 }
+
+/** Checks that `obj` has only the given keys (zod's strict error names no field). */
+export function knownKeys(obj: object, shape: Record<string, unknown>): void {
+  for (const k of Object.keys(obj)) if (!(k in shape)) throw unknownFieldError('', k, Object.keys(shape));
+}
+
+/** The fields a task definition may have. */
+export const DEFINITION_KEYS: Record<string, true> = Object.fromEntries(
+  [
+    'id',
+    'task',
+    'timer',
+    'timezone',
+    'group',
+    'args',
+    'priority',
+    'subject',
+    'submitter',
+    'enabled',
+    'owner',
+    'overlap',
+    'catchup',
+    'catchupWindow',
+    'tolerance',
+    'maxRuntime',
+    'maxRetries',
+  ].map((k) => [k, true]),
+);

@@ -3,7 +3,7 @@
  * `p:replicas` sorted set with an expiry (Redis server clock, ms) that it pushes forward every
  * {@link REPLICA_BEAT_MS}; a replica that stops removes itself, one that dies expires after
  * {@link REPLICA_TTL_MS}. Readers (`rota periodic add` / `trigger`) use it to warn when nothing
- * would submit the runs.
+ * would submit the runs (PeriodicTasks.schedulers, through PeriodicReads.replicas).
  */
 import type { Redis } from 'ioredis';
 
@@ -72,10 +72,4 @@ export class ReplicaBeat {
       .zadd(this.key, now + REPLICA_TTL_MS, this.id)
       .exec();
   }
-}
-
-/** The ids of the replicas whose entry in `key` has not expired, sorted. */
-export async function liveReplicas(client: Redis, key: string): Promise<string[]> {
-  const now = await serverNow(client);
-  return (await client.zrangebyscore(key, `(${now}`, '+inf')).sort();
 }

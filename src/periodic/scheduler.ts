@@ -31,14 +31,15 @@ import { checkOptions, SCHEDULER_OPTIONS } from '../options.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
+import type { PeriodicKeys } from '../redis/keys.js';
 import { checkQueueName } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';
-import { type ClaimedTask, claimedPart, PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
+import { PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
-import { type CatchupPolicy, checkTimer, DEFAULT_CATCHUP_WINDOW } from './definition.js';
-import type { PeriodicKeys } from './keys.js';
+import { type Claimed, claimed, stageRecord } from './claimed.js';
+import { checkTimer } from './definition.js';
 import { type Plan, plan } from './occurrences.js';
 import { ReplicaBeat } from './replicas.js';
 
@@ -108,20 +109,6 @@ export interface FiredInfo {
 export interface SchedulerEvents {
   fired: [info: FiredInfo];
   error: [error: Error];
-}
-
-interface Claimed {
-  id: string;
-  token: string;
-  nextrun: number | null;
-  timer: string;
-  timezone: string;
-  catchup: CatchupPolicy;
-  catchupWindow: number;
-  triggered: number | null;
-  enabled: boolean;
-  /** The task's fields as the claim read them, which the stage takes as they are. */
-  raw: ClaimedTask;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setLongTimeout(r, ms));
@@ -302,21 +289,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
     if (!this.injected) this.offset = claim.now - Math.round((sent + Date.now()) / 2);
     this.planRelease(claim.staged);
-    const out = claim.tasks.map(
-      (t): Claimed => ({
-        id: t.id,
-        token: t.token,
-        nextrun: t.nextrun === '' ? null : Number(t.nextrun),
-        timer: t.timer,
-        timezone: t.timezone,
-        catchup: (t.catchup || 'latest') as CatchupPolicy,
-        catchupWindow: t.catchupWindow === '' ? DEFAULT_CATCHUP_WINDOW : Number(t.catchupWindow),
-        triggered: t.triggered === '' ? null : Number(t.triggered),
-        enabled: t.enabled === '1',
-        raw: t,
-      }),
-    );
-    return [claim.now, claim.earliest, out];
+    return [claim.now, claim.earliest, claim.tasks.map(claimed)];
   }
 
   private timerOf(spec: string, timezone: string): Timer {
@@ -382,19 +355,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         }
         p.occurrences = [...new Set([...p.occurrences, c.triggered])].sort((a, b) => a - b);
       }
-      records.push({
-        id: c.id,
-        token: c.token,
-        triggered: String(c.triggered ?? ''),
-        nextrun: String(p.nextrun ?? ''),
-        period: String(p.occurrences.length ? p.period : ''),
-        missed: String(p.missed?.count ?? 0),
-        missedFirst: String(p.missed?.first ?? ''),
-        missedLast: String(p.missed?.last ?? ''),
-        occurrences: p.occurrences.join(','),
-        ...claimedPart(c.raw),
-        failure,
-      });
+      records.push(stageRecord(c, p, failure));
     }
     if (records.length === 0) return null;
     const { earliest, staged, committed } = await this.store.stage(records);

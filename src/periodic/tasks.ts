@@ -3,43 +3,46 @@
  * the run history, trigger, and emit events. Scheduler replicas ({@link Scheduler}) do the
  * submitting; this class only writes definitions (and wakes the replicas).
  */
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { unpack } from 'msgpackr';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { checkOptions, PERIODIC_TASKS_OPTIONS, whole } from '../options.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/options.js';
-import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
-import {
-  type ChildCounts,
-  decodeJobObject,
-  type Job,
-  type JobState,
-  type Priority,
-  unpackDescription,
-} from '../redis/job-codec.js';
-import { checkQueueName, type QueueKeys } from '../redis/keys.js';
+import { unpackDescription } from '../redis/job-codec.js';
+import { checkQueueName, type PeriodicKeys, periodicKeys } from '../redis/keys.js';
+import { PeriodicReads, parseStaged } from '../redis/periodic-reads.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
-import { HISTORY_FAILED, HISTORY_MISSED, HISTORY_REPLACED, HISTORY_SKIPPED, MAX_DELAY_MS } from '../redis/wire.js';
-import { MAX_DURATION_MS } from '../timers/duration.js';
 import { parseTimer, type Timer } from '../timers/index.js';
 import {
   checkDefinition,
   checkId,
   checkTimer,
+  DEFINITION_KEYS,
   decodeTask,
   definitionFields,
+  knownKeys,
   type PeriodicTask,
   type PeriodicTaskDefinition,
-  RULE_OWNER_PREFIX,
-  RULE_RUN_PREFIX,
 } from './definition.js';
-import { type PeriodicKeys, periodicKeys } from './keys.js';
-import { liveReplicas } from './replicas.js';
+import {
+  checkEvent,
+  checkRule,
+  decodeRule,
+  type EmittedEvent,
+  type EventRule,
+  type EventRuleDefinition,
+  pendingId,
+  pendingRunFields,
+  ruleOwner,
+} from './rules.js';
+import { type RunRecord, readRuns } from './runs.js';
+
+export type { EmittedEvent, EventRule, EventRuleDefinition } from './rules.js';
+export { pendingId } from './rules.js';
+export type { RunRecord, RunStatus } from './runs.js';
 
 /** Options of {@link PeriodicTasks}. */
 export interface PeriodicTasksOptions {
@@ -67,113 +70,6 @@ export interface UpcomingRun {
   occurrence: number;
 }
 
-/** Status of a run in the history: a job state, or an occurrence that never became a job. */
-export type RunStatus = JobState | 'skipped' | 'missed' | 'dropped' | 'expired' | 'replaced';
-
-/** One entry of a task's run history ({@link PeriodicTasks.runs}). Times are ms (server clock). */
-export interface RunRecord {
-  /** Planned time of the occurrence. */
-  occurrence: number;
-  /**
-   * `skipped`: not submitted because an earlier run had not ended (overlap); `missed`: passed over
-   * by the catch-up policy (`count` occurrences up to `until`); `dropped`: started too soon after
-   * the previous run (tolerance); `expired`: its job was removed by retention; `replaced`: an event
-   * rule's run that a newer event replaced before it was released; else the job's state. `failed`
-   * with no job: the task's timer stopped advancing there, and a scheduler disabled the task.
-   */
-  status: RunStatus;
-  jobId?: string;
-  submitted?: number;
-  started?: number;
-  finished?: number;
-  /** Executor id, and the host and pid it ran on. */
-  worker?: string;
-  host?: string;
-  pid?: number;
-  retries?: number;
-  /** Log lines the run wrote with `ctx.log`. */
-  logs?: string[];
-  /** Error output of a failed run, or the reason of a drop. */
-  error?: string;
-  result?: unknown;
-  /** For `missed`: how many occurrences, and the last of them. */
-  count?: number;
-  /**
-   * For a run whose job fanned out (ctx.fanOut): its children by state. Such a run ends when its
-   * last child ends: until then its status is `running` and it has no `finished`; then it is
-   * `failed` when a child failed, else the job's state, and `finished` is when the last child ended.
-   */
-  children?: ChildCounts;
-  until?: number;
-  /**
-   * An event rule's run that a newer event replaced: the occurrence of the run that replaced it.
-   * On a run with a job status, the newer event came before this run was due but after it was
-   * released, so it ran all the same.
-   */
-  replacedBy?: number;
-}
-
-/** An event rule (Toucan's "after event"): a run `delay` after each event, per subject. */
-export interface EventRuleDefinition<A = unknown> {
-  /** Unique id: 1–200 of `A-Z a-z 0-9 . _ : -`. */
-  id: string;
-  /** Event name it follows, e.g. `user.last_seen`. */
-  after: string;
-  /** ISO-8601 duration (`P7DT30S`), `every`-style duration text is not accepted; or ms. At most 100 years. */
-  delay: string | number;
-  /** Handler of the run. */
-  task: string;
-  group?: string;
-  /** The jobs' args: what `SubmitSpec.args` takes (nested at most 100 levels deep). */
-  args?: A;
-  priority?: Priority;
-  maxRetries?: number;
-}
-
-/** A stored event rule. */
-export interface EventRule<A = unknown> extends EventRuleDefinition<A> {
-  delayMs: number;
-  created: number;
-}
-
-/** An event for {@link PeriodicTasks.emit}. */
-export interface EmittedEvent {
-  /** Event name, e.g. `user.last_seen`. */
-  event: string;
-  /** Who or what it is about, e.g. a user id; one pending run per rule and subject. */
-  subject: string;
-  /** When it happened (ms or Date, at most 9,999,999,999,999 ms: the year 2286); default now. */
-  at?: number | Date;
-}
-
-const eventName = z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
-const ruleSchema = z
-  .object({
-    id: z.string(),
-    after: eventName,
-    delay: z.union([
-      z.string().min(1, 'must not be empty'),
-      z.number().int().nonnegative().max(MAX_DURATION_MS, `must be at most ${MAX_DURATION_MS} ms (100 years)`),
-    ]),
-    task: z.string().min(1, 'must not be empty').max(200),
-    group: z.string().min(1, 'must not be empty').max(200).optional(),
-    args: z.unknown().optional(),
-    priority: z.enum(['high', 'low']).optional(),
-    maxRetries: z.number().int().min(0).max(1000).optional(),
-  })
-  .strict();
-
-const emitSchema = z
-  .object({
-    event: eventName,
-    subject: z.string().min(1, 'must not be empty').max(1000, 'must be at most 1000 characters'),
-    at: z
-      .union([z.number().int().nonnegative(), z.date().transform((d) => d.getTime())])
-      .refine((t) => t >= 0 && t <= MAX_DELAY_MS, `must be a valid time at most ${MAX_DELAY_MS} ms (the year 2286)`)
-      .optional(),
-  })
-  .strict();
-
 const listLimit = whole(1, 10_000).optional();
 const LIST_OPTIONS = {
   owner: z.string({ error: 'must be 1-200 of A-Z a-z 0-9 . _ : -' }).optional(),
@@ -188,11 +84,6 @@ const UPCOMING_OPTIONS = {
 };
 const RUNS_OPTIONS = { limit: listLimit };
 
-/** Checks that `obj` has only the given keys (zod's strict error names no field). */
-function knownKeys(obj: object, shape: Record<string, unknown>): void {
-  for (const k of Object.keys(obj)) if (!(k in shape)) throw unknownFieldError('', k, Object.keys(shape));
-}
-
 /**
  * Periodic tasks and event rules of queue `queueName`.
  * @example
@@ -202,10 +93,11 @@ function knownKeys(obj: object, shape: Record<string, unknown>): void {
  */
 export class PeriodicTasks {
   readonly keys: PeriodicKeys;
-  private readonly qkeys: QueueKeys;
   readonly client: Redis;
   /** The periodic script calls, on `client`. */
   private readonly store: PeriodicStore;
+  /** @internal The periodic reads, on `client` (the dashboard's periodic pages use them too). */
+  readonly reads: PeriodicReads;
   private readonly owned: boolean;
   private readonly clock: () => number;
   private readonly maxArgsBytes: number;
@@ -223,8 +115,8 @@ export class PeriodicTasks {
     this.client = client;
     // (the home shard, where the tasks and their runs are)
     const home = new QueueStore(client, queueName, { maxEvents: DEFAULT_MAX_EVENTS, shard: homeShard(shards), shards });
-    this.qkeys = home.keys;
     this.store = new PeriodicStore(home);
+    this.reads = new PeriodicReads(client, this.keys, home.keys);
     this.owned = owned;
     this.injected = opts.now !== undefined;
     this.clock = opts.now ?? Date.now;
@@ -260,8 +152,8 @@ export class PeriodicTasks {
    * task would never run. Upserting again the timer a task already has (one that ran) is accepted.
    */
   private async refuseNeverDue(id: string, timer: string, timezone: string | undefined, now: number): Promise<void> {
-    const [storedTimer, storedZone] = await this.client.hmget(this.keys.task(id), 'timer', 'timezone');
-    if (storedTimer === timer && (storedZone || undefined) === timezone) return;
+    const stored = await this.reads.taskTimer(id);
+    if (stored.timer === timer && (stored.timezone || undefined) === timezone) return;
     throw new ValidationError(
       'timer',
       `"${timer}" has no occurrence after now (${new Date(now).toISOString()}): the task would never run`,
@@ -276,11 +168,7 @@ export class PeriodicTasks {
   /** Every task defined with {@link upsert} (or only an owner's, including its rules' pending runs), sorted by id. */
   async list(options: { owner?: string } = {}): Promise<PeriodicTask[]> {
     const opts = checkOptions(LIST_OPTIONS, options, { optional: true });
-    const ids = (
-      opts.owner !== undefined
-        ? await this.client.smembers(this.keys.owner(checkId(opts.owner, 'owner')))
-        : await this.client.smembers(this.keys.all)
-    ).sort();
+    const ids = (await this.reads.taskIds(opts.owner === undefined ? undefined : checkId(opts.owner, 'owner'))).sort();
     const out: PeriodicTask[] = [];
     for (let i = 0; i < ids.length; i += 500) out.push(...(await this.read(ids.slice(i, i + 500))));
     return out;
@@ -291,58 +179,44 @@ export class PeriodicTasks {
    * occurrence still staged, if any (the stored nextrun is past those once they are staged).
    */
   private async read(ids: string[]): Promise<PeriodicTask[]> {
-    const pipe = this.client.pipeline();
-    for (const id of ids) {
-      pipe.hgetallBuffer(this.keys.task(id));
-      pipe.hget(this.keys.last, id);
-      pipe.hget(this.keys.buf, id);
-    }
-    const res = (await pipe.exec())!;
+    const rows = await this.reads.tasks(ids);
     const found: Array<{ task: PeriodicTask; staged: string[] }> = [];
-    for (let k = 0; k < ids.length; k++) {
-      const [[err, v], [, last], [, held]] = res.slice(k * 3, k * 3 + 3);
-      if (err) throw err;
+    for (const { hash, last, held } of rows) {
       const flat: Buffer[] = [];
-      for (const [f, val] of Object.entries(v as Record<string, Buffer>)) flat.push(Buffer.from(f), val);
+      for (const [f, val] of Object.entries(hash)) flat.push(Buffer.from(f), val);
       if (!flat.length) continue;
       const task = decodeTask(flat);
-      if (last) task.lastJobId = last as string;
-      const raw = (v as Record<string, Buffer>).staged?.toString();
+      if (last) task.lastJobId = last;
+      const raw = hash.staged?.toString();
       const staged = raw ? raw.split(',').filter((m) => m !== held) : [];
       found.push({ task, staged });
     }
     // A task without a recorded last job (policy `allow`): the newest submitted run of its history.
     const noLast = found.filter((f) => f.task.lastJobId === undefined);
     if (noLast.length) {
-      const hp = this.client.pipeline();
-      for (const f of noLast) hp.zrevrange(this.keys.history(f.task.id), 0, 19);
-      const hist = (await hp.exec())!;
-      const sp = this.client.pipeline();
-      const candidates = noLast.map((_f, k) => (hist[k][1] as string[]).filter((m) => !m.startsWith('~')));
-      for (const ids of candidates) for (const id of ids) sp.hget(this.qkeys.job(id), 'state');
-      const states = candidates.flat().length ? (await sp.exec())! : [];
+      const hist = await this.reads.newestRuns(
+        noLast.map((f) => f.task.id),
+        20,
+      );
+      const candidates = hist.map((members) => members.filter((m) => !m.startsWith('~')));
+      const states = await this.reads.jobStates(candidates.flat());
       let at = 0;
       noLast.forEach((f, k) => {
         for (const id of candidates[k]) {
-          const st = states[at++][1] as string | null;
+          const st = states[at++];
           if (f.task.lastJobId === undefined && st && st !== 'planned') f.task.lastJobId = id;
         }
       });
     }
     const withStaged = found.filter((f) => f.staged.length);
-    if (withStaged.length) {
-      const zp = this.client.pipeline();
-      for (const f of withStaged) zp.zmscore(this.keys.staged, ...f.staged);
-      const scores = (await zp.exec())!;
-      withStaged.forEach((f, k) => {
-        const present = scores[k][1] as Array<string | null>;
-        for (let i = 0; i < f.staged.length; i++) {
-          if (present[i] === null) continue;
-          const occ = parseStaged(f.staged[i])!.occurrence;
-          if (f.task.nextrun === undefined || occ < f.task.nextrun) f.task.nextrun = occ;
-        }
-      });
-    }
+    const scores = await this.reads.stagedScores(withStaged.map((f) => f.staged));
+    withStaged.forEach((f, k) => {
+      for (let i = 0; i < f.staged.length; i++) {
+        if (scores[k][i] === null) continue;
+        const occ = parseStaged(f.staged[i])!.occurrence;
+        if (f.task.nextrun === undefined || occ < f.task.nextrun) f.task.nextrun = occ;
+      }
+    });
     return found.map((f) => f.task);
   }
 
@@ -387,7 +261,7 @@ export class PeriodicTasks {
    * submits the tasks' runs (see {@link Scheduler}).
    */
   async schedulers(): Promise<string[]> {
-    return liveReplicas(this.client, this.keys.replicas);
+    return this.reads.replicas();
   }
 
   /**
@@ -400,47 +274,24 @@ export class PeriodicTasks {
     const limit = opts.limit ?? 20;
     const until = opts.until === undefined ? Infinity : Number(opts.until);
     // Scores are the next occurrence, or up to a claim's TTL past it: read a little further.
-    const ids = await this.client.zrangebyscore(
-      this.keys.nextrun,
-      '-inf',
-      until === Infinity ? '+inf' : until + 60_000,
-      'LIMIT',
-      0,
-      limit * 2 + 100,
-    );
+    const ids = await this.reads.nextrunIds(until + 60_000, limit * 2 + 100);
     // Occurrences already staged (committed, due soon) come before the tasks' stored nextrun.
-    const staged = await this.client.zrangebyscore(
-      this.keys.staged,
-      '-inf',
-      until === Infinity ? '+inf' : until,
-      'WITHSCORES',
-      'LIMIT',
-      0,
-      limit,
-    );
+    const staged = await this.reads.staged(until, limit);
     const out: UpcomingRun[] = [];
-    if (staged.length) {
-      const sp = this.client.pipeline();
-      const runs: Array<{ id: string; jobId: string; occurrence: number; group: string }> = [];
-      for (let i = 0; i < staged.length; i += 2) {
-        const m = parseStaged(staged[i]);
-        // one held back by buffer-one is not an upcoming occurrence
-        if (!m || m.occurrence !== Number(staged[i + 1])) continue;
-        runs.push(m);
-        sp.hgetBuffer(this.qkeys.job(m.jobId), 'd');
-      }
-      const rows = runs.length ? (await sp.exec())! : [];
-      runs.forEach((r, i) => {
-        const d = rows[i][1] as Buffer | null;
-        if (d) out.push({ id: r.id, task: unpackDescription(d).task, group: r.group, occurrence: r.occurrence });
-      });
+    const runs: Array<{ id: string; jobId: string; occurrence: number; group: string }> = [];
+    for (let i = 0; i < staged.length; i += 2) {
+      const m = parseStaged(staged[i]);
+      // one held back by buffer-one is not an upcoming occurrence
+      if (m && m.occurrence === Number(staged[i + 1])) runs.push(m);
     }
-    if (ids.length === 0) return out.sort((a, b) => a.occurrence - b.occurrence || a.id.localeCompare(b.id)).slice(0, limit);
-    const pipe = this.client.pipeline();
-    for (const id of ids) pipe.hmget(this.keys.task(id), 'nextrun', 'timer', 'timezone', 'task', 'group', 'enabled');
-    const rows = (await pipe.exec())!;
+    const descriptions = await this.reads.jobDescriptions(runs.map((r) => r.jobId));
+    runs.forEach((r, i) => {
+      const d = descriptions[i];
+      if (d) out.push({ id: r.id, task: unpackDescription(d).task, group: r.group, occurrence: r.occurrence });
+    });
+    const rows = await this.reads.taskSummaries(ids);
     ids.forEach((id, i) => {
-      const [nextrun, timer, timezone, task, group, enabled] = rows[i][1] as (string | null)[];
+      const { nextrun, timer, timezone, task, group, enabled } = rows[i];
       if (!nextrun || !timer || enabled !== '1') return;
       let t: Timer;
       try {
@@ -464,91 +315,7 @@ export class PeriodicTasks {
    */
   async runs(id: string, options: { limit?: number } = {}): Promise<RunRecord[]> {
     const limit = checkOptions(RUNS_OPTIONS, options, { optional: true }).limit ?? 20;
-    const key = this.keys.history(checkId(id));
-    // Staged occurrences (the newest entries) are not runs yet: read on past them until `limit` runs.
-    const out: RunRecord[] = [];
-    for (let start = 0; out.length < limit; start += limit) {
-      const raw = await this.client.zrevrange(key, start, start + limit - 1, 'WITHSCORES');
-      out.push(...(await this.records(raw)));
-      if (raw.length < limit * 2) break;
-    }
-    return out.slice(0, limit);
-  }
-
-  /** The run records of history entries (`member, score` pairs), without the staged occurrences. */
-  private async records(raw: string[]): Promise<RunRecord[]> {
-    const entries: Array<{ member: string; occurrence: number }> = [];
-    for (let i = 0; i < raw.length; i += 2) entries.push({ member: raw[i], occurrence: Number(raw[i + 1]) });
-    const jobs = entries.filter((e) => !e.member.startsWith('~'));
-    const pipe = this.client.pipeline();
-    for (const e of jobs) {
-      pipe.hgetallBuffer(this.qkeys.job(e.member));
-      pipe.lrange(this.qkeys.logs(e.member), 0, -1);
-    }
-    const res = jobs.length ? (await pipe.exec())! : [];
-    const byId = new Map<string, { job: Record<string, Buffer>; logs: string[] }>();
-    jobs.forEach((e, k) => {
-      byId.set(e.member, { job: res[k * 2][1] as Record<string, Buffer>, logs: res[k * 2 + 1][1] as string[] });
-    });
-    // A staged occurrence (its job still `planned`) has not run yet.
-    const planned = (e: { member: string }) => byId.get(e.member)?.job?.state?.toString() === 'planned';
-    // `~replaced@<occurrence>@<new occurrence>`: on the run of that occurrence when it was released, else its own entry.
-    const replacedBy = new Map<number, number>();
-    for (const e of entries) {
-      if (e.member.startsWith(HISTORY_REPLACED)) replacedBy.set(e.occurrence, Number(e.member.split('@')[2]));
-    }
-    const released = new Set(jobs.filter((e) => !planned(e)).map((e) => e.occurrence));
-    return entries
-      .filter((e) => !planned(e) && !(e.member.startsWith(HISTORY_REPLACED) && released.has(e.occurrence)))
-      .map((e): RunRecord => {
-        const record = this.runRecord(e, byId);
-        const by = replacedBy.get(e.occurrence);
-        return by === undefined || record.status === 'skipped' || record.status === 'missed'
-          ? record
-          : { ...record, replacedBy: by };
-      });
-  }
-
-  /** One run history entry read into a record (`byId`: the jobs of the entries that name one, with their logs). */
-  private runRecord(
-    e: { member: string; occurrence: number },
-    byId: Map<string, { job: Record<string, Buffer>; logs: string[] }>,
-  ): RunRecord {
-    if (e.member.startsWith(HISTORY_REPLACED)) return { occurrence: e.occurrence, status: 'replaced' };
-    if (e.member.startsWith(HISTORY_SKIPPED)) return { occurrence: e.occurrence, status: 'skipped' };
-    if (e.member.startsWith(HISTORY_FAILED)) {
-      // `~failed@<occurrence>@<error>`: the timer stopped advancing there (the error may hold '@')
-      return {
-        occurrence: e.occurrence,
-        status: 'failed',
-        error: e.member.slice(e.member.indexOf('@', HISTORY_FAILED.length) + 1),
-      };
-    }
-    if (e.member.startsWith(HISTORY_MISSED)) {
-      const [, , count, last] = e.member.split('@');
-      return { occurrence: e.occurrence, status: 'missed', count: Number(count), until: Number(last) };
-    }
-    const got = byId.get(e.member)!;
-    const job = decodeJobObject(e.member, got.job ?? {});
-    if (!job) return { occurrence: e.occurrence, status: 'expired', jobId: e.member };
-    const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
-    const dropped = got.job.dropped?.toString();
-    const ended = fannedOutEnd(job);
-    return {
-      occurrence: e.occurrence,
-      jobId: e.member,
-      status: dropped ? 'dropped' : ended.status,
-      submitted: job.submitted,
-      started: job.started,
-      finished: ended.finished,
-      worker: job.worker,
-      ...hostPid,
-      retries: job.retries,
-      logs: got.logs,
-      error: dropped ?? job.error,
-      result: job.result,
-      ...(job.children ? { children: job.children } : {}),
-    };
+    return readRuns(this.reads, checkId(id), limit);
   }
 
   /**
@@ -557,68 +324,19 @@ export class PeriodicTasks {
    * @throws {ValidationError} naming the bad field; nothing is written then.
    */
   async rule<A = unknown>(def: EventRuleDefinition<A>): Promise<EventRule<A>> {
-    if (typeof def !== 'object' || def === null) throw new ValidationError('rule', 'must be an object');
-    knownKeys(def, ruleSchema.shape);
-    const parsed = ruleSchema.safeParse(def);
-    if (!parsed.success) throw zodError('', parsed.error);
-    checkId(def.id);
-    const delayMs = typeof def.delay === 'number' ? def.delay : isoDelay(def.delay);
-    const args = packValue(def.args, this.maxArgsBytes, 'args');
-    const now = this.clock();
-    const rk = this.keys.rule(def.id);
-    const old = await this.client.hget(rk, 'after');
-    const multi = this.client.multi();
-    if (old && old !== def.after) multi.srem(this.keys.event(old), def.id);
-    multi.hset(
-      rk,
-      'id',
-      def.id,
-      'after',
-      def.after,
-      'delay',
-      String(def.delay),
-      'delayMs',
-      delayMs,
-      'task',
-      def.task,
-      'group',
-      def.group ?? 'default',
-      'args',
-      args,
-      'priority',
-      def.priority ?? 'low',
-      'maxRetries',
-      def.maxRetries ?? 0,
-    );
-    multi.hsetnx(rk, 'created', now);
-    multi.sadd(this.keys.event(def.after), def.id).sadd(this.keys.rules, def.id);
-    await multi.exec();
-    return (await this.getRule<A>(def.id))!;
+    const { fields } = checkRule(def, this.maxArgsBytes);
+    const record = await this.store.rule(def.id, def.after, this.clock(), fields);
+    return decodeRule<A>(record)!;
   }
 
   /** Reads an event rule, or null. */
   async getRule<A = unknown>(id: string): Promise<EventRule<A> | null> {
-    const h = await this.client.hgetallBuffer(this.keys.rule(checkId(id)));
-    if (!h.id) return null;
-    const s = (k: string) => h[k]?.toString();
-    const delay = s('delay')!;
-    return {
-      id: s('id')!,
-      after: s('after')!,
-      delay: /^\d+$/.test(delay) ? Number(delay) : delay,
-      delayMs: Number(s('delayMs')),
-      task: s('task')!,
-      group: s('group'),
-      args: (h.args?.length ? unpack(h.args) : undefined) as A,
-      priority: s('priority') as Priority,
-      maxRetries: Number(s('maxRetries')),
-      created: Number(s('created')),
-    };
+    return decodeRule<A>(await this.reads.rule(checkId(id)));
   }
 
   /** Every event rule, sorted by id. */
   async rules(): Promise<EventRule[]> {
-    const ids = (await this.client.smembers(this.keys.rules)).sort();
+    const ids = (await this.reads.ruleIds()).sort();
     const out: EventRule[] = [];
     for (const id of ids) {
       const r = await this.getRule(id);
@@ -629,12 +347,7 @@ export class PeriodicTasks {
 
   /** Removes an event rule and its pending runs. Resolves false when there was none. */
   async removeRule(id: string): Promise<boolean> {
-    const rk = this.keys.rule(checkId(id));
-    const after = await this.client.hget(rk, 'after');
-    if (after === null) return false;
-    await this.client.multi().del(rk).srem(this.keys.rules, id).srem(this.keys.event(after), id).exec();
-    await this.store.removeOwner(ruleOwner(id));
-    return true;
+    return this.store.removeRule(checkId(id), ruleOwner(id));
   }
 
   /**
@@ -642,64 +355,17 @@ export class PeriodicTasks {
    * subject, replacing the pending run an older event planned. Resolves the pending runs' task ids.
    */
   async emit(e: EmittedEvent): Promise<string[]> {
-    if (typeof e !== 'object' || e === null) throw new ValidationError('event', 'must be an object');
-    knownKeys(e, emitSchema.shape);
-    const parsed = emitSchema.safeParse(e);
-    if (!parsed.success) throw zodError('', parsed.error);
+    checkEvent(e);
     const at = e.at === undefined ? this.clock() : Number(e.at);
-    const ruleIds = await this.client.smembers(this.keys.event(e.event));
+    const ruleIds = await this.reads.eventRules(e.event);
     const now = this.clock();
     const out: string[] = [];
     for (const ruleId of ruleIds) {
-      const rule = await this.client.hgetallBuffer(this.keys.rule(ruleId));
+      const rule = await this.reads.rule(ruleId);
       if (!rule.id) continue;
       const due = at + Number(rule.delayMs.toString());
       const id = pendingId(ruleId, e.subject);
-      const timer = new Date(due).toISOString();
-      const fields: Array<string | number | Buffer> = [
-        'id',
-        id,
-        'task',
-        rule.task,
-        'timer',
-        timer,
-        'timezone',
-        '',
-        'kind',
-        'once',
-        'group',
-        rule.group,
-        'args',
-        rule.args,
-        'priority',
-        rule.priority,
-        'subject',
-        e.subject,
-        'submitter',
-        `rule:${ruleId}`,
-        'owner',
-        ruleOwner(ruleId),
-        'overlap',
-        'allow',
-        'catchup',
-        'latest',
-        'catchupWindow',
-        0,
-        'tolerance',
-        '',
-        'maxRuntime',
-        '',
-        'maxRetries',
-        rule.maxRetries,
-        'interval',
-        '',
-        'rule',
-        ruleId,
-        'event',
-        e.event,
-        'updated',
-        now,
-      ];
+      const fields = pendingRunFields(ruleId, rule, id, e, due, now);
       await this.store.upsert({ id, listed: false, nextrun: due, enabled: true, now, eventAt: at, fields });
       out.push(id);
     }
@@ -710,65 +376,4 @@ export class PeriodicTasks {
   async close(): Promise<void> {
     if (this.owned) await this.client.quit().catch(() => this.client.disconnect());
   }
-}
-
-const DEFINITION_KEYS: Record<string, true> = Object.fromEntries(
-  [
-    'id',
-    'task',
-    'timer',
-    'timezone',
-    'group',
-    'args',
-    'priority',
-    'subject',
-    'submitter',
-    'enabled',
-    'owner',
-    'overlap',
-    'catchup',
-    'catchupWindow',
-    'tolerance',
-    'maxRuntime',
-    'maxRetries',
-  ].map((k) => [k, true]),
-);
-
-function ruleOwner(ruleId: string): string {
-  return `${RULE_OWNER_PREFIX}${ruleId}`;
-}
-
-/** Reads a p:staged member: `<overlap code><task id>@<occurrence>|<h|l><group>` (see lua/periodic-stage.lua). */
-function parseStaged(member: string): { id: string; occurrence: number; jobId: string; group: string } | null {
-  const m = /^.(([^|@]*)@(\d+))\|.(.*)$/s.exec(member);
-  return m ? { jobId: m[1], id: m[2], occurrence: Number(m[3]), group: m[4] } : null;
-}
-
-/** Task id of a rule's pending run for a subject (subjects may hold any characters, so they are hashed). */
-export function pendingId(ruleId: string, subject: string): string {
-  return `${RULE_RUN_PREFIX}${ruleId}:${createHash('sha1').update(subject).digest('hex').slice(0, 20)}`;
-}
-
-function isoDelay(text: string): number {
-  let t: Timer;
-  try {
-    t = parseTimer(text);
-  } catch (err) {
-    throw new ValidationError('delay', (err as Error).message);
-  }
-  if (t.kind !== 'interval' || !t.intervalMs || !/^P/i.test(text.trim())) {
-    throw new ValidationError('delay', `must be an ISO-8601 duration such as P7DT30S, or milliseconds (got "${text}")`);
-  }
-  return t.intervalMs;
-}
-
-/**
- * A run's status and end as the history shows them: a job that fanned out ends when its children
- * end, failed when one of them failed.
- */
-function fannedOutEnd(job: Job): { status: RunStatus; finished?: number } {
-  const c = job.children;
-  if (!c || job.state !== 'success') return { status: job.state, finished: job.finished };
-  if (c.ended === undefined) return { status: 'running' };
-  return { status: c.failed > 0 ? 'failed' : 'success', finished: c.ended };
 }

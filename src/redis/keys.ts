@@ -102,3 +102,65 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     rateLog: (g) => `${prefix}g:${g}:rl`,
   };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Periodic keys
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Key names of the periodic scheduler, below the queue's home-shard prefix `{rota:<queue>}:` (so
+ * a queue's tasks, rules and their runs live in one Redis Cluster slot). The Lua scripts build the
+ * same names from the prefix (see lua/includes/periodic.lua); the table of what each holds is in
+ * docs/architecture.md ("Periodic tasks"). The queue's schema version (`meta`) covers these keys
+ * too: the periodic scripts write the queue's jobs.
+ */
+export interface PeriodicKeys {
+  prefix: string;
+  /** ZSET: enabled task id -> when a scheduler must look at it next (ms). */
+  nextrun: string;
+  /** ZSET: staged occurrences -> when to release them (ms). */
+  staged: string;
+  /** HASH: task id -> id of the last job submitted for it. */
+  last: string;
+  /** HASH: task id -> the `staged` member of the run buffer-one holds back. */
+  buf: string;
+  /** SET: ids of every task defined through upsert (not event-rule runs). */
+  all: string;
+  /** Pub/sub channel the scheduler replicas listen on. */
+  wake: string;
+  /** ZSET: live scheduler replica id -> when its entry expires (ms, server clock). */
+  replicas: string;
+  /** SET: ids of every event rule. */
+  rules: string;
+  /** HASH: a periodic task. */
+  task(id: string): string;
+  /** SET: ids of an owner's tasks. */
+  owner(owner: string): string;
+  /** ZSET: a task's run history. */
+  history(id: string): string;
+  /** HASH: an event rule. */
+  rule(id: string): string;
+  /** SET: ids of the rules that follow event `name`. */
+  event(name: string): string;
+}
+
+/** The periodic keys of queue `name` (in its home shard, whatever its shard count). */
+export function periodicKeys(name: string): PeriodicKeys {
+  const { prefix } = queueKeys(name);
+  return {
+    prefix,
+    nextrun: `${prefix}p:nextrun`,
+    staged: `${prefix}p:staged`,
+    last: `${prefix}p:last`,
+    buf: `${prefix}p:buf`,
+    all: `${prefix}p:all`,
+    wake: `${prefix}p:wake`,
+    replicas: `${prefix}p:replicas`,
+    rules: `${prefix}p:rules`,
+    task: (id) => `${prefix}p:t:${id}`,
+    owner: (o) => `${prefix}p:owner:${o}`,
+    history: (id) => `${prefix}p:h:${id}`,
+    rule: (id) => `${prefix}p:rule:${id}`,
+    event: (e) => `${prefix}p:ev:${e}`,
+  };
+}

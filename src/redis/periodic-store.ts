@@ -5,7 +5,7 @@
  * store: the same client, and the same schema check (one `meta` per queue, one version for both).
  */
 import type { Redis } from 'ioredis';
-import { type PeriodicKeys, periodicKeys } from '../periodic/keys.js';
+import { type PeriodicKeys, periodicKeys } from './keys.js';
 import type { Arg } from './library.js';
 import type { QueueStore } from './queue-store.js';
 import { CLAIM_FIELDS, STAGE_FIELDS } from './wire.js';
@@ -89,7 +89,7 @@ export class PeriodicStore {
 
   /** periodic-upsert: creates or replaces a task; answers whether it was created and its next occurrence. */
   async upsert(t: UpsertTask): Promise<{ created: boolean; nextrun: number | null }> {
-    const [created, nextrun] = await this.queue.fcall<[number, string]>('periodic-upsert', this.keys.nextrun, [
+    const [created, nextrun] = await this.queue.scripts.fcall<[number, string]>('periodic-upsert', this.keys.nextrun, [
       this.keys.prefix,
       t.id,
       t.listed ? '1' : '0',
@@ -105,29 +105,63 @@ export class PeriodicStore {
   /** periodic-enable: enables a task (next occurrence `nextrun`, null: none); false when there is no such task. */
   async enable(id: string, nextrun: number | null, now: number): Promise<boolean> {
     return (
-      (await this.queue.fcall<number>('periodic-enable', this.keys.nextrun, [this.keys.prefix, id, '1', nextrun ?? '', now])) ===
-      1
+      (await this.queue.scripts.fcall<number>('periodic-enable', this.keys.nextrun, [
+        this.keys.prefix,
+        id,
+        '1',
+        nextrun ?? '',
+        now,
+      ])) === 1
     );
   }
 
   /** periodic-enable: disables a task; false when there is no such task. */
   async disable(id: string, now: number): Promise<boolean> {
-    return (await this.queue.fcall<number>('periodic-enable', this.keys.nextrun, [this.keys.prefix, id, '0', '', now])) === 1;
+    return (
+      (await this.queue.scripts.fcall<number>('periodic-enable', this.keys.nextrun, [this.keys.prefix, id, '0', '', now])) === 1
+    );
   }
 
   /** periodic-remove: removes tasks; answers the ids removed. */
   remove(ids: readonly string[]): Promise<string[]> {
-    return this.queue.fcall<string[]>('periodic-remove', this.keys.nextrun, [this.keys.prefix, 'ids', ...ids]);
+    return this.queue.scripts.fcall<string[]>('periodic-remove', this.keys.nextrun, [this.keys.prefix, 'ids', ...ids]);
   }
 
   /** periodic-remove: removes every task of an owner; answers the ids removed. */
   removeOwner(owner: string): Promise<string[]> {
-    return this.queue.fcall<string[]>('periodic-remove', this.keys.nextrun, [this.keys.prefix, 'owner', owner]);
+    return this.queue.scripts.fcall<string[]>('periodic-remove', this.keys.nextrun, [this.keys.prefix, 'owner', owner]);
+  }
+
+  /**
+   * periodic-rule: creates or replaces event rule `id` following event `after` (`created` is `now`
+   * for a new rule); `fields` are the record's other field, value pairs. Answers the record as
+   * stored (field -> bytes).
+   */
+  async rule(id: string, after: string, now: number, fields: Arg[]): Promise<Record<string, Buffer>> {
+    // Binary-safe: the record holds the rule's args (msgpack).
+    const flat = await this.queue.scripts.fcall<Buffer[]>(
+      'periodic-rule',
+      this.keys.rules,
+      [this.keys.prefix, id, after, now, ...fields],
+      true,
+    );
+    const record: Record<string, Buffer> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) record[flat[i].toString()] = flat[i + 1];
+    return record;
+  }
+
+  /** periodic-rule-remove: removes event rule `id` and the pending runs of `owner` (its runs' owner); false when there was no such rule. */
+  async removeRule(id: string, owner: string): Promise<boolean> {
+    return (await this.queue.scripts.fcall<number>('periodic-rule-remove', this.keys.rules, [this.keys.prefix, id, owner])) === 1;
   }
 
   /** periodic-trigger: asks for a run now (at `now`, default the server clock); answers the trigger time, or null when there is no such task. */
   async trigger(id: string, now?: number): Promise<number | null> {
-    const at = await this.queue.fcall<number | null>('periodic-trigger', this.keys.nextrun, [this.keys.prefix, id, now ?? '']);
+    const at = await this.queue.scripts.fcall<number | null>('periodic-trigger', this.keys.nextrun, [
+      this.keys.prefix,
+      id,
+      now ?? '',
+    ]);
     return at === null || at === undefined ? null : Number(at);
   }
 
@@ -145,7 +179,7 @@ export class PeriodicStore {
     keepAgeMs: number;
   }): Promise<Claim> {
     // Binary-safe: the reply holds the tasks' args (msgpack).
-    const [now, first, staged, flat] = await this.queue.fcall<[Buffer | number, Buffer, Buffer, Array<Buffer | number>]>(
+    const [now, first, staged, flat] = await this.queue.scripts.fcall<[Buffer | number, Buffer, Buffer, Array<Buffer | number>]>(
       'periodic-claim',
       this.keys.nextrun,
       [this.keys.prefix, o.lookaheadMs, o.max, o.claimTtlMs, o.now ?? '', o.keepCount, o.keepAgeMs],
@@ -171,11 +205,11 @@ export class PeriodicStore {
   async stage(
     records: readonly StageRecord[],
   ): Promise<{ earliest: number | null; staged: number | null; committed: boolean[] }> {
-    const [first, staged, results] = await this.queue.fcall<[string, string, number[]]>('periodic-stage', this.keys.nextrun, [
-      this.keys.prefix,
-      this.queue.maxEvents,
-      ...records.map((r) => encodeRecord(STAGE_FIELDS.map((f) => r[f]))),
-    ]);
+    const [first, staged, results] = await this.queue.scripts.fcall<[string, string, number[]]>(
+      'periodic-stage',
+      this.keys.nextrun,
+      [this.keys.prefix, this.queue.maxEvents, ...records.map((r) => encodeRecord(STAGE_FIELDS.map((f) => r[f])))],
+    );
     return { earliest: scoreOf(first), staged: scoreOf(staged), committed: results.map((r) => r === 1) };
   }
 
@@ -191,7 +225,7 @@ export class PeriodicStore {
     skipped: number;
     cancels: string[];
   }> {
-    const [earliest, submitted, skipped, cancels] = await this.queue.fcall<[string, number, number, string[]]>(
+    const [earliest, submitted, skipped, cancels] = await this.queue.scripts.fcall<[string, number, number, string[]]>(
       'periodic-release',
       this.keys.staged,
       [this.keys.prefix, this.queue.maxEvents, o.now ?? '', o.max, o.bufferPollMs, o.misfireGraceMs, o.keepAgeMs],

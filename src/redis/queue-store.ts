@@ -212,11 +212,8 @@ export class QueueStore {
     await this.scripts.ready();
   }
 
-  /**
-   * Calls `script` with its one key and `args` ({@link ScriptRunner.fcall}). For the stores of
-   * this queue only: everything else calls their methods.
-   */
-  fcall<T>(script: string, key: string, args: Arg[], buffers = false): Promise<T> {
+  /** Calls `script` with its one key and `args` ({@link ScriptRunner.fcall}). */
+  private fcall<T>(script: string, key: string, args: Arg[], buffers = false): Promise<T> {
     return this.scripts.fcall<T>(script, key, args, buffers);
   }
 

@@ -6,8 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { type JobContext, PeriodicTasks, Queue, Scheduler, Worker } from '../../src/index.js';
-import { periodicKeys } from '../../src/periodic/keys.js';
 import { pendingId } from '../../src/periodic/tasks.js';
+import { periodicKeys } from '../../src/redis/keys.js';
 import { rota } from '../helpers/cli.js';
 import { closeAll, redisUrl, track, uniqueQueue, eventually as until } from '../helpers/setup.js';
 

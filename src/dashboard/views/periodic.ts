@@ -4,6 +4,7 @@
  * tasks on a timeline; the event rules; and a task's page with its whole run history.
  */
 import type { PeriodicTask } from '../../periodic/definition.js';
+import { ruleOwner } from '../../periodic/rules.js';
 import type { RunRecord } from '../../periodic/tasks.js';
 import { parseTimer, type Timer } from '../../timers/index.js';
 import { zoneOffset } from '../../timers/zone.js';
@@ -86,22 +87,16 @@ function status(s: string | undefined): Html {
 export async function periodicList(ctx: PageContext): Promise<Page> {
   const p = ctx.q.periodic;
   // (the soonest tasks by next run, one entry each: the event rules' pending runs among them)
-  const [tasks, rules, soonest] = await Promise.all([
-    p.list(),
-    p.rules(),
-    p.client.zrange(p.keys.nextrun, 0, SOONEST - 1, 'WITHSCORES'),
-  ]);
+  const [tasks, rules, soonest] = await Promise.all([p.list(), p.rules(), p.reads.soonest(SOONEST)]);
+  // (a task's runs are in the home shard, which the periodic reads read; an event rule's pending
+  // runs are counted, never read all: there is one per subject)
   const lastIds = tasks.map((t) => t.lastJobId);
-  const pipe = p.client.pipeline();
-  // (a task's runs are in the home shard, the last: in the slot of its task)
-  const home = ctx.q.queue.shardKeys.at(-1)!;
-  for (const id of lastIds) if (id) pipe.hget(home.job(id), 'state');
-  // (an event rule's pending runs are counted, never read all: there is one per subject)
-  for (const r of rules) pipe.scard(p.keys.owner(`rule:${r.id}`));
-  const replies = lastIds.some(Boolean) || rules.length ? ((await pipe.exec()) ?? []) : [];
+  const [states, pending] = await Promise.all([
+    p.reads.jobStates(lastIds.filter((id): id is string => !!id)),
+    p.reads.ownerSizes(rules.map((r) => ruleOwner(r.id))),
+  ]);
   let k = 0;
-  const lastState = lastIds.map((id) => (id ? ((replies[k++]?.[1] as string | null) ?? 'expired') : undefined));
-  const pending = rules.map(() => Number(replies[k++]?.[1] ?? 0));
+  const lastState = lastIds.map((id) => (id ? (states[k++] ?? 'expired') : undefined));
   const now = ctx.q.live.tick?.now ?? Date.now();
   const next = tasks.map((t) => {
     const timer = timerOf(t);
@@ -111,17 +106,9 @@ export async function periodicList(ctx: PageContext): Promise<Page> {
   // runs of every enabled task (up to 5 each) and those pending runs, in time order.
   const ruleById = new Map(rules.map((r) => [r.id, r]));
   const pendingRuns: Array<{ id: string; task: string; group: string; occurrence: number; rule: string }> = [];
-  for (let i = 0; i < soonest.length; i += 2) {
-    const rule = ruleById.get(ruleOf(soonest[i]) ?? '');
-    if (rule) {
-      pendingRuns.push({
-        id: soonest[i],
-        task: rule.task,
-        group: rule.group ?? '',
-        occurrence: Number(soonest[i + 1]),
-        rule: rule.id,
-      });
-    }
+  for (const { id, score } of soonest) {
+    const rule = ruleById.get(ruleOf(id) ?? '');
+    if (rule) pendingRuns.push({ id, task: rule.task, group: rule.group ?? '', occurrence: score, rule: rule.id });
   }
   const upcoming = [
     ...tasks.flatMap((t, i) =>

@@ -1,0 +1,55 @@
+/**
+ * A task as a scheduler replica claimed it (periodic-claim), read into what planning needs, and
+ * the stage record (periodic-stage) that commits its plan.
+ */
+import { type ClaimedTask, claimedPart, type StageRecord } from '../redis/periodic-store.js';
+import { type CatchupPolicy, DEFAULT_CATCHUP_WINDOW } from './definition.js';
+import type { Plan } from './occurrences.js';
+
+/** A claimed task: its claim's token and what its plan is computed from. */
+export interface Claimed {
+  id: string;
+  token: string;
+  nextrun: number | null;
+  timer: string;
+  timezone: string;
+  catchup: CatchupPolicy;
+  catchupWindow: number;
+  triggered: number | null;
+  enabled: boolean;
+  /** The task's fields as the claim read them, which the stage takes as they are. */
+  raw: ClaimedTask;
+}
+
+/** A task the claim answered, read into a {@link Claimed}. */
+export function claimed(t: ClaimedTask): Claimed {
+  return {
+    id: t.id,
+    token: t.token,
+    nextrun: t.nextrun === '' ? null : Number(t.nextrun),
+    timer: t.timer,
+    timezone: t.timezone,
+    catchup: (t.catchup || 'latest') as CatchupPolicy,
+    catchupWindow: t.catchupWindow === '' ? DEFAULT_CATCHUP_WINDOW : Number(t.catchupWindow),
+    triggered: t.triggered === '' ? null : Number(t.triggered),
+    enabled: t.enabled === '1',
+    raw: t,
+  };
+}
+
+/** The stage record committing plan `p` of claimed task `c` (`failure`: why its timer stopped, or ''). */
+export function stageRecord(c: Claimed, p: Plan, failure: string): StageRecord {
+  return {
+    id: c.id,
+    token: c.token,
+    triggered: String(c.triggered ?? ''),
+    nextrun: String(p.nextrun ?? ''),
+    period: String(p.occurrences.length ? p.period : ''),
+    missed: String(p.missed?.count ?? 0),
+    missedFirst: String(p.missed?.first ?? ''),
+    missedLast: String(p.missed?.last ?? ''),
+    occurrences: p.occurrences.join(','),
+    ...claimedPart(c.raw),
+    failure,
+  };
+}

@@ -1,0 +1,191 @@
+/**
+ * The periodic reads: what PeriodicTasks and the dashboard's periodic pages read of the `p:*`
+ * keys (and of the run jobs in the home shard), as methods, so that no code outside src/redis/
+ * knows the key layout. Every read is a plain read (no script): a reader sees each key as it is
+ * at the moment it is read, as the callers expect.
+ */
+import type { Redis } from 'ioredis';
+import type { PeriodicKeys, QueueKeys } from './keys.js';
+
+/** A `p:staged` member read: its task id, occurrence, job id and group. */
+export interface StagedMember {
+  id: string;
+  occurrence: number;
+  jobId: string;
+  group: string;
+}
+
+/** Reads a `p:staged` member: `<overlap code><task id>@<occurrence>|<h|l><group>` (see lua/periodic-stage.lua). */
+export function parseStaged(member: string): StagedMember | null {
+  const m = /^.(([^|@]*)@(\d+))\|.(.*)$/s.exec(member);
+  return m ? { jobId: m[1], id: m[2], occurrence: Number(m[3]), group: m[4] } : null;
+}
+
+/** A task's stored hash (field -> bytes; empty when there is none), its last job and the staged member buffer-one holds. */
+export interface TaskRow {
+  hash: Record<string, Buffer>;
+  last: string | null;
+  held: string | null;
+}
+
+/** A run job's hash (field -> bytes; empty when it is gone) and its log lines. */
+export interface RunJob {
+  job: Record<string, Buffer>;
+  logs: string[];
+}
+
+/** What {@link PeriodicReads.taskSummaries} reads of a task (null: unset). */
+export interface TaskSummary {
+  nextrun: string | null;
+  timer: string | null;
+  timezone: string | null;
+  task: string | null;
+  group: string | null;
+  enabled: string | null;
+}
+
+/** Pipelines `add` for each item; answers the replies in order (none for no items). */
+async function each<T>(client: Redis, items: readonly T[], add: (pipe: ReturnType<Redis['pipeline']>, item: T) => void) {
+  if (items.length === 0) return [];
+  const pipe = client.pipeline();
+  for (const item of items) add(pipe, item);
+  return (await pipe.exec())!.map(([err, v]) => {
+    if (err) throw err;
+    return v;
+  });
+}
+
+/**
+ * One queue's periodic reads. `jobs` are the keys of the queue's home shard, where the runs' jobs are.
+ * @example
+ * const reads = new PeriodicReads(client, periodicKeys('mail'), queueKeys('mail'));
+ */
+export class PeriodicReads {
+  constructor(
+    readonly client: Redis,
+    readonly keys: PeriodicKeys,
+    private readonly jobs: QueueKeys,
+  ) {}
+
+  /** A task's stored timer and time zone (null: no such task, or unset). */
+  async taskTimer(id: string): Promise<{ timer: string | null; timezone: string | null }> {
+    const [timer, timezone] = await this.client.hmget(this.keys.task(id), 'timer', 'timezone');
+    return { timer, timezone };
+  }
+
+  /** The ids of every task defined through upsert, or of an owner's tasks (unsorted). */
+  taskIds(owner?: string): Promise<string[]> {
+    return this.client.smembers(owner === undefined ? this.keys.all : this.keys.owner(owner));
+  }
+
+  /** Per task id: its hash, its last job and its held staged member. */
+  async tasks(ids: readonly string[]): Promise<TaskRow[]> {
+    const rows = await each(this.client, ids, (p, id) => {
+      p.hgetallBuffer(this.keys.task(id));
+      p.hget(this.keys.last, id);
+      p.hget(this.keys.buf, id);
+    });
+    return ids.map((_id, k) => ({
+      hash: rows[k * 3] as Record<string, Buffer>,
+      last: rows[k * 3 + 1] as string | null,
+      held: rows[k * 3 + 2] as string | null,
+    }));
+  }
+
+  /** Per task id: the members of its newest `count` run history entries, newest first. */
+  async newestRuns(ids: readonly string[], count: number): Promise<string[][]> {
+    return (await each(this.client, ids, (p, id) => p.zrevrange(this.keys.history(id), 0, count - 1))) as string[][];
+  }
+
+  /** A task's run history entries `start` to `stop` (ranks, newest first) as `member, score` pairs. */
+  history(id: string, start: number, stop: number): Promise<string[]> {
+    return this.client.zrevrange(this.keys.history(id), start, stop, 'WITHSCORES');
+  }
+
+  /** The states of run jobs (null: gone). */
+  async jobStates(jobIds: readonly string[]): Promise<Array<string | null>> {
+    return (await each(this.client, jobIds, (p, id) => p.hget(this.jobs.job(id), 'state'))) as Array<string | null>;
+  }
+
+  /** The packed descriptions (`d`) of run jobs (null: gone). */
+  async jobDescriptions(jobIds: readonly string[]): Promise<Array<Buffer | null>> {
+    return (await each(this.client, jobIds, (p, id) => p.hgetBuffer(this.jobs.job(id), 'd'))) as Array<Buffer | null>;
+  }
+
+  /** Run jobs with their log lines. */
+  async runJobs(jobIds: readonly string[]): Promise<RunJob[]> {
+    const rows = await each(this.client, jobIds, (p, id) => {
+      p.hgetallBuffer(this.jobs.job(id));
+      p.lrange(this.jobs.logs(id), 0, -1);
+    });
+    return jobIds.map((_id, k) => ({ job: rows[k * 2] as Record<string, Buffer>, logs: rows[k * 2 + 1] as string[] }));
+  }
+
+  /** Per list of `p:staged` members: each one's score, or null when it is not staged (any more). */
+  async stagedScores(lists: readonly string[][]): Promise<Array<Array<string | null>>> {
+    return (await each(this.client, lists, (p, members) => p.zmscore(this.keys.staged, ...members))) as Array<
+      Array<string | null>
+    >;
+  }
+
+  /** Staged members scored up to `until` (ms; Infinity: all), at most `limit`, as `member, score` pairs in score order. */
+  staged(until: number, limit: number): Promise<string[]> {
+    return this.client.zrangebyscore(
+      this.keys.staged,
+      '-inf',
+      until === Infinity ? '+inf' : until,
+      'WITHSCORES',
+      'LIMIT',
+      0,
+      limit,
+    );
+  }
+
+  /** The ids of the tasks whose `p:nextrun` score is at most `until` (ms; Infinity: all), at most `limit`, in score order. */
+  nextrunIds(until: number, limit: number): Promise<string[]> {
+    return this.client.zrangebyscore(this.keys.nextrun, '-inf', until === Infinity ? '+inf' : until, 'LIMIT', 0, limit);
+  }
+
+  /** The `count` tasks soonest in `p:nextrun`, with their scores. */
+  async soonest(count: number): Promise<Array<{ id: string; score: number }>> {
+    const flat = await this.client.zrange(this.keys.nextrun, 0, count - 1, 'WITHSCORES');
+    const out: Array<{ id: string; score: number }> = [];
+    for (let i = 0; i < flat.length; i += 2) out.push({ id: flat[i], score: Number(flat[i + 1]) });
+    return out;
+  }
+
+  /** Per task id: the fields the upcoming list needs. */
+  async taskSummaries(ids: readonly string[]): Promise<TaskSummary[]> {
+    const rows = (await each(this.client, ids, (p, id) =>
+      p.hmget(this.keys.task(id), 'nextrun', 'timer', 'timezone', 'task', 'group', 'enabled'),
+    )) as Array<Array<string | null>>;
+    return rows.map(([nextrun, timer, timezone, task, group, enabled]) => ({ nextrun, timer, timezone, task, group, enabled }));
+  }
+
+  /** How many tasks each owner has. */
+  async ownerSizes(owners: readonly string[]): Promise<number[]> {
+    return (await each(this.client, owners, (p, o) => p.scard(this.keys.owner(o)))).map(Number);
+  }
+
+  /** An event rule's stored record (field -> bytes; empty when there is none). */
+  rule(id: string): Promise<Record<string, Buffer>> {
+    return this.client.hgetallBuffer(this.keys.rule(id));
+  }
+
+  /** The ids of every event rule (unsorted). */
+  ruleIds(): Promise<string[]> {
+    return this.client.smembers(this.keys.rules);
+  }
+
+  /** The ids of the rules that follow event `event`. */
+  eventRules(event: string): Promise<string[]> {
+    return this.client.smembers(this.keys.event(event));
+  }
+
+  /** The ids of the scheduler replicas whose entry has not expired (server clock), sorted. */
+  async replicas(): Promise<string[]> {
+    const [sec, usec] = await this.client.time();
+    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    return (await this.client.zrangebyscore(this.keys.replicas, `(${now}`, '+inf')).sort();
+  }
+}
