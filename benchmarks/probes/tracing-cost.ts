@@ -111,7 +111,7 @@ if (childAt > 0) {
     );
   }
   // What the two span starts of a job cost alone with the API loaded and no tracer registered.
-  const { startRunSpan, startSubmitSpan } = await import('../../src/observability/tracing.js');
+  const { startRunSpan, startSubmitSpan } = await import('../../src/queue/tracing.js');
   const job = { id: 'j', group: 'g', task: 'noop', retries: 0 };
   const n = 1_000_000;
   const t0 = performance.now();

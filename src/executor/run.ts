@@ -3,11 +3,11 @@
  * turns how the handler ended into an outcome for the finish script.
  */
 import { PermanentError, TimeoutError, UnknownTaskError, ValidationError } from '../errors.js';
-import type { RunSpan } from '../observability/tracing.js';
 import type { Handlers, JobContext } from '../queue/context.js';
 import type { FanOutOptions } from '../queue/fanout.js';
 import type { Job } from '../queue/job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
+import type { RunSpan } from '../queue/tracing.js';
 import type { OutcomeCode } from '../redis/wire.js';
 import { cutLogLine, MAX_RUN_LOG_BYTES, RUN_LOG_FULL } from './log-limits.js';
 
@@ -32,7 +32,7 @@ export interface RunHooks {
    * the run's span, when it is traced (the children store it).
    */
   fanOut(job: Job, items: readonly unknown[], options: FanOutOptions, trace?: string): Promise<number>;
-  /** Starts the run's span, when tracing is on (see src/observability/tracing.ts). */
+  /** Starts the run's span, when tracing is on (see src/queue/tracing.ts). */
   trace?(job: Job): RunSpan | null;
 }
 

@@ -8,7 +8,6 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ShardCountError } from '../errors.js';
-import { startRunSpan, tracingAvailable } from '../observability/tracing.js';
 import { CLOSE_OPTIONS, checkOptions } from '../options.js';
 import { Dictionary } from '../queue/churn.js';
 import type { Handlers } from '../queue/context.js';
@@ -17,6 +16,7 @@ import { type Job, TRACE } from '../queue/job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_ARGS_BYTES } from '../queue/options.js';
 import type { HandlersOf, UntypedTasks } from '../queue/tasks.js';
+import { startRunSpan, tracingAvailable } from '../queue/tracing.js';
 import { connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';

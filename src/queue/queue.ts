@@ -6,7 +6,6 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { startSubmitSpan } from '../observability/tracing.js';
 import { checkOptions, QUEUE_OPTIONS, text, whole } from '../options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
@@ -18,6 +17,7 @@ import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type QueueOptions, replicat
 import { checkJobId, firstAnswer, type GroupInfo, QueueReader, type QueueStats, shardsOfJob, type WorkerInfo } from './reader.js';
 import { Submitter } from './submitter.js';
 import type { JobOf, SubmitOf, TaskName, UntypedTasks } from './tasks.js';
+import { startSubmitSpan } from './tracing.js';
 import { type CheckedSpec, checkRate, type SubmitSpec } from './validate.js';
 
 /** What {@link Queue.clean} removes. */

@@ -224,7 +224,7 @@ export function packValue(value: unknown, limit: number, field: string): Buffer 
 
 /** A spec that passed validation, with its defaults filled in and its args packed. */
 export interface CheckedSpec extends SubmitSpec {
-  /** The trace context of the submit's span, when a tracer made one (see src/observability/tracing.ts). */
+  /** The trace context of the submit's span, when a tracer made one (see src/queue/tracing.ts). */
   trace?: string;
   group: string;
   priority: Priority;

@@ -101,7 +101,9 @@ describe("a client's check of the library", () => {
     try {
       const store = new QueueStore(client, uniqueQueue('check-once'), { maxEvents: 100 });
       await own.admin.call('CONFIG', 'RESETSTAT');
-      const answers = await Promise.all(Array.from({ length: 10 }, () => store.scripts.fcall<number>('version', store.keys.meta, [])));
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () => store.scripts.fcall<number>('version', store.keys.meta, [])),
+      );
       expect(new Set(answers).size).toBe(1);
       const stats = (await own.admin.info('commandstats')).split('\n');
       const list = stats.find((l) => l.startsWith('cmdstat_function|list:'));

@@ -15,28 +15,18 @@ const SRC = join(ROOT, 'src');
  * Files allowed to build keys outside src/redis/ for now, each with why. An entry whose file no
  * longer builds a key fails the test: remove it then.
  */
-const ALLOWED: Record<string, string> = {
-  // TODO(periodic helper, issue 45): src/periodic/keys.ts moves into src/redis/keys.ts; remove this entry after that merge.
-  'src/periodic/keys.ts': 'the periodic key builders, moving to src/redis/keys.ts',
-};
+const ALLOWED: Record<string, string> = {};
 
 /** Stands for an argument of a key builder in the names it builds. */
 const ARG = '\u0001';
 
 type KeyBuilder = (name: string) => Record<string, unknown>;
 
-/** The key builders: every `...Keys(name)` export of src/redis/keys.ts, and the periodic ones while they live apart. */
-async function builders(): Promise<KeyBuilder[]> {
+/** The key builders: every `...Keys(name)` export of src/redis/keys.ts. */
+function builders(): KeyBuilder[] {
   const out: KeyBuilder[] = [];
   for (const [name, value] of Object.entries(redisKeys)) {
     if (/Keys$/.test(name) && typeof value === 'function') out.push(value as KeyBuilder);
-  }
-  const periodic = join(SRC, 'periodic/keys.ts');
-  if (existsSync(periodic)) {
-    const mod = (await import(periodic)) as Record<string, unknown>;
-    if (typeof mod.periodicKeys === 'function' && !out.includes(mod.periodicKeys as KeyBuilder)) {
-      out.push(mod.periodicKeys as KeyBuilder);
-    }
   }
   return out;
 }
@@ -47,7 +37,7 @@ async function builders(): Promise<KeyBuilder[]> {
  */
 async function keyParts(): Promise<string[]> {
   const parts = new Set<string>();
-  for (const build of await builders()) {
+  for (const build of builders()) {
     const keys = build('q');
     const prefix = String(keys.prefix);
     const names: string[] = [];
@@ -124,7 +114,7 @@ describe('Redis keys', () => {
   it('derives the parts of every key from the key builders', async () => {
     const parts = await keyParts();
     for (const p of ['meta', 'seq', 'j:', 'log:', 'g:', ':h', ':l', ':r', ':rl', 'done:', 'w:']) expect(parts).toContain(p);
-    if (existsSync(join(SRC, 'periodic/keys.ts')) || 'periodicKeys' in redisKeys) expect(parts).toContain('p:t:');
+    for (const p of ['p:t:', 'p:h:', 'p:owner:', 'p:rule:', 'p:ev:']) expect(parts).toContain(p);
   });
 
   it('finds a key built by hand, in the forms Rota used to build them', async () => {
