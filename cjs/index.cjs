@@ -5,7 +5,7 @@
 try {
   module.exports = require('../dist/src/index.js');
 } catch (err) {
-  if (err && (err.code === 'ERR_REQUIRE_ESM' || err.code === 'ERR_REQUIRE_ASYNC_MODULE')) {
+  if (err && err.code === 'ERR_REQUIRE_ESM') {
     throw new Error(
       `rota is an ES module: require('rota') needs Node >= 20.19 (or >= 22.12), where require() loads ES modules (unless --no-experimental-require-module turns that off); this is Node ${process.versions.node}. Upgrade Node, or load it with import (await import('rota') in CommonJS).`,
       { cause: err },
