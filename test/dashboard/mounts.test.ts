@@ -124,3 +124,44 @@ describe.each(MOUNTS)('the dashboard mounted in $title as the docs show', ({ tit
     expect((await queue.groups()).find((g) => g.group === 'refused')?.paused).toBe(false);
   });
 });
+
+describe('the dashboard in Express behind a body parser of the application', () => {
+  const redis = privateRedis();
+  let rota: ReturnType<typeof dashboard>;
+  let server: Server;
+  let queue: Queue;
+
+  beforeAll(async () => {
+    const app = express();
+    // The application parses forms before the dashboard reads its own.
+    app.use(express.urlencoded());
+    rota = dashboard({ connection: redis.server.url, queues: ['mail'], basePath: '/admin/rota' });
+    app.use('/admin/rota', rota);
+    server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    queue = new Queue('mail', { connection: redis.server.url });
+  });
+
+  afterAll(async () => {
+    await queue?.close();
+    await rota?.close();
+    server?.closeAllConnections();
+    await new Promise((r) => server?.close(r));
+  });
+
+  it('takes the form the parser read, and still refuses one without its CSRF value', async () => {
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/admin/rota/`;
+    await queue.submit({ task: 't', group: 'parsed' });
+    const refused = await fetch(`${base}actions/group/pause`, {
+      method: 'POST',
+      body: new URLSearchParams({ group: 'parsed' }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(refused.status).toBe(403);
+    expect((await queue.groups()).find((g) => g.group === 'parsed')?.paused).toBe(false);
+    const r = await dashboardClient(() => base).act('group/pause', { group: 'parsed' });
+    expect(r.status, r.body).toBe(200);
+    expect((await queue.groups()).find((g) => g.group === 'parsed')?.paused).toBe(true);
+  });
+});
