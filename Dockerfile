@@ -1,4 +1,5 @@
-# Rota: one image for executors (`rota worker`) and scheduler replicas (`rota scheduler`).
+# Rota: one image for executors (`rota worker`), scheduler replicas (`rota scheduler`) and the
+# dashboard (`rota dashboard`).
 # Your tasks file: mount it at /app/tasks/tasks.js, or build it in (see README, "Docker").
 
 # Build stage: compile the TypeScript sources.
@@ -10,14 +11,17 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
 
-# Runtime stage: production dependencies, the compiled sources and the Lua scripts; no tests,
-# no benchmarks, no compiler.
+# Runtime stage: production dependencies and what package.json's `files` lists (the compiled
+# sources, the CommonJS entry, the Lua scripts, the dashboard's assets); no tests, no benchmarks,
+# no compiler. test/packaging/runtime-image.test.ts builds this layout from these COPY lines.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY lua ./lua
+COPY cjs ./cjs
+COPY src/dashboard/assets ./src/dashboard/assets
 COPY --from=build /app/dist/src ./dist/src
 RUN chmod +x dist/src/cli/main.js && ln -s /app/dist/src/cli/main.js /usr/local/bin/rota
 # The default tasks file (the examples); replace it by mounting a folder at /app/tasks.

@@ -391,6 +391,9 @@ function shardCounts(queues: readonly string[], shards: DashboardOptions['shards
  * than a reset; past that the request is ended.
  */
 function readForm(req: IncomingMessage): Promise<URLSearchParams | undefined> {
+  // A body parser of the application (Express's urlencoded()) read the body first: the form it
+  // left on req.body is taken (another body gives no field, and so fails the CSRF check).
+  if (req.readableEnded) return Promise.resolve(parsedForm((req as { body?: unknown }).body));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -405,4 +408,14 @@ function readForm(req: IncomingMessage): Promise<URLSearchParams | undefined> {
     req.on('end', () => resolve(size > MAX_BODY ? undefined : new URLSearchParams(Buffer.concat(chunks).toString('utf8'))));
     req.on('error', reject);
   });
+}
+
+/** The form a body parser left on a request: its string fields (a string or buffer body is read as url-encoded). */
+function parsedForm(body: unknown): URLSearchParams {
+  if (typeof body === 'string' || Buffer.isBuffer(body)) return new URLSearchParams(body.toString('utf8'));
+  const form = new URLSearchParams();
+  if (body !== null && typeof body === 'object') {
+    for (const [k, v] of Object.entries(body)) if (typeof v === 'string') form.append(k, v);
+  }
+  return form;
 }

@@ -8,10 +8,21 @@
  * Without the package, or with no tracer provider registered, no span is started and nothing is
  * stored; a job costs a look-up of the global provider (benchmarks/probes/tracing-cost.ts).
  */
+import { createRequire } from 'node:module';
 import type * as OTel from '@opentelemetry/api';
 
-/** The OpenTelemetry API, or null when it is not installed. */
-const api: typeof OTel | null = await import('@opentelemetry/api').catch(() => null);
+/**
+ * The OpenTelemetry API, or null when it is not installed. Loaded with require (the package is
+ * CommonJS, and its global provider is shared by every copy), not a top-level await, which would
+ * make Rota impossible to require() from CommonJS.
+ */
+const api: typeof OTel | null = (() => {
+  try {
+    return createRequire(import.meta.url)('@opentelemetry/api') as typeof OTel;
+  } catch {
+    return null;
+  }
+})();
 
 /** What the API's global provider delegates to while no tracer provider is registered. */
 const NO_PROVIDER = api ? new api.ProxyTracerProvider().getDelegate() : undefined;

@@ -1,0 +1,56 @@
+/**
+ * The package as it ships, for the packaging tests: its sources compiled into a temporary folder
+ * (`npm run build` into another outDir, so that the checkout's dist is left alone), and a folder
+ * laid out as package.json's `files` lists.
+ */
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+export const run = promisify(execFile);
+
+/** The checkout's root. */
+export const ROOT = new URL('../..', import.meta.url).pathname.replace(/\/$/, '');
+
+/** package.json of the checkout. */
+export const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  name: string;
+  version: string;
+  files: string[];
+  bin: Record<string, string>;
+};
+
+/** A new temporary folder named after `label`. */
+export function tempDir(label: string): string {
+  return mkdtempSync(join(tmpdir(), `rota-${label}-`));
+}
+
+/**
+ * Compiles the sources as `npm run build` does (tsconfig.build.json), into a temporary folder
+ * that stands for `dist`: the compiled sources are at `<folder>/src`.
+ */
+export async function build(): Promise<string> {
+  const out = tempDir('dist');
+  await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', out], {
+    cwd: ROOT,
+  });
+  return out;
+}
+
+/** A folder holding package.json and what its `files` lists, the compiled sources from `dist`. */
+export function stage(dist: string): string {
+  const dir = tempDir('package');
+  cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
+  for (const entry of PACKAGE.files) {
+    const from = entry === 'dist' || entry.startsWith('dist/') ? join(dist, entry.slice(5)) : join(ROOT, entry);
+    cpSync(from, join(dir, entry), { recursive: true });
+  }
+  return dir;
+}
+
+/** `npm <args>` in `cwd`, from the local cache where it can (no audit, no funding notes). */
+export function npm(args: string[], cwd: string): Promise<{ stdout: string; stderr: string }> {
+  return run('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund'], { cwd, maxBuffer: 16 * 1024 * 1024 });
+}
