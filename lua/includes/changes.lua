@@ -5,6 +5,8 @@
 ]]
 --- @include "includes/wire"
 --- @include "includes/common"
+--- @export countDelta, changedList, changed, left, arrived, periodicFailed, timerFailed, childrenDone
+--- @export flushChanges
 
 -- Collected state changes of one script call; flushed as one stream entry: the ids per state
 -- (in the order states first occur), and the changes that carry an error. The lists per state

@@ -5,6 +5,8 @@
   slot. Key layout: docs/architecture.md
 ]]
 --- @include "includes/wire"
+--- @export call, structPack, structUnpack, stringSub, num, nowMs, str, clearList, callList, EMPTY
+--- @export sendChunks, PAD, woken, wake, onBeginCall, beginCall
 
 -- Redis's functions the scripts use most, in locals (an upvalue is reached for less than a
 -- field of a global table); set as each call begins, since a library cannot reach them while

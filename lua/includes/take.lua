@@ -27,6 +27,7 @@
 --- @include "includes/leases"
 --- @include "includes/jobs"
 --- @include "includes/rateLog"
+--- @export takeJobs
 
 local takeJobs
 
