@@ -103,7 +103,7 @@ local function onBeginCall(reset)
   callResets[#callResets + 1] = reset
 end
 
--- Starts a script call. The scripts are functions of one library (see src/redis/scripts.ts), so
+-- Starts a script call. The scripts are functions of one library (see src/redis/library.ts), so
 -- what the includes define lives across calls: what one call collects (state changes, deferred
 -- group and set writes, whether it woke an executor, ...) starts afresh.
 local function beginCall()

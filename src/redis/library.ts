@@ -11,7 +11,7 @@
  * them as locals of the library before the include's block, where their `local` is dropped so
  * that the block assigns them; everything else an include defines stays inside its block. So a
  * helper is compiled once (the library was some 700 KB when each script's block held a copy of
- * its includes, and FUNCTION LOAD blocked Redis three times as long), and the library's own
+ * its includes, and FUNCTION LOAD blocked Redis five times as long), and the library's own
  * locals are only the wire values and the exports (Lua allows 200 in scope in a function, the
  * library's main chunk included). A name another file uses but its include does not export is
  * an undefined global to luacheck (`npm run lint:lua`), which checks the library as built.
