@@ -33,4 +33,7 @@ local function flushLater(drop)
   clearList(laterKeys)
 end
 
-onBeginCall(function() flushLater(true) end)
+-- (a call that wrote nothing later, as most scripts' calls, costs a look at laterKeys alone)
+onBeginCall(function()
+  if laterKeys[1] then flushLater(true) end
+end)
