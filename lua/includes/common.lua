@@ -98,17 +98,6 @@ end
 -- What the includes reset as each call begins (onBeginCall adds to it as the library loads).
 local callResets = {}
 
--- Lua's collector starts a cycle each time its heap has doubled since the last one ended, and a
--- cycle marks every table the library keeps across calls. The library's code takes a third of
--- the heap it took when each script held a copy of its includes, so cycles came more often, and
--- a job cost 1% more instructions. A 256 KB string, which a cycle marks in one step, spaces them
--- as before (docs/decisions/0032-library-layout.md); callResets keeps it while the library lives.
-do
-  local ballast = 'x'
-  for _ = 1, 18 do ballast = ballast .. ballast end
-  callResets.ballast = ballast
-end
-
 -- Has `reset` run as each script call begins, to empty what the last call collected.
 local function onBeginCall(reset)
   callResets[#callResets + 1] = reset
