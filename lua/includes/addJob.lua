@@ -18,6 +18,8 @@
 --- @include "includes/common"
 --- @include "includes/changes"
 --- @include "includes/groupChanges"
+--- @export AT_ID, AT_GROUP, AT_PRIORITY, AT_RUN_AT, writeJob, packDescription, newJobBatch, enqueueLater
+--- @export stageJob, flushJobs
 
 -- The HSET arguments of the job being written (reused: the library keeps it across calls).
 local jobFields = { 'd', false, 'group', false, 'state', false }

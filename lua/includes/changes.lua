@@ -5,6 +5,8 @@
 ]]
 --- @include "includes/wire"
 --- @include "includes/common"
+--- @export countDelta, changedList, changed, left, arrived, periodicFailed, timerFailed, childrenDone
+--- @export flushChanges
 
 -- Collected state changes of one script call; flushed as one stream entry: the ids per state
 -- (in the order states first occur), and the changes that carry an error. The lists per state
@@ -36,7 +38,9 @@ onBeginCall(function()
   end
   clearList(stateOrder)
   if next(events) then events = {} end
-  for state in pairs(countDelta) do countDelta[state] = 0 end
+  -- (cleared, not zeroed: every script's calls share the table, and a call walks only the
+  -- states it counted, not every state any script has counted)
+  for state in pairs(countDelta) do countDelta[state] = nil end
   if next(periodicFailures) then periodicFailures = {} end
   if next(childrenEnded) then childrenEnded = {} end
   if next(timerFailures) then timerFailures = {} end

@@ -15,6 +15,7 @@
 --- @include "includes/wire"
 --- @include "includes/common"
 --- @include "includes/changes"
+--- @export parentOf, childStarted, childEnded, isChild, flushChildren
 
 -- The parent id of child `id` (what precedes its last '/').
 local function parentOf(id)

@@ -5,6 +5,8 @@
   slot. Key layout: docs/architecture.md
 ]]
 --- @include "includes/wire"
+--- @export call, structPack, structUnpack, stringSub, num, nowMs, str, clearList, callList, EMPTY
+--- @export sendChunks, PAD, woken, wake, onBeginCall, beginCall
 
 -- Redis's functions the scripts use most, in locals (an upvalue is reached for less than a
 -- field of a global table); set as each call begins, since a library cannot reach them while
@@ -101,7 +103,7 @@ local function onBeginCall(reset)
   callResets[#callResets + 1] = reset
 end
 
--- Starts a script call. The scripts are functions of one library (see src/redis/scripts.ts), so
+-- Starts a script call. The scripts are functions of one library (see src/redis/library.ts), so
 -- what the includes define lives across calls: what one call collects (state changes, deferred
 -- group and set writes, whether it woke an executor, ...) starts afresh.
 local function beginCall()

@@ -22,6 +22,7 @@
 --- @include "includes/groups"
 --- @include "includes/groupChanges"
 --- @include "includes/setWrites"
+--- @export GROUP_READ, beginFinishes, finishJob, finishBatch
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
 -- may be retried, and so may a fan-out whose staging is gone); the end of any other run reads the
 -- group only in a queue with limits.

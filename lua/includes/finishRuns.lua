@@ -8,6 +8,7 @@
 --- @include "includes/common"
 --- @include "includes/changes"
 --- @include "includes/setWrites"
+--- @export UNSTARTED, claimLeases, dropLeases, verifiedJob, states, ended, trimFinished
 
 -- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
 -- (built as the library loads, when Lua's ipairs and pairs are not reachable yet)

@@ -10,6 +10,7 @@
   set by the first step), so a walk ends.
 ]]
 --- @include "includes/common"
+--- @export walkFinished
 
 -- Visits the members of `key` from cursor (`until`, `score`, `skip`), at most `batch` of them,
 -- calling act(job id, finished score) for each until it answers 'stop'; act answers true for a

@@ -6,6 +6,7 @@
 --- @include "includes/common"
 --- @include "includes/groupRecord"
 --- @include "includes/groups"
+--- @export deferGroup, flushGroups
 
 -- One map of increments per counter (group -> n), so that a group costs no table of its own;
 -- the maps and the groups' list are kept across calls and emptied as they are applied.

@@ -17,6 +17,8 @@
 ]]
 --- @include "includes/wire"
 --- @include "includes/common"
+--- @export GROUP_FORMAT, SHORT_FORMAT, SHORT_BYTES, eligibleState, decodeGroup, encodeGroup, unpackGroup
+--- @export packGroup, addListLengths
 
 -- The record's struct format, and the short record's format (the fields before `rate`, which
 -- with `per` and `logged` ends the list) and length; what addListLengths checks: that a record has

@@ -4,6 +4,8 @@
 ]]
 --- @include "includes/common"
 --- @include "includes/groupRecord"
+--- @export GROUPS_PAD_FIELD, GROUPS_PAD, readGroups, loadGroups, hasLimits, countsRunning, packed
+--- @export goneGroups, storeGroups
 
 -- The pad of `groups` (see PAD): as a listpack, at a few hundred groups each group a call reads
 -- or writes would cost more than the rest of its job. Every write of `groups` also writes it,
@@ -49,7 +51,8 @@ end
 
 -- The argument lists group writes build (reused: the library keeps them across calls): records
 -- (HSET, beginning with the pad field), groups joining the rotation, groups removed (HDEL).
-local packed, joining, goneGroups = { GROUPS_PAD_FIELD, GROUPS_PAD }, {}, {}
+local packed, goneGroups = { GROUPS_PAD_FIELD, GROUPS_PAD }, {}
+local joining = {}
 
 -- Writes the state of the groups `order` names (from `map`, see unpackGroup) and lists at the
 -- back of the round-robin rotation each that may be picked and is not listed. A group that may

@@ -3,6 +3,7 @@
 ]]
 --- @include "includes/wire"
 --- @include "includes/common"
+--- @export submittedJob, describeJob, jobTask
 
 -- HMGET of a job's state and `...`, or nil when there is no submitted job under `jobKey` (a
 -- planned job, a periodic occurrence staged ahead, is not submitted yet).

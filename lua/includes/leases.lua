@@ -5,6 +5,7 @@
 ]]
 --- @include "includes/wire"
 --- @include "includes/common"
+--- @export LEASES_PAD, LEASES_PAD_EXPIRY, leaseMember, leaseJobId, leasedJobs, runningByGroup
 
 -- The pad member of `leases` (see PAD), with an expiry never reached: as a listpack, the set of
 -- a hundred runs in progress cost a take some 30,000 instructions a lease (every member read to

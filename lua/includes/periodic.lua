@@ -18,6 +18,7 @@
   A task's hash field `staged` lists the p:staged members its last stage added.
 ]]
 --- @include "includes/common"
+--- @export pTokens, pTrimHistory, pLastFromHistory, pUnstage, pRemove, pWake
 
 -- The p:nextrun scores of records' task ids (rec.id), in record order, with one ZMSCORE per 1000.
 local function pTokens(nextrunKey, recs)

@@ -8,6 +8,7 @@
   Returns true when the run is dropped.
 ]]
 --- @include "includes/common"
+--- @export periodicStart
 local function periodicStart(prefix, now, id, tracker, worker)
   local jobKey = prefix .. 'j:' .. id
   if worker then

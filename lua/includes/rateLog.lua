@@ -10,6 +10,7 @@
 ]]
 --- @include "includes/wire"
 --- @include "includes/common"
+--- @export rateLogKey, trimRateLog, logRateStarts, parkRated, dropRateLog
 
 -- The key of a group's rate log.
 local function rateLogKey(prefix, group)

@@ -11,6 +11,7 @@
   `reshard:kept` (`<letter><group>`) until they are put back at its tail (closeKept).
 ]]
 --- @include "includes/common"
+--- @export packEntry, unpackEntry, keptKey, closeKept
 
 -- The entry of a job in `moving`, and the fields of one.
 local function packEntry(id, dest, place, score)

@@ -3,10 +3,12 @@
   chunks) by flushLater.
 ]]
 --- @include "includes/common"
+--- @export laterAdds, laterRems, laterList, flushLater
 
 -- The lists per key are kept across calls and emptied as they are sent; a key is listed in
 -- laterKeys when its list gets its first entry of the call.
-local laterAdds, laterRems, laterKeys = {}, {}, {}
+local laterAdds, laterRems = {}, {}
+local laterKeys = {}
 
 -- The list of writes to `key` in `map`, to append to: in laterAdds score, member pairs (ZADD), in
 -- laterRems members (ZREM).
@@ -31,4 +33,7 @@ local function flushLater(drop)
   clearList(laterKeys)
 end
 
-onBeginCall(function() flushLater(true) end)
+-- (a call that wrote nothing later, as most scripts' calls, costs a look at laterKeys alone)
+onBeginCall(function()
+  if laterKeys[1] then flushLater(true) end
+end)

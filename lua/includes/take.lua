@@ -28,6 +28,7 @@
 --- @include "includes/leases"
 --- @include "includes/jobs"
 --- @include "includes/rateLog"
+--- @export takeJobs
 
 local takeJobs
 

@@ -1,12 +1,22 @@
 /**
  * Rota's Lua scripts, loaded into Redis as one function library (Redis 7+ `FUNCTION LOAD`) and
  * run with `FCALL`. Each file in `lua/` is one atomic operation; the `--- @include "includes/<name>"`
- * lines of a script or an include name the helpers in `lua/includes/` it uses. The library holds
- * every helper once and each script as a function: the helpers are defined when the library
- * loads, not on every call (as they would be with EVAL, where defining them costs a call about as
- * much as ten Redis commands).
+ * lines of a script or an include name the helpers in `lua/includes/` it uses. The helpers are
+ * defined when the library loads, not on every call (as they would be with EVAL, where defining
+ * them costs a call about as much as ten Redis commands).
  *
- * The library's name carries a hash of its text, so that executors of two Rota versions can run
+ * The library holds every include once, in its own `do ... end` block, and each script as a
+ * function. An include's `--- @export a, b` lines name what it gives other files: those of its
+ * top-level locals (`local` at the start of a line) that other files use. The builder declares
+ * them as locals of the library before the include's block, where their `local` is dropped so
+ * that the block assigns them; everything else an include defines stays inside its block. So a
+ * helper is compiled once (the library was some 700 KB when each script's block held a copy of
+ * its includes, and FUNCTION LOAD blocked Redis five times as long), and the library's own
+ * locals are only the wire values and the exports (Lua allows 200 in scope in a function, the
+ * library's main chunk included). A name another file uses but its include does not export is
+ * an undefined global to luacheck (`npm run lint:lua`), which checks the library as built.
+ *
+ * The library's name carries a hash of its code, so that executors of two Rota versions can run
  * side by side on one Redis (a rolling upgrade): each calls its own functions.
  *
  * Only the stores (./queue-store.ts, ./periodic-store.ts) call the scripts, through
@@ -37,23 +47,55 @@ function luaDir(): string {
   throw new Error('cannot find the lua/ folder of the rota package');
 }
 
-const INCLUDE = /^--- @include "([^"]+)"\s*$/gm;
+const INCLUDE = /^--- @include "([^"]+)"[ \t]*$/gm;
+const EXPORT = /^--- @export (.*)$/gm;
+/** The builder's own lines (includes, exports), left out of the library (as empty lines). */
+const DIRECTIVE = /^--- @(include|export) .*$/gm;
 /** A script's function flags (`--- @flags no-writes`): Redis runs a `no-writes` function while it refuses writes. */
 const FLAGS = /^--- @flags ([a-z-]+(?: [a-z-]+)*)\s*$/m;
+/** A top-level declaration: `local function f`, or `local a, b` with or without values. */
+const LOCAL_FUNCTION = /^local function ([A-Za-z_]\w*)/;
+const LOCALS = /^local ([A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*)([ \t]*)(=.*|--.*)?$/;
+const NAME = /^[A-Za-z_]\w*$/;
 
 /** The include generated from src/redis/wire.ts, emitted before every other include. */
 export const WIRE_INCLUDE = 'includes/wire';
+
+/** What every script call runs first (an export of includes/common): it empties what the last call collected. */
+export const CALL_START = 'beginCall';
 
 /** The includes a Lua text declares, in the order it declares them. */
 function declaredIncludes(text: string): string[] {
   return [...text.matchAll(INCLUDE)].map((m) => m[1]);
 }
 
+/** The names an include's `--- @export` lines give other files, in order. */
+export function declaredExports(text: string): string[] {
+  return [...text.matchAll(EXPORT)].flatMap((m) => m[1].split(',').map((n) => n.trim()));
+}
+
+/**
+ * The top-level locals a Lua text declares (`local` at the start of a line), each with its line
+ * (from 0). The wire include's are its exports; another include's, its exports and its privates.
+ */
+export function topLevelNames(text: string): Array<[string, number]> {
+  const names: Array<[string, number]> = [];
+  text.split('\n').forEach((line, at) => {
+    const fn = LOCAL_FUNCTION.exec(line);
+    const list = fn
+      ? [fn[1]]
+      : (LOCALS.exec(line)?.[1]
+          .split(',')
+          .map((n) => n.trim()) ?? []);
+    for (const name of list) names.push([name, at]);
+  });
+  return names;
+}
+
 /**
  * The includes the scripts need, each after the includes it declares (a depth-first walk from
  * the scripts' declarations in file order, `includes/common` first): the order they are
- * defined in a script's block of the library. Throws on an include that does not exist or that
- * depends on itself.
+ * defined in the library. Throws on an include that does not exist or that depends on itself.
  */
 export function orderIncludes(dir: string, scripts: Array<[string, string]>): string[] {
   const order: string[] = [];
@@ -93,36 +135,128 @@ export function libraryParts(dir: string): { includes: Array<[string, string]>; 
 }
 
 /**
- * Builds the library from the scripts in `dir` ({@link libraryParts}), without their
- * `--- @include` lines: the generated `includes/wire` (constants only) first, then per script a
- * `do ... end` block holding the includes it needs (see {@link orderIncludes}) and its body as
- * the function `rota_<hash>_<script>`. A script sees only what it declares, as luacheck checks
- * it, and no scope holds more locals than one script's includes (Lua allows 200 per function).
- * Every call begins with `beginCall()` (includes/common), which empties what the last call of
- * that script collected.
+ * Lines of the library's code, all from one file of `lua/` (or the generated `includes/wire`):
+ * with `source`, line i of `text` is line i + 1 of the file; else the builder wrote them around
+ * the file's lines. (For reports on the library as built: scripts/lint-lua.mjs.)
  */
-export function buildLibrary(dir: string): Library {
+export interface LibraryChunk {
+  file: string;
+  text: string;
+  source: boolean;
+}
+
+/**
+ * Include `inc`'s text as its block in the library: the builder's lines emptied, and the `local`
+ * of each declaration of an export dropped, so that the block assigns the library's local of
+ * that name. A line declares exports or private names, not both, when it gives them values.
+ */
+function exportingText(inc: string, text: string, exports: Set<string>): string {
+  const assigned = new Set<string>();
+  const lines = text
+    .replace(DIRECTIVE, '')
+    .split('\n')
+    .map((line, at) => {
+      const fn = LOCAL_FUNCTION.exec(line);
+      if (fn) {
+        if (!exports.has(fn[1])) return line;
+        assigned.add(fn[1]);
+        return line.slice('local '.length);
+      }
+      const m = LOCALS.exec(line);
+      if (!m) return line;
+      const names = m[1].split(',').map((n) => n.trim());
+      const exported = names.filter((n) => exports.has(n));
+      if (exported.length === 0) return line;
+      for (const n of exported) assigned.add(n);
+      const values = m[3]?.startsWith('=');
+      if (exported.length === names.length) return values ? line.slice('local '.length) : (m[3] ?? '');
+      if (values) {
+        throw new Error(
+          `${inc}.lua:${at + 1} gives values to exports (${exported.join(', ')}) and private names together: declare its exports on a line of their own`,
+        );
+      }
+      return `local ${names.filter((n) => !exports.has(n)).join(', ')}${m[2]}${m[3] ?? ''}`;
+    });
+  const missing = [...exports].filter((n) => !assigned.has(n));
+  if (missing.length) {
+    throw new Error(
+      `${inc}.lua exports ${missing.join(', ')}, which its top level does not declare (a \`local\` at the start of a line)`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** `local a, b, ...` declaring `names`, on lines of at most some 100 characters. */
+function declareLocals(names: string[]): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const name of names) {
+    if (line && line.length + name.length > 100) {
+      lines.push(line);
+      line = '';
+    }
+    line = line ? `${line}, ${name}` : `local ${name}`;
+  }
+  if (line) lines.push(line);
+  return lines;
+}
+
+/**
+ * The library's code from the scripts in `dir` ({@link libraryParts}) as chunks of lines: the
+ * header, the generated `includes/wire` (its values are the library's first locals), then each
+ * include once in library order, as the declaration of its exports followed by its block
+ * (`local <exports>` and `do -- <include> ... end`), then each script as the function
+ * `<name>_<script>` registered with its flags. Every call begins with `beginCall()`
+ * (includes/common), which empties what the last call collected.
+ */
+export function libraryChunks(dir: string, name: string): { chunks: LibraryChunk[]; functions: Map<string, string> } {
   const { includes, scripts } = libraryParts(dir);
-  const texts = new Map(includes.map(([inc, text]) => [inc, text.replace(INCLUDE, '')]));
-  const wire = texts.get(WIRE_INCLUDE)!;
-  const hash = createHash('sha1');
-  for (const [, text] of includes) hash.update(text);
-  for (const [, text] of scripts) hash.update(text);
-  const name = `rota_${hash.digest('hex').slice(0, 12)}`;
+  const chunks: LibraryChunk[] = [{ file: 'library', text: `#!lua name=${name}`, source: false }];
+  const [[, wire], ...helpers] = includes;
+  chunks.push({ file: WIRE_INCLUDE, text: wire.replace(/\n$/, ''), source: true });
+  const exporter = new Map<string, string>(topLevelNames(wire).map(([n]) => [n, WIRE_INCLUDE]));
+  for (const [inc, text] of helpers) {
+    const exports = declaredExports(text);
+    for (const n of exports) {
+      if (!NAME.test(n)) throw new Error(`${inc}.lua exports "${n}", which is not a Lua name`);
+      const other = exporter.get(n);
+      if (other) throw new Error(`${inc}.lua exports ${n}, which ${other} defines already`);
+      exporter.set(n, inc);
+    }
+    chunks.push({ file: inc, text: [...declareLocals(exports), `do -- ${inc}`].join('\n'), source: false });
+    chunks.push({ file: inc, text: exportingText(inc, text, new Set(exports)), source: true });
+    chunks.push({ file: inc, text: 'end', source: false });
+  }
+  if (exporter.get(CALL_START) !== 'includes/common') throw new Error(`includes/common must export ${CALL_START}`);
   const functions = new Map<string, string>();
-  const blocks = scripts.map(([script, text]) => {
+  for (const [script, text] of scripts) {
+    if (declaredExports(text).length) throw new Error(`${script}.lua has --- @export lines: only includes export names`);
     const fn = `${name}_${script.replace(/-/g, '_')}`;
     functions.set(script, fn);
-    const helpers = orderIncludes(dir, [[script, text]]).map((inc) => texts.get(inc)!);
     const flags = FLAGS.exec(text)?.[1].split(' ') ?? [];
-    const callback = `function(KEYS, ARGV)\nbeginCall()\n${text.replace(INCLUDE, '')}\nend`;
-    const register =
+    const head =
       flags.length === 0
-        ? `redis.register_function('${fn}', ${callback})`
-        : `redis.register_function{function_name='${fn}', callback=${callback}, flags={${flags.map((f) => `'${f}'`).join(', ')}}}`;
-    return `do -- ${script}\n${helpers.join('\n')}\n${register}\nend\n`;
-  });
-  return { name, code: `#!lua name=${name}\n${wire}\n${blocks.join('\n')}`, functions };
+        ? `redis.register_function('${fn}', function(KEYS, ARGV)`
+        : `redis.register_function{function_name='${fn}', flags={${flags.map((f) => `'${f}'`).join(', ')}}, callback=function(KEYS, ARGV)`;
+    chunks.push({ file: script, text: `${head}\n${CALL_START}()`, source: false });
+    chunks.push({ file: script, text: text.replace(DIRECTIVE, ''), source: true });
+    chunks.push({ file: script, text: flags.length === 0 ? 'end)' : 'end}', source: false });
+  }
+  return { chunks, functions };
+}
+
+/**
+ * Builds the library from the scripts in `dir` (see {@link libraryChunks}), named `rota_` and a
+ * hash of its code.
+ */
+export function buildLibrary(dir: string): Library {
+  const code = (chunks: LibraryChunk[]) => `${chunks.map((c) => c.text).join('\n')}\n`;
+  const hash = createHash('sha1')
+    .update(code(libraryChunks(dir, 'rota').chunks))
+    .digest('hex');
+  const name = `rota_${hash.slice(0, 12)}`;
+  const { chunks, functions } = libraryChunks(dir, name);
+  return { name, code: code(chunks), functions };
 }
 
 let library: Library | undefined;

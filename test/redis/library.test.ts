@@ -1,11 +1,12 @@
 /** The scripts as one Redis function library: loaded on demand, and no call sees the last one's state. */
-import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseEntry } from '../../src/queue/events.js';
-import { buildLibrary, orderIncludes, rotaLibrary } from '../../src/redis/library.js';
+import { buildLibrary, libraryParts, orderIncludes, rotaLibrary } from '../../src/redis/library.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
 import { wireInclude } from '../../src/redis/wire.js';
 import { closeAll, openQueue, privateRedis, rawClient, uniqueQueue } from '../helpers/setup.js';
@@ -71,7 +72,7 @@ describe('the function library', () => {
       rmSync(copy, { recursive: true, force: true });
     }
   });
-  it('keeps room for 10 more locals: Lua allows 200 in scope in the main chunk (the wire values and one script block at a time)', async () => {
+  it("keeps room for 10 more locals: Lua allows 200 in scope in the main chunk (the wire values, the includes' exports, and one include's block at a time)", async () => {
     // Locals declared first are in scope at every point of the helpers: the library loads with
     // them only while every point has room for them (past 200 it fails to compile, and no
     // script runs).
@@ -123,10 +124,12 @@ describe('the library builder', () => {
     return dir;
   };
   const inc = (...names: string[]) => names.map((n) => `--- @include "includes/${n}"\n`).join('');
+  /** What every library's includes/common gives: the start of each call. */
+  const common = '--- @export beginCall\nlocal function beginCall() end\n';
 
   it('defines each include after those it declares, the generated wire include first', () => {
     const dir = folder({
-      'includes/common': '-- mark common\n',
+      'includes/common': `${common}-- mark common\n`,
       'includes/a': `${inc('b', 'common')}-- mark a\n`,
       'includes/b': `${inc('c')}-- mark b\n`,
       'includes/c': `${inc('common', 'wire')}-- mark c\n`,
@@ -147,7 +150,7 @@ describe('the library builder', () => {
   });
 
   it('refuses includes that depend on each other in a cycle, naming it', () => {
-    const dir = folder({ 'includes/common': '', 'includes/a': inc('b'), 'includes/b': inc('a'), submit: inc('a') });
+    const dir = folder({ 'includes/common': common, 'includes/a': inc('b'), 'includes/b': inc('a'), submit: inc('a') });
     try {
       expect(() => buildLibrary(dir)).toThrow('includes/a -> includes/b -> includes/a');
     } finally {
@@ -156,9 +159,122 @@ describe('the library builder', () => {
   });
 
   it('refuses an include that does not exist, naming who includes it', () => {
-    const dir = folder({ 'includes/common': '', 'includes/a': inc('missing'), submit: inc('a') });
+    const dir = folder({ 'includes/common': common, 'includes/a': inc('missing'), submit: inc('a') });
     try {
       expect(() => buildLibrary(dir)).toThrow(/includes\/a\.lua includes "includes\/missing"/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('holds each include once, in its own block, whatever number of scripts declares it', () => {
+    const lua = join(import.meta.dirname, '../../lua');
+    const { includes, scripts } = libraryParts(lua);
+    const { code } = rotaLibrary();
+    for (const [name] of includes.slice(1)) expect(code.split(`\ndo -- ${name}\n`).length - 1, name).toBe(1);
+    // (the scripts and includes as written, and the lines the builder adds around each)
+    const sources = [...includes, ...scripts].reduce((n, [, text]) => n + text.length, 0);
+    expect(code.length).toBeLessThan(sources + 200 * (includes.length + scripts.length));
+  });
+
+  it('runs each include once: the scripts share its state, and reach only what it exports', async () => {
+    const dir = folder({
+      'includes/common': common,
+      'includes/counter': `${inc('common')}--- @export bump\nlocal n = 0\nlocal function bump() n = n + 1 return n end\n`,
+      a: `${inc('counter')}return bump()\n`,
+      b: `${inc('counter')}return bump()\n`,
+      peek: `${inc('counter')}return n\n`,
+    });
+    const lib = buildLibrary(dir);
+    const r = rawClient();
+    try {
+      await r.call('FUNCTION', 'LOAD', 'REPLACE', lib.code);
+      const fcall = (script: string) => r.call('FCALL', lib.functions.get(script)!, 0);
+      expect([await fcall('a'), await fcall('b'), await fcall('a')]).toEqual([1, 2, 3]);
+      await expect(fcall('peek')).rejects.toThrow(/nonexistent global variable 'n'/);
+    } finally {
+      await r.call('FUNCTION', 'DELETE', lib.name).catch(() => undefined);
+      r.disconnect();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses an export its include does not declare at its top level, or that another include exports', () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [
+        { 'includes/a': '--- @export helper\nlocal function other() end\n' },
+        /includes\/a\.lua exports helper, which its top level does not declare/,
+      ],
+      [{ 'includes/a': '--- @export helper\ndo\n  local function helper() end\nend\n' }, /exports helper, which its top level/],
+      [
+        {
+          'includes/a': '--- @export x\nlocal x = 1\n',
+          'includes/b': `${inc('a')}--- @export x\nlocal x = 2\n`,
+          submit: inc('b'),
+        },
+        /includes\/b\.lua exports x, which includes\/a defines already/,
+      ],
+      [
+        { 'includes/a': '--- @export TAKEN_WIDTH\nlocal TAKEN_WIDTH = 4\n' },
+        /exports TAKEN_WIDTH, which includes\/wire defines already/,
+      ],
+      [
+        { 'includes/a': '--- @export x\nlocal x, y = 1, 2\n' },
+        /includes\/a\.lua:2 gives values to exports \(x\) and private names together/,
+      ],
+      [
+        { 'includes/a': '--- @export x\nlocal x = 1\n', submit: `${inc('a')}--- @export y\nlocal y = x\n` },
+        /submit\.lua has --- @export lines/,
+      ],
+    ];
+    for (const [files, error] of cases) {
+      const dir = folder({ 'includes/common': common, submit: inc('a'), ...files });
+      try {
+        expect(() => buildLibrary(dir)).toThrow(error);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  });
+
+  it('declares an export as a local of the library before its block, which assigns it', () => {
+    const dir = folder({
+      'includes/common': common,
+      'includes/a': `${inc('common')}--- @export f, x, y\nlocal x, y, z\nlocal function f() return z end\nlocal function g() end\n`,
+      submit: `${inc('a')}return f()\n`,
+    });
+    try {
+      const { code } = buildLibrary(dir);
+      expect(code).toContain(
+        'local f, x, y\ndo -- includes/a\n\n\nlocal z\nfunction f() return z end\nlocal function g() end\n\nend\n',
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('has the Lua lint report a name another file uses that its include does not export', () => {
+    const lint = (dir: string) =>
+      spawnSync('node', ['--import', 'tsx', 'scripts/lint-lua.mjs', dir], {
+        cwd: join(import.meta.dirname, '../..'),
+        encoding: 'utf8',
+      });
+    const greet = (exports: string) =>
+      `${inc('common')}--- @export ${exports}\nlocal function helper() return 1 end\nlocal function greet() return helper() end\n`;
+    const dir = folder({
+      'includes/common': common,
+      'includes/greet': greet('greet'),
+      submit: `${inc('greet')}return greet() + helper()\n`,
+    });
+    try {
+      const refused = lint(dir);
+      expect(refused.status).toBe(1);
+      expect(refused.stdout).toMatch(
+        /submit\.lua:2:\d+: \(W113\) accessing undefined variable 'helper' \(includes\/greet declares it but does not export it/,
+      );
+      writeFileSync(join(dir, 'includes/greet.lua'), greet('greet, helper'));
+      expect(lint(dir).stdout).not.toMatch(/helper|W113/);
+      expect(readFileSync(join(dir, 'submit.lua'), 'utf8')).toContain('helper()');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
