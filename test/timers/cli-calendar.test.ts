@@ -19,9 +19,18 @@ describe('rota calendar', () => {
     expect(utc.stdout).toContain('    Next elapse: 2026-03-30T07:00:00.000Z');
     expect(utc.stdout).toContain('       Iter. #3: 2026-04-01T07:00:00.000Z');
     // a spec that names its zone is printed in that zone; one with neither zone nor --tz in UTC
-    const named = await rota('calendar', '--from', '2026-03-28T12:00:00Z', '--tz', 'Europe/Paris', 'Sat *-*-* 10:00 America/New_York');
+    const named = await rota(
+      'calendar',
+      '--from',
+      '2026-03-28T12:00:00Z',
+      '--tz',
+      'Europe/Paris',
+      'Sat *-*-* 10:00 America/New_York',
+    );
     expect(named.stdout).toContain('    Next elapse: 2026-03-28T10:00:00-04:00');
-    expect((await rota('calendar', '--from', '2026-03-28T12:00:00Z', 'daily')).stdout).toContain('Next elapse: 2026-03-29T00:00:00.000Z');
+    expect((await rota('calendar', '--from', '2026-03-28T12:00:00Z', 'daily')).stdout).toContain(
+      'Next elapse: 2026-03-29T00:00:00.000Z',
+    );
   });
 
   it('prints one JSON object per spec with --json, and exits 1 when a spec is invalid', async () => {
