@@ -1,7 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { BIN, rota as run } from '../helpers/cli.js';
-import { TS_EXEC_ARGV } from '../helpers/processes.js';
+import { cliEntry, rota as run } from '../helpers/cli.js';
 
 /** `rota ...args` in UTC, so that output without a zone does not depend on the machine's. */
 const rota = (...args: string[]) => run(args, { TZ: 'UTC' });
@@ -96,7 +95,7 @@ describe('rota calendar', () => {
   });
 
   it('ends quietly, exit status 0, when its reader stops early (rota calendar ... | head -1)', () => {
-    const command = [process.execPath, ...TS_EXEC_ARGV, BIN, 'calendar', '--iterations', '2000', "'*:*:0/1'"].join(' ');
+    const command = [process.execPath, ...cliEntry(), 'calendar', '--iterations', '2000', "'*:*:0/1'"].join(' ');
     const r = spawnSync('bash', ['-o', 'pipefail', '-c', `${command} | head -1`], { encoding: 'utf8' });
     expect(r.stdout).toBe('  Original form: *:*:0/1\n');
     expect(r.stderr).not.toMatch(/EPIPE|Unhandled/);
