@@ -1,5 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -17,12 +19,13 @@ const FULL_ONLY: ReadonlyArray<readonly [RegExp, string]> = [
   [/@full-suite/, 'a scale or soak test, marked so in a comment'],
 ];
 
-const files = (readdirSync('test', { recursive: true }) as string[])
+const root = fileURLToPath(new URL('.', import.meta.url));
+const files = (readdirSync(join(root, 'test'), { recursive: true }) as string[])
   .filter((f) => f.endsWith('.test.ts'))
   .map((f) => `test/${f}`)
   .sort();
 const fullOnly = files.filter((f) => {
-  const text = readFileSync(f, 'utf8');
+  const text = readFileSync(join(root, f), 'utf8');
   return FULL_ONLY.some(([re]) => re.test(text));
 });
 const quick = files.filter((f) => !fullOnly.includes(f));
