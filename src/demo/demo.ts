@@ -5,7 +5,7 @@
  * jobs, a live view, and a summary showing the light tenants were served during the flood.
  */
 
-import { RedisServer } from '../dev/redis-server.js';
+import { type RunningRedis, startRedis } from '../dev/redis-server.js';
 import { Worker } from '../executor/worker.js';
 import { PeriodicTasks, Scheduler } from '../periodic/index.js';
 import type { Handlers } from '../queue/context.js';
@@ -39,17 +39,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
   const out = opts.out ?? process.stdout;
   const tty = Boolean(out.isTTY) && opts.durationS === undefined;
-  let server: RedisServer | null = null;
+  let server: RunningRedis | null = null;
   let connection = opts.redis;
   if (connection === undefined || connection === '') {
-    try {
-      server = await RedisServer.start();
-    } catch (err) {
-      throw new Error(
-        `${(err as Error).message}\nThe demo needs redis-server on PATH, or a Redis to use: set REDIS_URL (or --redis).\n` +
-          'Install it with: apt-get install -y redis-server (Debian/Ubuntu) or brew install redis (macOS).',
-      );
-    }
+    // a local redis-server, or a container where there is none; else one line saying what to do
+    server = await startRedis({}, undefined, 'demo');
     connection = server.url;
     out.write(`started a private redis-server on ${server.url}\n`);
   }

@@ -2,12 +2,14 @@
  * Starts and stops private `redis-server` processes: for the demo, tests and benchmarks.
  * A server listens on a free loopback port, keeps its data in a temporary directory,
  * and can be stopped gracefully, killed with SIGKILL, and restarted on the same port and data.
+ * On a machine without `redis-server` but with a Docker engine, {@link startRedis} runs Redis in a
+ * container instead (testcontainers, a development dependency, imported only then).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 
 export interface RedisServerOptions {
   /** Port to listen on; a free one is chosen when left out. */
@@ -108,17 +110,12 @@ export class RedisServer {
       '127.0.0.1',
       '--dir',
       this.dir,
-      '--save',
-      '',
       '--daemonize',
       'no',
       '--logfile',
       join(this.dir, 'redis.log'),
-      '--maxmemory-policy',
-      'noeviction',
+      ...settingArgs(this.appendfsync),
     ];
-    if (this.appendfsync) args.push('--appendonly', 'yes', '--appendfsync', this.appendfsync);
-    else args.push('--appendonly', 'no');
     if (this.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'));
     args.push(...this.extraArgs);
     // Its own process group, so a Ctrl-C in the terminal reaches the program, which then stops
@@ -164,4 +161,110 @@ export class RedisServer {
     await this.stop('SIGKILL');
     if (this.ownsDir) rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** The settings every private server runs with: no snapshots, no eviction, the append-only file as asked. */
+function settingArgs(appendfsync: RedisServerOptions['appendfsync']): string[] {
+  const args = ['--save', '', '--maxmemory-policy', 'noeviction'];
+  if (appendfsync) args.push('--appendonly', 'yes', '--appendfsync', appendfsync);
+  else args.push('--appendonly', 'no');
+  return args;
+}
+
+/** The Redis image a container runs: the version of Debian's redis-server, which CI installs. */
+export const REDIS_IMAGE = 'redis:7.0.15';
+
+/** Where a private Redis comes from: the local `redis-server`, a container, or nowhere. */
+export type RedisSource = 'local' | 'container' | 'missing';
+
+/** What {@link chooseRedisSource} decides on. */
+export interface RedisSourceProbe {
+  /** `redis-server` is an executable on PATH. */
+  redisServerOnPath: boolean;
+  /** A Docker engine answers (as testcontainers finds it). */
+  dockerReachable: boolean;
+}
+
+/** The local redis-server when there is one (fast, and fault tests can kill it); else a container; else none. */
+export function chooseRedisSource(probe: RedisSourceProbe): RedisSource {
+  if (probe.redisServerOnPath) return 'local';
+  if (probe.dockerReachable) return 'container';
+  return 'missing';
+}
+
+/** The one line shown when there is neither a redis-server nor a Docker engine, for the tests or the demo. */
+export function noRedisMessage(forWhat: 'tests' | 'demo'): string {
+  const install = 'install redis-server (apt-get install -y redis-server, or brew install redis)';
+  return forWhat === 'tests'
+    ? `The tests need Redis: ${install}, or start a Docker engine to run ${REDIS_IMAGE} in containers.`
+    : `The demo needs Redis: ${install}, start a Docker engine, or set REDIS_URL (or --redis) to a Redis to use.`;
+}
+
+/** True when an executable named `name` is in one of PATH's directories. */
+export function onPath(name: string, path = process.env.PATH ?? ''): boolean {
+  return path
+    .split(delimiter)
+    .filter(Boolean)
+    .some((dir) => {
+      const file = join(dir, name);
+      try {
+        accessSync(file, constants.X_OK);
+        return statSync(file).isFile();
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** True when testcontainers is installed and finds a Docker engine. */
+export async function dockerReachable(): Promise<boolean> {
+  try {
+    const { getContainerRuntimeClient } = await import('testcontainers');
+    await getContainerRuntimeClient();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Looks at this machine and decides where a private Redis comes from (Docker is probed only without redis-server). */
+export async function findRedisSource(): Promise<RedisSource> {
+  const local = onPath('redis-server');
+  return chooseRedisSource({ redisServerOnPath: local, dockerReachable: !local && (await dockerReachable()) });
+}
+
+/** A private Redis that is running: where to connect, and how to remove it. */
+export interface RunningRedis {
+  readonly url: string;
+  destroy(): Promise<void>;
+}
+
+/**
+ * Starts a private Redis from `source`: a local redis-server, or a container where there is none
+ * (which takes `args` and `appendfsync` of `opts`, but no cluster mode, port, directory or environment).
+ * Fails with {@link noRedisMessage} when there is neither.
+ */
+export async function startRedis(
+  opts: RedisServerOptions = {},
+  source?: RedisSource,
+  forWhat: 'tests' | 'demo' = 'tests',
+): Promise<RunningRedis> {
+  const from = source ?? (await findRedisSource());
+  if (from === 'local') return RedisServer.start(opts);
+  if (from === 'missing') throw new Error(noRedisMessage(forWhat));
+  if (opts.cluster || opts.port !== undefined || opts.dir !== undefined || opts.env !== undefined) {
+    throw new Error(`a Redis with these options needs a local redis-server: ${noRedisMessage(forWhat)}`);
+  }
+  const { GenericContainer, Wait } = await import('testcontainers');
+  const container = await new GenericContainer(REDIS_IMAGE)
+    .withExposedPorts(6379)
+    .withCommand(['redis-server', ...settingArgs(opts.appendfsync), ...(opts.args ?? [])])
+    .withWaitStrategy(Wait.forLogMessage('Ready to accept connections'))
+    .start();
+  return {
+    url: `redis://${container.getHost()}:${container.getMappedPort(6379)}`,
+    destroy: async () => {
+      await container.stop();
+    },
+  };
 }

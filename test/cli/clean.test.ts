@@ -1,23 +1,11 @@
 /** `rota clean` and `rota retry --all-failed`, run from source against the test Redis; and what `rota job` leaves out. */
-import { execFile } from 'node:child_process';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_INVALID, EXIT_USAGE } from '../../src/cli/exit-codes.js';
 import type { Queue } from '../../src/index.js';
-import { TS_EXEC_ARGV } from '../helpers/processes.js';
+import { rota } from '../helpers/cli.js';
 import { closeAll, openQueue, rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
 import { finishRuns, settings, storeOf, takeRuns } from '../helpers/store.js';
-
-const BIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
-
-function rota(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [...TS_EXEC_ARGV, BIN, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 afterEach(closeAll);
 let raw: Redis;

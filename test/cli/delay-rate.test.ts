@@ -1,20 +1,8 @@
 /** The CLI's options for delayed jobs (`submit --delay/--at`) and rate limits (`group-limit --rate`). */
-import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { EXIT_INVALID } from '../../src/cli/exit-codes.js';
-import { TS_EXEC_ARGV } from '../helpers/processes.js';
+import { rota } from '../helpers/cli.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
-
-const BIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
-
-function rota(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [...TS_EXEC_ARGV, BIN, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 describe('rota CLI: delays and rates', () => {
   it('submits delayed jobs with --delay and --at, and lists them', async () => {

@@ -11,6 +11,8 @@
  * the group lists, the `groups` records and the counts; the finished and delayed sets as the
  * finish and delay paths write them. A first job is submitted through `Queue` for the queue's
  * meta record and a real description.
+ *
+ * @full-suite: filling a million jobs takes a while, so `npm run test:quick` leaves this file out.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

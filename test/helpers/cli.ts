@@ -1,5 +1,6 @@
-/** Runs the `rota` CLI from source (through tsx) as a user would, and collects what it printed. */
+/** Runs the `rota` CLI from source (bundled for the run) as a user would, and collects what it printed. */
 import { execFile } from 'node:child_process';
+import { inject } from 'vitest';
 import { TS_EXEC_ARGV } from './processes.js';
 import { eventually } from './setup.js';
 
@@ -13,12 +14,18 @@ export interface CliResult {
   stderr: string;
 }
 
+/** Node's arguments that start the CLI: the run's bundle (test/helpers/cli-bundle.ts), or the source through tsx. */
+export function cliEntry(): string[] {
+  const bundle = inject('cliBundle');
+  return bundle ? [bundle] : [...TS_EXEC_ARGV, BIN];
+}
+
 /** Runs `rota ...args` (with `env` added to the environment) and resolves when it exits. */
 export function rota(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [...TS_EXEC_ARGV, BIN, ...args],
+      [...cliEntry(), ...args],
       { env: { ...process.env, ...env }, timeout: 60_000 },
       (err, stdout, stderr) => {
         const code = err

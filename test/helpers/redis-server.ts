@@ -1,2 +1,12 @@
-/** Private redis-server processes for tests (the implementation lives in src/dev for the demo too). */
-export { freePort, RedisServer, type RedisServerOptions } from '../../src/dev/redis-server.js';
+/** Private Redis servers for tests (the implementation lives in src/dev for the demo too). */
+export {
+  chooseRedisSource,
+  findRedisSource,
+  freePort,
+  noRedisMessage,
+  REDIS_IMAGE,
+  RedisServer,
+  type RedisServerOptions,
+  type RunningRedis,
+  startRedis,
+} from '../../src/dev/redis-server.js';

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { type Handlers, Queue, type QueueOptions, Worker, type WorkerOptions } from '../../src/index.js';
 import { parseEntry, type QueueEvent } from '../../src/queue/events.js';
-import { RedisServer, type RedisServerOptions } from './redis-server.js';
+import { type RedisServerOptions, type RunningRedis, startRedis } from './redis-server.js';
 
 /** URL of the Redis server of this test run. */
 export function redisUrl(): string {
@@ -97,13 +97,14 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false | nu
 }
 
 /**
- * A redis-server of a test file's own, for tests that change its settings or count its commands:
- * started before the file's tests, with a client to inspect and configure it, and destroyed after.
+ * A Redis of a test file's own, for tests that change its settings or count its commands:
+ * started before the file's tests (a local redis-server, or a container where there is none),
+ * with a client to inspect and configure it, and destroyed after.
  */
-export function privateRedis(opts: RedisServerOptions = {}): { readonly server: RedisServer; readonly admin: Redis } {
-  const own = {} as { server: RedisServer; admin: Redis };
+export function privateRedis(opts: RedisServerOptions = {}): { readonly server: RunningRedis; readonly admin: Redis } {
+  const own = {} as { server: RunningRedis; admin: Redis };
   beforeAll(async () => {
-    own.server = await RedisServer.start(opts);
+    own.server = await startRedis(opts);
     own.admin = new Redis(own.server.url);
   });
   afterAll(async () => {

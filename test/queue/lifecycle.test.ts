@@ -2,9 +2,21 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Job, PayloadTooLargeError, Queue, ValidationError } from '../../src/index.js';
 import { parseEntry } from '../../src/queue/events.js';
-import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+import {
+  closeAll,
+  eventually,
+  openQueue,
+  openWorker,
+  privateRedis,
+  rawClient,
+  redisUrl,
+  uniqueQueue,
+  until,
+} from '../helpers/setup.js';
 
 afterEach(closeAll);
+/** A server of this file's own for the test that MONITORs: other files' commands would crowd the stream. */
+const own = privateRedis();
 const queue = openQueue;
 const worker = openWorker;
 
@@ -228,9 +240,9 @@ describe('job lifecycle', () => {
 
   it('sends submit() calls made together in one script call, and writes or refuses each on its own', async () => {
     const name = uniqueQueue();
-    const q = queue(name);
+    const q = queue(name, { connection: own.server.url });
     const prefix = `{rota:${name}}:`;
-    const monitor = await rawClient().monitor();
+    const monitor = await own.admin.monitor();
     const scriptCalls: string[][] = [];
     let marked = false;
     monitor.on('monitor', (_time: string, args: string[]) => {

@@ -53,8 +53,9 @@ describe('reads while Redis refuses writes', () => {
       const done = new Promise<void>((resolve) => worker.on('completed', () => resolve()));
       const job = await queue.submit({ task: 'work', group: 'g1' });
       await done;
-      await queue.submit({ task: 'work', group: 'g2', id: 'later' });
+      // the executor stops before `later` is submitted, so `later` stays waiting
       await worker.close();
+      await queue.submit({ task: 'work', group: 'g2', id: 'later' });
       // a fresh client, whose first calls (the schema check among them) meet the refusal
       const reader = new Queue('oom-reads', { connection: own.server.url });
       await own.admin.config('SET', 'maxmemory', '1');

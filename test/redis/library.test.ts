@@ -14,10 +14,13 @@ import { closeAll, openQueue, privateRedis, rawClient, uniqueQueue } from '../he
 afterEach(closeAll);
 
 describe('the function library', () => {
+  // FUNCTION FLUSH on a server of its own, not under the other test files running beside it
+  const own = privateRedis();
+
   it('is loaded again when the server lost it, and the call goes through', async () => {
     const name = uniqueQueue();
-    const q = openQueue(name);
-    const r = rawClient();
+    const q = openQueue(name, { connection: own.server.url });
+    const r = new Redis(own.server.url);
     try {
       await q.submit({ id: 'a', task: 't' });
       const libs = (await r.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'rota_*')) as unknown[];
