@@ -40,7 +40,8 @@ describe('periodic store and single replica', () => {
     for (const r of runs) {
       expect(r.jobId).toBe(`tick@${r.occurrence}`);
       expect(r.status).toBe('waiting');
-      expect(r.submitted! - r.occurrence).toBeLessThan(100);
+      // (on its occurrence, not a period late; the bound leaves room for a loaded machine)
+      expect(r.submitted! - r.occurrence).toBeLessThan(1000);
       expect(r.submitted! - r.occurrence).toBeGreaterThanOrEqual(0);
       const job = await queue.getJob(r.jobId!);
       expect(job!.tracker).toBe('tick');

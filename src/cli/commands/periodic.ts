@@ -83,6 +83,12 @@ export function register(program: Command): void {
         const scheduler = new Scheduler(g.queue, { connection, id: o.id, shards });
         scheduler.on('error', (err) => log.warn({ err }, 'scheduler error'));
         scheduler.on('fired', (info) => log.debug(info, 'occurrence submitted'));
+        // (the signal handlers come first: a signal while the replica starts stops it once started,
+        // rather than killing the process with its registration left to expire)
+        const signalled = new Promise<string>((resolve) => {
+          process.once('SIGTERM', resolve);
+          process.once('SIGINT', resolve);
+        });
         try {
           await scheduler.start();
           log.info({ id: scheduler.id, queue: g.queue }, 'scheduler started');
@@ -91,14 +97,8 @@ export function register(program: Command): void {
               ? undefined
               : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection, shards }) });
           if (metrics) log.info({ url: metrics.url }, 'serving metrics');
-          await new Promise<void>((resolve) => {
-            const stop = (sig: string) => {
-              log.info(`${sig} received, stopping`);
-              void Promise.all([scheduler.close(), metrics?.close()]).then(() => resolve());
-            };
-            process.once('SIGTERM', stop);
-            process.once('SIGINT', stop);
-          });
+          log.info(`${await signalled} received, stopping`);
+          await Promise.all([scheduler.close(), metrics?.close()]);
         } finally {
           target.close();
         }
