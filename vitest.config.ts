@@ -16,6 +16,7 @@ const FULL_ONLY: ReadonlyArray<readonly [RegExp, string]> = [
   [/helpers\/faketime\.js/, 'a faked clock'],
   [/\bNodeProcess\b|\.kill\(\)/, 'processes a test starts and kills'],
   [/helpers\/cli\.js/, 'the CLI run as a process (each start costs a second or two of CPU)'],
+  [/helpers\/package\.js/, 'the package built, packed and installed (a TypeScript build and npm)'],
   [/@full-suite/, 'a scale or soak test, marked so in a comment'],
 ];
 
