@@ -6,8 +6,9 @@
  */
 import { Redis } from 'ioredis';
 import { Queue } from '../../src/index.js';
-import { packChildren, stageChildren } from '../../src/queue/fanout.js';
+import { packChildren } from '../../src/queue/fanout.js';
 import { addRun, QueueStore } from '../../src/redis/queue-store.js';
+import { stageChildren } from '../../src/redis/side-writes.js';
 import { OUTCOME } from '../../src/redis/wire.js';
 import { arg, labRedis, scriptStats } from './lab.js';
 
@@ -28,7 +29,7 @@ const packMs = performance.now() - t0;
 const bytes = packed.chunks.reduce((n, c) => n + c.length, 0);
 
 t0 = performance.now();
-await stageChildren(client, store.keys, job, packed);
+await stageChildren(client, store.keys, job.id, String(job.takeSeq), packed.total, packed.chunks);
 const stageMs = performance.now() - t0;
 
 const runs: Parameters<typeof addRun>[0] = [];

@@ -6,9 +6,8 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { ConnectionError, RotaError, ShardCountError } from '../errors.js';
 import { Queue } from '../queue/queue.js';
-import { connectionError, guardDb, MAX_DB, maskUrl, urlDb } from '../redis/connection.js';
-import { queueKeys } from '../redis/keys.js';
-import { LAYOUT } from '../redis/schema.js';
+import { clusterState, connectionError, guardDb, MAX_DB, maskUrl, pingPrimaries, urlDb } from '../redis/connection.js';
+import { readShardCount } from '../redis/schema.js';
 import { MAX_SHARDS } from '../redis/shards.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
 
@@ -129,18 +128,6 @@ export async function openClient(g: GlobalOptions): Promise<Client> {
 }
 
 /**
- * The state of the Redis Cluster `node` is a node of (`ok`, `fail`; '' when CLUSTER INFO is
- * refused), or undefined when it is no Cluster node. A server that refuses INFO (an ACL) is taken
- * for a single server, as ioredis's ready check does.
- */
-async function clusterState(node: Redis): Promise<string | undefined> {
-  const info = await node.info('cluster').catch(() => '');
-  if (!/^cluster_enabled:1\b/m.test(info)) return undefined;
-  const state = await node.cluster('INFO').catch(() => '');
-  return /^cluster_state:(\w+)/m.exec(state)?.[1] ?? '';
-}
-
-/**
  * Connects `client` (made with `lazyConnect`) and checks that it answers (a Cluster: every
  * primary), or disconnects it and throws the reason as a CliError naming where (a Cluster's node
  * that failed).
@@ -162,7 +149,7 @@ async function reach<C extends Client>(g: GlobalOptions, client: C): Promise<C> 
   try {
     await Promise.race([client.connect(), ended]);
     // (every primary of a Cluster, so that no command finds a shard's node gone)
-    await Promise.all(cluster ? cluster.nodes('master').map((n) => n.ping()) : [client.ping()]);
+    await pingPrimaries(client);
   } catch (err) {
     client.disconnect();
     // (a Cluster's error when no node answered carries the node's own error)
@@ -215,7 +202,7 @@ function connectionFor(g: GlobalOptions, client: Client): RedisOptions | Cluster
  * @throws {CliError} (invalid value) when the layout holds no shard count.
  */
 export async function shardsOf(g: GlobalOptions, client: Client, name = g.queue): Promise<number> {
-  const found = await client.hget(queueKeys(name).meta, LAYOUT.shards);
+  const found = await readShardCount(client, name);
   if (found === null) return g.shards ?? 1;
   const n = Number(found);
   if (!/^\d+$/.test(found) || n < 1 || n > MAX_SHARDS) {

@@ -12,6 +12,7 @@ import type { Job, JobState } from '../queue/job.js';
 import { packValue } from '../queue/validate.js';
 import { addRun, type Finished as FinishReply, type FinishSettings, type QueueStore } from '../redis/queue-store.js';
 import { byShard } from '../redis/shards.js';
+import { type SideWrite, sendSideWrites } from '../redis/side-writes.js';
 import type { StringValue } from '../redis/string-array.js';
 import { OUTCOME } from '../redis/wire.js';
 import type { HeldJob } from './heartbeat.js';
@@ -79,7 +80,7 @@ function childrenLast(batch: RunOutcome[]): RunOutcome[] {
 export class Delivery implements Outcomes {
   private readonly finishes: Batcher<RunOutcome>;
   private readonly starts: Batcher<Run>;
-  private readonly sideWrites: Batcher<(pipe: ReturnType<Redis['pipeline']>) => void>;
+  private readonly sideWrites: Batcher<SideWrite>;
   /** Progress updates to write (throttled per run by `throttle`), one progress.lua call per batch. */
   private readonly progressWrites: Batcher<{ id: string; progress: number; shard: number }>;
   private readonly throttle: ProgressThrottle;
@@ -113,11 +114,7 @@ export class Delivery implements Outcomes {
       this.progressWrites.add({ id: job.id, progress: n, shard: shardOf(job) });
       if (d.events.listenerCount('progress') > 0) d.events.emit('progress', { ...job, progress: n }, n);
     });
-    this.sideWrites = new Batcher(async (writes) => {
-      const pipe = d.client.pipeline();
-      for (const w of writes) w(pipe);
-      await pipe.exec();
-    });
+    this.sideWrites = new Batcher((writes) => sendSideWrites(d.client, writes));
   }
 
   get waiting(): boolean {
@@ -151,11 +148,8 @@ export class Delivery implements Outcomes {
 
   /** A line a run logged (ctx.log), written with the other side writes. */
   log(job: Job, line: string): void {
-    this.sideWrites.add((pipe) => {
-      const logs = this.d.stores[shardOf(job)].keys.logs(job.id);
-      pipe.rpush(logs, `${new Date().toISOString()} ${line}`);
-      pipe.ltrim(logs, -MAX_LOG_LINES, -1);
-    });
+    const { keys } = this.d.stores[shardOf(job)];
+    this.sideWrites.add({ kind: 'log', keys, id: job.id, line: `${new Date().toISOString()} ${line}`, maxLines: MAX_LOG_LINES });
   }
 
   /** Progress a run reported (ctx.progress), throttled per run. */
@@ -331,7 +325,7 @@ export class Delivery implements Outcomes {
         .finally(() => this.fanOuts.delete(p));
       this.fanOuts.add(p);
     } else if (state !== '' && state !== 'success') {
-      this.sideWrites.add((pipe) => pipe.del(store.keys.fanStaging(job.id, String(job.takeSeq))));
+      this.sideWrites.add({ kind: 'dropStaging', keys: store.keys, id: job.id, token: String(job.takeSeq) });
     }
   }
 

@@ -77,12 +77,6 @@ export class Heartbeat {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.beating;
-    const { client, keys } = this.d.store;
-    await client
-      .multi()
-      .zrem(keys.workers, this.d.workerId)
-      .del(keys.worker(this.d.workerId))
-      .exec()
-      .catch(() => {});
+    await this.d.store.unregister(this.d.workerId).catch(() => {});
   }
 }

@@ -277,8 +277,8 @@ export class Taker {
     const store = this.d.stores[i];
     try {
       while (!this.closing && this.turns.isDry(i)) {
-        const popped = await this.blocking[i].bzpopmin(store.keys.marker, (this.d.fallbackWakeMs / 1000).toFixed(3));
-        if (!popped || this.closing) continue;
+        const woken = await store.waitForWake(this.blocking[i], this.d.fallbackWakeMs);
+        if (!woken || this.closing) continue;
         this.turns.wake(i, true);
         if (this.waiting) this.sleepWake?.();
         else if (this.d.running() >= this.d.concurrency) await store.wake();

@@ -11,7 +11,7 @@ import { SchemaMismatchError, ShardCountError } from '../errors.js';
 import { CLOSE_OPTIONS, checkOptions } from '../options.js';
 import { Dictionary } from '../queue/churn.js';
 import type { Handlers } from '../queue/context.js';
-import { packChildren, stageChildren } from '../queue/fanout.js';
+import { packChildren } from '../queue/fanout.js';
 import { type Job, TRACE } from '../queue/job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_ARGS_BYTES } from '../queue/options.js';
@@ -20,8 +20,9 @@ import { startRunSpan, tracingAvailable } from '../queue/tracing.js';
 import { connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';
-import { QueueStore } from '../redis/queue-store.js';
+import { QueueStore, subscribeCancels } from '../redis/queue-store.js';
 import { shardNumbers } from '../redis/shards.js';
+import { stageChildren } from '../redis/side-writes.js';
 import { Delivery } from './delivery.js';
 import { Heartbeat, type HeldJob } from './heartbeat.js';
 import { shardOf } from './job-shard.js';
@@ -98,7 +99,9 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     progress: (j, n) => this.delivery.progress(j, n),
     fanOut: async (j, items, options, trace) => {
       const children = await packChildren(j, items, options, DEFAULT_MAX_ARGS_BYTES, trace);
-      if (children.total > 0) await stageChildren(this.client, this.stores[shardOf(j)].keys, j, children);
+      if (children.total > 0) {
+        await stageChildren(this.client, this.stores[shardOf(j)].keys, j.id, String(j.takeSeq), children.total, children.chunks);
+      }
       return children.total;
     },
     trace: tracingAvailable ? (j) => startRunSpan(this.name, j, (j as { [TRACE]?: string })[TRACE]) : undefined,
@@ -237,7 +240,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       try {
         for (const store of this.stores) await store.ready();
         await checkLibrary(this.client);
-        await this.subscriber.subscribe(...this.stores.map((s) => s.keys.cancel));
+        await subscribeCancels(this.subscriber, this.stores);
         await Promise.all(this.heartbeats.map((h) => h.start()));
         await Promise.all(this.recoverers.map((r) => r.start()));
         return;

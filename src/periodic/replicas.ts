@@ -5,7 +5,7 @@
  * {@link REPLICA_TTL_MS}. Readers (`rota periodic add` / `trigger`) use it to warn when nothing
  * would submit the runs (PeriodicTasks.schedulers, through PeriodicReads.replicas).
  */
-import type { Redis } from 'ioredis';
+import type { PeriodicStore } from '../redis/periodic-store.js';
 
 /** How often a replica renews its entry (ms). */
 export const REPLICA_BEAT_MS = 5000;
@@ -14,19 +14,13 @@ export const REPLICA_TTL_MS = 3 * REPLICA_BEAT_MS;
 /** How long a stopping replica waits to remove its entry (ms). */
 const STOP_WAIT_MS = 1000;
 
-async function serverNow(client: Redis): Promise<number> {
-  const [sec, usec] = await client.time();
-  return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-}
-
-/** Keeps one replica's entry in `key` alive while it runs. */
+/** Keeps one replica's entry in `p:replicas` alive while it runs. */
 export class ReplicaBeat {
   private timer: NodeJS.Timeout | null = null;
   private beating: Promise<void> | null = null;
 
   constructor(
-    private readonly client: Redis,
-    private readonly key: string,
+    private readonly store: PeriodicStore,
     private readonly id: string,
   ) {}
 
@@ -49,10 +43,10 @@ export class ReplicaBeat {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    if (this.client.status !== 'ready') return;
+    if (this.store.client.status !== 'ready') return;
     let timeout: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.resolve(this.beating).then(() => this.client.zrem(this.key, this.id)),
+      Promise.resolve(this.beating).then(() => this.store.removeReplica(this.id)),
       new Promise((resolve) => (timeout = setTimeout(resolve, STOP_WAIT_MS))),
     ]).catch(() => {});
     clearTimeout(timeout);
@@ -64,12 +58,7 @@ export class ReplicaBeat {
     this.timer = null;
   }
 
-  private async beat(): Promise<void> {
-    const now = await serverNow(this.client);
-    await this.client
-      .multi()
-      .zremrangebyscore(this.key, '-inf', now)
-      .zadd(this.key, now + REPLICA_TTL_MS, this.id)
-      .exec();
+  private beat(): Promise<void> {
+    return this.store.beatReplica(this.id, REPLICA_TTL_MS);
   }
 }

@@ -187,7 +187,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     );
     this.keys = this.store.keys;
     this.subscriber = connect(options.connection, { blocking: true, subscriber: true }).client;
-    this.beat = new ReplicaBeat(this.client, this.keys.replicas, this.id);
+    this.beat = new ReplicaBeat(this.store, this.id);
   }
 
   /** The scheduler's clock: the injected one, or the Redis server's time as estimated here. */
@@ -206,7 +206,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       await this.store.queue.ready();
       await checkLibrary(this.client);
       this.subscriber.on('message', () => this.wake());
-      await this.subscriber.subscribe(this.keys.wake);
+      await this.store.subscribeWake(this.subscriber);
       await this.beat.start();
     } catch (err) {
       // A start that failed leaves nothing behind: no connection keeps reconnecting.

@@ -1,13 +1,4 @@
-/**
- * Fan-out (ctx.fanOut): a handler hands a list of items to a task, one child job per item, with
- * ids `<parent id>/<index>`. The executor checks every item, then stages the children in Redis
- * (the list `fan:<lease token>:<parent>`: their number, then chunks packed as submit calls
- * carry them); the finish call that records the parent's success commits the staging in the same
- * atomic step, and fanout.lua submits the committed chunks one call each (docs/architecture.md).
- */
-import type { Redis } from 'ioredis';
 import { FanOutLimitError, ValidationError } from '../errors.js';
-import type { QueueKeys } from '../redis/keys.js';
 import { packSubmits, type QueueStore, type SubmitJob } from '../redis/queue-store.js';
 import type { Job, Priority } from './job.js';
 import { checkSpec, packValue } from './validate.js';
@@ -17,13 +8,6 @@ export const MAX_FAN_OUT = 100_000;
 
 /** Most jobs, and bytes of packed args, of one staged chunk (what one fanout.lua call submits). */
 const CHUNK = { jobs: 1000, bytes: 1 << 20 };
-
-/**
- * How long staged children wait for their run's finish (ms). A run that ends any other way has
- * them deleted (by its executor, or by the recovery of its lease); this only bounds what a lost
- * deletion leaves behind. A run that finishes after it fails and is retried.
- */
-const STAGING_TTL_MS = 7 * 86_400_000;
 
 /** What the children of a fan-out are. */
 export interface FanOutOptions {
@@ -107,17 +91,6 @@ export async function packChildren(
   }
   if (chunk.length > 0) chunks.push(packSubmits(chunk, Infinity).packed);
   return { total: items.length, chunks };
-}
-
-/** Writes the staging of the children the run of `parent` (with its lease token) fanned out, replacing any earlier one. */
-export async function stageChildren(client: Redis, keys: QueueKeys, parent: Job, children: PackedChildren): Promise<void> {
-  const key = keys.fanStaging(parent.id, String(parent.takeSeq));
-  const pipe = client.pipeline();
-  pipe.del(key);
-  pipe.rpush(key, String(children.total));
-  for (const c of children.chunks) pipe.rpush(key, c);
-  pipe.pexpire(key, STAGING_TTL_MS);
-  for (const [err] of (await pipe.exec()) ?? []) if (err) throw err;
 }
 
 /**

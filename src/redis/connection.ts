@@ -1,5 +1,6 @@
 /** Redis connections: a URL, ioredis options or a ready ioredis instance. */
-import { type Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import type { Cluster, ClusterOptions, RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
 import { ConnectionError, ValidationError } from '../errors.js';
 
 /** How to reach Redis: a `redis://` URL, ioredis options, or an ioredis client (Redis or Cluster). */
@@ -315,4 +316,21 @@ export function connectionError(target: string, err: unknown): ConnectionError {
     );
   }
   return new ConnectionError(where, code || 'UNKNOWN', e.message);
+}
+
+/**
+ * The state of the Redis Cluster `node` is a node of (`ok`, `fail`; '' when CLUSTER INFO is
+ * refused), or undefined when it is no Cluster node. A server that refuses INFO (an ACL) is taken
+ * for a single server, as ioredis's ready check does.
+ */
+export async function clusterState(node: Redis): Promise<string | undefined> {
+  const info = await node.info('cluster').catch(() => '');
+  if (!/^cluster_enabled:1\b/m.test(info)) return undefined;
+  const state = await node.cluster('INFO').catch(() => '');
+  return /^cluster_state:(\w+)/m.exec(state)?.[1] ?? '';
+}
+
+/** Resolves once `client` answers a PING: a single server, or every primary of a Cluster. */
+export async function pingPrimaries(client: Redis | Cluster): Promise<void> {
+  await Promise.all(isCluster(client) ? client.nodes('master').map((n) => n.ping()) : [client.ping()]);
 }

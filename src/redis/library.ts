@@ -19,8 +19,8 @@
  * The library's name carries a hash of its code, so that executors of two Rota versions can run
  * side by side on one Redis (a rolling upgrade): each calls its own functions.
  *
- * Only the stores (./queue-store.ts, ./periodic-store.ts) call the scripts, through
- * {@link runFunction}: they hold every script's arguments and reply format.
+ * Only the stores call the scripts, through their shard's ScriptRunner (./script-runner.ts), which
+ * calls {@link runFunction}: the stores hold every script's arguments and reply format.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';

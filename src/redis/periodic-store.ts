@@ -87,6 +87,30 @@ export class PeriodicStore {
     this.client = queue.client;
   }
 
+  /**
+   * Renews scheduler replica `id` in `p:replicas` until `ttlMs` past the server's time, dropping
+   * the entries that expired (one key: its two commands in one MULTI).
+   */
+  async beatReplica(id: string, ttlMs: number): Promise<void> {
+    const [sec, usec] = await this.client.time();
+    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    await this.client
+      .multi()
+      .zremrangebyscore(this.keys.replicas, '-inf', now)
+      .zadd(this.keys.replicas, now + ttlMs, id)
+      .exec();
+  }
+
+  /** Removes scheduler replica `id` from `p:replicas` (it stops). */
+  async removeReplica(id: string): Promise<void> {
+    await this.client.zrem(this.keys.replicas, id);
+  }
+
+  /** Subscribes `subscriber` (a connection in subscriber mode) to the scheduler's wake-up channel. */
+  async subscribeWake(subscriber: Redis): Promise<void> {
+    await subscriber.subscribe(this.keys.wake);
+  }
+
   /** periodic-upsert: creates or replaces a task; answers whether it was created and its next occurrence. */
   async upsert(t: UpsertTask): Promise<{ created: boolean; nextrun: number | null }> {
     const [created, nextrun] = await this.queue.scripts.fcall<[number, string]>('periodic-upsert', this.keys.nextrun, [

@@ -346,6 +346,11 @@ export class QueueStore {
     return { lost, cancel };
   }
 
+  /** unregister.lua: removes the executor from the registry (its entry and its info); false when it was not registered. */
+  async unregister(workerId: string): Promise<boolean> {
+    return (await this.fcall<number>('unregister', this.keys.workers, [this.keys.prefix, workerId])) === 1;
+  }
+
   /** recover.lua: ends the runs whose lease expired, drops dead executors, removes old finished jobs. */
   async recover(o: RecoverOptions): Promise<{ recovered: string[]; removed: number }> {
     const [recovered, removed] = await this.fcall<[string[], number]>('recover', this.keys.leases, [
@@ -431,6 +436,14 @@ export class QueueStore {
     await this.client.zadd(this.keys.marker, 0, WAKE_MEMBER);
   }
 
+  /**
+   * Waits on `blocking` (a connection of its own: it blocks) for the queue's wake-up marker, at
+   * most `timeoutMs`; true when one was taken (BZPOPMIN), false when the wait ran out.
+   */
+  async waitForWake(blocking: Redis, timeoutMs: number): Promise<boolean> {
+    return (await blocking.bzpopmin(this.keys.marker, (timeoutMs / 1000).toFixed(3))) !== null;
+  }
+
   /** running.lua: the runs in progress per group (read only). */
   async running(): Promise<Map<string, number>> {
     const flat = await this.fcall<Array<string | number>>('running', this.keys.leases, [this.keys.prefix]);
@@ -438,4 +451,9 @@ export class QueueStore {
     for (let i = 0; i < flat.length; i += 2) out.set(String(flat[i]), Number(flat[i + 1]));
     return out;
   }
+}
+
+/** Subscribes `subscriber` (a connection in subscriber mode) to the cancel channel of each of `stores`' shards. */
+export async function subscribeCancels(subscriber: Redis, stores: readonly QueueStore[]): Promise<void> {
+  await subscriber.subscribe(...stores.map((s) => s.keys.cancel));
 }

@@ -5,7 +5,7 @@
  * queue before its first script call, and so does every client while the queue's shard count is
  * being changed (`reshard` in the layout, see src/queue/reshard.ts).
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { ReshardInProgressError, SchemaMismatchError, ShardCountError } from '../errors.js';
 import { asConnectionError } from './connection.js';
 import { queueKeys } from './keys.js';
@@ -50,6 +50,11 @@ export interface Layout {
 export async function readLayout(client: Redis, layoutKey: string): Promise<Layout> {
   const [shards, reshard, reshardStep] = await client.hmget(layoutKey, LAYOUT.shards, LAYOUT.reshard, LAYOUT.reshardStep);
   return { shards: shards === null ? null : Number(shards), reshard: reshard === null ? null : Number(reshard), reshardStep };
+}
+
+/** The shard count queue `queue`'s layout records, as recorded (null when none is). */
+export function readShardCount(client: Redis | Cluster, queue: string): Promise<string | null> {
+  return client.hget(queueKeys(queue).meta, LAYOUT.shards);
 }
 
 /** One client's check of one queue's schema, made once, before its first script call. */

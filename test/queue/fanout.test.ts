@@ -5,8 +5,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { FanOutLimitError, type Handlers, type Job, MAX_FAN_OUT, PermanentError, ValidationError } from '../../src/index.js';
-import { packChildren, stageChildren, submitCommitted } from '../../src/queue/fanout.js';
+import { packChildren, submitCommitted } from '../../src/queue/fanout.js';
 import { addRun, QueueStore } from '../../src/redis/queue-store.js';
+import { stageChildren } from '../../src/redis/side-writes.js';
 import { OUTCOME } from '../../src/redis/wire.js';
 import { closeAll, eventually, openQueue, openWorker, rawClient, streamEvents, uniqueQueue, until } from '../helpers/setup.js';
 
@@ -243,7 +244,8 @@ describe('fan-out', () => {
     const { jobs } = await store.take(1, settings);
     expect(jobs.map((j) => j.id)).toEqual([parent.id]);
     const job = jobs[0];
-    await stageChildren(c, store.keys, job, await packChildren(job, new Array(2500).fill('x'), { task: 'child' }, 1 << 20));
+    const packed = await packChildren(job, new Array(2500).fill('x'), { task: 'child' }, 1 << 20);
+    await stageChildren(c, store.keys, job.id, String(job.takeSeq), packed.total, packed.chunks);
     const runs: Parameters<typeof addRun>[0] = [];
     addRun(runs, job.id, String(job.takeSeq), OUTCOME.fannedOut, true, '');
     const keep = { succeeded: -1, failed: -1 };
@@ -268,7 +270,8 @@ describe('fan-out', () => {
     const parent = await q.submit({ task: 'parent', group: 'g' });
     const settings = { workerId: 'w1', countingScheme: [2, 1] as const, leaseMs: 30_000, retryDelay: 100 };
     const [job] = (await store.take(1, settings)).jobs;
-    await stageChildren(c, store.keys, job, await packChildren(job, [1, 2, 3], { task: 'child' }, 1 << 20));
+    const packed = await packChildren(job, [1, 2, 3], { task: 'child' }, 1 << 20);
+    await stageChildren(c, store.keys, job.id, String(job.takeSeq), packed.total, packed.chunks);
     // as if its time to live had passed
     await c.del(store.keys.fanStaging(job.id, String(job.takeSeq)));
     const runs: Parameters<typeof addRun>[0] = [];
@@ -331,7 +334,8 @@ describe('fan-out', () => {
     const parent = await q.submit({ task: 'parent' });
     const settings = { workerId: 'w1', countingScheme: [2, 1] as const, leaseMs: 30_000, retryDelay: 100 };
     const [job] = (await store.take(1, settings)).jobs;
-    await stageChildren(c, store.keys, job, await packChildren(job, ['only'], { task: 'child' }, 1 << 20));
+    const packed = await packChildren(job, ['only'], { task: 'child' }, 1 << 20);
+    await stageChildren(c, store.keys, job.id, String(job.takeSeq), packed.total, packed.chunks);
     const runs: Parameters<typeof addRun>[0] = [];
     addRun(runs, job.id, String(job.takeSeq), OUTCOME.fannedOut, true, '');
     await store.finish(settings, { succeeded: -1, failed: -1 }, 0, runs);
