@@ -46,14 +46,31 @@ export function time(ms: number | undefined): string {
   return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }
 
-/** A duration in words: `850 ms`, `12 s`, `4 min`, `3 h`, `2 d`. */
+/** Units of {@link duration}: size in ms, name, and the rounded count from which the next unit is used. */
+const DURATION_UNITS: ReadonlyArray<readonly [number, string, number]> = [
+  [1, 'ms', 1000],
+  [1000, 's', 120],
+  [60_000, 'min', 120],
+  [3_600_000, 'h', 48],
+  [86_400_000, 'd', Number.POSITIVE_INFINITY],
+];
+
+/**
+ * A duration in words: `850 ms`, `12 s`, `4 min`, `3 h`, `2 d`. The unit is chosen on the rounded
+ * count, so a value never reads as the next unit's threshold (`120 s` is `2 min`, as 120.4 s is).
+ */
 export function duration(ms: number): string {
   const a = Math.abs(ms);
-  if (a < 1000) return `${Math.round(ms)} ms`;
-  if (a < 120_000) return `${Math.round(ms / 1000)} s`;
-  if (a < 7_200_000) return `${Math.round(ms / 60_000)} min`;
-  if (a < 172_800_000) return `${Math.round(ms / 3_600_000)} h`;
-  return `${Math.round(ms / 86_400_000)} d`;
+  for (const [size, name, below] of DURATION_UNITS) {
+    const n = Math.round(a / size);
+    if (n < below) return `${ms < 0 ? -n : n} ${name}`;
+  }
+  return '';
+}
+
+/** `n` and `noun`, the noun in the plural but for one: `1 line`, `3 lines`. */
+export function counted(n: number, noun: string): string {
+  return `${count(n)} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 /** A time relative to `now` (`12 s ago`, `in 3 min`), with the exact time as its title. */

@@ -9,7 +9,7 @@ import type { RunRecord } from '../../periodic/tasks.js';
 import { parseTimer, type Timer } from '../../timers/index.js';
 import { zoneOffset } from '../../timers/zone.js';
 import type { Page, PageContext } from '../context.js';
-import { ago, count, duration, type Html, html, pretty, time } from '../html.js';
+import { ago, count, counted, duration, type Html, html, pretty, time } from '../html.js';
 import { actionButton } from './layout.js';
 
 /**
@@ -228,7 +228,7 @@ function runHistory(ctx: PageContext, id: string, runs: RunRecord[], limit: numb
       html`<tr><td>${time(r.occurrence)}${r.status === 'missed' && r.count ? html`<br><small>${r.count} missed until ${time(r.until)}</small>` : ''}</td><td>${time(r.started)}</td><td>${time(r.finished)}</td>
 <td>${r.jobId && r.status !== 'expired' ? html`<a href="${ctx.base}/jobs/${encodeURIComponent(r.jobId)}">${status(r.status)}</a>` : status(r.status)}${replaced(r)}</td>
 <td class="mono">${r.worker ?? ''}</td><td>${r.host ?? ''}</td><td>${r.pid ?? ''}</td>
-<td>${r.logs?.length ? html`<details><summary>${r.logs.length} lines</summary><pre class="logs">${r.logs.join('\n')}</pre></details>` : ''}</td>
+<td>${r.logs?.length ? html`<details><summary>${counted(r.logs.length, 'line')}</summary><pre class="logs">${r.logs.join('\n')}</pre></details>` : ''}</td>
 <td>${r.error ? html`<details><summary class="error">${r.error.split('\n')[0]}</summary><pre class="error">${r.error}</pre></details>` : ''}</td></tr>`,
   )}</tbody></table>
 ${runs.length === 0 ? html`<p class="empty">No run yet.</p>` : ''}
