@@ -7,7 +7,8 @@
   KEYS[1] counts   (every key is built from ARGV[1])
   ARGV[1] key prefix
   ARGV[2] cursor of the sweep of the `groups` hash ('0' starts a round)
-  ARGV[3] fields of `groups` this call reads at most (HSCAN steps of 500 until the round ends)
+  ARGV[3] fields of `groups` this call reads about at most (HSCAN steps of up to 500 until the
+          round ends)
   ARGV[4] most executors listed
   ARGV[5] the due window (ms): `delayed` entries due up to now + this are counted
 
@@ -27,6 +28,7 @@
 
 local prefix = ARGV[1]
 local budget = num(ARGV[3])
+local step = str(math.min(500, budget))
 local now = nowMs()
 local nowText = str(now)
 local dueBy = now + num(ARGV[5])
@@ -48,7 +50,7 @@ end
 local cursor, read = ARGV[2], 0
 local paused, held, oldest, parkedDue = 0, 0, 0, 0
 repeat
-  local r = call('HSCAN', prefix .. 'groups', cursor, 'COUNT', '500')
+  local r = call('HSCAN', prefix .. 'groups', cursor, 'COUNT', step)
   cursor = r[1]
   local fields = r[2]
   read = read + #fields / 2

@@ -47,7 +47,7 @@ const AUTOSCALE_MAX_EXECUTORS = 10_000;
 const DUE_WINDOW_MS = 60_000;
 
 /** What the autoscaling gauges show of a queue, summed over its shards. */
-interface Autoscale {
+export interface Autoscale {
   runnable: number;
   held: number;
   /** Seconds. */
@@ -70,9 +70,10 @@ interface Swept {
  * The autoscaling read of a queue: one script call per shard, whose sweep of the shard's
  * `groups` hash carries on from where the last scrape's stopped. The group sums of a shard are its
  * last whole round's (the round in progress until one ended), so they are exact while a shard's
- * hash holds at most {@link AUTOSCALE_SWEEP_FIELDS} fields, and a round or so old beyond that.
+ * hash holds at most `sweepFields` fields, and a round or so old beyond that.
+ * @internal exported for the tests.
  */
-function autoscaleReader(stores: MetricsStore[]): () => Promise<Autoscale> {
+export function autoscaleReader(stores: MetricsStore[], sweepFields = AUTOSCALE_SWEEP_FIELDS): () => Promise<Autoscale> {
   const sweeps = stores.map(() => ({
     cursor: '0',
     round: { paused: 0, held: 0 } as Swept,
@@ -83,7 +84,7 @@ function autoscaleReader(stores: MetricsStore[]): () => Promise<Autoscale> {
       stores.map((s, i) =>
         s.autoscale({
           cursor: sweeps[i].cursor,
-          maxFields: AUTOSCALE_SWEEP_FIELDS,
+          maxFields: sweepFields,
           maxExecutors: AUTOSCALE_MAX_EXECUTORS,
           dueWindowMs: DUE_WINDOW_MS,
         }),

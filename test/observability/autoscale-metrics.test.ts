@@ -6,6 +6,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Queue, serveMetrics, Worker } from '../../src/index.js';
+import { autoscaleReader } from '../../src/observability/metrics.js';
+import { MetricsStore } from '../../src/redis/metrics-store.js';
+import { QueueStore } from '../../src/redis/queue-store.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
@@ -162,5 +165,26 @@ describe('autoscaling gauges', () => {
     open.push(worker);
     const withExecutor = await scrapeUntil(metrics.url, name, (x) => x.rota_executor_slots > 0);
     expect(withExecutor.rota_executor_slots).toBe(3);
+  });
+
+  it('sweep a large groups hash over several scrapes, keeping the last whole round’s sums', async () => {
+    const name = uniqueQueue('autoscale');
+    const queue = new Queue(name, { connection: redisUrl() });
+    open.push(queue);
+    const groups = Array.from({ length: 30 }, (_, i) => `g${i}`);
+    for (const group of groups.slice(0, 10)) await queue.pauseGroup(group);
+    await queue.submitBulk(groups.map((group) => ({ task: 'noop', group })));
+    // (a sweep of about 4 fields a scrape: the 31 fields, the pad included, take several)
+    const read = autoscaleReader([new MetricsStore(new QueueStore(queue.client, name, { maxEvents: 0 }))], 4);
+    const first = await read();
+    // Before a round ends, the paused jobs subtracted are those swept so far.
+    expect(first.runnable).toBeGreaterThan(20);
+    let a = first;
+    for (let i = 0; i < 20; i++) a = await read();
+    expect(a.runnable).toBe(20);
+    expect(a.oldestWait).toBeGreaterThan(0);
+    // A job submitted now counts at once (the waiting count is read whole every scrape).
+    await queue.submit({ task: 'noop', group: 'g29' });
+    expect((await read()).runnable).toBe(21);
   });
 });
