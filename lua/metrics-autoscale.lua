@@ -71,11 +71,14 @@ repeat
         if full then
           held = held + waiting
         else
+          -- (the oldest job of each of its lists that holds any: its tail)
           local lists = prefix .. 'g:' .. name
-          for _, list in ipairs({ ':r', ':h', ':l' }) do
-            local id = call('LINDEX', lists .. list, '-1')
-            local at = id and startOf(id)
-            if at and (oldest == 0 or at < oldest) then oldest = at end
+          for list, n in pairs({ [':r'] = nr, [':h'] = nh, [':l'] = nl }) do
+            if n > 0 then
+              local id = call('LINDEX', lists .. list, '-1')
+              local at = id and startOf(id)
+              if at and (oldest == 0 or at < oldest) then oldest = at end
+            end
           end
         end
       end

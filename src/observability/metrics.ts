@@ -40,7 +40,7 @@ export interface MetricsServer {
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300];
 
 /** Fields of a shard's `groups` hash the autoscaling read sweeps at most a scrape (a larger hash takes several scrapes a round). */
-export const AUTOSCALE_SWEEP_FIELDS = 10_000;
+export const AUTOSCALE_SWEEP_FIELDS = 2000;
 /** Executors the autoscaling read lists at most per shard. */
 const AUTOSCALE_MAX_EXECUTORS = 10_000;
 /** The window of `rota_queue_due_soon_jobs`, ms. */
