@@ -1,0 +1,193 @@
+/**
+ * Health: worker.health() and the /readyz and /livez endpoints, against real processes and real
+ * faults (a stopped Redis server, SIGTERM with a job in flight, a wedged take loop).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { STALL_AFTER_MS } from '../../src/executor/health.js';
+import { Queue, Worker } from '../../src/index.js';
+import { type HealthServer, serveHealth } from '../../src/observability/health.js';
+import { cliEntry, rota } from '../helpers/cli.js';
+import { RedisServer } from '../helpers/redis-server.js';
+import { eventually, redisUrl, uniqueQueue } from '../helpers/setup.js';
+
+const open: Array<{ close(): Promise<unknown> }> = [];
+afterEach(async () => {
+  for (const c of open.splice(0).reverse()) await c.close();
+});
+
+/** The status /readyz or /livez answers now (0 when nothing answers). */
+async function status(url: string): Promise<number> {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(2000) })).status;
+  } catch {
+    return 0;
+  }
+}
+
+describe('health of a Redis server that stops answering', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+  });
+  afterAll(async () => {
+    if (server?.pid) process.kill(server.pid, 'SIGCONT');
+    await server?.destroy();
+  });
+
+  it('turns not ready within seconds of SIGSTOP, and ready again after SIGCONT', async () => {
+    const name = uniqueQueue('health');
+    const worker = new Worker(name, { noop: () => undefined }, { connection: server.url, leaseMs: 1500 });
+    open.push(worker);
+    worker.on('error', () => {});
+    await worker.run();
+    const health: HealthServer = await serveHealth({ port: 0, host: '127.0.0.1', check: () => worker.health() });
+    open.push(health);
+    expect(await eventually(async () => (await status(`${health.url}/readyz`)) === 200, 10_000)).toBe(true);
+    expect(await status(`${health.url}/livez`)).toBe(200);
+
+    const pid = server.pid as number;
+    process.kill(pid, 'SIGSTOP');
+    const stopped = performance.now();
+    try {
+      await eventually(async () => (await status(`${health.url}/readyz`)) === 503, 15_000);
+      const toNotReady = performance.now() - stopped;
+      const body = (await (await fetch(`${health.url}/readyz`)).json()) as {
+        ready: boolean;
+        checks: Record<string, { ok: boolean; detail: string }>;
+      };
+      expect(body.ready).toBe(false);
+      expect(body.checks.shards.ok).toBe(false);
+      expect(body.checks.shards.detail).toMatch(/shard 0: no answer for/);
+      // A stopped Redis is not a wedged process.
+      expect(await status(`${health.url}/livez`)).toBe(200);
+      process.kill(pid, 'SIGCONT');
+      const resumed = performance.now();
+      await eventually(async () => (await status(`${health.url}/readyz`)) === 200, 15_000);
+      console.log(
+        `health probe timings: not ready ${Math.round(toNotReady)} ms after SIGSTOP, ready ${Math.round(performance.now() - resumed)} ms after SIGCONT (leaseMs 1500)`,
+      );
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+  });
+});
+
+describe('worker.health()', () => {
+  it('stays live and ready on an idle executor across several fallback wake-ups', async () => {
+    const name = uniqueQueue('health');
+    const worker = new Worker(name, { noop: () => undefined }, { connection: redisUrl(), fallbackWakeMs: 1000, leaseMs: 3000 });
+    open.push(worker);
+    await worker.run();
+    await eventually(async () => worker.health().ready, 10_000);
+    const until = Date.now() + 4500;
+    let probes = 0;
+    while (Date.now() < until) {
+      const h = worker.health();
+      expect(h, JSON.stringify(h.checks)).toMatchObject({ live: true, ready: true });
+      probes++;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(probes).toBeGreaterThan(10);
+    expect(Object.keys(worker.health().checks).sort()).toEqual(
+      ['closing', 'connections', 'eventLoop', 'registered', 'shards', 'started', 'takeLoop'].sort(),
+    );
+  });
+
+  it('is not ready before it starts, and not ready from the moment close() begins', async () => {
+    const name = uniqueQueue('health');
+    const worker = new Worker(name, { noop: () => undefined }, { connection: redisUrl(), autorun: false });
+    expect(worker.health().ready).toBe(false);
+    expect(worker.health().checks.started.ok).toBe(false);
+    expect(worker.health().live).toBe(true);
+    await worker.run();
+    await eventually(async () => worker.health().ready, 10_000);
+    const closed = worker.close();
+    expect(worker.health().ready).toBe(false);
+    expect(worker.health().checks.closing).toEqual({ ok: false, detail: 'shutting down' });
+    await closed;
+  });
+
+  it('turns live false when the take loop is wedged', async () => {
+    const name = uniqueQueue('health');
+    const worker = new Worker(name, { noop: () => undefined }, { connection: redisUrl() });
+    open.push(worker);
+    await worker.run();
+    await eventually(async () => worker.health().live && worker.health().ready, 10_000);
+    // As a loop wedged for longer than the stall limit would leave it.
+    worker.setLoopProgressForTest(performance.now() - STALL_AFTER_MS - 1000);
+    const h = worker.health();
+    expect(h.live, JSON.stringify(h.checks)).toBe(false);
+    expect(h.checks.takeLoop.ok).toBe(false);
+    expect(h.checks.takeLoop.detail).toMatch(/last iteration \d+ ms ago/);
+    expect(h.checks.eventLoop.ok).toBe(true);
+  });
+});
+
+describe('rota worker --health-port', () => {
+  it('rejects a bad port with the usage of a bad value', async () => {
+    const q = ['--redis', redisUrl(), '--queue', uniqueQueue('health')];
+    const bad = await rota([...q, 'worker', '--tasks', 'x.mjs', '--health-port', '70000']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--health-port must be a whole number from 0 to 65535/);
+  });
+
+  it('answers /readyz 503 at once on SIGTERM, then exits 0 once the job in flight ends', async () => {
+    const name = uniqueQueue('health');
+    const q = ['--redis', redisUrl(), '--queue', name];
+    const dir = mkdtempSync(join(tmpdir(), 'rota-health-'));
+    const tasks = join(dir, 'tasks.mjs');
+    const gate = join(dir, 'gate');
+    writeFileSync(
+      tasks,
+      [
+        "import { existsSync } from 'node:fs';",
+        'export default { hold: async ({ args }) => {',
+        '  while (!existsSync(args.gate)) await new Promise((r) => setTimeout(r, 20));',
+        "  return 'released';",
+        '} };',
+        '',
+      ].join('\n'),
+    );
+    const queue = new Queue(name, { connection: redisUrl() });
+    open.push(queue);
+    const job = await queue.submit({ task: 'hold', args: { gate } });
+    const child: ChildProcess = spawn(
+      process.execPath,
+      [...cliEntry(), ...q, 'worker', '--tasks', tasks, '--health-port', '0', '--shutdown-timeout', '60000'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      let out = '';
+      child.stdout?.on('data', (d: Buffer) => {
+        out += d.toString();
+      });
+      const url = await eventually(
+        async () => /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"serving health"/.exec(out)?.[1],
+        30_000,
+      );
+      await eventually(async () => (await status(`${url}/readyz`)) === 200, 20_000);
+      await eventually(async () => (await queue.getJob(job.id))?.state === 'running', 20_000);
+
+      child.kill('SIGTERM');
+      await eventually(async () => (await status(`${url}/readyz`)) === 503, 10_000);
+      // The job is still in flight: the process waits for it.
+      expect(existsSync(gate)).toBe(false);
+      expect(child.exitCode).toBe(null);
+      expect((await queue.getJob(job.id))?.state).toBe('running');
+      const body = (await (await fetch(`${url}/readyz`)).json()) as { checks: Record<string, { ok: boolean }> };
+      expect(body.checks.closing.ok).toBe(false);
+      expect(await status(`${url}/livez`)).toBe(200);
+
+      writeFileSync(gate, '');
+      expect(await exited).toBe(0);
+      expect(await queue.getJob(job.id)).toMatchObject({ state: 'success', result: 'released' });
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+});
