@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { STALL_AFTER_MS } from '../../src/executor/health.js';
-import { Queue, Worker } from '../../src/index.js';
+import { Queue, Scheduler, Worker } from '../../src/index.js';
 import { type HealthServer, serveHealth } from '../../src/observability/health.js';
 import { cliEntry, rota } from '../helpers/cli.js';
 import { RedisServer } from '../helpers/redis-server.js';
@@ -189,5 +189,79 @@ describe('rota worker --health-port', () => {
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
     }
+  });
+});
+
+describe('scheduler.health()', () => {
+  it('is ready once started, with its replica heartbeat, and not ready from the moment close() begins', async () => {
+    const scheduler = new Scheduler(uniqueQueue('health'), { connection: redisUrl() });
+    expect(scheduler.health()).toMatchObject({ ready: false, live: true });
+    await scheduler.start();
+    const h = await eventually(async () => {
+      const now = scheduler.health();
+      return now.ready && now;
+    }, 10_000);
+    expect(h.live).toBe(true);
+    expect(h.checks.replica.detail).toMatch(/replica heartbeat: answered \d+ ms ago/);
+    expect(Object.keys(h.checks).sort()).toEqual(['closing', 'connections', 'eventLoop', 'loop', 'replica', 'started']);
+    const closed = scheduler.close();
+    expect(scheduler.health().ready).toBe(false);
+    await closed;
+  });
+});
+
+describe('rota scheduler and rota dashboard --health-port', () => {
+  /** Spawns `rota ...args`, resolves the health URL it prints (matched by `line`), and its exit. */
+  async function start(
+    args: string[],
+    line: RegExp,
+  ): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
+    const child = spawn(process.execPath, [...cliEntry(), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    const url = await eventually(async () => line.exec(out)?.[1], 30_000);
+    return { child, url, exited };
+  }
+
+  it('serves /readyz and /livez for a scheduler replica, and exits 0 on SIGTERM', async () => {
+    const q = ['--redis', redisUrl(), '--queue', uniqueQueue('health')];
+    const s = await start(
+      [...q, 'scheduler', '--health-port', '0'],
+      /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"serving health"/,
+    );
+    try {
+      await eventually(async () => (await status(`${s.url}/readyz`)) === 200, 20_000);
+      const body = (await (await fetch(`${s.url}/livez`)).json()) as { live: boolean; checks: Record<string, unknown> };
+      expect(body.live).toBe(true);
+      expect(Object.keys(body.checks)).toContain('replica');
+      expect((await fetch(`${s.url}/other`)).status).toBe(404);
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toBe(0);
+    } finally {
+      if (s.child.exitCode === null) s.child.kill('SIGKILL');
+    }
+  });
+
+  it('serves /readyz for the dashboard: ready while its Redis connection is', async () => {
+    const q = ['--redis', redisUrl(), '--queue', uniqueQueue('health')];
+    const d = await start(
+      [...q, 'dashboard', '--port', '0', '--health-port', '0'],
+      /health on (http:\/\/127\.0\.0\.1:\d+)\/readyz/,
+    );
+    try {
+      await eventually(async () => (await status(`${d.url}/readyz`)) === 200, 20_000);
+      const body = (await (await fetch(`${d.url}/readyz`)).json()) as { ready: boolean; checks: Record<string, { ok: boolean }> };
+      expect(body).toMatchObject({ ready: true, live: true, checks: { redis: { ok: true }, closing: { ok: true } } });
+      d.child.kill('SIGTERM');
+      expect(await d.exited).toBe(0);
+    } finally {
+      if (d.child.exitCode === null) d.child.kill('SIGKILL');
+    }
+    const bad = await rota([...q, 'dashboard', '--health-port', 'x']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--health-port must be a whole number from 0 to 65535/);
   });
 });
