@@ -145,8 +145,8 @@ export class Taker {
   }
 
   /**
-   * Whether the loop has stalled: no progress for `stallMs` while it should be running (not
-   * started, not closing, not waiting on runs or on outcomes being sent).
+   * Whether the loop has stalled: no progress for `stallMs` while it should be running (it
+   * started, is not closing, and does not wait on runs or on outcomes being sent).
    */
   stalled(stallMs: number, now = performance.now()): { stalled: boolean; sinceMs: number } {
     const sinceMs = Math.max(0, now - this.lastProgress);
