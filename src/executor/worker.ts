@@ -24,7 +24,7 @@ import { QueueStore, subscribeCancels } from '../redis/queue-store.js';
 import { shardNumbers } from '../redis/shards.js';
 import { stageChildren } from '../redis/side-writes.js';
 import { Delivery } from './delivery.js';
-import { type Health, type HealthCheck, health, LagMonitor, STALL_AFTER_MS } from './health.js';
+import { type Health, type HealthCheck, health, LagMonitor } from './health.js';
 import { Heartbeat, type HeldJob } from './heartbeat.js';
 import { shardOf } from './job-shard.js';
 import { checkHandlers, type ExecutorSettings, executorSettings, type WorkerOptions } from './options.js';
@@ -273,8 +273,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
    * Ready: started (schema matched, library loaded), every connection ready, every shard's primary
    * answered its last heartbeat (within two beats, none unanswered for 2 s), registered (a beat
    * answered within the registry entry's time to live), and not closing (false from the moment
-   * close() begins). Live: the take loop made progress within 2 minutes unless it waits on runs
-   * or outcomes, and the event loop lags less than 10 s.
+   * close() begins). Live: the take loop made progress within `stallAfterMs` (2 minutes) unless
+   * it waits on runs or outcomes, and the event loop lags less than 10 s.
    */
   health(): Health {
     const now = performance.now();
@@ -304,7 +304,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     };
     ready.closing = { ok: !this.closing, detail: this.closing ? 'shutting down' : 'not shutting down' };
     const live: Record<string, HealthCheck> = {};
-    const stallMs = Math.max(STALL_AFTER_MS, 3 * this.opts.fallbackWakeMs);
+    const stallMs = this.opts.stallAfterMs;
     const { stalled, sinceMs } = this.taker.stalled(stallMs, now);
     live.takeLoop = {
       ok: !stalled,

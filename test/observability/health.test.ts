@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { STALL_AFTER_MS } from '../../src/executor/health.js';
-import { Queue, Scheduler, Worker } from '../../src/index.js';
+import { Queue, Scheduler, ValidationError, Worker } from '../../src/index.js';
 import { type HealthServer, serveHealth } from '../../src/observability/health.js';
 import { cliEntry, rota } from '../helpers/cli.js';
 import { RedisServer } from '../helpers/redis-server.js';
@@ -124,6 +124,35 @@ describe('worker.health()', () => {
     expect(h.checks.takeLoop.ok).toBe(false);
     expect(h.checks.takeLoop.detail).toMatch(/last iteration \d+ ms ago/);
     expect(h.checks.eventLoop.ok).toBe(true);
+  });
+
+  it('takes its stall limit from stallAfterMs, never below 3 fallback periods, and refuses a bad one', async () => {
+    const name = uniqueQueue('health');
+    const worker = new Worker(
+      name,
+      { noop: () => undefined },
+      { connection: redisUrl(), stallAfterMs: 5000, fallbackWakeMs: 1000 },
+    );
+    open.push(worker);
+    await worker.run();
+    await eventually(async () => worker.health().live && worker.health().ready, 10_000);
+    worker.setLoopProgressForTest(performance.now() - 6000);
+    const h = worker.health();
+    expect(h.live).toBe(false);
+    expect(h.checks.takeLoop.detail).toMatch(/limit 5000 ms/);
+    const floored = new Worker(
+      name,
+      { noop: () => undefined },
+      { connection: redisUrl(), stallAfterMs: 1000, fallbackWakeMs: 2000, autorun: false },
+    );
+    open.push(floored);
+    expect(floored.health().checks.takeLoop.detail).toMatch(/limit 6000 ms/);
+    expect(() => new Worker(name, { noop: () => undefined }, { connection: redisUrl(), stallAfterMs: 10 })).toThrow(
+      ValidationError,
+    );
+    const bad = await rota(['--redis', redisUrl(), '--queue', name, 'worker', '--tasks', 'x.mjs', '--stall-after', '10']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--stall-after must be a whole number from 1000 to 86400000/);
   });
 });
 

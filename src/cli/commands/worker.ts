@@ -43,6 +43,11 @@ export function register(program: Command): void {
     .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
     .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
     .option(
+      '--stall-after <ms>',
+      '/livez fails when the take loop makes no progress this long (default 120000)',
+      intOption('--stall-after', 1000, 86_400_000),
+    )
+    .option(
       '--shutdown-timeout <ms>',
       'how long running jobs may finish on shutdown',
       intOption('--shutdown-timeout', 0, 86_400_000),
@@ -57,6 +62,7 @@ export function register(program: Command): void {
           shutdownTimeout: number;
           metricsPort?: number;
           healthPort?: number;
+          stallAfter?: number;
         },
         cmd: Command,
       ) =>
@@ -75,6 +81,7 @@ export function register(program: Command): void {
               id: o.id,
               logger: log,
               shards,
+              stallAfterMs: o.stallAfter,
             });
             worker.on('error', (err) => log.warn({ err }, 'executor error'));
             // (served before the start-up, which waits for Redis: a probe sees not-ready meanwhile)
