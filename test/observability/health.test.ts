@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { STALL_AFTER_MS } from '../../src/executor/health.js';
 import { Queue, Scheduler, ValidationError, Worker } from '../../src/index.js';
@@ -28,7 +29,7 @@ async function status(url: string): Promise<number> {
   }
 }
 
-describe('health of a Redis server that stops answering', () => {
+describe('health under Redis faults (a server of its own)', () => {
   let server: RedisServer;
   beforeAll(async () => {
     server = await RedisServer.start();
@@ -72,6 +73,38 @@ describe('health of a Redis server that stops answering', () => {
       );
     } finally {
       process.kill(pid, 'SIGCONT');
+    }
+  });
+
+  it('recovers after CLIENT KILL of its blocking connection: ready again, and it takes the next job', async () => {
+    const name = uniqueQueue('health');
+    const worker = new Worker(name, { echo: ({ args }) => args }, { connection: server.url, fallbackWakeMs: 1000 });
+    open.push(worker);
+    worker.on('error', () => {});
+    await worker.run();
+    await eventually(async () => worker.health().ready, 10_000);
+    const admin = new Redis(server.url);
+    try {
+      // The executor's blocking call on the shard's wake-up marker (the only one on this server).
+      const blocked = await eventually(async () => {
+        const list = (await admin.client('LIST')) as string;
+        return list
+          .split('\n')
+          .filter((l) => / cmd=bzpopmin /.test(l))
+          .map((l) => /^id=(\d+)/.exec(l)?.[1])[0];
+      }, 10_000);
+      await admin.client('KILL', 'ID', blocked);
+      const queue = new Queue(name, { connection: server.url });
+      open.push(queue);
+      const job = await queue.submit({ task: 'echo', args: { n: 1 } });
+      await eventually(async () => (await queue.getJob(job.id))?.state === 'success', 20_000);
+      const h = await eventually(async () => {
+        const now = worker.health();
+        return now.ready && now.live && now;
+      }, 10_000);
+      expect(h.checks.connections.ok).toBe(true);
+    } finally {
+      admin.disconnect();
     }
   });
 });
