@@ -22,6 +22,7 @@ export {
   UnknownTaskError,
   ValidationError,
 } from './errors.js';
+export type { Health, HealthCheck } from './executor/health.js';
 export type { Keep } from './executor/recoverer.js';
 export { installShutdownHandlers, type ShutdownOptions } from './executor/shutdown.js';
 export { type JobLogger, LeaseLostError, Worker, type WorkerEvents, type WorkerOptions } from './executor/worker.js';

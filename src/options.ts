@@ -85,6 +85,7 @@ export const WORKER_OPTIONS = {
   leaseMs: whole(MIN_LEASE_MS, DAY_MS, 'ms').optional(),
   graceMs: whole(0, HOUR_MS, 'ms').optional(),
   fallbackWakeMs: whole(MIN_FALLBACK_WAKE_MS, HOUR_MS, 'ms').optional(),
+  stallAfterMs: whole(1000, DAY_MS, 'ms').optional(),
   keepSucceeded: keep(1_000_000_000).optional(),
   keepFailed: keep(1_000_000_000).optional(),
   maxResultBytes: whole(1, MAX_PAYLOAD_LIMIT, 'bytes').optional(),

@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
 import { ReshardInProgressError, RotaError, ValidationError } from '../errors.js';
+import { type Health, health, LagMonitor } from '../executor/health.js';
 import { checkOptions, DASHBOARD_OPTIONS } from '../options.js';
 import { PeriodicTasks } from '../periodic/tasks.js';
 import { Queue } from '../queue/queue.js';
@@ -65,6 +66,12 @@ export interface DashboardHandler {
   readonly reader: LiveReader;
   /** Ends the live streams and closes the Redis connection. */
   close(): Promise<void>;
+  /**
+   * Readiness and liveness for a probe (`rota dashboard --health-port`); sends no Redis command.
+   * Ready when its Redis connection is ready and it is not closing; live unless the event loop
+   * lags 10 s or more (measured from the first call).
+   */
+  health(): Health;
 }
 
 /** Largest POST body read, bytes. */
@@ -354,7 +361,21 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
     });
   }) as DashboardHandler;
   Object.defineProperty(handler, 'reader', { value: reader });
+  let closing = false;
+  const lag = new LagMonitor();
+  handler.health = () => {
+    lag.start();
+    return health(
+      {
+        redis: { ok: redis.status === 'ready', detail: `connection ${redis.status}` },
+        closing: { ok: !closing, detail: closing ? 'shutting down' : 'not shutting down' },
+      },
+      { eventLoop: lag.check() },
+    );
+  };
   handler.close = async () => {
+    closing = true;
+    lag.stop();
     reader.close();
     await Promise.all([...handles.values()].map((h) => h.periodic.close()));
     if (!owned) return;

@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { MAX_TIMEOUT_MS } from '../queue/long-timer.js';
 import type { QueueStore } from '../redis/queue-store.js';
+import { ANSWER_MS, Answers } from './health.js';
 
 export interface HeldJob {
   id: string;
@@ -29,13 +30,22 @@ export interface HeartbeatDeps {
 export class Heartbeat {
   private timer: NodeJS.Timeout | null = null;
   private beating: Promise<void> | null = null;
+  /** Whether the shard answers the beats (health.ts): each beat is one Redis call. */
+  readonly answers: Answers;
 
-  constructor(private readonly d: HeartbeatDeps) {}
+  constructor(private readonly d: HeartbeatDeps) {
+    this.answers = new Answers(2 * this.everyMs + ANSWER_MS);
+  }
+
+  /** How often it beats: every third of the lease (at least 50 ms). */
+  get everyMs(): number {
+    return Math.min(MAX_TIMEOUT_MS, Math.max(50, Math.floor(this.d.leaseMs / 3)));
+  }
 
   /** Beats now, then every third of the lease (at most every 24.8 days, what setInterval takes: beating early is harmless). */
   start(): Promise<void> {
     // (a start tried again after a failed first beat keeps the one interval)
-    this.timer ??= setInterval(() => void this.beat(), Math.min(MAX_TIMEOUT_MS, Math.max(50, Math.floor(this.d.leaseMs / 3))));
+    this.timer ??= setInterval(() => void this.beat(), this.everyMs);
     return this.beat();
   }
 
@@ -58,13 +68,15 @@ export class Heartbeat {
       ttlMs: this.d.leaseMs * 3,
     };
     try {
-      const { lost, cancel } = await this.d.store.heartbeat({
-        workerId: this.d.workerId,
-        leaseMs: this.d.leaseMs,
-        ttlMs: info.ttlMs,
-        info,
-        held,
-      });
+      const { lost, cancel } = await this.answers.follow(
+        this.d.store.heartbeat({
+          workerId: this.d.workerId,
+          leaseMs: this.d.leaseMs,
+          ttlMs: info.ttlMs,
+          info,
+          held,
+        }),
+      );
       if (lost.length) this.d.onLost(lost);
       if (cancel.length) this.d.onCancel(cancel);
     } catch (err) {

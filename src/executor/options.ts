@@ -11,6 +11,7 @@ import type { Handlers } from '../queue/context.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replication } from '../queue/options.js';
 import type { ConnectionOption } from '../redis/connection.js';
 import { checkShards } from '../redis/shards.js';
+import { STALL_AFTER_MS } from './health.js';
 import type { Keep } from './recoverer.js';
 
 /** Executor options. */
@@ -43,6 +44,12 @@ export interface WorkerOptions {
    * otherwise polls Redis) to an hour; default 30,000 ms.
    */
   fallbackWakeMs?: number;
+  /**
+   * `health()` reports the executor not live when its take loop has not begun an iteration for
+   * this long while it should run (not while it waits on runs or on Redis): 1,000 ms to a day;
+   * default 120,000 ms, and never less than 3 × `fallbackWakeMs` (an idle loop's longest sleep).
+   */
+  stallAfterMs?: number;
   /**
    * Finished successful jobs kept: newest `count` (default 10,000), each at most `age` ms (default
    * 1 day); -1 is no bound, else 0 to 10^9 jobs and up to 100 years. The count may run over by a
@@ -94,6 +101,8 @@ export interface ExecutorSettings {
   leaseMs: number;
   graceMs: number;
   fallbackWakeMs: number;
+  /** The take loop's stall limit (ms): at least 3 × fallbackWakeMs. */
+  stallAfterMs: number;
   keepSucceeded: Required<Keep>;
   keepFailed: Required<Keep>;
   maxResultBytes: number;
@@ -121,6 +130,7 @@ export function executorSettings(workerOptions: WorkerOptions): ExecutorSettings
     leaseMs: options.leaseMs ?? 30_000,
     graceMs: options.graceMs ?? 5000,
     fallbackWakeMs: options.fallbackWakeMs ?? 30_000,
+    stallAfterMs: Math.max(options.stallAfterMs ?? STALL_AFTER_MS, 3 * (options.fallbackWakeMs ?? 30_000)),
     keepSucceeded: { count: 10_000, age: 86_400_000, ...options.keepSucceeded },
     keepFailed: { count: 100_000, age: 7 * 86_400_000, ...options.keepFailed },
     maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_ARGS_BYTES,

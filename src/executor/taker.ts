@@ -70,6 +70,15 @@ export class Taker {
   /** Wakes the loop when the pace allows the next take. */
   private paceTimer: NodeJS.Timeout | null = null;
   private closing = false;
+  /**
+   * When the loop last began an iteration (performance.now() ms); an idle loop still iterates
+   * once per fallback period at least (its sleep is bounded). Liveness (health.ts) reads it.
+   */
+  lastProgress = performance.now();
+  /** The loop waits on runs or on outcomes being sent (handlers running long, Redis down): not a stall. */
+  private onRuns = false;
+  /** The loop runs (start-up passed): a stall counts only then. */
+  private looping = false;
 
   constructor(private readonly d: TakerDeps) {
     this.sizer = new TakeSizer(d.concurrency);
@@ -100,7 +109,9 @@ export class Taker {
 
   /** Takes until close(); then waits for the takes in flight, whose jobs are released as they come. */
   async loop(): Promise<void> {
+    this.looping = true;
     while (!this.closing) {
+      this.lastProgress = performance.now();
       const want = this.plan.forLoop(this.d.running(), this.d.outcomes.waiting);
       if (want > 0) {
         const shard = this.turns.next();
@@ -114,7 +125,9 @@ export class Taker {
           break;
         case 'finishes':
           // Their answers take for the slots their runs free, and come before a wake-up would.
+          this.onRuns = true;
           await this.d.outcomes.drain();
+          this.onRuns = false;
           break;
         case 'sleep':
           await this.waitForWork(this.plan.sleepMs());
@@ -122,10 +135,22 @@ export class Taker {
           break;
         case 'wait':
           // for a take to answer or a slot to free up (each wakes the loop)
+          // (a take in flight answers or is given up within LATE_TAKE_MS; slots held by runs may take any time)
+          this.onRuns = this.plan.inFlight === 0;
           await this.wakeUp();
+          this.onRuns = false;
       }
     }
     while (this.plan.inFlight > 0) await this.wakeUp();
+  }
+
+  /**
+   * Whether the loop has stalled: no progress for `stallMs` while it should be running (it
+   * started, is not closing, and does not wait on runs or on outcomes being sent).
+   */
+  stalled(stallMs: number, now = performance.now()): { stalled: boolean; sinceMs: number } {
+    const sinceMs = Math.max(0, now - this.lastProgress);
+    return { stalled: this.looping && !this.closing && !this.onRuns && sinceMs >= stallMs, sinceMs };
   }
 
   /** Stops the loop: no take is sent after this; the sleep and the waits in progress end. */

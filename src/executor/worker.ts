@@ -24,6 +24,7 @@ import { QueueStore, subscribeCancels } from '../redis/queue-store.js';
 import { shardNumbers } from '../redis/shards.js';
 import { stageChildren } from '../redis/side-writes.js';
 import { Delivery } from './delivery.js';
+import { type Health, type HealthCheck, health, LagMonitor } from './health.js';
 import { Heartbeat, type HeldJob } from './heartbeat.js';
 import { shardOf } from './job-shard.js';
 import { checkHandlers, type ExecutorSettings, executorSettings, type WorkerOptions } from './options.js';
@@ -32,6 +33,7 @@ import type { WorkerEvents } from './reports.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
 import { Taker } from './taker.js';
 
+export type { Health, HealthCheck } from './health.js';
 export type { JobLogger, WorkerOptions } from './options.js';
 export { LeaseLostError, type WorkerEvents } from './reports.js';
 
@@ -107,6 +109,9 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     trace: tracingAvailable ? (j) => startRunSpan(this.name, j, (j as { [TRACE]?: string })[TRACE]) : undefined,
   };
   private readonly startedAt = Date.now();
+  /** The start-up passed: the schema matched and the library loaded. */
+  private up = false;
+  private readonly lag = new LagMonitor();
 
   /**
    * @throws {ValidationError} naming the first bad option, handler or the queue name; nothing is
@@ -243,6 +248,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         await subscribeCancels(this.subscriber, this.stores);
         await Promise.all(this.heartbeats.map((h) => h.start()));
         await Promise.all(this.recoverers.map((r) => r.start()));
+        this.up = true;
+        this.lag.start();
         return;
       } catch (err) {
         this.emitError(err);
@@ -257,6 +264,62 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         });
       }
     }
+  }
+
+  /**
+   * Readiness and liveness, for a probe (`rota worker --health-port`, or an app's own server);
+   * it sends no Redis command: it reads what the executor knows (its connections' status, its
+   * heartbeat's last answer per shard, its take loop's last iteration).
+   * Ready: started (schema matched, library loaded), every connection ready, every shard's primary
+   * answered its last heartbeat (within two beats, none unanswered for 2 s), registered (a beat
+   * answered within the registry entry's time to live), and not closing (false from the moment
+   * close() begins). Live: the take loop made progress within `stallAfterMs` (2 minutes) unless
+   * it waits on runs or outcomes, and the event loop lags less than 10 s.
+   */
+  health(): Health {
+    const now = performance.now();
+    const ready: Record<string, HealthCheck> = {};
+    ready.started = this.up
+      ? { ok: true, detail: 'schema matched, library loaded' }
+      : { ok: false, detail: 'not started yet (see the error events)' };
+    const conns = [this.client, ...this.taker.blocking, this.subscriber];
+    const down = conns.filter((c) => c.status !== 'ready').map((c) => c.status);
+    ready.connections = {
+      ok: down.length === 0,
+      detail: down.length === 0 ? `${conns.length} connection(s) ready` : `not ready: ${down.join(', ')}`,
+    };
+    const shardChecks = this.heartbeats.map((h, i) => h.answers.check(`shard ${i}`, now));
+    ready.shards = {
+      ok: shardChecks.every((c) => c.ok),
+      detail: shardChecks.map((c) => c.detail).join('; '),
+    };
+    const ttl = this.opts.leaseMs * 3;
+    const unregistered = this.heartbeats.filter((h) => !(h.answers.ageMs(now) < ttl)).length;
+    ready.registered = {
+      ok: unregistered === 0,
+      detail:
+        unregistered === 0
+          ? `heartbeat answered within ${ttl} ms on every shard`
+          : `no heartbeat answered within ${ttl} ms on ${unregistered} shard(s)`,
+    };
+    ready.closing = { ok: !this.closing, detail: this.closing ? 'shutting down' : 'not shutting down' };
+    const live: Record<string, HealthCheck> = {};
+    const stallMs = this.opts.stallAfterMs;
+    const { stalled, sinceMs } = this.taker.stalled(stallMs, now);
+    live.takeLoop = {
+      ok: !stalled,
+      detail: `last iteration ${Math.round(sinceMs)} ms ago (limit ${stallMs} ms while taking or idle)`,
+    };
+    live.eventLoop = this.lag.check(now);
+    return health(ready, live);
+  }
+
+  /**
+   * @internal For tests only: sets when the take loop last made progress (performance.now() ms),
+   * as a wedged loop would leave it.
+   */
+  setLoopProgressForTest(at: number): void {
+    this.taker.lastProgress = at;
   }
 
   /** Number of jobs running now. */
@@ -355,6 +418,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     }
     await new Promise((r) => setImmediate(r));
     for (const r of this.recoverers) r.stop();
+    this.lag.stop();
     // Acknowledge and release what we can; Redis may be unreachable, so not forever.
     const flushed = await within(
       (async () => {

@@ -5,6 +5,7 @@
  * {@link REPLICA_TTL_MS}. Readers (`rota periodic add` / `trigger`) use it to warn when nothing
  * would submit the runs (PeriodicTasks.schedulers, through PeriodicReads.replicas).
  */
+import { ANSWER_MS, Answers } from '../executor/health.js';
 import type { PeriodicStore } from '../redis/periodic-store.js';
 
 /** How often a replica renews its entry (ms). */
@@ -18,6 +19,8 @@ const STOP_WAIT_MS = 1000;
 export class ReplicaBeat {
   private timer: NodeJS.Timeout | null = null;
   private beating: Promise<void> | null = null;
+  /** Whether Redis answers the renewals (../executor/health.ts): each is one Redis call. */
+  readonly answers = new Answers(2 * REPLICA_BEAT_MS + ANSWER_MS);
 
   constructor(
     private readonly store: PeriodicStore,
@@ -59,6 +62,6 @@ export class ReplicaBeat {
   }
 
   private beat(): Promise<void> {
-    return this.store.beatReplica(this.id, REPLICA_TTL_MS);
+    return this.answers.follow(this.store.beatReplica(this.id, REPLICA_TTL_MS));
   }
 }

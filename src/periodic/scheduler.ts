@@ -27,6 +27,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { TimerStalledError } from '../errors.js';
+import { type Health, type HealthCheck, health, LagMonitor, STALL_AFTER_MS } from '../executor/health.js';
 import { checkOptions, SCHEDULER_OPTIONS } from '../options.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/options.js';
@@ -157,6 +158,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly timerCache = new Map<string, Timer>();
   /** This replica's entry among the live replicas (see ./replicas.ts). */
   private readonly beat: ReplicaBeat;
+  /** The start-up passed: the schema matched and the library loaded. */
+  private up = false;
+  private readonly lag = new LagMonitor();
+  /** When the loop last began a pass or woke (performance.now() ms); liveness reads it. */
+  private lastProgress = performance.now();
+  /** The loop waits on Redis (a claim or a commit in flight): an outage, not a stall. */
+  private onRedis = false;
 
   /**
    * @throws {ValidationError} naming the first bad option or the queue name; nothing is opened then.
@@ -208,12 +216,44 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.subscriber.on('message', () => this.wake());
       await this.store.subscribeWake(this.subscriber);
       await this.beat.start();
+      this.up = true;
+      this.lag.start();
     } catch (err) {
       // A start that failed leaves nothing behind: no connection keeps reconnecting.
       this.destroy();
       throw err;
     }
     this.loopDone = this.loop();
+  }
+
+  /**
+   * Readiness and liveness, for a probe (`rota scheduler --health-port`, or an app's own server);
+   * it sends no Redis command. Ready: started (schema matched, library loaded), its connections
+   * ready, its replica heartbeat answered (within two renewals, none unanswered for 2 s; renewed
+   * every 5 s) and not closing. Live: its loop began a pass within 2 minutes (or 3 fallback
+   * periods) unless it waits on Redis, and the event loop lags less than 10 s.
+   */
+  health(): Health {
+    const now = performance.now();
+    const ready: Record<string, HealthCheck> = {};
+    ready.started = this.up
+      ? { ok: true, detail: 'schema matched, library loaded' }
+      : { ok: false, detail: 'not started (start() not called, or it failed)' };
+    const down = [this.client, this.subscriber].filter((c) => c.status !== 'ready').map((c) => c.status);
+    ready.connections = {
+      ok: down.length === 0,
+      detail: down.length === 0 ? '2 connection(s) ready' : `not ready: ${down.join(', ')}`,
+    };
+    ready.replica = this.beat.answers.check('replica heartbeat', now);
+    ready.closing = { ok: !this.closing, detail: this.closing ? 'shutting down' : 'not shutting down' };
+    const stallMs = Math.max(STALL_AFTER_MS, 3 * this.o.fallbackWakeMs);
+    const since = Math.max(0, now - this.lastProgress);
+    const stalled = this.up && !this.closing && !this.onRedis && since >= stallMs;
+    const live: Record<string, HealthCheck> = {
+      loop: { ok: !stalled, detail: `last pass ${Math.round(since)} ms ago (limit ${stallMs} ms unless waiting on Redis)` },
+      eventLoop: this.lag.check(now),
+    };
+    return health(ready, live);
   }
 
   /** Makes the replica look for due tasks at once (what `p:wake` messages do). */
@@ -232,15 +272,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private async loop(): Promise<void> {
     let failures = 0;
     while (!this.closing) {
+      this.lastProgress = performance.now();
       this.woken = false;
       let claimed: Claimed[];
       let earliest: number | null;
       let now: number;
       try {
+        this.onRedis = true;
         [now, earliest, claimed] = await this.claim();
         failures = 0;
       } catch (err) {
         if (this.closing) break;
+        this.onRedis = false;
         this.emitError(err);
         await sleep(Math.min(100 * 2 ** failures++, 2000));
         continue;
@@ -253,6 +296,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           this.emitError(err);
         }
       }
+      this.onRedis = false;
       if (claimed.length >= this.o.batchSize || this.woken) continue;
       const wait = Math.max(
         1,
@@ -451,6 +495,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       await this.release();
     }
     await this.beat.stop();
+    this.lag.stop();
     this.subscriber.disconnect();
     await this.client.quit().catch(() => this.client.disconnect());
   }
@@ -458,6 +503,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   /** Kills the replica without releasing anything (as a crash would; for tests). */
   destroy(): void {
     this.closing = true;
+    this.lag.stop();
     this.beat.abandon();
     this.wake();
     if (this.releaseTimer) clearLongTimeout(this.releaseTimer.timer);

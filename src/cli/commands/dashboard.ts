@@ -1,8 +1,9 @@
 /** `rota dashboard`: serves the web dashboard of one or more queues. */
 import type { Command } from 'commander';
 import { serveDashboard } from '../../dashboard/serve.js';
+import type { HealthServer } from '../../observability/health.js';
 import { EXIT_INVALID, EXIT_USAGE } from '../exit-codes.js';
-import { CliError, globals, intOption, openTarget, readSecretFile, run } from '../support.js';
+import { CliError, globals, intOption, openTarget, readSecretFile, run, serveHealthPort } from '../support.js';
 
 /**
  * Every queue named with `--queue` on the command line (it may be repeated: `--queue a --queue b`).
@@ -32,6 +33,7 @@ export function register(program: Command): void {
     )
     .option('--token-file <file>', 'read the access token from this file')
     .option('--base-path <path>', 'path to serve under, e.g. /rota')
+    .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
     .option('--trust-proxy', 'behind a proxy: trust its X-Forwarded-Proto (Secure cookies) and X-Forwarded-For')
     .action(
       async (
@@ -43,6 +45,7 @@ export function register(program: Command): void {
           tokenFile?: string;
           basePath?: string;
           trustProxy?: boolean;
+          healthPort?: number;
         },
         cmd: Command,
       ) =>
@@ -77,12 +80,22 @@ export function register(program: Command): void {
             throw err;
           }
           process.stdout.write(`rota dashboard of ${queues.join(', ')} on ${served.url}${o.readOnly ? ' (read-only)' : ''}\n`);
+          let health: HealthServer | undefined;
+          if (o.healthPort !== undefined) {
+            try {
+              health = await serveHealthPort(o.healthPort, () => served.handler.health());
+            } catch (err) {
+              await served.close().catch(() => {});
+              target.close();
+              throw err;
+            }
+            process.stdout.write(`rota dashboard health on ${health.url}/readyz and /livez\n`);
+          }
           await new Promise<void>((resolve) => {
             const stop = () => {
               process.off('SIGINT', stop);
               process.off('SIGTERM', stop);
-              void served
-                .close()
+              void Promise.all([served.close(), health?.close()])
                 .catch(() => {})
                 .finally(() => {
                   target.close();

@@ -1,5 +1,6 @@
 /** `rota scheduler` (a scheduler replica) and `rota periodic ...` (the periodic task store). */
 import { type Command, InvalidArgumentError } from 'commander';
+import type { HealthServer } from '../../observability/health.js';
 import { createLogger } from '../../observability/logger.js';
 import { serveMetrics } from '../../observability/metrics.js';
 import type { PeriodicTask, PeriodicTaskDefinition } from '../../periodic/definition.js';
@@ -8,7 +9,18 @@ import { PeriodicTasks } from '../../periodic/tasks.js';
 import { Queue } from '../../queue/queue.js';
 import { parseTimer } from '../../timers/index.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
-import { CliError, globals, intOption, openClient, openTarget, printJson, printTable, run, shardsOf } from '../support.js';
+import {
+  CliError,
+  globals,
+  intOption,
+  openClient,
+  openTarget,
+  printJson,
+  printTable,
+  run,
+  serveHealthPort,
+  shardsOf,
+} from '../support.js';
 import { timeFormat } from '../times.js';
 
 /** What a periodic command reads from the global options. */
@@ -73,7 +85,8 @@ export function register(program: Command): void {
     .description('run a scheduler replica (any number may run; each occurrence is submitted once)')
     .option('--id <id>', 'replica id')
     .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
-    .action(async (o: { id?: string; metricsPort?: number }, cmd: Command) =>
+    .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
+    .action(async (o: { id?: string; metricsPort?: number; healthPort?: number }, cmd: Command) =>
       run(async () => {
         const g = globals(cmd);
         const target = await openTarget(g);
@@ -89,7 +102,13 @@ export function register(program: Command): void {
           process.once('SIGTERM', resolve);
           process.once('SIGINT', resolve);
         });
+        let health: HealthServer | undefined;
         try {
+          // (served before the start: a probe sees not-ready meanwhile)
+          if (o.healthPort !== undefined) {
+            health = await serveHealthPort(o.healthPort, () => scheduler.health());
+            log.info({ url: health.url }, 'serving health');
+          }
           await scheduler.start();
           log.info({ id: scheduler.id, queue: g.queue }, 'scheduler started');
           const metrics =
@@ -100,6 +119,7 @@ export function register(program: Command): void {
           log.info(`${await signalled} received, stopping`);
           await Promise.all([scheduler.close(), metrics?.close()]);
         } finally {
+          await health?.close();
           target.close();
         }
       }),

@@ -4,12 +4,13 @@ import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { installShutdownHandlers } from '../../executor/shutdown.js';
 import { Worker } from '../../executor/worker.js';
+import type { HealthServer } from '../../observability/health.js';
 import { createLogger } from '../../observability/logger.js';
 import { type MetricsServer, serveMetrics } from '../../observability/metrics.js';
 import type { Handlers } from '../../queue/context.js';
 import { Queue } from '../../queue/queue.js';
 import { EXIT_INVALID } from '../exit-codes.js';
-import { CliError, globals, intOption, openTarget, run } from '../support.js';
+import { CliError, globals, intOption, openTarget, run, serveHealthPort } from '../support.js';
 
 /** Loads handlers: the module's default export (an object of functions) or its named function exports. */
 export async function loadHandlers(path: string): Promise<Handlers> {
@@ -40,6 +41,12 @@ export function register(program: Command): void {
     .option('--concurrency <n>', 'jobs run at once', intOption('--concurrency', 1, 100_000), 1)
     .option('--id <id>', 'executor id (a fixed id clears its stale marks on restart)')
     .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
+    .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
+    .option(
+      '--stall-after <ms>',
+      '/livez fails when the take loop makes no progress this long (default 120000)',
+      intOption('--stall-after', 1000, 86_400_000),
+    )
     .option(
       '--shutdown-timeout <ms>',
       'how long running jobs may finish on shutdown',
@@ -48,7 +55,15 @@ export function register(program: Command): void {
     )
     .action(
       async (
-        o: { tasks: string; concurrency: number; id?: string; shutdownTimeout: number; metricsPort?: number },
+        o: {
+          tasks: string;
+          concurrency: number;
+          id?: string;
+          shutdownTimeout: number;
+          metricsPort?: number;
+          healthPort?: number;
+          stallAfter?: number;
+        },
         cmd: Command,
       ) =>
         run(async () => {
@@ -57,6 +72,7 @@ export function register(program: Command): void {
           const target = await openTarget(g);
           const { connection } = target;
           const shards = target.shards[g.queue];
+          let health: HealthServer | undefined;
           try {
             const log = createLogger({ name: 'rota-worker' });
             const worker = new Worker(g.queue, handlers, {
@@ -65,8 +81,14 @@ export function register(program: Command): void {
               id: o.id,
               logger: log,
               shards,
+              stallAfterMs: o.stallAfter,
             });
             worker.on('error', (err) => log.warn({ err }, 'executor error'));
+            // (served before the start-up, which waits for Redis: a probe sees not-ready meanwhile)
+            if (o.healthPort !== undefined) {
+              health = await serveHealthPort(o.healthPort, () => worker.health());
+              log.info({ url: health.url }, 'serving health');
+            }
             await worker.run();
             log.info(
               { id: worker.id, queue: g.queue, shards, concurrency: o.concurrency, tasks: Object.keys(handlers) },
@@ -85,11 +107,12 @@ export function register(program: Command): void {
               timeout: o.shutdownTimeout,
               log: (m) => log.info(m),
               onClosed: async () => {
-                await metrics?.close();
+                await Promise.all([metrics?.close(), health?.close()]);
                 target.close();
               },
             });
           } catch (err) {
+            await health?.close();
             target.close();
             throw err;
           }

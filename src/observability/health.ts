@@ -1,0 +1,65 @@
+/**
+ * The health endpoints of `rota worker`, `rota scheduler` and `rota dashboard` (`--health-port`):
+ * `/readyz` and `/livez` answer 200 or 503 with a JSON body naming each check. A probe calls
+ * `check()`, which reads what the process already knows and sends no Redis command.
+ */
+import { createServer, type Server } from 'node:http';
+import type { Health } from '../executor/health.js';
+
+export interface HealthServerOptions {
+  /** Port to listen on (0: a free one). */
+  port: number;
+  /** Address to bind; default 0.0.0.0 (a kubelet probes the pod's address). */
+  host?: string;
+  /** The process's health now (e.g. `() => worker.health()`). */
+  check: () => Health;
+}
+
+export interface HealthServer {
+  /** Where the endpoints are served, e.g. http://127.0.0.1:9465 (append /readyz or /livez). */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `/readyz` (200 when ready) and `/livez` (200 when live); 503 otherwise, and 404 for any
+ * other path. The body is the Health as JSON: `{ live, ready, checks: { name: { ok, detail } } }`.
+ * Rejects with the listen error (EADDRINUSE...) when the port cannot be bound.
+ */
+export async function serveHealth(opts: HealthServerOptions): Promise<HealthServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== '/readyz' && path !== '/livez') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('see /readyz or /livez\n');
+      return;
+    }
+    let h: Health;
+    try {
+      h = opts.check();
+    } catch (err) {
+      res
+        .writeHead(503, { 'content-type': 'application/json' })
+        .end(`${JSON.stringify({ error: err instanceof Error ? err.message : String(err) })}\n`);
+      return;
+    }
+    const ok = path === '/readyz' ? h.ready : h.live;
+    res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    res.end(`${JSON.stringify(h)}\n`);
+  });
+  // (a probe's connection is not kept open: close() ends at once)
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
