@@ -29,4 +29,9 @@ COPY --chown=node:node examples/tasks.js ./tasks/tasks.js
 RUN chown node:node /app/tasks
 USER node
 ENTRYPOINT ["rota"]
-CMD ["worker", "--tasks", "/app/tasks/tasks.js"]
+# Healthy while the process is ready (/readyz on --health-port 8081: Redis answers, registered,
+# not shutting down; docs/operations.md, Health). Every command run from this image passes
+# --health-port 8081 for it (see docker-compose.yml).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8081/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["worker", "--tasks", "/app/tasks/tasks.js", "--health-port", "8081"]

@@ -176,12 +176,22 @@ describe('the image’s runtime stage, laid out from the Dockerfile', () => {
     }
   });
 
-  it('runs the worker of its CMD: it registers, runs a job, and exits 0 on SIGTERM', async () => {
+  it('runs the worker of its CMD: it registers, its HEALTHCHECK passes, it runs a job, and it exits 0 on SIGTERM', async () => {
     const name = uniqueQueue('image');
     const cmd = runtime.instructions
       .find((i) => i.op === 'CMD')!
       .args.map((a) => (a.startsWith(`${runtime.workdir}/`) ? join(root, a.slice(runtime.workdir.length)) : a));
     expect(cmd[0]).toBe('worker');
+    // (the health port the image's command and HEALTHCHECK share, moved to a free one here)
+    const imagePort = cmd[cmd.indexOf('--health-port') + 1];
+    expect(imagePort).toMatch(/^\d+$/);
+    const port = String(await freePort());
+    cmd[cmd.indexOf('--health-port') + 1] = port;
+    const check = runtime.instructions.find((i) => i.op === 'HEALTHCHECK')!;
+    const probe = (JSON.parse(check.raw.slice(check.raw.indexOf('['))) as string[]).map((a) =>
+      a.replaceAll(`:${imagePort}/`, `:${port}/`),
+    );
+    expect(probe[0]).toBe('node');
     const p = start(root, [...cmd, '--queue', name], env);
     const queue = new Queue(name, { connection: redisUrl() });
     try {
@@ -194,6 +204,15 @@ describe('the image’s runtime stage, laid out from the Dockerfile', () => {
       }, 30_000).catch((err) => {
         throw new Error(`${err}\n${p.output()}`);
       });
+      // the HEALTHCHECK's command, as Docker runs it in the container, answers 0 once it is ready
+      await eventually(
+        () =>
+          run(process.execPath, probe.slice(1), { cwd: root, env: process.env }).then(
+            () => true,
+            () => false,
+          ),
+        30_000,
+      );
       const job = await queue.submit({ task: 'send', args: { to: 'someone' } });
       const done = await eventually(async () => {
         const j = await queue.getJob(job.id);
