@@ -27,11 +27,11 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { TimerStalledError } from '../errors.js';
-import { type Health, type HealthCheck, health, LagMonitor, STALL_AFTER_MS } from '../executor/health.js';
+import { type Health, LagMonitor, STALL_AFTER_MS } from '../executor/health.js';
 import { checkOptions, SCHEDULER_OPTIONS } from '../options.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_EVENTS } from '../queue/options.js';
-import { type ConnectionOption, connect } from '../redis/connection.js';
+import { connect } from '../redis/connection.js';
 import type { PeriodicKeys } from '../redis/keys.js';
 import { checkQueueName } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';
@@ -42,75 +42,12 @@ import type { Timer } from '../timers/index.js';
 import { type Claimed, claimed, stageRecord } from './claimed.js';
 import { checkTimer } from './definition.js';
 import { type Plan, plan } from './occurrences.js';
+import { replicaHealth } from './replica-health.js';
 import { ReplicaBeat } from './replicas.js';
 
-/** How much run history is kept per task. */
-export interface KeepRuns {
-  /** Newest entries kept per task: 0 to 1,000,000; default 100 (-1: all). */
-  count?: number;
-  /** Entries kept at most this long after their occurrence (ms, up to 100 years); default 30 days (-1: forever). */
-  age?: number;
-}
+import type { SchedulerEvents, SchedulerOptions } from './scheduler-options.js';
 
-/** Options of a scheduler replica. */
-export interface SchedulerOptions {
-  /** Where Redis is: a URL, ioredis options or an ioredis client. */
-  connection: ConnectionOption;
-  /** Replica id (for logs and events; 1 to 200 bytes); default `host:pid:random`. */
-  id?: string;
-  /**
-   * Clock used to decide what is due and to compute occurrences (ms since the epoch). Default: the
-   * Redis server's clock (estimated locally from the offset seen at each claim). Inject one in tests.
-   */
-  now?: () => number;
-  /**
-   * Tasks are claimed and prepared this long before they are due (ms), so that at the occurrence
-   * only the release runs: 0 to 600,000; default 2,500 (claiming and staging 10,000 tasks takes Redis a few hundred ms).
-   */
-  lookaheadMs?: number;
-  /**
-   * A claim expires after this long (ms), so a dead replica's tasks are taken over: 1,000 to an
-   * hour; default 6,000 (at least the look-ahead plus one second).
-   */
-  claimTtlMs?: number;
-  /** Tasks per claim and stage call, and occurrences per release call: 1 to 10,000; default 500. */
-  batchSize?: number;
-  /**
-   * An occurrence less late than this (ms) is always submitted (the schedulers were busy, or a
-   * dead replica's claim was taken over); one later than this means no scheduler ran, and the
-   * task's catch-up policy decides. 0 to a day; default 15,000; keep it above claimTtlMs.
-   */
-  misfireGraceMs?: number;
-  /** Longest idle sleep (ms) before looking again anyway: 1,000 to an hour; default 60,000. */
-  fallbackWakeMs?: number;
-  /** A task holding a buffer-one run is looked at this often (ms) until its previous run ends: 100 to 60,000; default 1,000. */
-  bufferPollMs?: number;
-  /** Run history kept per task. */
-  keepRuns?: KeepRuns;
-  /** Events stream cap (see QueueOptions.maxEvents). */
-  maxEvents?: number;
-  /**
-   * The queue's shard count (see QueueOptions.shards; default 1). The tasks and their runs live in
-   * the queue's home shard whatever the count; a replica configured with another count than the
-   * queue has refuses to start (ShardCountError).
-   */
-  shards?: number;
-}
-
-/** What a firing did, as the `fired` event reports it. */
-export interface FiredInfo {
-  /** Jobs submitted. */
-  submitted: number;
-  /** Occurrences skipped by the overlap policy. */
-  skipped: number;
-  /** Tasks whose claim was gone (fired elsewhere, changed or removed meanwhile). */
-  lost: number;
-}
-
-export interface SchedulerEvents {
-  fired: [info: FiredInfo];
-  error: [error: Error];
-}
+export type { FiredInfo, KeepRuns, SchedulerEvents, SchedulerOptions } from './scheduler-options.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setLongTimeout(r, ms));
 /** Planning gives the event loop a turn at least this often (ms), so a slow timer blocks nothing for long. */
@@ -234,26 +171,16 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    * periods) unless it waits on Redis, and the event loop lags less than 10 s.
    */
   health(): Health {
-    const now = performance.now();
-    const ready: Record<string, HealthCheck> = {};
-    ready.started = this.up
-      ? { ok: true, detail: 'schema matched, library loaded' }
-      : { ok: false, detail: 'not started (start() not called, or it failed)' };
-    const down = [this.client, this.subscriber].filter((c) => c.status !== 'ready').map((c) => c.status);
-    ready.connections = {
-      ok: down.length === 0,
-      detail: down.length === 0 ? '2 connection(s) ready' : `not ready: ${down.join(', ')}`,
-    };
-    ready.replica = this.beat.answers.check('replica heartbeat', now);
-    ready.closing = { ok: !this.closing, detail: this.closing ? 'shutting down' : 'not shutting down' };
-    const stallMs = Math.max(STALL_AFTER_MS, 3 * this.o.fallbackWakeMs);
-    const since = Math.max(0, now - this.lastProgress);
-    const stalled = this.up && !this.closing && !this.onRedis && since >= stallMs;
-    const live: Record<string, HealthCheck> = {
-      loop: { ok: !stalled, detail: `last pass ${Math.round(since)} ms ago (limit ${stallMs} ms unless waiting on Redis)` },
-      eventLoop: this.lag.check(now),
-    };
-    return health(ready, live);
+    return replicaHealth({
+      started: this.up,
+      connections: [this.client, this.subscriber],
+      heartbeat: this.beat.answers,
+      closing: this.closing,
+      stallMs: Math.max(STALL_AFTER_MS, 3 * this.o.fallbackWakeMs),
+      lastProgress: this.lastProgress,
+      onRedis: this.onRedis,
+      lag: this.lag,
+    });
   }
 
   /** Makes the replica look for due tasks at once (what `p:wake` messages do). */

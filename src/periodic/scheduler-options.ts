@@ -1,0 +1,70 @@
+/** The options and events of a scheduler replica (./scheduler.ts). */
+import type { ConnectionOption } from '../redis/connection.js';
+
+/** How much run history is kept per task. */
+export interface KeepRuns {
+  /** Newest entries kept per task: 0 to 1,000,000; default 100 (-1: all). */
+  count?: number;
+  /** Entries kept at most this long after their occurrence (ms, up to 100 years); default 30 days (-1: forever). */
+  age?: number;
+}
+
+/** Options of a scheduler replica. */
+export interface SchedulerOptions {
+  /** Where Redis is: a URL, ioredis options or an ioredis client. */
+  connection: ConnectionOption;
+  /** Replica id (for logs and events; 1 to 200 bytes); default `host:pid:random`. */
+  id?: string;
+  /**
+   * Clock used to decide what is due and to compute occurrences (ms since the epoch). Default: the
+   * Redis server's clock (estimated locally from the offset seen at each claim). Inject one in tests.
+   */
+  now?: () => number;
+  /**
+   * Tasks are claimed and prepared this long before they are due (ms), so that at the occurrence
+   * only the release runs: 0 to 600,000; default 2,500 (claiming and staging 10,000 tasks takes Redis a few hundred ms).
+   */
+  lookaheadMs?: number;
+  /**
+   * A claim expires after this long (ms), so a dead replica's tasks are taken over: 1,000 to an
+   * hour; default 6,000 (at least the look-ahead plus one second).
+   */
+  claimTtlMs?: number;
+  /** Tasks per claim and stage call, and occurrences per release call: 1 to 10,000; default 500. */
+  batchSize?: number;
+  /**
+   * An occurrence less late than this (ms) is always submitted (the schedulers were busy, or a
+   * dead replica's claim was taken over); one later than this means no scheduler ran, and the
+   * task's catch-up policy decides. 0 to a day; default 15,000; keep it above claimTtlMs.
+   */
+  misfireGraceMs?: number;
+  /** Longest idle sleep (ms) before looking again anyway: 1,000 to an hour; default 60,000. */
+  fallbackWakeMs?: number;
+  /** A task holding a buffer-one run is looked at this often (ms) until its previous run ends: 100 to 60,000; default 1,000. */
+  bufferPollMs?: number;
+  /** Run history kept per task. */
+  keepRuns?: KeepRuns;
+  /** Events stream cap (see QueueOptions.maxEvents). */
+  maxEvents?: number;
+  /**
+   * The queue's shard count (see QueueOptions.shards; default 1). The tasks and their runs live in
+   * the queue's home shard whatever the count; a replica configured with another count than the
+   * queue has refuses to start (ShardCountError).
+   */
+  shards?: number;
+}
+
+/** What a firing did, as the `fired` event reports it. */
+export interface FiredInfo {
+  /** Jobs submitted. */
+  submitted: number;
+  /** Occurrences skipped by the overlap policy. */
+  skipped: number;
+  /** Tasks whose claim was gone (fired elsewhere, changed or removed meanwhile). */
+  lost: number;
+}
+
+export interface SchedulerEvents {
+  fired: [info: FiredInfo];
+  error: [error: Error];
+}
