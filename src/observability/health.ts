@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { Health } from '../executor/health.js';
+import { listen } from './listen.js';
 
 export interface HealthServerOptions {
   /** Port to listen on (0: a free one). */
@@ -48,12 +49,7 @@ export async function serveHealth(opts: HealthServerOptions): Promise<HealthServ
   });
   // (a probe's connection is not kept open: close() ends at once)
   server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
-  });
-  const addr = server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+  const port = await listen(server, opts.port, opts.host);
   return {
     url: `http://127.0.0.1:${port}`,
     close: () =>

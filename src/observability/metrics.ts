@@ -15,6 +15,7 @@ import type { GroupInfo } from '../queue/reader.js';
 import { type AutoscaleRead, MetricsStore } from '../redis/metrics-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { shardNumbers } from '../redis/shards.js';
+import { listen } from './listen.js';
 
 export interface MetricsOptions {
   /** Port to listen on (0: a free one; up to 65,535). */
@@ -267,12 +268,7 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
       (err: Error) => res.writeHead(500).end(`${err.message}\n`),
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
-  });
-  const addr = server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+  const port = await listen(server, opts.port, opts.host);
   return {
     url: `http://127.0.0.1:${port}/metrics`,
     registry,
