@@ -334,3 +334,9 @@ export async function clusterState(node: Redis): Promise<string | undefined> {
 export async function pingPrimaries(client: Redis | Cluster): Promise<void> {
   await Promise.all(isCluster(client) ? client.nodes('master').map((n) => n.ping()) : [client.ping()]);
 }
+
+/** The Redis server's clock, ms (the clock leases, registry entries and finished times are in). */
+export async function serverTime(client: Redis | Cluster): Promise<number> {
+  const [sec, usec] = await client.time();
+  return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+}

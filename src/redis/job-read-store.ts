@@ -6,6 +6,7 @@
  * checks first, is read by {@link readLayout} (./schema.ts).
  */
 import type { Redis } from 'ioredis';
+import { serverTime } from './connection.js';
 import { type GroupState, readGroupStates } from './group-state.js';
 import { decodeJob, decodeJobObject, type Job } from './job-codec.js';
 import { leaseJobId, type QueueKeys } from './keys.js';
@@ -45,8 +46,7 @@ export class JobReadStore {
 
   /** The Redis server's clock, ms (the clock leases, registry entries and finished times are in). */
   async serverTime(): Promise<number> {
-    const [sec, usec] = await this.client.time();
-    return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    return serverTime(this.client);
   }
 
   /** Job `id`, or null when there is none or it is a periodic occurrence staged ahead (`planned`: not submitted yet). */

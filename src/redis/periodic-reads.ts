@@ -5,6 +5,7 @@
  * at the moment it is read, as the callers expect.
  */
 import type { Redis } from 'ioredis';
+import { serverTime } from './connection.js';
 import type { PeriodicKeys, QueueKeys } from './keys.js';
 
 /** A `p:staged` member read: its task id, occurrence, job id and group. */
@@ -184,8 +185,7 @@ export class PeriodicReads {
 
   /** The ids of the scheduler replicas whose entry has not expired (server clock), sorted. */
   async replicas(): Promise<string[]> {
-    const [sec, usec] = await this.client.time();
-    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    const now = await serverTime(this.client);
     return (await this.client.zrangebyscore(this.keys.replicas, `(${now}`, '+inf')).sort();
   }
 }

@@ -5,6 +5,7 @@
  * store: the same client, and the same schema check (one `meta` per queue, one version for both).
  */
 import type { Redis } from 'ioredis';
+import { serverTime } from './connection.js';
 import { type PeriodicKeys, periodicKeys } from './keys.js';
 import type { Arg } from './library.js';
 import type { QueueStore } from './queue-store.js';
@@ -92,8 +93,7 @@ export class PeriodicStore {
    * the entries that expired (one key: its two commands in one MULTI).
    */
   async beatReplica(id: string, ttlMs: number): Promise<void> {
-    const [sec, usec] = await this.client.time();
-    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    const now = await serverTime(this.client);
     await this.client
       .multi()
       .zremrangebyscore(this.keys.replicas, '-inf', now)

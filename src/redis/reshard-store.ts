@@ -7,6 +7,7 @@
  * a reshard under way. Every key a reshard touches is named here, from ./keys.ts.
  */
 import type { Redis } from 'ioredis';
+import { serverTime } from './connection.js';
 import { type GroupState, readGroupStates } from './group-state.js';
 import { type GroupList, leaseJobId, type QueueKeys, queueKeys } from './keys.js';
 import type { QueueStore } from './queue-store.js';
@@ -316,8 +317,7 @@ export class ReshardLayout {
 
   /** The Redis server's clock, ms. */
   async serverTime(): Promise<number> {
-    const [sec, usec] = await this.client.time();
-    return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    return serverTime(this.client);
   }
 
   /**
