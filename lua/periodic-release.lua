@@ -10,7 +10,8 @@
   (an upper-case code: the same, for an event rule's pending-run task whose last run this is; the
   task goes once the run is released, and its run history expires ARGV[7] ms later).
   Submitting flips the planned job to `waiting` and pushes it into its group. An occurrence more
-  than ARGV[6] ms late (no replica ran meanwhile) follows its task's catch-up policy: `none` drops
+  than ARGV[6] ms past its due time (its p:staged score: the occurrence, or later with jitter;
+  no replica ran meanwhile) follows its task's catch-up policy: `none` drops
   it as missed, `latest` keeps only the newest such occurrence of the task (and none when the
   task's next occurrence is past as well, since planning that one submits the latest), `all`
   keeps those within the task's catchupWindow.
@@ -48,7 +49,12 @@ local grace = tonumber(ARGV[6])
 local FINAL = { success = true, failed = true, cancelled = true }
 local lastKey, bufKey = prefix .. 'p:last', prefix .. 'p:buf'
 
-local due = call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+local dueScored = call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[4]))
+local due, dueAt = {}, {}
+for k = 1, #dueScored, 2 do
+  due[#due + 1] = dueScored[k]
+  dueAt[#dueAt + 1] = tonumber(dueScored[k + 1])
+end
 if #due == 0 then
   local first = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   return { first[2] or '', 0, 0, {} }
@@ -75,7 +81,7 @@ for i, m in ipairs(due) do
     watched[task] = true
     watchedOrder[#watchedOrder + 1] = task
   end
-  if now - e[5] > grace then newestLate[task] = i end
+  if now - dueAt[i] > grace then newestLate[task] = i end
 end
 
 -- Whether the run of job `id` has not ended: the job has not, or it fanned out (ctx.fanOut) and
@@ -156,7 +162,7 @@ for i, e in ipairs(entries) do
   if not done[member] then
     done[member] = true
     local missed = false
-    if now - occ > grace and held[task] ~= member then
+    if now - dueAt[i] > grace and held[task] ~= member then
       -- no replica ran at the occurrence: the task's catch-up policy decides
       local c = catchup[task]
       if not c then

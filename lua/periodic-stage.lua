@@ -23,8 +23,12 @@
             '' leaves it), missed count, first missed, last missed, occurrences (comma-separated,
             ascending), then the task's fields as periodic-claim read them: overlap, rule, enabled,
             period, and the job fields task, group, args, subject, submitter, priority, maxRetries,
-            maxRuntime; last the failure ('' when none: else the error, and missed first is the
-            occurrence the timer stopped at)
+            maxRuntime; the failure ('' when none: else the error, and missed first is the
+            occurrence the timer stopped at); then the schedule controls' part of the plan:
+            excluded occurrences (comma-separated; recorded `~excluded@<occ>`), due times of the
+            occurrences (comma-separated, in their order; '' when each is due at its occurrence:
+            jitter makes them later, and the job records its `due`), the task's scheduled runs
+            counted so far ('' leaves it)
 
   Returns { earliest p:nextrun score afterwards ('' when none), earliest p:staged score ('' when
             none), per task 1 (committed) or 0 (claim gone: committed elsewhere, changed or removed) }.
@@ -80,14 +84,20 @@ for r = 1, #recs do
         task = f.task, group = f.group, priority = f.priority, maxRetries = tonumber(f.maxRetries),
         subject = opt(f.subject), submitter = opt(f.submitter), maxRuntime = tonumber(f.maxRuntime), tracker = id,
       }
+      local dues = {}
+      for due in string.gmatch(f.dues, '[^,]+') do dues[#dues + 1] = due end
+      local k = 0
       for occ in string.gmatch(f.occurrences, '[^,]+') do
+        k = k + 1
         local jobId = id .. '@' .. occ
         description.occurrence = tonumber(occ)
         local d = packDescription(description, f.args)
-        if stageJob(prefix, { id = jobId, description = d, group = f.group, priority = f.priority, tracker = id, occurrence = occ }) then
+        local due = dues[k]
+        if due == occ then due = nil end
+        if stageJob(prefix, { id = jobId, description = d, group = f.group, priority = f.priority, tracker = id, occurrence = occ, due = due }) then
           local member = code .. jobId .. route
           members[#members + 1] = member
-          staged[#staged + 1] = occ
+          staged[#staged + 1] = due or occ
           staged[#staged + 1] = member
           history[#history + 1] = occ
           history[#history + 1] = jobId
@@ -98,8 +108,13 @@ for r = 1, #recs do
       history[#history + 1] = f.missedFirst
       history[#history + 1] = HISTORY_MISSED .. f.missedFirst .. '@' .. missed .. '@' .. f.missedLast
     end
+    for occ in string.gmatch(f.excluded, '[^,]+') do
+      history[#history + 1] = occ
+      history[#history + 1] = HISTORY_EXCLUDED .. occ
+    end
     if #history > 0 then call('ZADD', prefix .. 'p:h:' .. id, unpack(history)) end
     local fields = { 'nextrun', newNext }
+    if f.runs ~= '' then fields[#fields + 1] = 'runs'; fields[#fields + 1] = f.runs end
     if period ~= '' and period ~= storedPeriod then fields[#fields + 1] = 'period'; fields[#fields + 1] = period end
     if triggered ~= '' then fields[#fields + 1] = 'triggered'; fields[#fields + 1] = '' end
     local tk = prefix .. 'p:t:' .. id

@@ -2,6 +2,7 @@
   Creates or replaces a periodic task. Its next occurrence is kept when the timer and time zone
   are unchanged (re-deploying the same definitions never shifts or repeats a run, and occurrences
   already staged stay); otherwise it becomes ARGV[4] and staged occurrences are dropped. Enabled tasks are indexed in p:nextrun, and schedulers are woken.
+  A task created with field `immediately` = '1' is triggered at once (as periodic-trigger does, at ARGV[6]).
 
   KEYS[1] p:nextrun  (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -64,10 +65,18 @@ fields[#fields + 1] = 'nextrun'
 fields[#fields + 1] = nextrun
 fields[#fields + 1] = 'enabled'
 fields[#fields + 1] = ARGV[5]
+local immediate = created and ARGV[3] == '1' and new['immediately'] == '1'
+if immediate then
+  fields[#fields + 1] = 'triggered'
+  fields[#fields + 1] = ARGV[6]
+end
 call('HSET', tk, unpack(fields))
 if new['owner'] and new['owner'] ~= '' then call('SADD', prefix .. 'p:owner:' .. new['owner'], id) end
 if ARGV[3] == '1' then call('SADD', prefix .. 'p:all', id) end
-if ARGV[5] == '1' and nextrun ~= '' then
+if immediate then
+  call('ZADD', KEYS[1], tonumber(ARGV[6]), id)
+  pWake(prefix)
+elseif ARGV[5] == '1' and nextrun ~= '' then
   call('ZADD', KEYS[1], tonumber(nextrun), id)
   pWake(prefix)
 else

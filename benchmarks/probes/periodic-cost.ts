@@ -73,6 +73,9 @@ for (let round = 0; round < rounds; round++) {
       occurrences: t.nextrun,
       ...claimedPart(t),
       failure: '',
+      excluded: '',
+      dues: '',
+      runs: '',
     }),
   );
   await phase('stage', async () => {

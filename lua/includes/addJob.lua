@@ -34,7 +34,7 @@ end
 
 -- Writes job hash `jobKey` from the fields at f[i + 1 .. i + SUBMIT_WIDTH] (SUBMIT_FIELDS) in
 -- `state` (default waiting), with `submitted` unless planned, `runAt` when given (ms, a job
--- submitted with a due time), and `periodic` ({ tracker, occurrence }, a staged periodic run)
+-- submitted with a due time), and `periodic` ({ tracker, occurrence, due? }, a staged periodic run)
 -- when given, unless the job exists (`unchecked`: the caller knows it does not). Returns 1 when
 -- written, 0 when it existed.
 local function writeJob(jobKey, now, f, i, state, unchecked, runAt, periodic)
@@ -47,6 +47,8 @@ local function writeJob(jobKey, now, f, i, state, unchecked, runAt, periodic)
   if periodic then
     a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', periodic.tracker, 'occurrence', periodic.occurrence
     n = n + 4
+    -- a jittered occurrence: when it is due
+    if periodic.due then a[n + 1], a[n + 2], n = 'due', periodic.due, n + 2 end
   end
   if runAt then a[n + 1], a[n + 2], n = 'runAt', str(runAt), n + 2 end
   call('HSET', jobKey, unpack(a, 1, n))

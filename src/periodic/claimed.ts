@@ -3,8 +3,8 @@
  * the stage record (periodic-stage) that commits its plan.
  */
 import { type ClaimedTask, claimedPart, type StageRecord } from '../redis/periodic-store.js';
+import type { Bounded } from './bounds.js';
 import { type CatchupPolicy, DEFAULT_CATCHUP_WINDOW } from './definition.js';
-import type { Plan } from './occurrences.js';
 
 /** A claimed task: its claim's token and what its plan is computed from. */
 export interface Claimed {
@@ -17,6 +17,8 @@ export interface Claimed {
   catchupWindow: number;
   triggered: number | null;
   enabled: boolean;
+  /** Scheduled runs so far (for `limit`). */
+  runs: number;
   /** The task's fields as the claim read them, which the stage takes as they are. */
   raw: ClaimedTask;
 }
@@ -33,12 +35,14 @@ export function claimed(t: ClaimedTask): Claimed {
     catchupWindow: t.catchupWindow === '' ? DEFAULT_CATCHUP_WINDOW : Number(t.catchupWindow),
     triggered: t.triggered === '' ? null : Number(t.triggered),
     enabled: t.enabled === '1',
+    runs: Number(t.runs) || 0,
     raw: t,
   };
 }
 
-/** The stage record committing plan `p` of claimed task `c` (`failure`: why its timer stopped, or ''). */
-export function stageRecord(c: Claimed, p: Plan, failure: string): StageRecord {
+/** The stage record committing plan `b` of claimed task `c` (`failure`: why its timer stopped, or ''). */
+export function stageRecord(c: Claimed, b: Bounded, failure: string): StageRecord {
+  const p = b.plan;
   return {
     id: c.id,
     token: c.token,
@@ -49,6 +53,9 @@ export function stageRecord(c: Claimed, p: Plan, failure: string): StageRecord {
     missedFirst: String(p.missed?.first ?? ''),
     missedLast: String(p.missed?.last ?? ''),
     occurrences: p.occurrences.join(','),
+    excluded: b.excluded.join(','),
+    dues: b.dues.join(','),
+    runs: b.runs === c.runs ? '' : String(b.runs),
     ...claimedPart(c.raw),
     failure,
   };

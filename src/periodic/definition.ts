@@ -5,6 +5,7 @@ import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
 import { parseTimer, type Timer, TimerSyntaxError } from '../timers/index.js';
+import { decodeSchedule, encodeSchedule, isScheduleJson, type ScheduleSpec, scheduleTimer } from './schedule.js';
 
 /** What happens when an occurrence comes while an earlier run of the task has not ended. */
 export type OverlapPolicy = 'skip' | 'buffer-one' | 'allow' | 'cancel-previous';
@@ -20,8 +21,9 @@ export interface PeriodicTaskDefinition<A = unknown> {
   /**
    * When it runs: a systemd calendar event (`*-*-* 09:00`, `Mon..Fri 04:00`, `*:0/15`), a cron
    * rule (`0 9 * * *`), an interval (`every 30s`, `PT15M`) or a one-shot date (`2030-01-01T09:00:00Z`).
+   * A list (1–20 specs): the task runs at the union of their occurrences, an instant two share once.
    */
-  timer: string;
+  timer: string | string[];
   /** IANA time zone the timer's wall-clock fields are read in; default UTC. */
   timezone?: string;
   /** Tenant of the submitted jobs; default `default`. */
@@ -62,6 +64,22 @@ export interface PeriodicTaskDefinition<A = unknown> {
   maxRuntime?: number;
   /** Retries of a failing run; default 0 (the next occurrence is the retry). */
   maxRetries?: number;
+  // -- schedule controls (docs/periodic.md): exclusions, bounds, limit, immediately, jitter --
+  /**
+   * Occurrences not run (recorded in the history as `excluded`), read in the task's zone: whole
+   * days (`*-12-25`, `2026-12-24..2026-12-26`, `Sat,Sun`) or windows (`Sun 02:00..04:00`). 1–100.
+   */
+  exclude?: string[];
+  /** No occurrence before this instant (ms since the epoch, or a Date). */
+  startAt?: number | Date;
+  /** No occurrence after this instant (ms since the epoch, or a Date); past it the task is `ended`. */
+  endAt?: number | Date;
+  /** At most this many scheduled runs (triggers do not count); then the task is `ended`. */
+  limit?: number;
+  /** One run (a trigger) when the task is created. */
+  immediately?: boolean;
+  /** Each occurrence is due a fixed offset in [0, jitter) ms after it, from a hash of id and occurrence. */
+  jitter?: number;
 }
 
 /** A stored periodic task, as {@link PeriodicTasks.get} reads it back. */
@@ -69,20 +87,22 @@ export interface PeriodicTask<A = unknown>
   extends Required<
     Pick<
       PeriodicTaskDefinition<A>,
-      | 'id'
-      | 'task'
-      | 'timer'
-      | 'group'
-      | 'priority'
-      | 'subject'
-      | 'submitter'
-      | 'enabled'
-      | 'overlap'
-      | 'catchup'
-      | 'catchupWindow'
+      'id' | 'task' | 'group' | 'priority' | 'subject' | 'submitter' | 'enabled' | 'overlap' | 'catchup' | 'catchupWindow'
     >
   > {
   args: A;
+  /** The timer spec, or the list of them. */
+  timer: string | string[];
+  exclude?: string[];
+  startAt?: number;
+  endAt?: number;
+  limit?: number;
+  immediately?: boolean;
+  jitter?: number;
+  /** Scheduled runs so far (staged occurrences; triggers not counted), for `limit`. */
+  runs?: number;
+  /** Enabled, but its schedule has no occurrence left (past `endAt`, out of runs, a one-shot done). */
+  ended: boolean;
   timezone?: string;
   owner?: string;
   tolerance?: number;
@@ -118,6 +138,13 @@ const ms = z.number().int('must be a whole number of milliseconds').nonnegative(
 
 const bytes = (max: number) => z.string().refine((s) => Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
 
+const timerSpec = z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters');
+const instant = z.union([z.number().int().min(0).max(8.64e15), z.date().refine((d) => !Number.isNaN(d.getTime()))], {
+  error: 'must be ms since the epoch (a whole number) or a valid Date',
+});
+/** Longest jitter: 7 days. */
+export const MAX_JITTER_MS = 7 * 86_400_000;
+
 const definitionSchema = z
   .object({
     id: z
@@ -125,7 +152,9 @@ const definitionSchema = z
       .regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -')
       .refine((id) => !id.startsWith(RULE_RUN_PREFIX), `must not begin with "${RULE_RUN_PREFIX}" (event rules' runs)`),
     task: bytes(200).pipe(z.string().min(1, 'must not be empty')),
-    timer: z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters'),
+    timer: z.union([timerSpec, z.array(timerSpec).min(1, 'must list 1-20 timers').max(20, 'must list 1-20 timers')], {
+      error: 'must be a timer spec or a list of 1-20',
+    }),
     timezone: z.string().min(1, 'must not be empty').optional(),
     group: bytes(200).pipe(z.string().min(1, 'must not be empty')).optional(),
     args: z.unknown().optional(),
@@ -144,6 +173,18 @@ const definitionSchema = z
     tolerance: ms.optional(),
     maxRuntime: z.number().int('must be a whole number of milliseconds').positive('must be > 0').optional(),
     maxRetries: z.number().int().min(0).max(1000).optional(),
+    // schedule controls
+    exclude: z.array(z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters')).max(100).optional(),
+    startAt: instant.optional(),
+    endAt: instant.optional(),
+    limit: z.number().int('must be a whole number').min(1, 'must be >= 1').max(1e9, 'must be <= 1e9').optional(),
+    immediately: z.boolean().optional(),
+    jitter: z
+      .number()
+      .int('must be a whole number of milliseconds')
+      .min(0)
+      .max(MAX_JITTER_MS, 'must be at most 7 days')
+      .optional(),
   })
   .strict();
 
@@ -156,6 +197,7 @@ export function checkId(id: unknown, field = 'id'): string {
 /** Parses a timer, turning a syntax error into a ValidationError on `timer` or `timezone`. */
 export function checkTimer(spec: string, timezone: string | undefined, field = 'timer'): Timer {
   try {
+    if (isScheduleJson(spec)) return scheduleTimer(decodeSchedule(spec), timezone);
     return parseTimer(spec, { timezone });
   } catch (err) {
     if (err instanceof TimerSyntaxError) {
@@ -210,6 +252,8 @@ export function checkPeriod(timer: Timer, now: number, field = 'timer'): void {
 /** A definition that passed validation, with its parsed timer and packed args. */
 export interface CheckedDefinition {
   def: PeriodicTaskDefinition;
+  /** What the `timer` field stores: the one spec, or the whole schedule (see ./schedule.ts). */
+  stored: string;
   timer: Timer;
   packedArgs: Buffer;
   /** Effective timebox: given, or half the interval for interval timers. */
@@ -227,11 +271,37 @@ export function checkDefinition(def: unknown, argsLimit: number): CheckedDefinit
   if (!parsed.success) throw zodError('', parsed.error);
   // (what was checked is what is written: each field read once)
   const d = parsed.data as PeriodicTaskDefinition;
-  const timer = checkTimer(d.timer, d.timezone);
-  checkPeriod(timer, Date.now());
+  const { schedule, timer } = checkSchedule(d);
   const packedArgs = packValue(d.args, argsLimit, 'args');
   const maxRuntime = d.maxRuntime ?? (timer.intervalMs ? Math.max(1, Math.floor(timer.intervalMs / 2)) : undefined);
-  return { def: d, timer, packedArgs, maxRuntime };
+  return { def: d, stored: encodeSchedule(schedule), timer, packedArgs, maxRuntime };
+}
+
+/**
+ * Checks the schedule of a definition: each timer (parsed, no faster than MIN_PERIOD_MS), the
+ * exclusions, startAt before endAt; and builds it.
+ * @throws {ValidationError} naming the field (`timer`, `timer[i]`, `exclude`, `endAt`).
+ */
+function checkSchedule(d: PeriodicTaskDefinition): { schedule: ScheduleSpec; timer: Timer } {
+  const list = Array.isArray(d.timer) ? d.timer : [d.timer];
+  list.forEach((spec, i) => {
+    const field = Array.isArray(d.timer) ? `timer[${i}]` : 'timer';
+    checkPeriod(checkTimer(spec, d.timezone, field), Date.now(), field);
+  });
+  const startAt = d.startAt === undefined ? undefined : Number(d.startAt);
+  const endAt = d.endAt === undefined ? undefined : Number(d.endAt);
+  if (startAt !== undefined && endAt !== undefined && endAt < startAt) {
+    throw new ValidationError('endAt', 'must not be before startAt');
+  }
+  const schedule: ScheduleSpec = {
+    timers: [...new Set(list)],
+    exclude: d.exclude,
+    startAt,
+    endAt,
+    jitter: d.jitter,
+    limit: d.limit,
+  };
+  return { schedule, timer: scheduleTimer(schedule, d.timezone) };
 }
 
 /** The hash fields of a checked definition (without nextrun and the run-time fields). */
@@ -243,7 +313,9 @@ export function definitionFields(c: CheckedDefinition, now: number): Array<strin
     'task',
     d.task,
     'timer',
-    d.timer,
+    c.stored,
+    'immediately',
+    d.immediately ? '1' : '',
     'timezone',
     d.timezone ?? '',
     'kind',
@@ -279,7 +351,17 @@ export function definitionFields(c: CheckedDefinition, now: number): Array<strin
   ];
 }
 
-const NUMBERS = new Set(['catchupWindow', 'tolerance', 'maxRuntime', 'maxRetries', 'nextrun', 'lastrun', 'created', 'updated']);
+const NUMBERS = new Set([
+  'catchupWindow',
+  'tolerance',
+  'maxRuntime',
+  'maxRetries',
+  'nextrun',
+  'lastrun',
+  'created',
+  'updated',
+  'runs',
+]);
 const HIDDEN = new Set(['interval', 'period', 'staged']);
 
 /** Builds a task from an HGETALL reply (flat list of Buffers). */
@@ -295,11 +377,19 @@ export function decodeTask(flat: Buffer[]): PeriodicTask {
     if (HIDDEN.has(field)) continue;
     const v = raw.toString();
     if (v === '') continue;
-    if (field === 'enabled') t.enabled = v === '1';
+    if (field === 'timer') Object.assign(t, scheduleFields(v));
+    else if (field === 'enabled' || field === 'immediately') t[field] = v === '1';
     else if (NUMBERS.has(field)) t[field] = Number(v);
     else t[field] = v;
   }
   return t as unknown as PeriodicTask;
+}
+
+/** A task's schedule fields from its stored `timer` field. */
+function scheduleFields(stored: string): Partial<PeriodicTask> {
+  if (!isScheduleJson(stored)) return { timer: stored };
+  const { timers, ...rest } = decodeSchedule(stored);
+  return { timer: timers.length === 1 ? timers[0] : timers, ...rest };
 }
 
 /** Checks that `obj` has only the given keys (zod's strict error names no field). */
@@ -327,5 +417,11 @@ export const DEFINITION_KEYS: Record<string, true> = Object.fromEntries(
     'tolerance',
     'maxRuntime',
     'maxRetries',
+    'exclude',
+    'startAt',
+    'endAt',
+    'limit',
+    'immediately',
+    'jitter',
   ].map((k) => [k, true]),
 );

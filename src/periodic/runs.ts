@@ -4,20 +4,23 @@
  */
 import { type ChildCounts, decodeJobObject, type Job, type JobState } from '../redis/job-codec.js';
 import type { PeriodicReads, RunJob } from '../redis/periodic-reads.js';
-import { HISTORY_FAILED, HISTORY_MISSED, HISTORY_REPLACED, HISTORY_SKIPPED } from '../redis/wire.js';
+import { HISTORY_EXCLUDED, HISTORY_FAILED, HISTORY_MISSED, HISTORY_REPLACED, HISTORY_SKIPPED } from '../redis/wire.js';
 
 /** Status of a run in the history: a job state, or an occurrence that never became a job. */
-export type RunStatus = JobState | 'skipped' | 'missed' | 'dropped' | 'expired' | 'replaced';
+export type RunStatus = JobState | 'skipped' | 'missed' | 'dropped' | 'expired' | 'replaced' | 'excluded';
 
 /** One entry of a task's run history ({@link PeriodicTasks.runs}). Times are ms (server clock). */
 export interface RunRecord {
   /** Planned time of the occurrence. */
   occurrence: number;
+  /** When it was due: the occurrence plus the task's jitter offset (absent without jitter). */
+  due?: number;
   /**
    * `skipped`: not submitted because an earlier run had not ended (overlap); `missed`: passed over
    * by the catch-up policy (`count` occurrences up to `until`); `dropped`: started too soon after
    * the previous run (tolerance); `expired`: its job was removed by retention; `replaced`: an event
-   * rule's run that a newer event replaced before it was released; else the job's state. `failed`
+   * rule's run that a newer event replaced before it was released; `excluded`: in one of the
+   * task's exclusions, not run; else the job's state. `failed`
    * with no job: the task's timer stopped advancing there, and a scheduler disabled the task.
    */
   status: RunStatus;
@@ -96,6 +99,7 @@ async function records(reads: PeriodicReads, raw: string[]): Promise<RunRecord[]
 function runRecord(e: { member: string; occurrence: number }, byId: Map<string, RunJob>): RunRecord {
   if (e.member.startsWith(HISTORY_REPLACED)) return { occurrence: e.occurrence, status: 'replaced' };
   if (e.member.startsWith(HISTORY_SKIPPED)) return { occurrence: e.occurrence, status: 'skipped' };
+  if (e.member.startsWith(HISTORY_EXCLUDED)) return { occurrence: e.occurrence, status: 'excluded' };
   if (e.member.startsWith(HISTORY_FAILED)) {
     // `~failed@<occurrence>@<error>`: the timer stopped advancing there (the error may hold '@')
     return {
@@ -114,8 +118,10 @@ function runRecord(e: { member: string; occurrence: number }, byId: Map<string, 
   const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
   const dropped = got.job.dropped?.toString();
   const ended = fannedOutEnd(job);
+  const due = got.job.due?.toString();
   return {
     occurrence: e.occurrence,
+    ...(due ? { due: Number(due) } : {}),
     jobId: e.member,
     status: dropped ? 'dropped' : ended.status,
     submitted: job.submitted,

@@ -39,6 +39,7 @@ import { PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
+import { applyBounds } from './bounds.js';
 import { type Claimed, claimed, stageRecord } from './claimed.js';
 import { checkTimer } from './definition.js';
 import { type Plan, plan } from './occurrences.js';
@@ -291,8 +292,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       }
       let p: Plan;
       let failure = '';
+      let timer: Timer | null = null;
       try {
-        const timer = this.timerOf(c.timer, c.timezone);
+        timer = this.timerOf(c.timer, c.timezone);
         p =
           c.nextrun === null
             ? { occurrences: [], nextrun: null, period: 0, missed: null }
@@ -326,7 +328,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         }
         p.occurrences = [...new Set([...p.occurrences, c.triggered])].sort((a, b) => a - b);
       }
-      records.push(stageRecord(c, p, failure));
+      const bounded =
+        timer && !failure ? applyBounds(c.id, timer, p, c.triggered, c.runs) : { plan: p, excluded: [], dues: [], runs: c.runs };
+      records.push(stageRecord(c, bounded, failure));
     }
     if (records.length === 0) return null;
     const { earliest, staged, committed } = await this.store.stage(records);

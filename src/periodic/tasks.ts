@@ -15,7 +15,7 @@ import { PeriodicReads, parseStaged } from '../redis/periodic-reads.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
-import { parseTimer, type Timer } from '../timers/index.js';
+import type { Timer } from '../timers/index.js';
 import {
   checkDefinition,
   checkId,
@@ -39,6 +39,7 @@ import {
   ruleOwner,
 } from './rules.js';
 import { type RunRecord, readRuns } from './runs.js';
+import { type ScheduleTimer, storedTimer } from './schedule.js';
 
 export type { EmittedEvent, EventRule, EventRuleDefinition } from './rules.js';
 export { pendingId } from './rules.js';
@@ -134,7 +135,7 @@ export class PeriodicTasks {
     const c = checkDefinition(def, this.maxArgsBytes);
     const now = this.clock();
     const next = c.timer.next(new Date(now))?.getTime();
-    if (next === undefined) await this.refuseNeverDue(c.def.id, c.def.timer, c.def.timezone, now);
+    if (next === undefined) await this.refuseNeverDue(c.def.id, c.stored, c.def.timezone, now);
     await this.store.upsert({
       id: c.def.id,
       listed: true,
@@ -217,15 +218,18 @@ export class PeriodicTasks {
         if (f.task.nextrun === undefined || occ < f.task.nextrun) f.task.nextrun = occ;
       }
     });
+    for (const { task } of found) task.ended = task.enabled && task.nextrun === undefined && task.rule === undefined;
     return found.map((f) => f.task);
   }
 
   /** Enables a task; its next occurrence is planned from now. Resolves false when there is no such task. */
   async enable(id: string): Promise<boolean> {
-    const t = await this.get(checkId(id));
-    if (!t) return false;
+    const t = await this.reads.taskTimer(checkId(id));
+    if (!t.timer) return false;
     const now = this.clock();
-    const next = checkTimer(t.timer, t.timezone).next(new Date(now))?.getTime();
+    const next = checkTimer(t.timer, t.timezone || undefined)
+      .next(new Date(now))
+      ?.getTime();
     return this.store.enable(id, next ?? null, now);
   }
 
@@ -279,11 +283,12 @@ export class PeriodicTasks {
     const staged = await this.reads.staged(until, limit);
     const out: UpcomingRun[] = [];
     const runs: Array<{ id: string; jobId: string; occurrence: number; group: string }> = [];
-    for (let i = 0; i < staged.length; i += 2) {
-      const m = parseStaged(staged[i]);
-      // one held back by buffer-one is not an upcoming occurrence
-      if (m && m.occurrence === Number(staged[i + 1])) runs.push(m);
-    }
+    const parsed = [];
+    for (let i = 0; i < staged.length; i += 2) parsed.push({ member: staged[i], run: parseStaged(staged[i]) });
+    // one held back by buffer-one is not an upcoming occurrence (a jittered one is due after its occurrence)
+    const held = await this.reads.heldMembers([...new Set(parsed.flatMap((p) => (p.run ? [p.run.id] : [])))]);
+    const heldSet = new Set(held.filter((h): h is string => h !== null));
+    for (const p of parsed) if (p.run && !heldSet.has(p.member)) runs.push(p.run);
     const descriptions = await this.reads.jobDescriptions(runs.map((r) => r.jobId));
     runs.forEach((r, i) => {
       const d = descriptions[i];
@@ -295,13 +300,18 @@ export class PeriodicTasks {
       if (!nextrun || !timer || enabled !== '1') return;
       let t: Timer;
       try {
-        t = parseTimer(timer, { timezone: timezone || undefined });
+        t = storedTimer(timer, timezone || undefined);
       } catch {
         return;
       }
+      const excludes = 'excludes' in t ? (t as ScheduleTimer).excludes : () => false;
       let o: number | null = Number(nextrun);
-      for (let k = 0; k < limit && o !== null && o <= until; k++) {
-        out.push({ id, task: task!, group: group!, occurrence: o });
+      // (excluded occurrences are walked past, at most limit * 10 of them)
+      for (let k = 0, seen = 0; k < limit && seen < limit * 10 && o !== null && o <= until; seen++) {
+        if (!excludes(o)) {
+          out.push({ id, task: task!, group: group!, occurrence: o });
+          k++;
+        }
         o = t.next(new Date(o))?.getTime() ?? null;
       }
     });

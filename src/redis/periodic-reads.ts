@@ -122,6 +122,11 @@ export class PeriodicReads {
     return jobIds.map((_id, k) => ({ job: rows[k * 2] as Record<string, Buffer>, logs: rows[k * 2 + 1] as string[] }));
   }
 
+  /** Per task id: the `p:staged` member buffer-one holds back for it, or null. */
+  async heldMembers(taskIds: readonly string[]): Promise<Array<string | null>> {
+    return taskIds.length ? this.client.hmget(this.keys.buf, ...taskIds) : [];
+  }
+
   /** Per list of `p:staged` members: each one's score, or null when it is not staged (any more). */
   async stagedScores(lists: readonly string[][]): Promise<Array<Array<string | null>>> {
     return (await each(this.client, lists, (p, members) => p.zmscore(this.keys.staged, ...members))) as Array<

@@ -25,7 +25,19 @@ type ClaimedPart = Pick<
   StageRecord,
   Exclude<
     StageField,
-    'id' | 'token' | 'triggered' | 'nextrun' | 'period' | 'missed' | 'missedFirst' | 'missedLast' | 'occurrences' | 'failure'
+    | 'id'
+    | 'token'
+    | 'triggered'
+    | 'nextrun'
+    | 'period'
+    | 'missed'
+    | 'missedFirst'
+    | 'missedLast'
+    | 'occurrences'
+    | 'failure'
+    | 'excluded'
+    | 'dues'
+    | 'runs'
   >
 >;
 

@@ -13,7 +13,7 @@
  * first client to use the queue; a client of another version refuses the queue
  * (SchemaMismatchError).
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * Longest delay a job may have (ms), and its latest due time (`runAt`): 9,999,999,999,999 ms,
@@ -150,6 +150,7 @@ export const CLAIM_FIELDS = [
   'overlap',
   'rule',
   'period',
+  'runs',
 ] as const;
 
 /**
@@ -181,6 +182,9 @@ export const STAGE_FIELDS = [
   'maxRetries',
   'maxRuntime',
   'failure',
+  'excluded',
+  'dues',
+  'runs',
 ] as const;
 
 /**
@@ -204,6 +208,8 @@ export const HISTORY_MISSED = '~missed@';
 export const HISTORY_REPLACED = '~replaced@';
 /** A task whose timer stopped advancing at that occurrence (`~failed@<occurrence>@<error>`); the scheduler disabled it. */
 export const HISTORY_FAILED = '~failed@';
+/** An occurrence skipped by one of the task's exclusions (`~excluded@<occurrence>`). */
+export const HISTORY_EXCLUDED = '~excluded@';
 
 /** The Lua pattern of a `leases` member (token digits, a mark, the job id), capturing the id. */
 const LEASE_ID_PATTERN = `^%d+[${SCHEDULED_MARK}${RUNNING_MARK}${CANCEL_MARK}](.*)$`;
@@ -257,6 +263,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   HISTORY_MISSED,
   HISTORY_REPLACED,
   HISTORY_FAILED,
+  HISTORY_EXCLUDED,
   RESHARD_OUT,
 };
 

@@ -5,5 +5,6 @@
 
 export type { CalendarTimer } from './calendar.js';
 export { TimerSyntaxError } from './errors.js';
+export { type Exclusions, parseExclusions } from './exclusions.js';
 export { detectTimerKind, parseTimer } from './parse.js';
 export type { ParseTimerOptions, Timer, TimerKind } from './types.js';

@@ -4,6 +4,7 @@ import type { HealthServer } from '../../observability/health.js';
 import { createLogger } from '../../observability/logger.js';
 import { serveMetrics } from '../../observability/metrics.js';
 import type { PeriodicTask, PeriodicTaskDefinition } from '../../periodic/definition.js';
+import { describeControls } from '../../periodic/schedule.js';
 import { Scheduler } from '../../periodic/scheduler.js';
 import { PeriodicTasks } from '../../periodic/tasks.js';
 import { Queue } from '../../queue/queue.js';
@@ -68,10 +69,29 @@ async function warnWithoutScheduler(tasks: PeriodicTasks, queue: string): Promis
 function zoneOf(t: Pick<PeriodicTask, 'timer' | 'timezone'>): string | undefined {
   if (t.timezone) return t.timezone;
   try {
-    return parseTimer(t.timer).timezone;
+    return parseTimer(Array.isArray(t.timer) ? t.timer[0] : t.timer).timezone;
   } catch {
     return undefined;
   }
+}
+
+/** An ISO date-time option read into ms since the epoch. */
+function instantOption(name: string) {
+  return (value: string): number => {
+    const ms = Date.parse(value);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(ms)) throw new InvalidArgumentError(`${name} must be an ISO date-time`);
+    return ms;
+  };
+}
+
+/** Collects a repeatable option's values. */
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** A task's timer (or timers) and schedule controls, for the list. */
+function timerText(t: PeriodicTask): string {
+  const spec = Array.isArray(t.timer) ? t.timer.join(' | ') : t.timer;
+  const c = describeControls(t);
+  return c.length ? `${spec} (${c.join('; ')})` : spec;
 }
 
 function notFound(id: string): CliError {
@@ -145,9 +165,9 @@ export function register(program: Command): void {
             return [
               t.id,
               t.task,
-              t.timer,
+              timerText(t),
               t.timezone,
-              t.enabled ? 'yes' : 'no',
+              t.ended ? 'ended' : t.enabled ? 'yes' : 'no',
               time(t.nextrun),
               time(t.lastrun),
               t.overlap,
@@ -171,14 +191,26 @@ export function register(program: Command): void {
     .option('--overlap <policy>', 'skip | buffer-one | allow | cancel-previous')
     .option('--catchup <policy>', 'latest | all | none')
     .option('--max-runtime <ms>', 'timebox of each run', intOption('--max-runtime', 1, 2 ** 31))
+    .option('--also <timer>', 'another timer: runs at the union of all (repeatable)', collect)
+    .option(
+      '--exclude <spec>',
+      "skip these occurrences: '*-12-25', '2026-12-24..2026-12-26', 'Sun 02:00..04:00' (repeatable)",
+      collect,
+    )
+    .option('--start-at <iso>', 'no occurrence before this date-time', instantOption('--start-at'))
+    .option('--end-at <iso>', 'no occurrence after this date-time (then the task has ended)', instantOption('--end-at'))
+    .option('--limit <n>', 'at most this many scheduled runs (then the task has ended)', intOption('--limit', 1, 1e9))
+    .option('--immediately', 'run once as soon as the task is created')
+    .option('--jitter <ms>', 'delay each occurrence by a fixed offset in [0, ms)', intOption('--jitter', 0, 7 * 86_400_000))
     .option('--disabled', 'create it disabled')
     .option('--json', 'print the stored task as JSON')
     .action(async (id: string, task: string, timer: string, o: Record<string, unknown>, cmd: Command) =>
       withTasks(cmd, async (tasks, { json, queue, utc }) => {
+        const also = (o.also as string[] | undefined) ?? [];
         const def = {
           id,
           task,
-          timer,
+          timer: also.length ? [timer, ...also] : timer,
           timezone: o.tz,
           group: o.group,
           args: o.args,
@@ -186,13 +218,22 @@ export function register(program: Command): void {
           overlap: o.overlap,
           catchup: o.catchup,
           maxRuntime: o.maxRuntime,
+          exclude: o.exclude,
+          startAt: o.startAt,
+          endAt: o.endAt,
+          limit: o.limit,
+          immediately: o.immediately ? true : undefined,
+          jitter: o.jitter,
           enabled: o.disabled ? false : undefined,
         } as PeriodicTaskDefinition;
         for (const k of Object.keys(def) as Array<keyof PeriodicTaskDefinition>) if (def[k] === undefined) delete def[k];
         const stored = await tasks.upsert(def);
         if (stored.enabled && stored.nextrun !== undefined) await warnWithoutScheduler(tasks, queue);
         if (json) printJson(stored);
-        else process.stdout.write(`${stored.id}: next run ${timeFormat(zoneOf(stored), utc)(stored.nextrun) ?? 'never'}\n`);
+        else
+          process.stdout.write(
+            `${stored.id}: next run ${timeFormat(zoneOf(stored), utc)(stored.nextrun) ?? (stored.ended ? 'never (ended)' : 'never')}\n`,
+          );
       }),
     );
 
@@ -242,9 +283,10 @@ export function register(program: Command): void {
         if (json) return runs.forEach(printJson);
         const time = timeFormat(task ? zoneOf(task) : undefined, utc);
         printTable(
-          ['PLANNED', 'STATUS', 'JOB', 'STARTED', 'FINISHED', 'WORKER', 'ERROR'],
+          ['PLANNED', 'DUE', 'STATUS', 'JOB', 'STARTED', 'FINISHED', 'WORKER', 'ERROR'],
           runs.map((r) => [
             time(r.occurrence),
+            time(r.due),
             r.replacedBy === undefined ? r.status : `${r.status} (replaced by ${time(r.replacedBy)})`,
             r.jobId,
             time(r.started),

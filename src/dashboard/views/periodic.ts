@@ -5,8 +5,9 @@
  */
 import type { PeriodicTask } from '../../periodic/definition.js';
 import { ruleOwner } from '../../periodic/rules.js';
+import { describeControls, type ScheduleTimer, scheduleOf, scheduleTimer } from '../../periodic/schedule.js';
 import type { RunRecord } from '../../periodic/tasks.js';
-import { parseTimer, type Timer } from '../../timers/index.js';
+import type { Timer } from '../../timers/index.js';
 import { zoneOffset } from '../../timers/zone.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, counted, duration, type Html, html, pretty, time } from '../html.js';
@@ -28,11 +29,12 @@ const parsed = new Map<string, Timer | string>();
 
 /** The timer parsed, or the reason it does not parse. */
 function timerOf(t: PeriodicTask): Timer | string {
-  const key = `${t.timezone ?? ''}\n${t.timer}`;
+  const schedule = scheduleOf(t);
+  const key = `${t.timezone ?? ''}\n${JSON.stringify(schedule)}`;
   let timer = parsed.get(key);
   if (timer === undefined) {
     try {
-      timer = parseTimer(t.timer, { timezone: t.timezone });
+      timer = scheduleTimer(schedule, t.timezone);
     } catch (err) {
       timer = (err as Error).message;
     }
@@ -53,15 +55,33 @@ export function zoned(ms: number, zone: string | undefined): string {
   }
 }
 
-/** The next `n` runs of a task from its planned next occurrence. */
+/** The next `n` runs of a task from its planned next occurrence (past at most 10n excluded ones). */
 function nextRuns(t: PeriodicTask, timer: Timer, n: number): number[] {
   const out: number[] = [];
+  const excludes = (timer as ScheduleTimer).excludes ?? (() => false);
   let at = t.nextrun;
-  while (at !== undefined && out.length < n) {
-    out.push(at);
+  for (let seen = 0; at !== undefined && out.length < n && seen < n * 10; seen++) {
+    if (!excludes(at)) out.push(at);
     at = timer.next(new Date(at))?.getTime();
   }
   return out;
+}
+
+/** A task's timer spec (or specs) as written. */
+function specs(t: PeriodicTask): string {
+  return Array.isArray(t.timer) ? t.timer.join(' | ') : t.timer;
+}
+
+/** A task's schedule controls (exclusions, bounds, limit, jitter, immediately), one line, or ''. */
+function controls(t: PeriodicTask): Html | string {
+  const c = describeControls(t);
+  return c.length ? html`<br><small class="controls">${c.join('; ')}</small>` : '';
+}
+
+/** Whether a task is enabled, disabled, or ended (no occurrence left). */
+function enabledCell(t: PeriodicTask): Html | string {
+  if (t.ended) return html`<span class="status status-ended">ended</span>`;
+  return t.enabled ? 'yes' : html`<span class="paused">no</span>`;
 }
 
 /**
@@ -127,10 +147,10 @@ export async function periodicList(ctx: PageContext): Promise<Page> {
       const timer = timerOf(t);
       const zone = typeof timer === 'string' ? t.timezone : (timer.timezone ?? t.timezone);
       return html`<tr data-task="${t.id}"><td><a href="${ctx.base}/periodic/${encodeURIComponent(t.id)}">${t.id}</a></td><td>${t.task}</td>
-<td class="mono">${t.timer}</td><td class="mono">${typeof timer === 'string' ? html`<span class="error">${timer}</span>` : timer.normalized}</td><td>${zone ?? 'UTC'}</td>
+<td class="mono">${specs(t)}${controls(t)}</td><td class="mono">${typeof timer === 'string' ? html`<span class="error">${timer}</span>` : timer.normalized}</td><td>${zone ?? 'UTC'}</td>
 <td><ol class="next">${next[i].map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol>${t.enabled ? '' : html`<span class="muted">disabled</span>`}</td>
 <td>${status(lastState[i])}${t.lastrun !== undefined ? html`<br>${ago(t.lastrun, now)}` : ''}</td>
-<td>${t.enabled ? 'yes' : html`<span class="paused">no</span>`}</td>
+<td>${enabledCell(t)}</td>
 <td class="actions">${t.enabled ? actionButton(ctx, 'periodic/disable', 'Disable', { id: t.id }) : actionButton(ctx, 'periodic/enable', 'Enable', { id: t.id })}${actionButton(ctx, 'periodic/trigger', 'Trigger', { id: t.id })}</td></tr>`;
     })}</tbody></table>
 ${tasks.length === 0 ? html`<p class="empty">No periodic task.</p>` : ''}
@@ -199,11 +219,12 @@ ${runHistory(ctx, id, runs, limit)}`
   return {
     title: `Periodic ${id}`,
     nav: 'periodic',
-    main: html`<h1>Periodic task <span class="mono">${task.id}</span> ${task.enabled ? '' : html`<span class="paused">disabled</span>`}</h1>
+    main: html`<h1>Periodic task <span class="mono">${task.id}</span> ${task.enabled ? '' : html`<span class="paused">disabled</span>`}${task.ended ? html`<span class="status status-ended">ended</span>` : ''}</h1>
 <div class="toolbar">${task.enabled ? actionButton(ctx, 'periodic/disable', 'Disable', { id }) : actionButton(ctx, 'periodic/enable', 'Enable', { id })}${actionButton(ctx, 'periodic/trigger', 'Trigger', { id })}</div>
 <table class="fields">
 <tr><th>task</th><td>${task.task}</td></tr><tr><th>group</th><td>${task.group}</td></tr>
-<tr><th>timer</th><td class="mono">${task.timer}</td></tr>
+<tr><th>timer</th><td class="mono">${specs(task)}</td></tr>
+${describeControls(task).length ? html`<tr><th>schedule controls</th><td class="controls">${describeControls(task).join('; ')}</td></tr>` : ''}
 <tr><th>normalized</th><td class="mono">${typeof timer === 'string' ? timer : timer.normalized}</td></tr>
 <tr><th>zone</th><td>${zone ?? 'UTC'}</td></tr>
 <tr><th>next runs</th><td><ol class="next">${next.map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol></td></tr>
@@ -222,10 +243,10 @@ function runHistory(ctx: PageContext, id: string, runs: RunRecord[], limit: numb
   const q = new URLSearchParams(ctx.query);
   q.set('runs', String(Math.min(MOST_RUNS, limit * 2)));
   return html`<h2>Run history <small>${runs.length > limit ? `newest ${limit}` : `${runs.length}`}</small></h2>
-<table class="runs"><thead><tr><th>planned</th><th>started</th><th>finished</th><th>status</th><th>worker</th><th>host</th><th>pid</th><th>log</th><th>error</th></tr></thead>
+<table class="runs"><thead><tr><th>planned</th><th>due</th><th>started</th><th>finished</th><th>status</th><th>worker</th><th>host</th><th>pid</th><th>log</th><th>error</th></tr></thead>
 <tbody>${runs.slice(0, limit).map(
     (r) =>
-      html`<tr><td>${time(r.occurrence)}${r.status === 'missed' && r.count ? html`<br><small>${r.count} missed until ${time(r.until)}</small>` : ''}</td><td>${time(r.started)}</td><td>${time(r.finished)}</td>
+      html`<tr><td>${time(r.occurrence)}${r.status === 'missed' && r.count ? html`<br><small>${r.count} missed until ${time(r.until)}</small>` : ''}</td><td>${r.due === undefined ? '' : time(r.due)}</td><td>${time(r.started)}</td><td>${time(r.finished)}</td>
 <td>${r.jobId && r.status !== 'expired' ? html`<a href="${ctx.base}/jobs/${encodeURIComponent(r.jobId)}">${status(r.status)}</a>` : status(r.status)}${replaced(r)}</td>
 <td class="mono">${r.worker ?? ''}</td><td>${r.host ?? ''}</td><td>${r.pid ?? ''}</td>
 <td>${r.logs?.length ? html`<details><summary>${counted(r.logs.length, 'line')}</summary><pre class="logs">${r.logs.join('\n')}</pre></details>` : ''}</td>

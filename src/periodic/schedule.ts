@@ -1,0 +1,130 @@
+/**
+ * A task's schedule: one timer or several (their union), exclusions, start and end bounds,
+ * jitter and a limit on runs. A task with only one timer stores it as it is in its `timer` field;
+ * one with more stores the schedule there as JSON (`{"timers": [...], ...}`), so that every reader
+ * of a task's timer (claims, upsert's "same timer" check, look-ahead) reads the whole schedule, and
+ * changing any part of it plans the task afresh.
+ */
+import { ValidationError } from '../errors.js';
+import { type Exclusions, parseExclusions, parseTimer, type Timer, TimerSyntaxError } from '../timers/index.js';
+
+/** The parts of a schedule beyond its timers, as stored. */
+export interface ScheduleSpec {
+  timers: string[];
+  exclude?: string[];
+  startAt?: number;
+  endAt?: number;
+  jitter?: number;
+  limit?: number;
+}
+
+/** A schedule as one timer: its `next` is the union of its timers' within [startAt, endAt]. */
+export interface ScheduleTimer extends Timer {
+  readonly schedule: ScheduleSpec;
+  /** Whether occurrence `t` (ms) falls in an exclusion (it is recorded, not run). */
+  excludes(t: number): boolean;
+}
+
+/** Whether a stored `timer` field holds a whole schedule (JSON) rather than one timer spec. */
+export function isScheduleJson(stored: string): boolean {
+  return stored.startsWith('{');
+}
+
+/** The stored `timer` field for a schedule: the one timer as it is when nothing else is set. */
+export function encodeSchedule(s: ScheduleSpec): string {
+  const extra = s.exclude?.length || s.startAt !== undefined || s.endAt !== undefined || s.jitter || s.limit !== undefined;
+  if (s.timers.length === 1 && !extra) return s.timers[0];
+  const out: ScheduleSpec = { timers: s.timers };
+  if (s.exclude?.length) out.exclude = s.exclude;
+  if (s.startAt !== undefined) out.startAt = s.startAt;
+  if (s.endAt !== undefined) out.endAt = s.endAt;
+  if (s.jitter) out.jitter = s.jitter;
+  if (s.limit !== undefined) out.limit = s.limit;
+  return JSON.stringify(out);
+}
+
+/** Reads a stored `timer` field back into a schedule. */
+export function decodeSchedule(stored: string): ScheduleSpec {
+  if (!isScheduleJson(stored)) return { timers: [stored] };
+  const s = JSON.parse(stored) as ScheduleSpec;
+  if (!Array.isArray(s.timers) || s.timers.some((t) => typeof t !== 'string')) throw new Error('bad stored schedule');
+  return s;
+}
+
+/**
+ * Builds the timer of a schedule read in `timezone`.
+ * @throws {TimerSyntaxError} for a bad timer (its `part` says which); {@link ValidationError} on
+ * `exclude` for a bad exclusion.
+ */
+export function scheduleTimer(s: ScheduleSpec, timezone: string | undefined): ScheduleTimer {
+  const timers = s.timers.map((spec) => parseTimer(spec, { timezone }));
+  let exclusions: Exclusions | null = null;
+  if (s.exclude?.length) {
+    try {
+      exclusions = parseExclusions(s.exclude, timezone);
+    } catch (err) {
+      if (err instanceof TimerSyntaxError) throw new ValidationError('exclude', err.message);
+      throw err;
+    }
+  }
+  const { startAt, endAt } = s;
+  const first = timers[0];
+  return {
+    kind: first.kind,
+    spec: encodeSchedule(s),
+    normalized: timers.map((t) => t.normalized).join(' | '),
+    timezone: first.timezone,
+    ...(timers.length === 1 && first.intervalMs !== undefined ? { intervalMs: first.intervalMs } : {}),
+    schedule: s,
+    excludes: (t) => exclusions?.excludes(t) ?? false,
+    next(after: Date): Date | null {
+      let from = after.getTime();
+      if (startAt !== undefined && from < startAt - 1) from = startAt - 1;
+      let best: number | null = null;
+      for (const t of timers) {
+        const n = t.next(new Date(from))?.getTime();
+        if (n !== undefined && (best === null || n < best)) best = n;
+      }
+      if (best === null || (endAt !== undefined && best > endAt)) return null;
+      return new Date(best);
+    },
+  };
+}
+
+/** The schedule timer of a stored `timer` field, or the plain timer when it holds one spec. */
+export function storedTimer(stored: string, timezone: string | undefined): Timer {
+  return isScheduleJson(stored) ? scheduleTimer(decodeSchedule(stored), timezone) : parseTimer(stored, { timezone });
+}
+
+/** What {@link scheduleOf} and {@link describeControls} read of a task. */
+export interface ScheduleFields {
+  timer: string | string[];
+  exclude?: string[];
+  startAt?: number;
+  endAt?: number;
+  limit?: number;
+  jitter?: number;
+  immediately?: boolean;
+  runs?: number;
+}
+
+/** The schedule of a task as {@link PeriodicTasks.get} reads it. */
+export function scheduleOf(t: ScheduleFields): ScheduleSpec {
+  const { exclude, startAt, endAt, jitter, limit } = t;
+  return { timers: Array.isArray(t.timer) ? t.timer : [t.timer], exclude, startAt, endAt, jitter, limit };
+}
+
+/**
+ * The schedule controls a task has, one short phrase each (`exclude *-12-25`, `from <ISO>`,
+ * `until <ISO>`, `runs 3/5`, `jitter 30000 ms`, `immediately`), for the CLI and the dashboard.
+ */
+export function describeControls(t: ScheduleFields): string[] {
+  const out: string[] = [];
+  if (t.exclude?.length) out.push(`exclude ${t.exclude.join(', ')}`);
+  if (t.startAt !== undefined) out.push(`from ${new Date(t.startAt).toISOString()}`);
+  if (t.endAt !== undefined) out.push(`until ${new Date(t.endAt).toISOString()}`);
+  if (t.limit !== undefined) out.push(`runs ${t.runs ?? 0}/${t.limit}`);
+  if (t.jitter) out.push(`jitter ${t.jitter} ms`);
+  if (t.immediately) out.push('immediately');
+  return out;
+}
