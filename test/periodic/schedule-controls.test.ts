@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler, ValidationError } from '../../src/index.js';
 import type { PeriodicTaskDefinition } from '../../src/periodic/definition.js';
+import { jitterOffset } from '../../src/periodic/jitter.js';
 import { parseEntry } from '../../src/queue/events.js';
 import { queueKeys } from '../../src/redis/keys.js';
 import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
@@ -203,6 +204,34 @@ describe('bounds: startAt, endAt, limit, immediately, and the ended state', () =
       ['2026-06-01T01:00:00.000Z', 'waiting'],
     ]);
     expect((await tasks.get('i'))!.ended).toBe(true);
+  });
+});
+
+describe('jitter', () => {
+  it('a jittered occurrence is released at its due time and is late by that, not by its occurrence', async () => {
+    const { name, tasks, queue } = setup('2026-06-01T00:30:00Z');
+    const occ = ms('2026-06-01T01:00:00Z');
+    const JITTER = 600_000;
+    // a task id whose offset is well past the misfire grace (15 s)
+    const id = ['k0', 'k1', 'k2', 'k3', 'k4', 'k5'].find((k) => jitterOffset(k, occ, JITTER) > 60_000)!;
+    const due = occ + jitterOffset(id, occ, JITTER);
+    // catch-up `none`: an occurrence found late is dropped as missed
+    await tasks.upsert({ id, task: 'noop', timer: '*:00', jitter: JITTER, catchup: 'none' });
+    const opts = { connection: redisUrl(), lookaheadMs: 2500 };
+    const stager = new Scheduler(name, { ...opts, now: () => occ - 1500 });
+    await stager.start();
+    const raw = rawClient();
+    const staged = `${queueKeys(name).prefix}p:staged`;
+    await eventually(async () => (await raw.zcard(staged)) === 1);
+    expect(Number((await raw.zrange(staged, 0, 0, 'WITHSCORES'))[1])).toBe(due);
+    await stager.close();
+    expect((await queue.getJob(`${id}@${occ}`))?.state).toBeUndefined();
+    // another replica, at the due time: the run goes (its occurrence is minutes old)
+    const releaser = track(new Scheduler(name, { ...opts, now: () => due }));
+    await releaser.start();
+    await eventually(async () => (await queue.getJob(`${id}@${occ}`))?.state === 'waiting');
+    const [run] = await tasks.runs(id);
+    expect(run).toMatchObject({ occurrence: occ, due, status: 'waiting' });
   });
 });
 
