@@ -28,7 +28,8 @@
             excluded occurrences (comma-separated; recorded `~excluded@<occ>`), due times of the
             occurrences (comma-separated, in their order; '' when each is due at its occurrence:
             jitter makes them later, and the job records its `due`), the task's scheduled runs
-            counted so far ('' leaves it)
+            counted so far ('' leaves it), '1' when the task ends with this plan (a periodic.ended
+            event)
 
   Returns { earliest p:nextrun score afterwards ('' when none), earliest p:staged score ('' when
             none), per task 1 (committed) or 0 (claim gone: committed elsewhere, changed or removed) }.
@@ -115,6 +116,7 @@ for r = 1, #recs do
     if #history > 0 then call('ZADD', prefix .. 'p:h:' .. id, unpack(history)) end
     local fields = { 'nextrun', newNext }
     if f.runs ~= '' then fields[#fields + 1] = 'runs'; fields[#fields + 1] = f.runs end
+    if f.ended == '1' then periodicEnded(id) end
     if period ~= '' and period ~= storedPeriod then fields[#fields + 1] = 'period'; fields[#fields + 1] = period end
     if triggered ~= '' then fields[#fields + 1] = 'triggered'; fields[#fields + 1] = '' end
     local tk = prefix .. 'p:t:' .. id

@@ -76,6 +76,7 @@ for (let round = 0; round < rounds; round++) {
       excluded: '',
       dues: '',
       runs: '',
+      ended: '',
     }),
   );
   await phase('stage', async () => {

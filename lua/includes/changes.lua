@@ -6,7 +6,7 @@
 --- @include "includes/wire"
 --- @include "includes/common"
 --- @export countDelta, changedList, changed, left, arrived, periodicFailed, timerFailed, childrenDone
---- @export flushChanges
+--- @export periodicEnded, flushChanges
 
 -- Collected state changes of one script call; flushed as one stream entry: the ids per state
 -- (in the order states first occur), and the changes that carry an error. The lists per state
@@ -26,6 +26,10 @@ local periodicFailures = {}
 -- occurrence, error } (periodic.failed events with no job).
 local timerFailures = {}
 
+-- Periodic tasks that ended in this call (no occurrence left: past endAt, out of runs, a one-shot
+-- done): task ids (periodic.ended events).
+local periodicEnds = {}
+
 -- Fan-out parents whose children all ended in this call: { parent id, total, success, failed,
 -- cancelled } (see includes/children).
 local childrenEnded = {}
@@ -44,6 +48,7 @@ onBeginCall(function()
   if next(periodicFailures) then periodicFailures = {} end
   if next(childrenEnded) then childrenEnded = {} end
   if next(timerFailures) then timerFailures = {} end
+  if next(periodicEnds) then periodicEnds = {} end
 end)
 
 -- The list of ids that entered `state` in this call, for a caller about to add one or more
@@ -89,6 +94,10 @@ local function timerFailed(task, occurrence, err)
   timerFailures[#timerFailures + 1] = { task, tonumber(occurrence) or false, err }
 end
 
+local function periodicEnded(task)
+  periodicEnds[#periodicEnds + 1] = task
+end
+
 local function childrenDone(parent, total, success, failed, cancelled)
   childrenEnded[#childrenEnded + 1] = { parent, total, success, failed, cancelled }
 end
@@ -107,7 +116,9 @@ local function flushChanges(prefix, maxEvents)
   for state, d in pairs(countDelta) do
     if d ~= 0 then call('HINCRBY', prefix .. 'counts', state, str(d)) end
   end
-  if num(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0 and #timerFailures == 0) then return end
+  if num(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0 and #timerFailures == 0 and #periodicEnds == 0) then
+    return
+  end
   local a, n = entry, 6
   a[2], a[5] = prefix .. 'events', maxEvents
   for _, state in ipairs(stateOrder) do
@@ -124,6 +135,9 @@ local function flushChanges(prefix, maxEvents)
   end
   if #timerFailures > 0 then
     a[n + 1], a[n + 2], n = EVENT_TIMER_FAILED_FIELD, cjson.encode(timerFailures), n + 2
+  end
+  if #periodicEnds > 0 then
+    a[n + 1], a[n + 2], n = EVENT_PERIODIC_ENDED_FIELD, cjson.encode(periodicEnds), n + 2
   end
   call(unpack(a, 1, n))
 end

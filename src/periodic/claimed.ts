@@ -56,6 +56,8 @@ export function stageRecord(c: Claimed, b: Bounded, failure: string): StageRecor
     excluded: b.excluded.join(','),
     dues: b.dues.join(','),
     runs: b.runs === c.runs ? '' : String(b.runs),
+    // an enabled task's schedule ran out with this plan (an event rule's run goes instead)
+    ended: p.nextrun === null && c.nextrun !== null && c.enabled && c.raw.rule === '' && !failure ? '1' : '',
     ...claimedPart(c.raw),
     failure,
   };

@@ -5,6 +5,7 @@ import { streamEntries } from '../redis/event-stream.js';
 import {
   EVENT_CHILDREN_ENDED_FIELD,
   EVENT_ERRORS_FIELD,
+  EVENT_PERIODIC_ENDED_FIELD,
   EVENT_PERIODIC_FAILED_FIELD,
   EVENT_PROGRESS_FIELD,
   EVENT_TIMER_FAILED_FIELD,
@@ -32,9 +33,11 @@ export interface QueueEvent {
    * run that fanned out: one of its children failed, and all have ended), or when a scheduler
    * disabled a task whose timer stopped advancing (no job: `id` is `<task>@<occurrence>`); hook alerts (log,
    * webhook, e-mail) on it. `'children.ended'` when the last child of a fan-out parent ended (once
-   * per parent). `'progress'` when a running job reported progress.
+   * per parent). `'progress'` when a running job reported progress. `'periodic.ended'` when a
+   * periodic task's schedule ran out (past its endAt, out of runs, a one-shot done; no job: `id`
+   * is the task id, `state` is `success`).
    */
-  event?: 'periodic.failed' | 'children.ended' | 'progress';
+  event?: 'periodic.failed' | 'children.ended' | 'progress' | 'periodic.ended';
   /** For periodic.failed: the periodic task id and the occurrence (planned time, ms) of the run. */
   periodic?: { task: string; occurrence?: number };
   /** For children.ended: how many children the parent had, and how each ended. */
@@ -89,6 +92,10 @@ export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
         const id = occurrence === false ? task : `${task}@${occurrence}`;
         const periodic = occurrence === false ? { task } : { task, occurrence };
         out.push({ streamId, id, state: 'failed', event: 'periodic.failed', error, periodic });
+      }
+    } else if (field === EVENT_PERIODIC_ENDED_FIELD) {
+      for (const task of JSON.parse(fields[i + 1]) as string[]) {
+        out.push({ streamId, id: task, state: 'success', event: 'periodic.ended', periodic: { task } });
       }
     } else if (field === EVENT_PROGRESS_FIELD) {
       for (const [id, progress] of JSON.parse(fields[i + 1]) as Array<[string, number]>) {

@@ -38,6 +38,7 @@ type ClaimedPart = Pick<
     | 'excluded'
     | 'dues'
     | 'runs'
+    | 'ended'
   >
 >;
 

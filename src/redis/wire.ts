@@ -185,6 +185,7 @@ export const STAGE_FIELDS = [
   'excluded',
   'dues',
   'runs',
+  'ended',
 ] as const;
 
 /**
@@ -198,6 +199,8 @@ export const EVENT_CHILDREN_ENDED_FIELD = 'e';
 export const EVENT_PROGRESS_FIELD = 'g';
 /** Periodic tasks a scheduler disabled because their timer stopped advancing: `[task id, occurrence, error]` each. */
 export const EVENT_TIMER_FAILED_FIELD = 't';
+/** Periodic tasks that ended (no occurrence left): JSON list of task ids (`periodic.ended` events). */
+export const EVENT_PERIODIC_ENDED_FIELD = 'n';
 
 /**
  * How a periodic task's run history marks an occurrence that was skipped, or missed, and an event
@@ -259,6 +262,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   EVENT_CHILDREN_ENDED_FIELD,
   EVENT_PROGRESS_FIELD,
   EVENT_TIMER_FAILED_FIELD,
+  EVENT_PERIODIC_ENDED_FIELD,
   HISTORY_SKIPPED,
   HISTORY_MISSED,
   HISTORY_REPLACED,

@@ -11,7 +11,7 @@ import type { PeriodicTaskDefinition } from '../../src/periodic/definition.js';
 import { jitterOffset } from '../../src/periodic/jitter.js';
 import { parseEntry } from '../../src/queue/events.js';
 import { queueKeys } from '../../src/redis/keys.js';
-import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
+import { closeAll, eventually, rawClient, redisUrl, streamEvents, track, uniqueQueue } from '../helpers/setup.js';
 
 afterEach(closeAll);
 const ms = (iso: string) => Date.parse(iso);
@@ -160,6 +160,9 @@ describe('bounds: startAt, endAt, limit, immediately, and the ended state', () =
     expect(ended).toMatchObject({ enabled: true, ended: true });
     expect(ended.nextrun).toBeUndefined();
     expect((await tasks.list()).map((x) => [x.id, x.ended])).toEqual([['b', true]]);
+    // one periodic.ended event
+    const ends = (await streamEvents(name)).filter((e) => e.event === 'periodic.ended');
+    expect(ends.map((e) => [e.id, e.periodic])).toEqual([['b', { task: 'b' }]]);
     expect(await tasks.upcoming()).toEqual([]);
     expect(await tasks.remove('b')).toBe(true);
     expect(await tasks.get('b')).toBeNull();
@@ -180,6 +183,7 @@ describe('bounds: startAt, endAt, limit, immediately, and the ended state', () =
     ]);
     expect((await queue.getJob(trig!.jobId))?.state).toBe('waiting');
     expect(await tasks.get('l')).toMatchObject({ limit: 3, runs: 3, ended: true });
+    expect((await streamEvents(name)).filter((e) => e.event === 'periodic.ended').map((e) => e.id)).toEqual(['l']);
     // an ended task may still be triggered by hand; it stays ended
     clock.now = ms('2026-06-01T11:00:00Z');
     const again = await tasks.trigger('l');
