@@ -27,7 +27,7 @@
             occurrence the timer stopped at); then the schedule controls' part of the plan:
             excluded occurrences (comma-separated; recorded `~excluded@<occ>`), due times of the
             occurrences (comma-separated, in their order; '' when each is due at its occurrence:
-            jitter makes them later, and the job records its `due`), the task's scheduled runs
+            jitter makes them later, and the job records it as `jitterDue`), the task's scheduled runs
             counted so far ('' leaves it), '1' when the task ends with this plan (a periodic.ended
             event)
 

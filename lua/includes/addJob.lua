@@ -47,8 +47,8 @@ local function writeJob(jobKey, now, f, i, state, unchecked, runAt, periodic)
   if periodic then
     a[n + 1], a[n + 2], a[n + 3], a[n + 4] = 'tracker', periodic.tracker, 'occurrence', periodic.occurrence
     n = n + 4
-    -- a jittered occurrence: when it is due
-    if periodic.due then a[n + 1], a[n + 2], n = 'due', periodic.due, n + 2 end
+    -- a jittered occurrence: when it is due (not `due`, a stuck job's retry time)
+    if periodic.due then a[n + 1], a[n + 2], n = 'jitterDue', periodic.due, n + 2 end
   end
   if runAt then a[n + 1], a[n + 2], n = 'runAt', str(runAt), n + 2 end
   call('HSET', jobKey, unpack(a, 1, n))

@@ -118,7 +118,7 @@ function runRecord(e: { member: string; occurrence: number }, byId: Map<string, 
   const hostPid = got.job.host ? { host: got.job.host.toString(), pid: Number(got.job.pid?.toString()) } : {};
   const dropped = got.job.dropped?.toString();
   const ended = fannedOutEnd(job);
-  const due = got.job.due?.toString();
+  const due = got.job.jitterDue?.toString();
   return {
     occurrence: e.occurrence,
     ...(due ? { due: Number(due) } : {}),
