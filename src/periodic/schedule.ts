@@ -61,7 +61,8 @@ export function scheduleTimer(s: ScheduleSpec, timezone: string | undefined): Sc
   let exclusions: Exclusions | null = null;
   if (s.exclude?.length) {
     try {
-      exclusions = parseExclusions(s.exclude, timezone);
+      // (in the task's zone, else the zone its first timer names: `*-*-* 09:00 Europe/Paris`)
+      exclusions = parseExclusions(s.exclude, timezone ?? timers[0].timezone);
     } catch (err) {
       if (err instanceof TimerSyntaxError) throw new ValidationError('exclude', err.message);
       throw err;
