@@ -293,15 +293,37 @@ function checkSchedule(d: PeriodicTaskDefinition): { schedule: ScheduleSpec; tim
   if (startAt !== undefined && endAt !== undefined && endAt < startAt) {
     throw new ValidationError('endAt', 'must not be before startAt');
   }
+  const union = [...new Set(list)];
   const schedule: ScheduleSpec = {
-    timers: [...new Set(list)],
+    timers: union,
     exclude: d.exclude,
     startAt,
     endAt,
     jitter: d.jitter,
     limit: d.limit,
   };
-  return { schedule, timer: scheduleTimer(schedule, d.timezone) };
+  const timer = scheduleTimer(schedule, d.timezone);
+  if (union.length > 1) checkUnionPeriod(timer, Date.now());
+  return { schedule, timer };
+}
+
+/**
+ * Refuses timers whose union elapses closer together than {@link MIN_PERIOD_MS} (each alone may
+ * be slow enough): read from the union's first 120 elapses, or those of its next two minutes.
+ */
+function checkUnionPeriod(timer: Timer, now: number): void {
+  let last = timer.next(new Date(now))?.getTime();
+  for (let k = 0; last !== undefined && k < 120; k++) {
+    const t = timer.next(new Date(last))?.getTime();
+    if (t === undefined || t > now + 120_000) return;
+    if (t - last < MIN_PERIOD_MS) {
+      throw new ValidationError(
+        'timer',
+        `the timers together elapse ${t - last} ms apart, more often than the shortest period a periodic task may have (${MIN_PERIOD_MS} ms)`,
+      );
+    }
+    last = t;
+  }
 }
 
 /** The hash fields of a checked definition (without nextrun and the run-time fields). */

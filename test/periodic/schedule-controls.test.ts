@@ -267,6 +267,7 @@ describe('validation', () => {
     ['timer', { timer: 42 }],
     ['timer[1]', { timer: ['*:00', 'not a timer'] }],
     ['timer[0]', { timer: ['every 10ms'] }],
+    ['timer', { timer: ['*:*:00', '*:*:00.5'] }],
     ['exclude', { exclude: ['Sun 25:00..26:00'] }],
     ['exclude', { exclude: ['*-12-25 10:00'] }],
     ['exclude', { exclude: ['2026-12-26..2026-12-24'] }],
