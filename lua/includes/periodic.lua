@@ -14,6 +14,8 @@
     p:last          HASH  task id -> id of the last job submitted for it, for tasks whose overlap
                           policy needs it (not `allow`; otherwise see pLastFromHistory)
     p:buf           HASH  task id -> p:staged member of the run buffer-one holds back
+    p:bf:<id>       HASH  backfill ledger: occurrence (ms) -> backfills of it (periodic-backfill)
+    p:bq:<id>       ZSET  buffer-all backlog: p:staged member -> occurrence (periodic-release)
     p:wake          pub/sub channel schedulers listen on
   A task's hash field `staged` lists the p:staged members its last stage added.
 ]]
@@ -94,6 +96,8 @@ local function pRemove(prefix, id, keepStaged, keepHistory)
   if owner ~= '' then call('SREM', prefix .. 'p:owner:' .. owner, id) end
   call('DEL', tk)
   if not keepHistory then call('DEL', prefix .. 'p:h:' .. id) end
+  -- (its backfill ledger; a buffer-all backlog is dropped by periodic-release, in steps)
+  call('UNLINK', prefix .. 'p:bf:' .. id)
   call('ZREM', prefix .. 'p:nextrun', id)
   call('SREM', prefix .. 'p:all', id)
   return 1

@@ -13,7 +13,7 @@
  * first client to use the queue; a client of another version refuses the queue
  * (SchemaMismatchError).
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * Longest delay a job may have (ms), and its latest due time (`runAt`): 9,999,999,999,999 ms,
@@ -128,7 +128,13 @@ export const END_CODES = { success: 's', waiting: 'w', cancelled: 'c', stuck: 'k
 export const END_REFUSED = '-';
 
 /** A periodic task's overlap policy, as the first character of its staged occurrences. */
-export const OVERLAP_CODE = { allow: 'a', skip: 's', 'buffer-one': 'b', 'cancel-previous': 'c' } as const;
+export const OVERLAP_CODE = {
+  allow: 'a',
+  skip: 's',
+  'buffer-one': 'b',
+  'cancel-previous': 'c',
+  'buffer-all': 'q',
+} as const;
 
 /** The task fields periodic-claim answers per claimed task, after its id and claim token. */
 export const CLAIM_FIELDS = [
@@ -194,6 +200,8 @@ export const EVENT_CHILDREN_ENDED_FIELD = 'e';
 export const EVENT_PROGRESS_FIELD = 'g';
 /** Periodic tasks a scheduler disabled because their timer stopped advancing: `[task id, occurrence, error]` each. */
 export const EVENT_TIMER_FAILED_FIELD = 't';
+/** Periodic tasks paused because a run failed (`pauseOnFailure`): `[job id, task id, occurrence, note]` each. */
+export const EVENT_PERIODIC_PAUSED_FIELD = 'z';
 
 /**
  * How a periodic task's run history marks an occurrence that was skipped, or missed, and an event
@@ -253,6 +261,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   EVENT_CHILDREN_ENDED_FIELD,
   EVENT_PROGRESS_FIELD,
   EVENT_TIMER_FAILED_FIELD,
+  EVENT_PERIODIC_PAUSED_FIELD,
   HISTORY_SKIPPED,
   HISTORY_MISSED,
   HISTORY_REPLACED,
