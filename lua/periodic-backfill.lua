@@ -7,8 +7,8 @@
   submitted it; kept as long as the task), when its job `<id>@<occurrence>` exists (the scheduler
   staged or submitted it, or a backfill did; until job retention removes it), or when the run
   history holds a job at that occurrence (within the history's retention). With `force` it is
-  submitted all the same; a rerun of an occurrence whose job id is taken is `<id>@<occurrence>#<n>`
-  (n: the ledger's count of that occurrence's backfills, plus one when the scheduler ran it).
+  submitted all the same, as job `<id>@<occurrence>#<n>`: the ledger counts each occurrence's
+  runs (the scheduler's as one), and n is this run's number.
   Each backfilled job has `backfill` = 1 in its hash. Since the ledger changes in the same call
   that submits, overlapping backfills (from any process) and a rerun after a crash submit each
   occurrence once.
@@ -51,12 +51,13 @@ local ledger, hk, backlog = prefix .. 'p:bf:' .. id, prefix .. 'p:h:' .. id, pre
 local route = '|' .. (priority == 'high' and 'h' or 'l') .. group
 local submittedAt = tostring(serverNow)
 
--- Whether occurrence `occ` (job id `jobId`) ran already: backfilled, its job exists, or the run
--- history holds a job there.
+-- Whether occurrence `occ` (job id `jobId`) ran already: 'b' backfilled (in the ledger), 's' its
+-- job exists or the run history holds a job there (the scheduler's run), or false.
 local function ran(occ, jobId)
-  if call('HEXISTS', ledger, occ) == 1 or call('EXISTS', prefix .. 'j:' .. jobId) == 1 then return true end
+  if call('HEXISTS', ledger, occ) == 1 then return 'b' end
+  if call('EXISTS', prefix .. 'j:' .. jobId) == 1 then return 's' end
   for _, m in ipairs(call('ZRANGEBYSCORE', hk, occ, occ)) do
-    if string.sub(m, 1, 1) ~= '~' then return true end
+    if string.sub(m, 1, 1) ~= '~' then return 's' end
   end
   return false
 end
@@ -67,11 +68,13 @@ local history, queued = {}, {}
 for i = 7, #ARGV do
   local occ = ARGV[i]
   local jobId = id .. '@' .. occ
-  if not force and ran(occ, jobId) then
+  local before = ran(occ, jobId)
+  if before and not force then
     already = already + 1
   else
-    local n = call('HINCRBY', ledger, occ, 1)
-    if n > 1 or call('EXISTS', prefix .. 'j:' .. jobId) == 1 then jobId = jobId .. '#' .. n end
+    -- the ledger counts the occurrence's runs (the scheduler's as one); a rerun's job id has its number
+    local n = call('HINCRBY', ledger, occ, before == 's' and 2 or 1)
+    if n > 1 then jobId = jobId .. '#' .. n end
     description.occurrence = tonumber(occ)
     if stageJob(prefix, { id = jobId, description = packDescription(description, args), group = group,
         priority = priority, tracker = id, occurrence = occ }) then

@@ -74,7 +74,8 @@ export function checkBackfill(options: unknown, now: number): CheckedBackfill {
   if (Number.isNaN(from)) throw new ValidationError('from', 'must be a valid Date');
   if (Number.isNaN(to)) throw new ValidationError('to', 'must be a valid Date');
   if (to <= from) throw new ValidationError('to', 'must be after from');
-  if (to > now) throw new ValidationError('to', `must not be after now (${new Date(now).toISOString()}): a backfill runs past occurrences`);
+  if (to > now)
+    throw new ValidationError('to', `must not be after now (${new Date(now).toISOString()}): a backfill runs past occurrences`);
   return { from, to, overlap: o.overlap ?? 'buffer-all', force: o.force ?? false };
 }
 

@@ -16,6 +16,7 @@ import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import { parseTimer, type Timer } from '../timers/index.js';
+import { type BackfillOptions, type BackfillResult, checkBackfill, runBackfill } from './backfill.js';
 import {
   checkDefinition,
   checkId,
@@ -38,7 +39,6 @@ import {
   pendingRunFields,
   ruleOwner,
 } from './rules.js';
-import { type BackfillOptions, type BackfillResult, checkBackfill, runBackfill } from './backfill.js';
 import { type RunRecord, readRuns } from './runs.js';
 
 export type { BackfillOptions, BackfillOverlap, BackfillResult } from './backfill.js';

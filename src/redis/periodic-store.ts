@@ -142,8 +142,14 @@ export class PeriodicStore {
   /** periodic-enable: disables a task with a note ('' for none); false when there is no such task. */
   async disable(id: string, now: number, note = ''): Promise<boolean> {
     return (
-      (await this.queue.scripts.fcall<number>('periodic-enable', this.keys.nextrun, [this.keys.prefix, id, '0', '', now, note])) ===
-      1
+      (await this.queue.scripts.fcall<number>('periodic-enable', this.keys.nextrun, [
+        this.keys.prefix,
+        id,
+        '0',
+        '',
+        now,
+        note,
+      ])) === 1
     );
   }
 
