@@ -18,7 +18,8 @@ local function pPauseOnFailure(prefix, failures)
     local t = call('HMGET', tk, 'pauseOnFailure', 'enabled')
     if t[1] == '1' and t[2] == '1' then
       local note = 'paused: run ' .. id .. ' failed'
-      if f[4] then note = note .. ': ' .. string.sub(tostring(f[4]), 1, 200) end
+      -- (the error's first line, cut at 200 bytes)
+      if f[4] then note = note .. ': ' .. string.sub(string.match(tostring(f[4]), '^[^\n]*'), 1, 200) end
       pUnstage(prefix, task)
       call('HSET', tk, 'enabled', '0', 'note', note)
       call('ZREM', prefix .. 'p:nextrun', task)

@@ -22,6 +22,7 @@ import {
   shardsOf,
 } from '../support.js';
 import { timeFormat } from '../times.js';
+import { registerBackfill } from './periodic-backfill.js';
 
 /** What a periodic command reads from the global options. */
 interface TasksContext {
@@ -127,7 +128,7 @@ export function register(program: Command): void {
 
   const periodic = program
     .command('periodic')
-    .description('periodic tasks: list, add, remove, enable, disable, trigger, runs, next');
+    .description('periodic tasks: list, add, remove, enable, disable, trigger, backfill, runs, next');
 
   periodic
     .command('list')
@@ -139,7 +140,7 @@ export function register(program: Command): void {
         const list = await tasks.list({ owner: o.owner });
         if (json) return list.forEach(printJson);
         printTable(
-          ['ID', 'TASK', 'TIMER', 'ZONE', 'ENABLED', 'NEXT RUN', 'LAST RUN', 'OVERLAP', 'OWNER'],
+          ['ID', 'TASK', 'TIMER', 'ZONE', 'ENABLED', 'NEXT RUN', 'LAST RUN', 'OVERLAP', 'OWNER', 'NOTE'],
           list.map((t) => {
             const time = timeFormat(zoneOf(t), utc);
             return [
@@ -152,6 +153,7 @@ export function register(program: Command): void {
               time(t.lastrun),
               t.overlap,
               t.owner,
+              t.note?.split('\n')[0],
             ];
           }),
         );
@@ -168,9 +170,10 @@ export function register(program: Command): void {
     .option('--group <group>', 'tenant group of its jobs')
     .option('--args <json>', 'arguments as JSON', parseJson)
     .option('--owner <owner>', "owner (remove all of an owner's tasks at once)")
-    .option('--overlap <policy>', 'skip | buffer-one | allow | cancel-previous')
+    .option('--overlap <policy>', 'skip | buffer-one | buffer-all | allow | cancel-previous')
     .option('--catchup <policy>', 'latest | all | none')
     .option('--max-runtime <ms>', 'timebox of each run', intOption('--max-runtime', 1, 2 ** 31))
+    .option('--pause-on-failure', 'disable the task when a run fails for good')
     .option('--disabled', 'create it disabled')
     .option('--json', 'print the stored task as JSON')
     .action(async (id: string, task: string, timer: string, o: Record<string, unknown>, cmd: Command) =>
@@ -187,6 +190,7 @@ export function register(program: Command): void {
           catchup: o.catchup,
           maxRuntime: o.maxRuntime,
           enabled: o.disabled ? false : undefined,
+          pauseOnFailure: o.pauseOnFailure ? true : undefined,
         } as PeriodicTaskDefinition;
         for (const k of Object.keys(def) as Array<keyof PeriodicTaskDefinition>) if (def[k] === undefined) delete def[k];
         const stored = await tasks.upsert(def);
@@ -199,7 +203,6 @@ export function register(program: Command): void {
   for (const [name, what] of [
     ['remove', 'delete a periodic task'],
     ['enable', 'enable a periodic task'],
-    ['disable', 'disable a periodic task'],
   ] as const) {
     periodic
       .command(name)
@@ -213,6 +216,20 @@ export function register(program: Command): void {
         }),
       );
   }
+
+  periodic
+    .command('disable')
+    .description('disable a periodic task')
+    .argument('<id>')
+    .option('--note <text>', 'why (shown by list, get and the dashboard until it is enabled)')
+    .action(async (id: string, o: { note?: string }, cmd: Command) =>
+      withTasks(cmd, async (tasks) => {
+        if (!(await tasks.disable(id, { note: o.note }))) throw notFound(id);
+        process.stdout.write(`${id} disabled\n`);
+      }),
+    );
+
+  registerBackfill(periodic, withTasks, notFound);
 
   periodic
     .command('trigger')
@@ -245,7 +262,8 @@ export function register(program: Command): void {
           ['PLANNED', 'STATUS', 'JOB', 'STARTED', 'FINISHED', 'WORKER', 'ERROR'],
           runs.map((r) => [
             time(r.occurrence),
-            r.replacedBy === undefined ? r.status : `${r.status} (replaced by ${time(r.replacedBy)})`,
+            (r.replacedBy === undefined ? r.status : `${r.status} (replaced by ${time(r.replacedBy)})`) +
+              (r.backfill ? ' (backfill)' : ''),
             r.jobId,
             time(r.started),
             time(r.finished),

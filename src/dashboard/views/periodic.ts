@@ -130,7 +130,7 @@ export async function periodicList(ctx: PageContext): Promise<Page> {
 <td class="mono">${t.timer}</td><td class="mono">${typeof timer === 'string' ? html`<span class="error">${timer}</span>` : timer.normalized}</td><td>${zone ?? 'UTC'}</td>
 <td><ol class="next">${next[i].map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol>${t.enabled ? '' : html`<span class="muted">disabled</span>`}</td>
 <td>${status(lastState[i])}${t.lastrun !== undefined ? html`<br>${ago(t.lastrun, now)}` : ''}</td>
-<td>${t.enabled ? 'yes' : html`<span class="paused">no</span>`}</td>
+<td>${t.enabled ? 'yes' : html`<span class="paused">no</span>`}${t.note ? html`<br><small class="note">${t.note}</small>` : ''}</td>
 <td class="actions">${t.enabled ? actionButton(ctx, 'periodic/disable', 'Disable', { id: t.id }) : actionButton(ctx, 'periodic/enable', 'Enable', { id: t.id })}${actionButton(ctx, 'periodic/trigger', 'Trigger', { id: t.id })}</td></tr>`;
     })}</tbody></table>
 ${tasks.length === 0 ? html`<p class="empty">No periodic task.</p>` : ''}
@@ -209,7 +209,9 @@ ${runHistory(ctx, id, runs, limit)}`
 <tr><th>next runs</th><td><ol class="next">${next.map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol></td></tr>
 ${task.subject ? html`<tr><th>subject</th><td>${task.subject}</td></tr>` : ''}
 ${task.rule ? html`<tr><th>event rule</th><td>${task.rule} <small class="muted">(its pending run for this subject; a newer event replaces it)</small></td></tr>` : ''}
+${task.note ? html`<tr><th>note</th><td class="note">${task.note}</td></tr>` : ''}
 <tr><th>overlap / catch-up</th><td>${task.overlap} / ${task.catchup}</td></tr>
+${task.pauseOnFailure ? html`<tr><th>on failure</th><td>pause (disable the task)</td></tr>` : ''}
 <tr><th>args</th><td><pre class="inline">${pretty(task.args)}</pre></td></tr>
 </table>
 ${runHistory(ctx, id, runs, limit)}`,
@@ -226,7 +228,7 @@ function runHistory(ctx: PageContext, id: string, runs: RunRecord[], limit: numb
 <tbody>${runs.slice(0, limit).map(
     (r) =>
       html`<tr><td>${time(r.occurrence)}${r.status === 'missed' && r.count ? html`<br><small>${r.count} missed until ${time(r.until)}</small>` : ''}</td><td>${time(r.started)}</td><td>${time(r.finished)}</td>
-<td>${r.jobId && r.status !== 'expired' ? html`<a href="${ctx.base}/jobs/${encodeURIComponent(r.jobId)}">${status(r.status)}</a>` : status(r.status)}${replaced(r)}</td>
+<td>${r.jobId && r.status !== 'expired' ? html`<a href="${ctx.base}/jobs/${encodeURIComponent(r.jobId)}">${status(r.status)}</a>` : status(r.status)}${replaced(r)}${r.backfill ? html` <small class="backfill">backfill</small>` : ''}</td>
 <td class="mono">${r.worker ?? ''}</td><td>${r.host ?? ''}</td><td>${r.pid ?? ''}</td>
 <td>${r.logs?.length ? html`<details><summary>${counted(r.logs.length, 'line')}</summary><pre class="logs">${r.logs.join('\n')}</pre></details>` : ''}</td>
 <td>${r.error ? html`<details><summary class="error">${r.error.split('\n')[0]}</summary><pre class="error">${r.error}</pre></details>` : ''}</td></tr>`,
