@@ -35,6 +35,9 @@ describe('pause with a note', () => {
     expect(await rota([...args, 'periodic', 'disable', 'n', '--note', 'from the CLI'])).toMatchObject({ code: 0 });
     expect((await tasks.get('n'))!.note).toBe('from the CLI');
     await tasks.disable('n', { note });
+    // a backfill's run, marked in the history
+    const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+    expect(await tasks.backfill('n', { from: hour - 3_600_000, to: hour, overlap: 'allow' })).toMatchObject({ submitted: 1 });
     const served = track(await serveDashboard({ connection: redisUrl(), queues: [name], port: 0 }));
     const { get } = dashboardClient(() => served.url);
     const escaped = 'maintenance &lt;b&gt;until&lt;/b&gt; 10:00 &amp; later';
@@ -43,6 +46,9 @@ describe('pause with a note', () => {
     const page = await get('/periodic/n');
     expect(page.body).toContain(`<td class="note">${escaped}</td>`);
     expect(page.body).not.toContain('<b>until</b>');
+    expect(textOf(page.body)).toMatch(/waiting backfill/);
+    const runs = await rota([...args, 'periodic', 'runs', 'n']);
+    expect(runs.stdout).toContain('waiting (backfill)');
     await tasks.enable('n');
     expect((await tasks.get('n'))!.note).toBeUndefined();
   });
