@@ -62,6 +62,14 @@ local function ran(occ, jobId)
   return false
 end
 
+-- a job's fields as writeJob reads them (SUBMIT_FIELDS), and its tracker and occurrence
+local fields = {}
+local AT_DESCRIPTION
+for k = 1, #SUBMIT_FIELDS do
+  if SUBMIT_FIELDS[k] == 'description' then AT_DESCRIPTION = k end
+end
+fields[AT_GROUP], fields[AT_PRIORITY] = group, priority
+local periodic = { tracker = id }
 local batch = newJobBatch()
 local done, already = 0, 0
 local history, queued = {}, {}
@@ -76,9 +84,12 @@ for i = 7, #ARGV do
     local n = call('HINCRBY', ledger, occ, before == 's' and 2 or 1)
     if n > 1 then jobId = jobId .. '#' .. n end
     description.occurrence = tonumber(occ)
-    if stageJob(prefix, { id = jobId, description = packDescription(description, args), group = group,
-        priority = priority, tracker = id, occurrence = occ }) then
-      local jobKey = prefix .. 'j:' .. jobId
+    fields[AT_ID], fields[AT_DESCRIPTION] = jobId, packDescription(description, args)
+    periodic.occurrence = occ
+    local jobKey = prefix .. 'j:' .. jobId
+    -- (unchecked for a first run: ran() found no job of that id)
+    local unchecked = n == 1
+    if writeJob(jobKey, submittedAt, fields, 0, mode == 'q' and 'planned' or 'waiting', unchecked, nil, periodic) == 1 then
       call('HSET', jobKey, 'backfill', '1')
       history[#history + 1] = occ
       history[#history + 1] = jobId
@@ -86,7 +97,6 @@ for i = 7, #ARGV do
         queued[#queued + 1] = occ
         queued[#queued + 1] = 'q' .. jobId .. route
       else
-        call('HSET', jobKey, 'state', 'waiting', 'submitted', submittedAt)
         enqueueLater(prefix, batch, jobId, group, priority == 'high')
       end
       done = done + 1

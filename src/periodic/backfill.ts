@@ -40,8 +40,8 @@ export interface BackfillResult {
   alreadyRan: number;
 }
 
-/** Occurrences per script call: about 3 ms of Redis time each (see benchmarks/probes/backfill-cost.ts). */
-export const BACKFILL_BATCH = 200;
+/** Occurrences per script call: a few ms of Redis time at most (see benchmarks/probes/backfill-cost.ts). */
+export const BACKFILL_BATCH = 50;
 /** Most occurrences one backfill may cover. */
 export const MAX_BACKFILL = 1_000_000;
 

@@ -250,7 +250,7 @@ export class PeriodicTasks {
 
   /**
    * Backfill: submits now every occurrence of the task's timer in [`from`, `to`) (`to` not after
-   * now), each recorded in the run history as a backfill of that occurrence, in steps of 200
+   * now), each recorded in the run history as a backfill of that occurrence, in steps of 50
    * occurrences per Redis call. Each occurrence once: one that already ran (backfilled before, or
    * run by the scheduler within the history's or the jobs' retention) is left out unless
    * `force`; overlapping backfills, from any process, and a rerun of one that was interrupted
