@@ -237,10 +237,17 @@ for _, task in ipairs(backlogs) do
     local dropped = call('ZPOPMIN', bk, 500)
     for k = 1, #dropped, 2 do call('DEL', prefix .. 'j:' .. entryOf(dropped[k])[3]) end
   elseif enabled == '1' and not active[task] then
-    local first = call('ZPOPMIN', bk)
-    if first[1] then
-      submit(entryOf(first[1]))
-      active[task] = true
+    -- its earliest run still planned (one that is not was submitted otherwise, or dropped: passed
+    -- over, a bounded number per call)
+    for _ = 1, 100 do
+      local first = call('ZPOPMIN', bk)
+      if not first[1] then break end
+      local e = entryOf(first[1])
+      if call('HGET', prefix .. 'j:' .. e[3], 'state') == 'planned' then
+        submit(e)
+        active[task] = true
+        break
+      end
     end
   end
   local turn = call('ZRANGE', bk, 0, 0)

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler, ValidationError, Worker } from '../../src/index.js';
+import { rota } from '../helpers/cli.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
@@ -153,6 +154,55 @@ describe('backfill', () => {
       await child.kill();
       c.disconnect();
     }
+  });
+
+  it("an occurrence in a buffer-all backlog that the scheduler's catch-up stages too is submitted once", async () => {
+    const name = uniqueQueue('bf-race');
+    let clock = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+    const now = () => clock;
+    const tasks = track(new PeriodicTasks(name, { connection: redisUrl(), now }));
+    const queue = track(new Queue(name, { connection: redisUrl() }));
+    const t0 = clock;
+    await tasks.upsert({ id: 'r', task: 'r', timer: '*-*-* *:*:*', overlap: 'allow', catchup: 'all', catchupWindow: 60_000 });
+    clock = t0 + 10_000;
+    // the backfill queues t0+1s .. t0+9s (planned jobs r@<occurrence>) while no scheduler runs
+    expect(await tasks.backfill('r', { from: t0 + 1000, to: t0 + 10_000, overlap: 'buffer-all' })).toMatchObject({
+      submitted: 9,
+    });
+    // a replica comes up: its catch-up plans the same occurrences (and t0+10s)
+    const s = track(new Scheduler(name, { connection: redisUrl(), now, bufferPollMs: 100 }));
+    await s.start();
+    await eventually(async () => (await queue.counts()).waiting >= 10);
+    // the backlog's turns come and go without submitting any of them again
+    const c = rawClient();
+    try {
+      await eventually(async () => (await c.zcard(`{rota:${name}}:p:bq:r`)) === 0);
+    } finally {
+      c.disconnect();
+    }
+    await tasks.disable('r');
+    const jobs = await queue.jobs({ state: 'waiting', limit: 100 });
+    expect(jobs.map((j) => j.id).sort()).toEqual(Array.from({ length: 10 }, (_, k) => `r@${t0 + (k + 1) * 1000}`).sort());
+    expect((await queue.counts()).waiting).toBe(10);
+  });
+
+  it('rota periodic backfill: submits the range, then finds it run; a bad range and an unknown task are refused', async () => {
+    const { name, tasks, queue } = setup();
+    await tasks.upsert({ id: 'c', task: 'c', timer: 'hourly' });
+    const { from, to } = hours(3);
+    const args = ['--redis', redisUrl(), '--queue', name, 'periodic', 'backfill'];
+    const range = ['--from', new Date(from).toISOString(), '--to', new Date(to).toISOString()];
+    const first = await rota([...args, 'c', ...range, '--overlap', 'allow', '--json']);
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toEqual({ occurrences: 3, submitted: 3, alreadyRan: 0 });
+    const again = await rota([...args, 'c', ...range, '--overlap', 'allow']);
+    expect(again.stdout).toBe('c: 3 occurrences, 0 submitted, 3 had run already\n');
+    expect((await queue.counts()).waiting).toBe(3);
+    const bad = await rota([...args, 'c', '--from', new Date(to).toISOString(), '--to', new Date(from).toISOString()]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/to: must be after from/);
+    expect((await rota([...args, 'nope', ...range])).code).toBe(4);
+    expect((await rota([...args, 'c', '--from', 'soon', '--to', new Date(to).toISOString()])).code).not.toBe(0);
   });
 
   it('refuses bad options with a ValidationError naming the field, and writes nothing', async () => {
