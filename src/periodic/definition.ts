@@ -295,6 +295,8 @@ export function definitionFields(c: CheckedDefinition, now: number): Array<strin
     // --- pause on failure (issue 43, part b) ---
     'pauseOnFailure',
     d.pauseOnFailure ? '1' : '',
+    // (an upsert that enables the task clears the note of a pause, as enable does)
+    ...(d.enabled === false ? [] : ['note', '']),
   ];
 }
 

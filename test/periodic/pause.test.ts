@@ -51,6 +51,13 @@ describe('pause with a note', () => {
     expect(runs.stdout).toContain('waiting (backfill)');
     await tasks.enable('n');
     expect((await tasks.get('n'))!.note).toBeUndefined();
+    // an upsert that enables the task clears it too; one that keeps it disabled keeps it
+    await tasks.disable('n', { note: 'again' });
+    await tasks.upsert({ id: 'n', task: 'n', timer: 'hourly', enabled: false });
+    expect((await tasks.get('n'))!.note).toBe('again');
+    await tasks.upsert({ id: 'n', task: 'n', timer: 'hourly' });
+    expect(await tasks.get('n')).toMatchObject({ enabled: true });
+    expect((await tasks.get('n'))!.note).toBeUndefined();
   });
 
   it('refuses a bad note or pauseOnFailure with a ValidationError naming the field, and writes nothing', async () => {
