@@ -7,6 +7,8 @@
  * Usage: npx tsx benchmarks/probes/backfill-cost.ts [--occurrences 100000]
  */
 import { PeriodicTasks } from '../../src/index.js';
+import { PeriodicStore } from '../../src/redis/periodic-store.js';
+import { QueueStore } from '../../src/redis/queue-store.js';
 import { arg, labRedis, scriptStats } from './lab.js';
 
 const n = arg('occurrences', 100_000);
@@ -56,6 +58,22 @@ for (const [id, label, overlap] of [
       `${((after.usec - before.usec) / calls).toFixed(0)} µs each on average; 99% of its script calls under ${(top.p99 / 1000).toFixed(2)} ms, the longest ${(top.us / 1000).toFixed(2)} ms (${top.what})`,
   );
 }
+// The claims that follow trim the task's history (100,000 entries past the keep count of 100) in steps.
+const store = new PeriodicStore(new QueueStore(admin, 'bfcost', { maxEvents: 10_000 }));
+const history = store.keys.history('a');
+const entries = await admin.zcard(history);
+await admin.config('SET', 'slowlog-log-slower-than', '0');
+await admin.call('SLOWLOG', 'RESET');
+let claims = 0;
+for (; claims < 5; claims++) {
+  const due = Number((await admin.zscore(store.keys.nextrun, 'a')) ?? 0);
+  await store.claim({ lookaheadMs: 2500, max: 10, claimTtlMs: 6000, now: due, keepCount: 100, keepAgeMs: -1 });
+}
+await admin.config('SET', 'slowlog-log-slower-than', '10000');
+const trim = await longest();
+console.log(
+  `history trim: ${entries} entries, ${await admin.zcard(history)} after ${claims} claims; the longest claim ${(trim.us / 1000).toFixed(2)} ms`,
+);
 const mem = String(await admin.call('MEMORY', 'USAGE', '{rota:bfcost}:p:bf:a'));
 console.log(`ledger of ${n} occurrences: ${(Number(mem) / 1e6).toFixed(1)} MB (MEMORY USAGE)`);
 await tasks.close();
