@@ -31,6 +31,22 @@ describe('pause with a note', () => {
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(/NOTE/);
     expect(list.stdout).toContain(note);
+    // rota periodic add's flags
+    const added = await rota([
+      ...args,
+      'periodic',
+      'add',
+      'x',
+      'x',
+      'hourly',
+      '--pause-on-failure',
+      '--overlap',
+      'buffer-all',
+      '--json',
+    ]);
+    expect(added.code).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({ id: 'x', pauseOnFailure: true, overlap: 'buffer-all' });
+    expect(await tasks.get('x')).toMatchObject({ pauseOnFailure: true, overlap: 'buffer-all' });
     // the CLI's own disable --note
     expect(await rota([...args, 'periodic', 'disable', 'n', '--note', 'from the CLI'])).toMatchObject({ code: 0 });
     expect((await tasks.get('n'))!.note).toBe('from the CLI');
