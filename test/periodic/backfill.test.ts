@@ -23,7 +23,7 @@ function hours(n: number): { from: number; to: number } {
 }
 
 describe('backfill', () => {
-  it('buffer-all: 24 hourly occurrences run, in order, never two at once, each recorded as a backfill', async () => {
+  it('buffer-all: 24 hourly occurrences run, in order, never two at once (two replicas), each recorded as a backfill', async () => {
     const { name, tasks } = setup();
     await tasks.upsert({ id: 'h', task: 'h', timer: 'hourly' });
     const order: number[] = [];
@@ -44,8 +44,8 @@ describe('backfill', () => {
         { connection: redisUrl(), concurrency: 4 },
       ),
     );
-    const s = track(new Scheduler(name, { connection: redisUrl(), bufferPollMs: 100 }));
-    await s.start();
+    // two replicas release the backlog
+    for (const id of ['s1', 's2']) await track(new Scheduler(name, { connection: redisUrl(), id, bufferPollMs: 100 })).start();
     const { from, to } = hours(24);
     const r = await tasks.backfill('h', { from, to, overlap: 'buffer-all' });
     expect(r).toEqual({ occurrences: 24, submitted: 24, alreadyRan: 0 });
@@ -62,38 +62,44 @@ describe('backfill', () => {
     for (let i = 1; i < spans.length; i++) expect(spans[i][0]).toBeGreaterThanOrEqual(spans[i - 1][1]);
   });
 
-  it('two overlapping backfills started at once from two processes submit each occurrence once', async () => {
-    const { name, tasks, queue, prefix } = setup();
-    await tasks.upsert({ id: 'p', task: 'p', timer: '*-*-* *:*:00' }); // every minute
-    const M = 60_000;
-    const to = Math.floor(Date.now() / M) * M;
-    // A: the last 3,000 minutes; B: minutes 1,000 to 4,000 back: 2,000 shared
-    const a = new NodeProcess(FIXTURE, [redisUrl(), name, 'p', String(to - 3000 * M), String(to), 'allow']);
-    const b = new NodeProcess(FIXTURE, [redisUrl(), name, 'p', String(to - 4000 * M), String(to - 1000 * M), 'allow']);
-    try {
-      await Promise.all([a.waitFor((m) => m.ready), b.waitFor((m) => m.ready)]);
-      a.send({ go: true });
-      b.send({ go: true });
-      type R = { result: { occurrences: number; submitted: number; alreadyRan: number } };
-      const [ra, rb] = await Promise.all([a.waitFor<R>((m) => m.result, 60_000), b.waitFor<R>((m) => m.result, 60_000)]);
-      expect(ra.result.occurrences).toBe(3000);
-      expect(rb.result.occurrences).toBe(3000);
-      // 4,000 distinct occurrences: submitted once in all, the shared ones left out by one of the two
-      expect(ra.result.submitted + rb.result.submitted).toBe(4000);
-      expect(ra.result.alreadyRan + rb.result.alreadyRan).toBe(2000);
-      expect((await queue.counts()).waiting).toBe(4000);
-      const c = rawClient();
+  it.each(['allow', 'buffer-all'] as const)(
+    'two overlapping backfills (%s) started at once from two processes submit each occurrence once',
+    async (overlap) => {
+      const { name, tasks, queue, prefix } = setup();
+      await tasks.upsert({ id: 'p', task: 'p', timer: '*-*-* *:*:00' }); // every minute
+      const M = 60_000;
+      const to = Math.floor(Date.now() / M) * M;
+      // A: the last 3,000 minutes; B: minutes 1,000 to 4,000 back: 2,000 shared
+      const a = new NodeProcess(FIXTURE, [redisUrl(), name, 'p', String(to - 3000 * M), String(to), overlap]);
+      const b = new NodeProcess(FIXTURE, [redisUrl(), name, 'p', String(to - 4000 * M), String(to - 1000 * M), overlap]);
       try {
-        const ledger = await c.hvals(`${prefix}p:bf:p`);
-        expect(ledger).toHaveLength(4000);
-        expect(new Set(ledger)).toEqual(new Set(['1']));
+        await Promise.all([a.waitFor((m) => m.ready), b.waitFor((m) => m.ready)]);
+        a.send({ go: true });
+        b.send({ go: true });
+        type R = { result: { occurrences: number; submitted: number; alreadyRan: number } };
+        const [ra, rb] = await Promise.all([a.waitFor<R>((m) => m.result, 60_000), b.waitFor<R>((m) => m.result, 60_000)]);
+        expect(ra.result.occurrences).toBe(3000);
+        expect(rb.result.occurrences).toBe(3000);
+        // 4,000 distinct occurrences: submitted once in all, the shared ones left out by one of the two
+        expect(ra.result.submitted + rb.result.submitted).toBe(4000);
+        expect(ra.result.alreadyRan + rb.result.alreadyRan).toBe(2000);
+        const c = rawClient();
+        try {
+          // allow: submitted; buffer-all: in the backlog (no replica runs), each once
+          if (overlap === 'allow') expect((await queue.counts()).waiting).toBe(4000);
+          else expect(await c.zcard(`${prefix}p:bq:p`)).toBe(4000);
+          expect(await c.zcard(`${prefix}p:h:p`)).toBe(4000);
+          const ledger = await c.hvals(`${prefix}p:bf:p`);
+          expect(ledger).toHaveLength(4000);
+          expect(new Set(ledger)).toEqual(new Set(['1']));
+        } finally {
+          c.disconnect();
+        }
       } finally {
-        c.disconnect();
+        await Promise.all([a.kill(), b.kill()]);
       }
-    } finally {
-      await Promise.all([a.kill(), b.kill()]);
-    }
-  });
+    },
+  );
 
   it('leaves out occurrences that already ran (by the scheduler or a backfill) unless force', async () => {
     const { name, tasks, queue } = setup();
