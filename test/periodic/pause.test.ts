@@ -168,6 +168,44 @@ describe('pauseOnFailure', () => {
   });
 });
 
+describe('pauseOnFailure and a buffer-all backfill', () => {
+  it('a failed backfill run pauses the task and the rest of the backlog waits; enable resumes it', async () => {
+    const { name, tasks } = setup();
+    await tasks.upsert({ id: 'bp', task: 'step', timer: 'hourly', pauseOnFailure: true });
+    const H = 3_600_000;
+    const to = Math.floor(Date.now() / H) * H;
+    const from = to - 6 * H;
+    const ran: number[] = [];
+    track(
+      new Worker(
+        name,
+        {
+          step: (ctx) => {
+            ran.push(ctx.job.occurrence!);
+            if (ctx.job.occurrence === from + 2 * H && !ctx.job.id.includes('#')) throw new Error('bad hour');
+          },
+        },
+        { connection: redisUrl(), concurrency: 4 },
+      ),
+    );
+    await track(new Scheduler(name, { connection: redisUrl(), bufferPollMs: 100 })).start();
+    expect(await tasks.backfill('bp', { from, to })).toMatchObject({ submitted: 6 });
+    const paused = await eventually(async () => (await streamEvents(name)).find((e) => e.event === 'periodic.paused'), 15_000);
+    expect(paused.id).toBe(`bp@${from + 2 * H}`);
+    // the failure and the pause are one call: no later run of the backlog was submitted
+    const c = rawClient();
+    try {
+      expect(await c.zcard(`{rota:${name}}:p:bq:bp`)).toBe(3);
+    } finally {
+      c.disconnect();
+    }
+    expect(ran).toEqual([from, from + H, from + 2 * H]);
+    await tasks.enable('bp');
+    await eventually(async () => ran.length === 6, 15_000);
+    expect(ran).toEqual(Array.from({ length: 6 }, (_, k) => from + k * H));
+  });
+});
+
 describe('buffer-all', () => {
   it('a task with overlap buffer-all runs every occurrence, one after another, in order', async () => {
     const { name, tasks } = setup();
