@@ -1,7 +1,8 @@
 --[[
   Enables or disables a periodic task. Enabling a disabled task plans its next occurrence from
   now (ARGV[4]); occurrences while it was disabled are not caught up. Enabling an enabled task
-  changes nothing. Disabling drops the occurrences staged and not yet released.
+  changes nothing. Disabling drops the occurrences staged and not yet released, and records the
+  note given (ARGV[6], '' for none) as the task's `note`.
 
   KEYS[1] p:nextrun  (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -9,6 +10,7 @@
   ARGV[3] '1' enable | '0' disable
   ARGV[4] next occurrence from now (ms) or '' (enable only)
   ARGV[5] now (ms)
+  ARGV[6] note (disable only)
 
   Returns 1 when the task exists, 0 when not.
 ]]
@@ -21,7 +23,7 @@ local enabled = call('HGET', tk, 'enabled')
 if not enabled then return 0 end
 if ARGV[3] == '0' then
   pUnstage(prefix, id)
-  call('HSET', tk, 'enabled', '0', 'updated', ARGV[5])
+  call('HSET', tk, 'enabled', '0', 'updated', ARGV[5], 'note', ARGV[6] or '')
   call('ZREM', KEYS[1], id)
   return 1
 end

@@ -7,6 +7,11 @@
     c cancel-previous  submit; the caller cancels the last job when it has not ended (returned)
     b buffer-one       submit when the last job has ended; else hold this one (looked at again
                        every ARGV[5] ms, in p:staged) while no other is held, and skip it when one is
+    q buffer-all       enter it in the task's backlog p:bq:<id> (by occurrence); then each backlog
+                       this call touched submits its earliest run when the task's last job has
+                       ended and the task is enabled (a removed task's backlog is dropped), and
+                       keeps its earliest member in p:staged, looked at again every ARGV[5] ms
+                       (a member already in the backlog is that turn: no catch-up applies to it)
   (an upper-case code: the same, for an event rule's pending-run task whose last run this is; the
   task goes once the run is released, and its run history expires ARGV[7] ms later).
   Submitting flips the planned job to `waiting` and pushes it into its group. An occurrence more
@@ -65,7 +70,8 @@ end
 local LOWER = {}
 for _, code in pairs(OVERLAP_CODE) do LOWER[string.upper(code)] = code end
 local function entryOf(member)
-  local code, jobId, task, occ, prio, group = string.match(member, '^(.)(([^|]*)@(%d+))|(.)(.*)$')
+  -- (a backfill's rerun of an occurrence has the job id `<task id>@<occurrence>#<n>`)
+  local code, jobId, task, occ, prio, group = string.match(member, '^(.)(([^|]*)@(%d+)[^|]*)|(.)(.*)$')
   return { member, LOWER[code] or code, jobId, task, tonumber(occ), LOWER[code] ~= nil, prio == 'h', group }
 end
 
@@ -157,12 +163,14 @@ local function submitHeld(e)
   active[e[4]] = true
 end
 
+local backlogs = {}
 for i, e in ipairs(entries) do
   local member, code, jobId, task, occ = e[1], e[2], e[3], e[4], e[5]
   if not done[member] then
     done[member] = true
     local missed = false
-    if now - dueAt[i] > grace and held[task] ~= member then
+    local queued = code == OVERLAP_CODE['buffer-all'] and call('ZSCORE', prefix .. 'p:bq:' .. task, member)
+    if now - dueAt[i] > grace and held[task] ~= member and not queued then
       -- no replica ran at the occurrence: the task's catch-up policy decides
       local c = catchup[task]
       if not c then
@@ -183,6 +191,12 @@ for i, e in ipairs(entries) do
       drop(jobId, task, occ, HISTORY_MISSED .. occ .. '@1@' .. occ)
     elseif code == OVERLAP_CODE.allow then
       submit(e)
+    elseif code == OVERLAP_CODE['buffer-all'] then
+      if not queued then call('ZADD', prefix .. 'p:bq:' .. task, occ, member) end
+      if not backlogs[task] then
+        backlogs[task] = true
+        backlogs[#backlogs + 1] = task
+      end
     elseif code == OVERLAP_CODE.skip then
       if active[task] then skip(jobId, task, occ) else submit(e) end
     elseif code == OVERLAP_CODE['cancel-previous'] then
@@ -220,6 +234,31 @@ for _, e in ipairs(entries) do
   if done[e[1]] == true then gone[#gone + 1] = e[1] end
 end
 for k = 1, #gone, 500 do call('ZREM', KEYS[1], unpack(gone, k, math.min(#gone, k + 499))) end
+-- buffer-all: each backlog touched submits its earliest run when it may, and keeps its turn.
+for _, task in ipairs(backlogs) do
+  local bk = prefix .. 'p:bq:' .. task
+  local enabled = call('HGET', prefix .. 'p:t:' .. task, 'enabled')
+  if not enabled then
+    -- the task is gone: its backlog's planned jobs go, a bounded number per call
+    local dropped = call('ZPOPMIN', bk, 500)
+    for k = 1, #dropped, 2 do call('DEL', prefix .. 'j:' .. entryOf(dropped[k])[3]) end
+  elseif enabled == '1' and not active[task] then
+    -- its earliest run still planned (one that is not was submitted otherwise, or dropped: passed
+    -- over, a bounded number per call)
+    for _ = 1, 100 do
+      local first = call('ZPOPMIN', bk)
+      if not first[1] then break end
+      local e = entryOf(first[1])
+      if call('HGET', prefix .. 'j:' .. e[3], 'state') == 'planned' then
+        submit(e)
+        active[task] = true
+        break
+      end
+    end
+  end
+  local turn = call('ZRANGE', bk, 0, 0)
+  if turn[1] then call('ZADD', KEYS[1], now + poll, turn[1]) end
+end
 flushJobs(prefix, batch)
 -- An event rule's pending-run task goes with its last run; its history stays for a while.
 local age = tonumber(ARGV[7])

@@ -5,6 +5,7 @@
 ]]
 --- @include "includes/wire"
 --- @include "includes/common"
+--- @include "includes/periodicPause"
 --- @export countDelta, changedList, changed, left, arrived, periodicFailed, timerFailed, childrenDone
 --- @export periodicEnded, flushChanges
 
@@ -109,6 +110,8 @@ local entry = { 'XADD', false, 'MAXLEN', '~', false, '*' }
 -- error, = JSON [job id, ...]; the errors, failed periodic runs and parents whose children all
 -- ended as JSON lists) unless the stream is off (`maxEvents` <= 0) or nothing changed.
 local function flushChanges(prefix, maxEvents)
+  -- (pauseOnFailure: the tasks of failed runs that ask for it are disabled in this call)
+  local paused = #periodicFailures > 0 and pPauseOnFailure(prefix, periodicFailures) or EMPTY
   for i = 1, #stateOrder do
     local state = stateOrder[i]
     countDelta[state] = (countDelta[state] or 0) + #stateIds[state]
@@ -138,6 +141,9 @@ local function flushChanges(prefix, maxEvents)
   end
   if #periodicEnds > 0 then
     a[n + 1], a[n + 2], n = EVENT_PERIODIC_ENDED_FIELD, cjson.encode(periodicEnds), n + 2
+  end
+  if #paused > 0 then
+    a[n + 1], a[n + 2], n = EVENT_PERIODIC_PAUSED_FIELD, cjson.encode(paused), n + 2
   end
   call(unpack(a, 1, n))
 end

@@ -14,6 +14,8 @@
     p:last          HASH  task id -> id of the last job submitted for it, for tasks whose overlap
                           policy needs it (not `allow`; otherwise see pLastFromHistory)
     p:buf           HASH  task id -> p:staged member of the run buffer-one holds back
+    p:bf:<id>       HASH  backfill ledger: occurrence (ms) -> backfills of it (periodic-backfill)
+    p:bq:<id>       ZSET  buffer-all backlog: p:staged member -> occurrence (periodic-release)
     p:wake          pub/sub channel schedulers listen on
   A task's hash field `staged` lists the p:staged members its last stage added.
 ]]
@@ -32,17 +34,26 @@ local function pTokens(nextrunKey, recs)
   return scores
 end
 
--- Trims a task's run history to `keep` past entries (-1: all) and `age` ms (-1: forever).
+-- Trims a task's run history to `keep` past entries (-1: all) and `age` ms (-1: forever), by at
+-- most 1,000 entries a call (a backfill may have added 100,000: the claims trim them in steps).
 local function pTrimHistory(prefix, id, keep, age, now)
   local hk = prefix .. 'p:h:' .. id
   keep = tonumber(keep)
+  local most = 1000
   if keep and keep >= 0 then
     -- entries are ordered by occurrence; those still ahead (staged) are not history yet
     local past = call('ZCOUNT', hk, '-inf', now)
-    if past > keep then call('ZREMRANGEBYRANK', hk, 0, past - keep - 1) end
+    if past > keep then
+      local n = math.min(past - keep, most)
+      call('ZREMRANGEBYRANK', hk, 0, n - 1)
+      most = most - n
+    end
   end
   age = tonumber(age)
-  if age and age >= 0 then call('ZREMRANGEBYSCORE', hk, '-inf', '(' .. (now - age)) end
+  if age and age >= 0 and most > 0 then
+    local old = call('ZCOUNT', hk, '-inf', '(' .. (now - age))
+    if old > 0 then call('ZREMRANGEBYRANK', hk, 0, math.min(old, most) - 1) end
+  end
 end
 
 -- The newest submitted run of a task in its run history (skipping entries that are not jobs and
@@ -94,6 +105,8 @@ local function pRemove(prefix, id, keepStaged, keepHistory)
   if owner ~= '' then call('SREM', prefix .. 'p:owner:' .. owner, id) end
   call('DEL', tk)
   if not keepHistory then call('DEL', prefix .. 'p:h:' .. id) end
+  -- (its backfill ledger; a buffer-all backlog is dropped by periodic-release, in steps)
+  call('UNLINK', prefix .. 'p:bf:' .. id)
   call('ZREM', prefix .. 'p:nextrun', id)
   call('SREM', prefix .. 'p:all', id)
   return 1

@@ -8,7 +8,7 @@ import { parseTimer, type Timer, TimerSyntaxError } from '../timers/index.js';
 import { decodeSchedule, encodeSchedule, isScheduleJson, type ScheduleSpec, scheduleTimer } from './schedule.js';
 
 /** What happens when an occurrence comes while an earlier run of the task has not ended. */
-export type OverlapPolicy = 'skip' | 'buffer-one' | 'allow' | 'cancel-previous';
+export type OverlapPolicy = 'skip' | 'buffer-one' | 'allow' | 'cancel-previous' | 'buffer-all';
 /** What happens to occurrences missed while no scheduler ran. */
 export type CatchupPolicy = 'latest' | 'all' | 'none';
 
@@ -41,7 +41,10 @@ export interface PeriodicTaskDefinition<A = unknown> {
    * Owners beginning `rule:` are reserved (event rules' runs).
    */
   owner?: string;
-  /** Default `skip`: an occurrence is not submitted while an earlier run has not ended (recorded as skipped). */
+  /**
+   * Default `skip`: an occurrence is not submitted while an earlier run has not ended (recorded as
+   * skipped). `buffer-all`: every occurrence runs, one after another in occurrence order (see docs/jobs.md).
+   */
   overlap?: OverlapPolicy;
   /**
    * What happens to occurrences that came due while no scheduler ran (an occurrence counts as
@@ -80,6 +83,12 @@ export interface PeriodicTaskDefinition<A = unknown> {
   immediately?: boolean;
   /** Each occurrence is due a fixed offset in [0, jitter) ms after it, from a hash of id and occurrence. */
   jitter?: number;
+  // --- pause on failure (issue 43, part b) ---
+  /**
+   * Disable the task when a run fails for good (its retries used up), with a note naming the run,
+   * and raise a `periodic.paused` event. Enabling it again clears the note. Default false.
+   */
+  pauseOnFailure?: boolean;
 }
 
 /** A stored periodic task, as {@link PeriodicTasks.get} reads it back. */
@@ -118,8 +127,13 @@ export interface PeriodicTask<A = unknown>
   lastJobId?: string;
   /** Event rule that created this pending run, for runs scheduled by {@link PeriodicTasks.emit}. */
   rule?: string;
-  /** Why a scheduler disabled the task (its timer stopped advancing); enabling it clears the note. */
+  /**
+   * Why the task is disabled: the note given to {@link PeriodicTasks.disable}, the failed run that
+   * paused it (`pauseOnFailure`), or why a scheduler disabled it (its timer stopped advancing).
+   * Enabling it clears the note.
+   */
   note?: string;
+  pauseOnFailure?: boolean;
   created: number;
   updated: number;
 }
@@ -167,7 +181,7 @@ const definitionSchema = z
       .regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -')
       .refine((o) => !o.startsWith(RULE_OWNER_PREFIX), `must not begin with "${RULE_OWNER_PREFIX}" (event rules' runs)`)
       .optional(),
-    overlap: z.enum(['skip', 'buffer-one', 'allow', 'cancel-previous']).optional(),
+    overlap: z.enum(['skip', 'buffer-one', 'allow', 'cancel-previous', 'buffer-all']).optional(),
     catchup: z.enum(['latest', 'all', 'none']).optional(),
     catchupWindow: ms.optional(),
     tolerance: ms.optional(),
@@ -185,6 +199,8 @@ const definitionSchema = z
       .min(0)
       .max(MAX_JITTER_MS, 'must be at most 7 days')
       .optional(),
+    // --- pause on failure (issue 43, part b) ---
+    pauseOnFailure: z.boolean().optional(),
   })
   .strict();
 
@@ -370,6 +386,11 @@ export function definitionFields(c: CheckedDefinition, now: number): Array<strin
     c.timer.intervalMs ?? '',
     'updated',
     now,
+    // --- pause on failure (issue 43, part b) ---
+    'pauseOnFailure',
+    d.pauseOnFailure ? '1' : '',
+    // (an upsert that enables the task clears the note of a pause, as enable does)
+    ...(d.enabled === false ? [] : ['note', '']),
   ];
 }
 
@@ -400,7 +421,7 @@ export function decodeTask(flat: Buffer[]): PeriodicTask {
     const v = raw.toString();
     if (v === '') continue;
     if (field === 'timer') Object.assign(t, scheduleFields(v));
-    else if (field === 'enabled' || field === 'immediately') t[field] = v === '1';
+    else if (field === 'enabled' || field === 'immediately' || field === 'pauseOnFailure') t[field] = v === '1';
     else if (NUMBERS.has(field)) t[field] = Number(v);
     else t[field] = v;
   }
@@ -445,5 +466,7 @@ export const DEFINITION_KEYS: Record<string, true> = Object.fromEntries(
     'limit',
     'immediately',
     'jitter',
+    // --- pause on failure (issue 43, part b) ---
+    'pauseOnFailure',
   ].map((k) => [k, true]),
 );

@@ -3,6 +3,9 @@
 export type { CatchupPolicy, OverlapPolicy, PeriodicTask, PeriodicTaskDefinition } from './definition.js';
 export { type FiredInfo, type KeepRuns, Scheduler, type SchedulerEvents, type SchedulerOptions } from './scheduler.js';
 export {
+  type BackfillOptions,
+  type BackfillOverlap,
+  type BackfillResult,
   type EmittedEvent,
   type EventRule,
   type EventRuleDefinition,

@@ -40,6 +40,8 @@ export interface RunRecord {
   result?: unknown;
   /** For `missed`: how many occurrences, and the last of them. */
   count?: number;
+  /** A backfill's run of this occurrence ({@link PeriodicTasks.backfill}). */
+  backfill?: true;
   /**
    * For a run whose job fanned out (ctx.fanOut): its children by state. Such a run ends when its
    * last child ends: until then its status is `running` and it has no `finished`; then it is
@@ -134,6 +136,7 @@ function runRecord(e: { member: string; occurrence: number }, byId: Map<string, 
     error: dropped ?? job.error,
     result: job.result,
     ...(job.children ? { children: job.children } : {}),
+    ...(got.job.backfill ? { backfill: true as const } : {}),
   };
 }
 /**

@@ -16,6 +16,7 @@ import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
+import { type BackfillOptions, type BackfillResult, checkBackfill, runBackfill } from './backfill.js';
 import {
   checkDefinition,
   checkId,
@@ -41,6 +42,7 @@ import {
 import { type RunRecord, readRuns } from './runs.js';
 import { type ScheduleTimer, storedTimer } from './schedule.js';
 
+export type { BackfillOptions, BackfillOverlap, BackfillResult } from './backfill.js';
 export type { EmittedEvent, EventRule, EventRuleDefinition } from './rules.js';
 export { pendingId } from './rules.js';
 export type { RunRecord, RunStatus } from './runs.js';
@@ -84,6 +86,12 @@ const UPCOMING_OPTIONS = {
     .optional(),
 };
 const RUNS_OPTIONS = { limit: listLimit };
+const DISABLE_OPTIONS = {
+  note: z
+    .string({ error: 'must be a string' })
+    .refine((s) => Buffer.byteLength(s) <= 1000, { message: 'must be at most 1000 bytes' })
+    .optional(),
+};
 
 /**
  * Periodic tasks and event rules of queue `queueName`.
@@ -233,9 +241,35 @@ export class PeriodicTasks {
     return this.store.enable(id, next ?? null, now);
   }
 
-  /** Disables a task: it keeps its definition and history but does not fire. False when there is no such task. */
-  async disable(id: string): Promise<boolean> {
-    return this.store.disable(checkId(id), this.clock());
+  /**
+   * Disables a task: it keeps its definition and history but does not fire (a buffer-all backlog
+   * waits). `note` (at most 1000 bytes) says why: {@link get} reads it back as `note`, until the
+   * task is enabled. False when there is no such task.
+   * @throws {ValidationError} naming a bad option; nothing is written then.
+   */
+  async disable(id: string, options: { note?: string } = {}): Promise<boolean> {
+    const opts = checkOptions(DISABLE_OPTIONS, options, { optional: true });
+    return this.store.disable(checkId(id), this.clock(), opts.note ?? '');
+  }
+
+  /**
+   * Backfill: submits now every occurrence of the task's timer in [`from`, `to`) (`to` not after
+   * now), each recorded in the run history as a backfill of that occurrence, in steps of 50
+   * occurrences per Redis call. Each occurrence once: one that already ran (backfilled before, or
+   * run by the scheduler within the history's or the jobs' retention) is left out unless
+   * `force`; overlapping backfills, from any process, and a rerun of one that was interrupted
+   * submit each occurrence once. With `overlap: 'buffer-all'` (default) the runs go one after
+   * another, in order, released by a scheduler replica; with `allow` all at once.
+   * Resolves what was done, or null when there is no such task.
+   * @throws {ValidationError} naming a bad option; nothing is written then.
+   */
+  async backfill(id: string, options: BackfillOptions): Promise<BackfillResult | null> {
+    const b = checkBackfill(options, this.clock());
+    const t = await this.reads.taskTimer(checkId(id));
+    if (!t.timer) return null;
+    // the stored schedule: every timer, within startAt and endAt, exclusions left out
+    const timer = checkTimer(t.timer, t.timezone || undefined);
+    return runBackfill(this.store, id, timer, b, this.injected ? Math.round(this.clock()) : undefined);
   }
 
   /** Removes a task and its history (its jobs stay in the queue). False when there was none. */

@@ -7,6 +7,7 @@ import {
   EVENT_ERRORS_FIELD,
   EVENT_PERIODIC_ENDED_FIELD,
   EVENT_PERIODIC_FAILED_FIELD,
+  EVENT_PERIODIC_PAUSED_FIELD,
   EVENT_PROGRESS_FIELD,
   EVENT_TIMER_FAILED_FIELD,
 } from '../redis/wire.js';
@@ -15,7 +16,7 @@ import { JOB_STATES, type JobState } from './job.js';
 const STATES = new Set<string>(JOB_STATES);
 
 /**
- * One job's change of state; or, with `event` set, one of these: `'periodic.failed'`,
+ * One job's change of state; or, with `event` set, one of these: `'periodic.failed'`, `'periodic.paused'`,
  * `'children.ended'` (every child of a fan-out parent ended; `state` is the parent's), `'progress'`
  * (a running job's progress, throttled by its executor; `state` is `running`).
  */
@@ -35,10 +36,11 @@ export interface QueueEvent {
    * webhook, e-mail) on it. `'children.ended'` when the last child of a fan-out parent ended (once
    * per parent). `'progress'` when a running job reported progress. `'periodic.ended'` when a
    * periodic task's schedule ran out (past its endAt, out of runs, a one-shot done; no job: `id`
-   * is the task id, `state` is `success`).
+   * is the task id, `state` is `success`). `'periodic.paused'` when the failed run `id` disabled
+   * its task (`pauseOnFailure`); `error` is the task's note.
    */
-  event?: 'periodic.failed' | 'children.ended' | 'progress' | 'periodic.ended';
-  /** For periodic.failed: the periodic task id and the occurrence (planned time, ms) of the run. */
+  event?: 'periodic.failed' | 'periodic.paused' | 'children.ended' | 'progress' | 'periodic.ended';
+  /** For periodic.failed and periodic.paused: the periodic task id and the occurrence (planned time, ms) of the run; for periodic.ended the task. */
   periodic?: { task: string; occurrence?: number };
   /** For children.ended: how many children the parent had, and how each ended. */
   children?: { total: number; success: number; failed: number; cancelled: number };
@@ -96,6 +98,12 @@ export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
     } else if (field === EVENT_PERIODIC_ENDED_FIELD) {
       for (const task of JSON.parse(fields[i + 1]) as string[]) {
         out.push({ streamId, id: task, state: 'success', event: 'periodic.ended', periodic: { task } });
+      }
+    } else if (field === EVENT_PERIODIC_PAUSED_FIELD) {
+      // A task paused by its failed run (pauseOnFailure): the run's id, the task, its occurrence, the note.
+      for (const [id, task, occurrence, note] of JSON.parse(fields[i + 1]) as Array<[string, string, number | false, string]>) {
+        const periodic = occurrence === false ? { task } : { task, occurrence };
+        out.push({ streamId, id, state: 'failed', event: 'periodic.paused', error: note, periodic });
       }
     } else if (field === EVENT_PROGRESS_FIELD) {
       for (const [id, progress] of JSON.parse(fields[i + 1]) as Array<[string, number]>) {

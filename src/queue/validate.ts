@@ -39,10 +39,11 @@ export interface SubmitSpec<A = unknown> {
 
 /**
  * The ids the scheduler gives periodic runs, `<task id>@<occurrence>` (task ids as
- * src/periodic/definition.ts allows them), and their fan-out children's `.../<n>`: reserved, so
- * that no caller's submit takes a run's place before the scheduler submits it.
+ * src/periodic/definition.ts allows them), a backfill's rerun of an occurrence `...#<n>`, and
+ * their fan-out children's `.../<n>`: reserved, so that no caller's submit takes a run's place
+ * before the scheduler (or a backfill) submits it.
  */
-const PERIODIC_RUN_ID = /^[A-Za-z0-9._:-]{1,200}@\d+(?:\/\d+)*$/;
+const PERIODIC_RUN_ID = /^[A-Za-z0-9._:-]{1,200}@\d+(?:#\d+)?(?:\/\d+)*$/;
 
 const LATEST_DUE = `must be at most ${MAX_DELAY_MS} ms (a delay of some 317 years, or the year 2286)`;
 

@@ -140,6 +140,10 @@ export interface PeriodicKeys {
   history(id: string): string;
   /** HASH: an event rule. */
   rule(id: string): string;
+  /** HASH: a task's backfill ledger: occurrence (ms) -> how many times a backfill submitted it. */
+  backfilled(id: string): string;
+  /** ZSET: a task's buffer-all backlog: `p:staged` member -> occurrence (ms). */
+  backlog(id: string): string;
   /** SET: ids of the rules that follow event `name`. */
   event(name: string): string;
 }
@@ -162,5 +166,7 @@ export function periodicKeys(name: string): PeriodicKeys {
     history: (id) => `${prefix}p:h:${id}`,
     rule: (id) => `${prefix}p:rule:${id}`,
     event: (e) => `${prefix}p:ev:${e}`,
+    backfilled: (id) => `${prefix}p:bf:${id}`,
+    backlog: (id) => `${prefix}p:bq:${id}`,
   };
 }

@@ -152,11 +152,42 @@ export class PeriodicStore {
     );
   }
 
-  /** periodic-enable: disables a task; false when there is no such task. */
-  async disable(id: string, now: number): Promise<boolean> {
+  /** periodic-enable: disables a task with a note ('' for none); false when there is no such task. */
+  async disable(id: string, now: number, note = ''): Promise<boolean> {
     return (
-      (await this.queue.scripts.fcall<number>('periodic-enable', this.keys.nextrun, [this.keys.prefix, id, '0', '', now])) === 1
+      (await this.queue.scripts.fcall<number>('periodic-enable', this.keys.nextrun, [
+        this.keys.prefix,
+        id,
+        '0',
+        '',
+        now,
+        note,
+      ])) === 1
     );
+  }
+
+  /**
+   * periodic-backfill: backfills one batch of task `id`'s occurrences (ascending): submits them
+   * (`allow`) or queues them in its buffer-all backlog, each once unless `force`. Answers how many
+   * were submitted or queued and how many had run already, or null when there is no such task.
+   */
+  async backfill(o: {
+    id: string;
+    mode: 'allow' | 'buffer-all';
+    force: boolean;
+    now?: number;
+    occurrences: readonly number[];
+  }): Promise<{ done: number; already: number } | null> {
+    const r = await this.queue.scripts.fcall<[number, number] | null>('periodic-backfill', this.keys.nextrun, [
+      this.keys.prefix,
+      this.queue.maxEvents,
+      o.id,
+      o.mode === 'allow' ? 'a' : 'q',
+      o.force ? '1' : '',
+      o.now ?? '',
+      ...o.occurrences,
+    ]);
+    return r ? { done: Number(r[0]), already: Number(r[1]) } : null;
   }
 
   /** periodic-remove: removes tasks; answers the ids removed. */

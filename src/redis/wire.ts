@@ -128,7 +128,13 @@ export const END_CODES = { success: 's', waiting: 'w', cancelled: 'c', stuck: 'k
 export const END_REFUSED = '-';
 
 /** A periodic task's overlap policy, as the first character of its staged occurrences. */
-export const OVERLAP_CODE = { allow: 'a', skip: 's', 'buffer-one': 'b', 'cancel-previous': 'c' } as const;
+export const OVERLAP_CODE = {
+  allow: 'a',
+  skip: 's',
+  'buffer-one': 'b',
+  'cancel-previous': 'c',
+  'buffer-all': 'q',
+} as const;
 
 /** The task fields periodic-claim answers per claimed task, after its id and claim token. */
 export const CLAIM_FIELDS = [
@@ -201,6 +207,8 @@ export const EVENT_PROGRESS_FIELD = 'g';
 export const EVENT_TIMER_FAILED_FIELD = 't';
 /** Periodic tasks that ended (no occurrence left): JSON list of task ids (`periodic.ended` events). */
 export const EVENT_PERIODIC_ENDED_FIELD = 'n';
+/** Periodic tasks paused because a run failed (`pauseOnFailure`): `[job id, task id, occurrence, note]` each. */
+export const EVENT_PERIODIC_PAUSED_FIELD = 'z';
 
 /**
  * How a periodic task's run history marks an occurrence that was skipped, or missed, and an event
@@ -263,6 +271,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   EVENT_PROGRESS_FIELD,
   EVENT_TIMER_FAILED_FIELD,
   EVENT_PERIODIC_ENDED_FIELD,
+  EVENT_PERIODIC_PAUSED_FIELD,
   HISTORY_SKIPPED,
   HISTORY_MISSED,
   HISTORY_REPLACED,

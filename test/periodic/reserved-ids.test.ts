@@ -21,6 +21,8 @@ describe('ids the scheduler makes', () => {
     await expect(queue.submit(hijack)).rejects.toMatchObject({ field: 'id' });
     await expect(queue.submitBulk([{ task: 'ok' }, hijack])).rejects.toMatchObject({ field: 'specs[1].id' });
     await expect(queue.submit({ ...hijack, id: `billing@${next.occurrence}/0` })).rejects.toThrow(ValidationError);
+    // a backfill's rerun of an occurrence (PeriodicTasks.backfill with force)
+    await expect(queue.submit({ ...hijack, id: `billing@${next.occurrence}#2` })).rejects.toMatchObject({ field: 'id' });
     expect(await queue.getJob(hijack.id)).toBeNull();
 
     const ran: string[] = [];
@@ -50,7 +52,7 @@ describe('ids the scheduler makes', () => {
 
   it('still accepts caller ids with @ that are not a run id', async () => {
     const queue = track(new Queue(uniqueQueue('at-ids'), { connection: redisUrl() }));
-    for (const id of ['user@example.com', 'a@1x', '@5', 'a b@5', 'order/7']) {
+    for (const id of ['user@example.com', 'a@1x', '@5', 'a b@5', 'order/7', 'a#2', 'a@1#x']) {
       expect((await queue.submit({ id, task: 't' })).id).toBe(id);
     }
   });

@@ -23,6 +23,7 @@ import {
   shardsOf,
 } from '../support.js';
 import { timeFormat } from '../times.js';
+import { registerBackfill } from './periodic-backfill.js';
 
 /** What a periodic command reads from the global options. */
 interface TasksContext {
@@ -147,7 +148,7 @@ export function register(program: Command): void {
 
   const periodic = program
     .command('periodic')
-    .description('periodic tasks: list, add, remove, enable, disable, trigger, runs, next');
+    .description('periodic tasks: list, add, remove, enable, disable, trigger, backfill, runs, next');
 
   periodic
     .command('list')
@@ -159,7 +160,7 @@ export function register(program: Command): void {
         const list = await tasks.list({ owner: o.owner });
         if (json) return list.forEach(printJson);
         printTable(
-          ['ID', 'TASK', 'TIMER', 'ZONE', 'ENABLED', 'NEXT RUN', 'LAST RUN', 'OVERLAP', 'OWNER'],
+          ['ID', 'TASK', 'TIMER', 'ZONE', 'ENABLED', 'NEXT RUN', 'LAST RUN', 'OVERLAP', 'OWNER', 'NOTE'],
           list.map((t) => {
             const time = timeFormat(zoneOf(t), utc);
             return [
@@ -172,6 +173,7 @@ export function register(program: Command): void {
               time(t.lastrun),
               t.overlap,
               t.owner,
+              t.note?.split('\n')[0],
             ];
           }),
         );
@@ -188,7 +190,7 @@ export function register(program: Command): void {
     .option('--group <group>', 'tenant group of its jobs')
     .option('--args <json>', 'arguments as JSON', parseJson)
     .option('--owner <owner>', "owner (remove all of an owner's tasks at once)")
-    .option('--overlap <policy>', 'skip | buffer-one | allow | cancel-previous')
+    .option('--overlap <policy>', 'skip | buffer-one | buffer-all | allow | cancel-previous')
     .option('--catchup <policy>', 'latest | all | none')
     .option('--max-runtime <ms>', 'timebox of each run', intOption('--max-runtime', 1, 2 ** 31))
     .option('--also <timer>', 'another timer: runs at the union of all (repeatable)', collect)
@@ -202,6 +204,7 @@ export function register(program: Command): void {
     .option('--limit <n>', 'at most this many scheduled runs (then the task has ended)', intOption('--limit', 1, 1e9))
     .option('--immediately', 'run once as soon as the task is created')
     .option('--jitter <ms>', 'delay each occurrence by a fixed offset in [0, ms)', intOption('--jitter', 0, 7 * 86_400_000))
+    .option('--pause-on-failure', 'disable the task when a run fails for good')
     .option('--disabled', 'create it disabled')
     .option('--json', 'print the stored task as JSON')
     .action(async (id: string, task: string, timer: string, o: Record<string, unknown>, cmd: Command) =>
@@ -225,6 +228,7 @@ export function register(program: Command): void {
           immediately: o.immediately ? true : undefined,
           jitter: o.jitter,
           enabled: o.disabled ? false : undefined,
+          pauseOnFailure: o.pauseOnFailure ? true : undefined,
         } as PeriodicTaskDefinition;
         for (const k of Object.keys(def) as Array<keyof PeriodicTaskDefinition>) if (def[k] === undefined) delete def[k];
         const stored = await tasks.upsert(def);
@@ -240,7 +244,6 @@ export function register(program: Command): void {
   for (const [name, what] of [
     ['remove', 'delete a periodic task'],
     ['enable', 'enable a periodic task'],
-    ['disable', 'disable a periodic task'],
   ] as const) {
     periodic
       .command(name)
@@ -254,6 +257,20 @@ export function register(program: Command): void {
         }),
       );
   }
+
+  periodic
+    .command('disable')
+    .description('disable a periodic task')
+    .argument('<id>')
+    .option('--note <text>', 'why (shown by list, get and the dashboard until it is enabled)')
+    .action(async (id: string, o: { note?: string }, cmd: Command) =>
+      withTasks(cmd, async (tasks) => {
+        if (!(await tasks.disable(id, { note: o.note }))) throw notFound(id);
+        process.stdout.write(`${id} disabled\n`);
+      }),
+    );
+
+  registerBackfill(periodic, withTasks, notFound);
 
   periodic
     .command('trigger')
@@ -287,7 +304,8 @@ export function register(program: Command): void {
           runs.map((r) => [
             time(r.occurrence),
             time(r.due),
-            r.replacedBy === undefined ? r.status : `${r.status} (replaced by ${time(r.replacedBy)})`,
+            (r.replacedBy === undefined ? r.status : `${r.status} (replaced by ${time(r.replacedBy)})`) +
+              (r.backfill ? ' (backfill)' : ''),
             r.jobId,
             time(r.started),
             time(r.finished),

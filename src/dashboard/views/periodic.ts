@@ -81,7 +81,7 @@ function controls(t: PeriodicTask): Html | string {
 /** Whether a task is enabled, disabled, or ended (no occurrence left). */
 function enabledCell(t: PeriodicTask): Html | string {
   if (t.ended) return html`<span class="status status-ended">ended</span>`;
-  return t.enabled ? 'yes' : html`<span class="paused">no</span>`;
+  return t.enabled ? 'yes' : html`<span class="paused">no</span>${t.note ? html`<br><small class="note">${t.note}</small>` : ''}`;
 }
 
 /**
@@ -230,7 +230,9 @@ ${describeControls(task).length ? html`<tr><th>schedule controls</th><td class="
 <tr><th>next runs</th><td><ol class="next">${next.map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol></td></tr>
 ${task.subject ? html`<tr><th>subject</th><td>${task.subject}</td></tr>` : ''}
 ${task.rule ? html`<tr><th>event rule</th><td>${task.rule} <small class="muted">(its pending run for this subject; a newer event replaces it)</small></td></tr>` : ''}
+${task.note ? html`<tr><th>note</th><td class="note">${task.note}</td></tr>` : ''}
 <tr><th>overlap / catch-up</th><td>${task.overlap} / ${task.catchup}</td></tr>
+${task.pauseOnFailure ? html`<tr><th>on failure</th><td>pause (disable the task)</td></tr>` : ''}
 <tr><th>args</th><td><pre class="inline">${pretty(task.args)}</pre></td></tr>
 </table>
 ${runHistory(ctx, id, runs, limit)}`,
@@ -247,7 +249,7 @@ function runHistory(ctx: PageContext, id: string, runs: RunRecord[], limit: numb
 <tbody>${runs.slice(0, limit).map(
     (r) =>
       html`<tr><td>${time(r.occurrence)}${r.status === 'missed' && r.count ? html`<br><small>${r.count} missed until ${time(r.until)}</small>` : ''}</td><td>${r.due === undefined ? '' : time(r.due)}</td><td>${time(r.started)}</td><td>${time(r.finished)}</td>
-<td>${r.jobId && r.status !== 'expired' ? html`<a href="${ctx.base}/jobs/${encodeURIComponent(r.jobId)}">${status(r.status)}</a>` : status(r.status)}${replaced(r)}</td>
+<td>${r.jobId && r.status !== 'expired' ? html`<a href="${ctx.base}/jobs/${encodeURIComponent(r.jobId)}">${status(r.status)}</a>` : status(r.status)}${replaced(r)}${r.backfill ? html` <small class="backfill">backfill</small>` : ''}</td>
 <td class="mono">${r.worker ?? ''}</td><td>${r.host ?? ''}</td><td>${r.pid ?? ''}</td>
 <td>${r.logs?.length ? html`<details><summary>${counted(r.logs.length, 'line')}</summary><pre class="logs">${r.logs.join('\n')}</pre></details>` : ''}</td>
 <td>${r.error ? html`<details><summary class="error">${r.error.split('\n')[0]}</summary><pre class="error">${r.error}</pre></details>` : ''}</td></tr>`,
