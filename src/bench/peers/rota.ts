@@ -1,15 +1,25 @@
 /** Rota, driven through its public API (Queue.submit/submitBulk, Worker), with its defaults: fairness, leases, events on. */
 import { Cluster } from 'ioredis';
-import { Queue, Worker } from '../../src/index.js';
-import { type ExecutorOptions, type JobIn, KEEP_COMPLETED, KEEP_FAILED, type Payload, type SystemAdapter } from './types.js';
+import { Queue, Worker } from '../../index.js';
+import {
+  type Endpoint,
+  type ExecutorOptions,
+  type JobIn,
+  KEEP_COMPLETED,
+  KEEP_FAILED,
+  type Payload,
+  type SystemAdapter,
+} from './types.js';
 
-/** Where the queue lives: a Redis URL, or a Redis Cluster (its startup nodes) with the queue's shard count. */
-export type RotaTarget = string | { nodes: Array<{ host: string; port: number }>; shards: number };
-
-export function open(target: RotaTarget, name: string): SystemAdapter {
-  const cluster = typeof target === 'string' ? null : new Cluster(target.nodes);
-  const connection = cluster ?? (target as string);
-  const shards = typeof target === 'string' ? 1 : target.shards;
+export function open(at: Endpoint, name: string): SystemAdapter {
+  const nodes = typeof at === 'string' ? undefined : at.nodes;
+  let cluster: Cluster | null = null;
+  if (nodes && typeof at !== 'string') {
+    const { host: _h, port: _p, db: _db, ...nodeOptions } = at.options;
+    cluster = new Cluster(nodes, { redisOptions: nodeOptions });
+  }
+  const connection = cluster ?? (typeof at === 'string' ? at : at.options);
+  const shards = typeof at === 'string' ? 1 : (at.shards ?? 1);
   const queue = new Queue(name, { connection, shards });
   const spec = (j: JobIn) => ({ task: 'bench', group: j.group, args: j.data });
   return {

@@ -2,7 +2,14 @@
  * Measurement helpers: Redis INFO parsing (CPU and command statistics), Node CPU and RSS
  * sampling, and the small statistics the report needs (median, percentiles, Jain's index).
  */
-import type { Redis } from 'ioredis';
+import { parseInfo } from '../redis/bench-store.js';
+
+export { parseInfo };
+
+/** Where INFO is read from (a BenchStore). */
+export interface InfoSource {
+  info(): Promise<string>;
+}
 
 /** One reading of the server's counters. */
 export interface RedisSample {
@@ -26,27 +33,18 @@ const HARNESS_COMMANDS = new Set([
   'ping',
   'command',
   'command|docs',
+  'scan',
+  'unlink',
 ]);
 const SCRIPT_COMMANDS = new Set(['evalsha', 'eval', 'evalsha_ro', 'eval_ro', 'fcall', 'fcall_ro']);
-
-export function parseInfo(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of text.split('\r\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const i = line.indexOf(':');
-    if (i > 0) out[line.slice(0, i)] = line.slice(i + 1);
-  }
-  return out;
-}
 
 /** The CPU time the server has used (used_cpu_sys + used_cpu_user of a parsed INFO), in µs. */
 export function cpuUsOf(info: Record<string, string>): number {
   return (Number(info.used_cpu_sys) + Number(info.used_cpu_user)) * 1e6;
 }
 
-export async function sampleRedis(admin: Redis): Promise<RedisSample> {
-  const text = (await admin.info('everything')) as string;
-  const info = parseInfo(text);
+export async function sampleRedis(admin: InfoSource): Promise<RedisSample> {
+  const info = parseInfo(await admin.info());
   const cpuUs = cpuUsOf(info);
   const calls: Record<string, number> = {};
   for (const [k, v] of Object.entries(info)) {
@@ -80,6 +78,8 @@ export function redisDelta(a: RedisSample, b: RedisSample): RedisDelta {
     commands += d;
     if (SCRIPT_COMMANDS.has(name)) scriptCalls += d;
   }
+  // (a server that hides INFO commandstats, as some managed services do: no count, rather than 0)
+  if (Object.keys(b.calls).length === 0) commands = scriptCalls = Number.NaN;
   return { cpuUs: b.cpuUs - a.cpuUs, commands, scriptCalls, byCommand, ms: b.at - a.at };
 }
 
