@@ -1,6 +1,6 @@
 /** Rota, driven through its public API (Queue.submit/submitBulk, Worker), with its defaults: fairness, leases, events on. */
 import { Cluster } from 'ioredis';
-import { Queue, Worker } from '../../index.js';
+import { type ConnectionOption, Queue, Worker } from '../../index.js';
 import {
   type Endpoint,
   type ExecutorOptions,
@@ -11,15 +11,27 @@ import {
   type SystemAdapter,
 } from './types.js';
 
-export function open(at: Endpoint, name: string): SystemAdapter {
-  const nodes = typeof at === 'string' ? undefined : at.nodes;
+/**
+ * The `connection` and shard count Rota's classes take for `at`; `close` ends a Cluster client
+ * made for it (a client passed in is left open by Rota's classes).
+ */
+export function rotaConnection(at: Endpoint): { connection: ConnectionOption; shards: number; close(): Promise<void> } {
   let cluster: Cluster | null = null;
-  if (nodes && typeof at !== 'string') {
+  if (typeof at !== 'string' && at.nodes) {
     const { host: _h, port: _p, db: _db, ...nodeOptions } = at.options;
-    cluster = new Cluster(nodes, { redisOptions: nodeOptions });
+    cluster = new Cluster(at.nodes, { redisOptions: nodeOptions });
   }
-  const connection = cluster ?? (typeof at === 'string' ? at : at.options);
-  const shards = typeof at === 'string' ? 1 : (at.shards ?? 1);
+  return {
+    connection: cluster ?? (typeof at === 'string' ? at : at.options),
+    shards: typeof at === 'string' ? 1 : (at.shards ?? 1),
+    close: async () => {
+      await cluster?.quit();
+    },
+  };
+}
+
+export function open(at: Endpoint, name: string): SystemAdapter {
+  const { connection, shards, close } = rotaConnection(at);
   const queue = new Queue(name, { connection, shards });
   const spec = (j: JobIn) => ({ task: 'bench', group: j.group, args: j.data });
   return {
@@ -53,8 +65,7 @@ export function open(at: Endpoint, name: string): SystemAdapter {
     },
     async close() {
       await queue.close();
-      // a client passed in is left open by the queue
-      await cluster?.quit();
+      await close();
     },
   };
 }
