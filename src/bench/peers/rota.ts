@@ -1,6 +1,8 @@
 /** Rota, driven through its public API (Queue.submit/submitBulk, Worker), with its defaults: fairness, leases, events on. */
 import { Cluster } from 'ioredis';
-import { type ConnectionOption, Queue, Worker } from '../../index.js';
+import { Worker } from '../../executor/worker.js';
+import { Queue } from '../../queue/queue.js';
+import type { ConnectionOption } from '../../redis/connection.js';
 import {
   type Endpoint,
   type ExecutorOptions,

@@ -5,7 +5,7 @@
  * includes the scheduler's submit and the executor's pickup); the rate is N over the time from
  * the occurrence to the last start.
  */
-import { PeriodicTasks, Scheduler } from '../../index.js';
+import { PeriodicTasks, Scheduler } from '../../periodic/index.js';
 import { nowMs, percentiles } from '../measure.js';
 import { rotaConnection } from '../peers/rota.js';
 import { Phase, type RunContext, type RunResult, Seen, until } from './common.js';
