@@ -39,8 +39,8 @@ export interface RunRecord {
   workload: Workload;
   system: SystemName;
   result: RunResult;
-  /** Per primary (one for a single server): its address and Redis CPU µs in the run (NaN when hidden). */
-  primaries: Array<{ address: string; cpuUs: number }>;
+  /** The address of each primary (one for a single server), in the order of RedisDelta.partsCpuUs. */
+  primaries: string[];
   /** Latency: the calibrated maximum, of which the run took half. */
   maxJobsPerSec?: number;
 }

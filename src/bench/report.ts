@@ -37,13 +37,15 @@ export interface RunReport {
   maxJobsPerSec: number | null;
   redisCpuUsPerJob: number | null;
   redisCommandsPerJob: number | null;
+  /** Redis CPU in the measured phase over its length, % of one core (on a Cluster: all primaries' together). */
+  redisBusyPct: number | null;
   /** The bench's own CPU per job (producer and executors in this machine's processes). */
   clientCpuUsPerJob: number | null;
   /** The run stopped at its time cap before every job ran. */
   capped: boolean;
   /** Jobs run more than once (should be 0). */
   duplicates: number;
-  /** Redis CPU of each primary during the run, and its share of one core. */
+  /** Redis CPU of each primary in the measured phase (as redisBusyPct), and its share of one core. */
   primaries: Array<{ address: string; cpuUs: number | null; busyPct: number | null }>;
   /** Busiest primary's CPU over the idlest's (1 on a single server). */
   balance: number | null;
@@ -80,8 +82,9 @@ const finite = (x: number | null | undefined): number | null => (x != null && Nu
 export function runReport(r: RunRecord): RunReport {
   const res = r.result;
   const jobs = Math.max(1, res.jobs);
-  const cpu = r.primaries.map((p) => p.cpuUs);
-  const ms = res.redis.ms || res.seconds * 1000;
+  // Each primary's CPU in the measured phase.
+  const phaseMs = res.redis.ms || res.seconds * 1000;
+  const cpu = res.redis.partsCpuUs ?? [res.redis.cpuUs];
   return {
     workload: r.workload,
     system: r.system,
@@ -93,13 +96,14 @@ export function runReport(r: RunRecord): RunReport {
     maxJobsPerSec: finite(r.maxJobsPerSec),
     redisCpuUsPerJob: finite(res.redis.cpuUs / jobs),
     redisCommandsPerJob: finite(res.redis.commands / jobs),
+    redisBusyPct: finite((res.redis.cpuUs / 1000 / (res.redis.ms || res.seconds * 1000)) * 100),
     clientCpuUsPerJob: finite(res.nodeCpuUs / jobs),
     capped: res.capped,
     duplicates: res.duplicates,
-    primaries: r.primaries.map((p) => ({
-      address: p.address,
-      cpuUs: finite(p.cpuUs),
-      busyPct: finite((p.cpuUs / 1000 / ms) * 100),
+    primaries: r.primaries.map((address, i) => ({
+      address,
+      cpuUs: finite(cpu[i]),
+      busyPct: finite((cpu[i] / 1000 / phaseMs) * 100),
     })),
     balance: cpu.length > 1 ? finite(Math.max(...cpu) / Math.max(1, Math.min(...cpu))) : 1,
   };
@@ -109,8 +113,10 @@ export function runReport(r: RunRecord): RunReport {
 export function sizing(runs: RunReport[], s: BenchSizes): SizingReport | null {
   const drain = runs.find((r) => r.workload === 'drain' && r.system === 'rota');
   if (!drain) return null;
+  // (the busiest primary of a Cluster: the one that runs out first)
   const busy = drain.primaries.map((p) => p.busyPct);
-  const core = busy.some((b) => b === null) ? null : Math.max(...(busy as number[]));
+  const core =
+    drain.primaries.length === 1 ? drain.redisBusyPct : busy.some((b) => b === null) ? null : Math.max(...(busy as number[]));
   const x = drain.jobsPerSec;
   // Executors keep up with at most P × C / H jobs a second (Little's law), and never more than the server gives.
   const r = s.handlerMs > 0 ? Math.min(x, (s.executors * s.concurrency * 1000) / s.handlerMs) : x;
@@ -185,7 +191,7 @@ export function describeReport(rep: BenchReport): string {
   }
   if (s.cluster) {
     out.push('');
-    out.push('per primary (Redis CPU over the run, share of one core; balance = busiest / idlest):');
+    out.push('per primary (Redis CPU in the measured phase, share of one core; balance = busiest / idlest):');
     for (const r of rep.runs.filter((x) => x.system === 'rota')) {
       const each = r.primaries.map((p) => `${p.address} ${p.busyPct === null ? 'hidden' : `${p.busyPct.toFixed(0)} %`}`);
       out.push(`  ${r.workload.padEnd(9)} ${each.join('  ')}  balance ${num(r.balance, 2)}`);

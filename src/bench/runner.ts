@@ -6,11 +6,11 @@
  */
 import { Cluster, Redis } from 'ioredis';
 import { BenchStore } from '../redis/bench-store.js';
-import { type RedisDelta, redisDelta, sampleRedis } from './measure.js';
+import { SummedInfo } from './measure.js';
 import { openSystem } from './peers/open.js';
 import { type Endpoint, paddingFor, type SystemName } from './peers/types.js';
 import { type BenchPlan, ROTA_ONLY, type RunnerMessage, type RunRecord, type Workload } from './plan.js';
-import { addDeltas, type RunContext, type RunResult } from './workloads/common.js';
+import type { RunContext } from './workloads/common.js';
 import { runDrain } from './workloads/drain.js';
 import { runFairness } from './workloads/fairness.js';
 import { runIngest } from './workloads/ingest.js';
@@ -81,15 +81,13 @@ async function runOne(plan: BenchPlan, ctx: RunContext, workload: Workload): Pro
   }
 }
 
-async function sampleAll(primaries: BenchStore[]) {
-  return Promise.all(primaries.map((p) => sampleRedis(p)));
-}
-
 /** Runs the plan, reporting each phase and run to the parent. */
 export async function runPlan(plan: BenchPlan): Promise<void> {
   const client = clientOf(plan.at);
   client.on('error', () => {});
   const store = new BenchStore(client);
+  // (a Cluster client knows its primaries once it has connected)
+  await store.pingMs(1);
   const primaries = store.primaries();
   const steps = plan.workloads.reduce((n, w) => n + plan.systems.filter((s) => s === 'rota' || !ROTA_ONLY.includes(w)).length, 0);
   let step = 0;
@@ -105,32 +103,19 @@ export async function runPlan(plan: BenchPlan): Promise<void> {
           at: plan.at,
           queue,
           adapter,
-          admin: primaries[0],
+          admin: primaries.length > 1 ? new SummedInfo(primaries) : primaries[0],
           quick: false,
           padding: paddingFor(plan.sizes.payloadBytes),
           handlerMs: plan.sizes.handlerMs,
           executorEntry: plan.executorEntry,
         };
         let record: Omit<RunRecord, 'primaries'>;
-        const before = await sampleAll(primaries);
         try {
           record = await runOne(plan, ctx, workload);
         } finally {
           await adapter.close();
         }
-        const after = await sampleAll(primaries);
-        const deltas: RedisDelta[] = primaries.map((_, i) => redisDelta(before[i], after[i]));
-        const result: RunResult = { ...record.result };
-        // (on a Cluster, the run's Redis figures are every primary's, not the first one's)
-        if (primaries.length > 1) result.redis = deltas.reduce(addDeltas);
-        send({
-          type: 'record',
-          record: {
-            ...record,
-            result,
-            primaries: primaries.map((p, i) => ({ address: p.address, cpuUs: deltas[i].cpuUs })),
-          },
-        });
+        send({ type: 'record', record: { ...record, primaries: primaries.map((p) => p.address) } });
         await store.deleteNamespace(queue);
       }
     }
