@@ -79,14 +79,14 @@ describe('rota bench', () => {
   }, 120_000);
 
   it('starts a private server without --redis, and prints a text report', async () => {
-    const r = await rota(['bench', ...SMALL, '--workload', 'ingest,drain'], { REDIS_URL: '' });
+    const r = await rota(['bench', ...SMALL, '--workload', 'ingest'], { REDIS_URL: '' });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/\(private server\)/);
-    expect(r.stdout).toMatch(/^ingest +rota /m);
-    expect(r.stdout).toMatch(/^drain +rota /m);
-    expect(r.stdout).toMatch(/^sizing: this server sustains about/m);
+    expect(r.stdout).toMatch(/^ingest +rota +[\d,]+ /m);
+    // (no drain: no sizing line)
+    expect(r.stdout).not.toMatch(/sizing/);
     // a plain line per phase when stderr is not a terminal
-    expect(r.stderr.trim().split('\n')).toEqual(['rota bench: [1/2] ingest on rota', 'rota bench: [2/2] drain on rota']);
+    expect(r.stderr).toBe('rota bench: [1/1] ingest on rota\n');
   }, 60_000);
 
   it('removes its keys when stopped by SIGINT mid-run, and leaves the other data', async () => {
