@@ -78,6 +78,47 @@ describe('rota bench', () => {
     expect(await admin.ttl(OTHER[5])).toBeGreaterThan(3000);
   }, 120_000);
 
+  it('compares with BullMQ and GroupMQ (interleaved, ratios), removing their keys too', async () => {
+    const before = await dumpAll(admin);
+    const r = await rota([
+      '--redis',
+      shared.url,
+      'bench',
+      ...SMALL,
+      '--workload',
+      'ingest,drain',
+      '--compare',
+      'bullmq,groupmq',
+      '--json',
+    ]);
+    expect(r.code).toBe(0);
+    // each workload on every system before the next workload
+    expect(
+      r.stderr
+        .trim()
+        .split('\n')
+        .map((l) => l.replace(/^rota bench: \[\d+\/6\] /, '')),
+    ).toEqual([
+      'ingest on rota',
+      'ingest on bullmq',
+      'ingest on groupmq',
+      'drain on rota',
+      'drain on bullmq',
+      'drain on groupmq',
+    ]);
+    const rep = JSON.parse(r.stdout);
+    expect(rep.settings.systems).toEqual(['rota', 'bullmq', 'groupmq']);
+    expect(rep.comparison.map((c: { workload: string; peer: string }) => `${c.workload} ${c.peer}`)).toEqual([
+      'ingest bullmq',
+      'ingest groupmq',
+      'drain bullmq',
+      'drain groupmq',
+    ]);
+    for (const c of rep.comparison) expect(c.jobsPerSec).toBeGreaterThan(0);
+    for (const run of rep.runs) expect(run.duplicates).toBe(0);
+    expect(await dumpAll(admin)).toEqual(before);
+  }, 120_000);
+
   it('starts a private server without --redis, and prints a text report', async () => {
     const r = await rota(['bench', ...SMALL, '--workload', 'ingest'], { REDIS_URL: '' });
     expect(r.code).toBe(0);
