@@ -3,7 +3,7 @@
  * server, or on a private redis-server without one (see src/bench/bench.ts; docs/cli.md, "rota bench").
  * The hidden `rota bench-child runner|executor` is the bench's own child processes.
  */
-import { type Command, InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { BenchRefusal, runBench } from '../../bench/bench.js';
 import { runExecutorChild } from '../../bench/executor-child.js';
@@ -64,9 +64,11 @@ export function register(program: Command): void {
   program
     .command('bench')
     .description('measure jobs/s, latency, fairness and Redis CPU per job on a Redis (a private one without --redis)')
-    .option('--workload <name>', `all, or one or more of ${WORKLOADS.join(', ')} (comma-separated)`, workloadOption, [
-      ...WORKLOADS,
-    ])
+    .addOption(
+      new Option('--workload <name>', `all, or one or more of ${WORKLOADS.join(', ')} (comma-separated)`)
+        .argParser(workloadOption)
+        .default([...WORKLOADS], 'all'),
+    )
     .option('--jobs <n>', 'jobs per workload (periodic: tasks)', intOption('--jobs', 1, 10_000_000), 20_000)
     .option('--groups <g>', 'groups the jobs are spread over', intOption('--groups', 1, 1_000_000), 1000)
     .option('--concurrency <c>', 'concurrency of each executor', intOption('--concurrency', 1, 10_000), 100)
