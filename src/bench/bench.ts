@@ -102,7 +102,10 @@ export async function runBench(input: BenchInput, onSignal: () => Promise<void>)
   const records: RunRecord[] = [];
   let runner: ChildProcess | undefined;
   let keysLeft = 0;
+  let stopping = false;
   const onStop = (signal: NodeJS.Signals) => {
+    // (the run is left pending: this handler alone removes the keys, then exits)
+    stopping = true;
     runner?.kill('SIGKILL');
     progress.end();
     input.progress.write(`rota bench: ${signal}: removing the keys of ${namespace}\n`);
@@ -121,10 +124,14 @@ export async function runBench(input: BenchInput, onSignal: () => Promise<void>)
         if (m.type === 'phase') progress.phase(m);
         else if (m.type === 'record') records.push(m.record);
         else if (m.type === 'done') done = true;
-        else reject(new Error(m.message));
+        else if (!stopping) reject(new Error(m.message));
       });
       runner.once('error', reject);
-      runner.once('exit', (code) => (done ? resolve() : reject(new Error(`the bench runner ended (exit code ${code})`))));
+      runner.once('exit', (code) => {
+        if (stopping) return;
+        if (done) resolve();
+        else reject(new Error(`the bench runner ended (exit code ${code})`));
+      });
       runner.send(plan);
     });
   } finally {

@@ -130,23 +130,30 @@ describe('rota bench', () => {
     expect(r.stderr).toBe('rota bench: [1/1] ingest on rota\n');
   }, 60_000);
 
-  it('removes its keys when stopped by SIGINT mid-run, and leaves the other data', async () => {
-    const before = await dumpAll(admin);
-    const child = spawn(
-      process.execPath,
-      [...cliEntry(), '--redis', shared.url, 'bench', '--workload', 'drain', '--jobs', '1000000', '--groups', '100'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    // mid-run: the drain's queue is filling
-    await eventually(async () => (await admin.keys('{rota:rota-bench-*')).length > 0, 30_000);
-    child.kill('SIGINT');
-    expect(await exited).toBe(130);
-    expect(stderr).toMatch(/SIGINT: removing the keys of rota-bench-/);
-    expect(await dumpAll(admin)).toEqual(before);
-  }, 60_000);
+  it.each([
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const)(
+    'removes its keys when stopped by %s mid-run, and leaves the other data',
+    async (signal, status) => {
+      const before = await dumpAll(admin);
+      const child = spawn(
+        process.execPath,
+        [...cliEntry(), '--redis', shared.url, 'bench', '--workload', 'drain', '--jobs', '1000000', '--groups', '100'],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      // mid-run: the drain's queue is filling
+      await eventually(async () => (await admin.keys('{rota:rota-bench-*')).length > 0, 30_000);
+      child.kill(signal);
+      expect(await exited).toBe(status);
+      expect(stderr).toMatch(new RegExp(`${signal}: removing the keys of rota-bench-`));
+      expect(await dumpAll(admin)).toEqual(before);
+    },
+    60_000,
+  );
 
   it('refuses a replica', async () => {
     const replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(shared.port)] });
