@@ -48,13 +48,15 @@ async function runOne(plan: BenchPlan, ctx: RunContext, workload: Workload): Pro
       };
     case 'latency': {
       const max = await calibrate(ctx, {
-        durationMs: Math.max(1200, (s.durationS * 1000) / 2),
+        // (as long as the harness's full calibration at least: a peer's worker takes a while to start)
+        durationMs: Math.max(2500, s.durationS * 1000),
         concurrency: s.concurrency,
         groups: s.groups,
         inFlight: 100,
       });
       const result = await runLatency(ctx, {
-        rate: max / 2,
+        // (at least one a second: a system that ran nothing while calibrating still gets a latency figure)
+        rate: Math.max(1, max / 2),
         durationMs: s.durationS * 1000,
         concurrency: s.concurrency,
         groups: s.groups,
