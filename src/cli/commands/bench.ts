@@ -7,7 +7,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { BenchRefusal, runBench } from '../../bench/bench.js';
 import { runExecutorChild } from '../../bench/executor-child.js';
-import { PeerMissingError } from '../../bench/peers/open.js';
+import { checkPeers, PeerMissingError } from '../../bench/peers/open.js';
 import type { Endpoint, SystemName } from '../../bench/peers/types.js';
 import { WORKLOADS, type Workload } from '../../bench/plan.js';
 import { describeReport } from '../../bench/report.js';
@@ -90,6 +90,13 @@ export function register(program: Command): void {
         const source = cmd.parent?.getOptionValueSource('redis');
         const redisGiven = source === 'cli' || source === 'config' || Boolean(process.env.REDIS_URL);
         const shards = g.shards ?? 1;
+        // (a peer that is not installed is named before anything starts)
+        try {
+          await checkPeers(o.compare ?? []);
+        } catch (err) {
+          if (err instanceof PeerMissingError) throw new CliError(err.message, EXIT_INVALID);
+          throw err;
+        }
         let server: RunningRedis | undefined;
         let client: Client;
         let at: Endpoint;
