@@ -121,7 +121,7 @@ export function sizing(runs: RunReport[], s: BenchSizes): SizingReport | null {
   // Executors keep up with at most P × C / H jobs a second (Little's law), and never more than the server gives.
   const r = s.handlerMs > 0 ? Math.min(x, (s.executors * s.concurrency * 1000) / s.handlerMs) : x;
   const at = core === null ? ' (its CPU is hidden)' : ` at ${core.toFixed(0)} % of one core`;
-  const text = `this server sustains about ${fmt(x)} jobs/s${at}; with ${s.handlerMs} ms handlers, ${s.executors} executors of concurrency ${s.concurrency} keep up with ${fmt(r)} jobs/s`;
+  const text = `this server sustains about ${fmt(x)} jobs/s${at}; with ${s.handlerMs} ms handlers, ${s.executors} executor${s.executors === 1 ? '' : 's'} of concurrency ${s.concurrency} keep up with ${fmt(r)} jobs/s`;
   return {
     jobsPerSec: x,
     redisCorePct: core,

@@ -69,7 +69,7 @@ describe('rota bench', () => {
     for (const w of ['latency', 'fairness', 'periodic']) expect(by(w).p99Ms).toBeGreaterThan(0);
     expect(by('latency').maxJobsPerSec).toBeGreaterThan(0);
     expect(rep.sizing.text).toMatch(
-      /^this server sustains about [\d,]+ jobs\/s at \d+ % of one core; with 0 ms handlers, 1 executors of concurrency 20 keep up with [\d,]+ jobs\/s$/,
+      /^this server sustains about [\d,]+ jobs\/s at \d+ % of one core; with 0 ms handlers, 1 executor of concurrency 20 keep up with [\d,]+ jobs\/s$/,
     );
     expect(rep.comparison).toEqual([]);
     expect(rep.keysLeft).toBe(0);
