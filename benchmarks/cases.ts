@@ -1,11 +1,11 @@
 /** The benchmark cases, with their full and --quick sizes. */
-import type { SystemName } from './systems/types.js';
+import type { SystemName } from '../src/bench/peers/types.js';
+import type { DrainParams } from '../src/bench/workloads/drain.js';
+import type { FairnessParams } from '../src/bench/workloads/fairness.js';
+import type { IngestParams } from '../src/bench/workloads/ingest.js';
+import type { LatencyParams } from '../src/bench/workloads/latency.js';
 import type { ClusterParams } from './workloads/cluster.js';
 import type { DelayParams } from './workloads/delay.js';
-import type { DrainParams } from './workloads/drain.js';
-import type { FairnessParams } from './workloads/fairness.js';
-import type { IngestParams } from './workloads/ingest.js';
-import type { LatencyParams } from './workloads/latency.js';
 import type { RateParams } from './workloads/rate.js';
 
 /**

@@ -2,17 +2,19 @@
  * A system's benchmark process: the orchestrator (run.ts) sends it one run at a time; it opens the
  * system on a fresh queue, runs the workload, closes everything and answers with the measurements.
  */
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { openSystem } from '../src/bench/peers/open.js';
+import type { SystemName } from '../src/bench/peers/types.js';
+import type { RunContext, RunResult } from '../src/bench/workloads/common.js';
+import { runDrain } from '../src/bench/workloads/drain.js';
+import { runFairness } from '../src/bench/workloads/fairness.js';
+import { runIngest } from '../src/bench/workloads/ingest.js';
+import { calibrate, runLatency } from '../src/bench/workloads/latency.js';
+import { BenchStore } from '../src/redis/bench-store.js';
 import type { CaseSpec } from './cases.js';
-import { openSystem } from './systems/open.js';
-import type { SystemName } from './systems/types.js';
 import { runCluster } from './workloads/cluster.js';
-import type { RunContext, RunResult } from './workloads/common.js';
 import { runDelay } from './workloads/delay.js';
-import { runDrain } from './workloads/drain.js';
-import { runFairness } from './workloads/fairness.js';
-import { runIngest } from './workloads/ingest.js';
-import { calibrate, runLatency } from './workloads/latency.js';
 import { runRate } from './workloads/rate.js';
 
 export interface RunRequest {
@@ -30,17 +32,20 @@ export interface RunRequest {
 
 export type RunReply = { type: 'result'; seq: number; result: RunResult } | { type: 'error'; seq: number; error: string };
 
-let admin: Redis | null = null;
+let client: Redis | null = null;
+let admin: BenchStore | null = null;
+const executorEntry = { script: fileURLToPath(new URL('./executor.ts', import.meta.url)), args: [] };
 
 async function handle(req: RunRequest): Promise<RunResult> {
-  admin ??= new Redis(req.url);
+  client ??= new Redis(req.url);
+  admin ??= new BenchStore(client);
   const queue = `bench-${req.seq}`;
   if (req.spec.kind === 'cluster') {
     if (!req.cluster) throw new Error('a cluster case needs the cluster nodes');
     return runCluster(req.cluster, queue, req.quick, req.spec.params);
   }
   const adapter = await openSystem(req.system, req.url, queue);
-  const ctx: RunContext = { system: req.system, url: req.url, queue, adapter, admin, quick: req.quick };
+  const ctx: RunContext = { system: req.system, at: req.url, queue, adapter, admin, quick: req.quick, executorEntry };
   try {
     const s = req.spec;
     switch (s.kind) {
@@ -86,7 +91,7 @@ async function handle(req: RunRequest): Promise<RunResult> {
 
 process.on('message', async (req: RunRequest | { type: 'exit' }) => {
   if (req.type === 'exit') {
-    admin?.disconnect();
+    client?.disconnect();
     process.exit(0);
   }
   try {

@@ -1,9 +1,9 @@
 /** Summaries of runs, the terminal table, the JSON records and the Markdown report with hand-made SVG charts. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { median } from './measure.js';
-import type { SystemName } from './systems/types.js';
-import type { RunResult } from './workloads/common.js';
+import { median } from '../src/bench/measure.js';
+import type { SystemName } from '../src/bench/peers/types.js';
+import type { RunResult } from '../src/bench/workloads/common.js';
 
 /** One record per case and system, as stored in results/runs/<date>.json. */
 export interface CaseRecord {

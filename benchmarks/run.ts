@@ -10,12 +10,14 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { parseInfo } from '../src/bench/measure.js';
+import { SYSTEMS, type SystemName } from '../src/bench/peers/types.js';
+import type { RunResult } from '../src/bench/workloads/common.js';
 import { type LocalCluster, startCluster } from '../test/helpers/cluster.js';
 import { TS_EXEC_ARGV } from '../test/helpers/processes.js';
 import { RedisServer } from '../test/helpers/redis-server.js';
 import { CASE_NAMES, type CaseSpec, cases } from './cases.js';
 import type { RunReply, RunRequest } from './child.js';
-import { parseInfo } from './measure.js';
 import {
   type CaseRecord,
   clusterRunLine,
@@ -27,8 +29,6 @@ import {
   textTable,
   writeResults,
 } from './report.js';
-import { SYSTEMS, type SystemName } from './systems/types.js';
-import type { RunResult } from './workloads/common.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const resultsDir = join(here, 'results');

@@ -1,11 +1,11 @@
 /** Shared parts of the single-system cost probes (job-cost, script-cost, periodic-cost, instructions). */
 import { Redis } from 'ioredis';
+import { cpuUsOf, parseInfo } from '../../src/bench/measure.js';
 import { RedisServer } from '../../src/dev/redis-server.js';
 import type { Queue } from '../../src/index.js';
 import { addRun, type FinishSettings, type QueueStore } from '../../src/redis/queue-store.js';
 import type { StringValue } from '../../src/redis/string-array.js';
 import { type OutcomeCode, UNSTARTED_PREFIX } from '../../src/redis/wire.js';
-import { cpuUsOf, parseInfo } from '../measure.js';
 
 /** A numeric `--name value` command-line option. */
 export function arg(name: string, def: number): number {

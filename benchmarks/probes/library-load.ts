@@ -14,9 +14,9 @@
  */
 
 import { Redis } from 'ioredis';
+import { parseInfo } from '../../src/bench/measure.js';
 import { RedisServer } from '../../src/dev/redis-server.js';
 import { rotaLibrary } from '../../src/redis/library.js';
-import { parseInfo } from '../measure.js';
 import { arg } from './lab.js';
 
 const loads = arg('loads', 20);

@@ -10,8 +10,9 @@
  * Usage: npx tsx benchmarks/probes/slot-waves.ts [--jobs 20000] [--run-ms 10] [--concurrency 100]
  *          [--light 10] [--light-every 50] [--rounds 3]
  */
+
+import { parseInfo, percentiles, sleep } from '../../src/bench/measure.js';
 import { Queue, Worker } from '../../src/index.js';
-import { parseInfo, percentiles, sleep } from '../measure.js';
 import { arg, labRedis, scriptStats, submitSpread } from './lab.js';
 
 const jobs = arg('jobs', 20_000);

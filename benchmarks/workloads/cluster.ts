@@ -10,12 +10,13 @@
  *   shard than the flood (on another primary), then in the flood's own shard.
  */
 import { Redis } from 'ioredis';
+import { open } from '../../src/bench/peers/rota.js';
+import { addDeltas, groupOf, Phase, type RunContext, type RunResult, Seen, until } from '../../src/bench/workloads/common.js';
+import { fill } from '../../src/bench/workloads/drain.js';
+import { type FairnessParams, runFairness } from '../../src/bench/workloads/fairness.js';
+import { BenchStore } from '../../src/redis/bench-store.js';
 import { shardOfGroup } from '../../src/redis/shards.js';
 import { moveEmptySlot } from '../../test/helpers/cluster.js';
-import { open } from '../systems/rota.js';
-import { addDeltas, groupOf, Phase, type RunContext, type RunResult, Seen, until } from './common.js';
-import { fill } from './drain.js';
-import { type FairnessParams, runFairness } from './fairness.js';
 
 export interface ClusterParams {
   shards: number;
@@ -71,17 +72,17 @@ function groupsIn(shard: number, shards: number, count: number): string[] {
 export async function runCluster(nodes: Node[], queue: string, quick: boolean, p: ClusterParams): Promise<RunResult> {
   const primaries = nodes.map((n) => new Redis(n.port, n.host));
   const P = nodes.length;
-  const target = { nodes, shards: p.shards };
+  const target = { options: {}, nodes, shards: p.shards };
   try {
     // ---- the drain ----
     const placement = await place(nodes, primaries, queue, p.shards);
     const adapter = open(target, queue);
     const ctx: RunContext = {
       system: 'rota',
-      url: `redis://${nodes[0].host}:${nodes[0].port}`,
+      at: `redis://${nodes[0].host}:${nodes[0].port}`,
       queue,
       adapter,
-      admin: primaries[0],
+      admin: new BenchStore(primaries[0]),
       quick,
     };
     const seen = new Seen();
@@ -95,7 +96,7 @@ export async function runCluster(nodes: Node[], queue: string, quick: boolean, p
       const primaryOfGroup = new Map<string, number>();
       for (let g = 0; g < p.groups; g++)
         primaryOfGroup.set(groupOf(g, p.groups), placement[shardOfGroup(groupOf(g, p.groups), p.shards)]);
-      const phases = await Promise.all(primaries.map((c) => new Phase(c).begin()));
+      const phases = await Promise.all(primaries.map((c) => new Phase(new BenchStore(c)).begin()));
       let n = 0;
       const exec = await adapter.startExecutor({
         concurrency: p.concurrency,

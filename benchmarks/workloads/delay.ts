@@ -3,10 +3,11 @@
  * executor already running (asleep until the first is due). Lateness = handler start − due time.
  * The measured phase runs from the first due time until every job has run.
  */
+
+import { nowMs, percentiles, sleep } from '../../src/bench/measure.js';
+import { connectionOf, payload } from '../../src/bench/peers/types.js';
+import { groupOf, Phase, type RunContext, type RunResult, Seen, until } from '../../src/bench/workloads/common.js';
 import { Queue } from '../../src/index.js';
-import { nowMs, percentiles, sleep } from '../measure.js';
-import { payload } from '../systems/types.js';
-import { groupOf, Phase, type RunContext, type RunResult, Seen, until } from './common.js';
 
 export interface DelayParams {
   jobs: number;
@@ -20,7 +21,7 @@ export interface DelayParams {
 }
 
 export async function runDelay(ctx: RunContext, p: DelayParams): Promise<RunResult> {
-  const queue = new Queue(ctx.queue, { connection: ctx.url });
+  const queue = new Queue(ctx.queue, { connection: connectionOf(ctx.at) });
   const seen = new Seen();
   const lateness: number[] = [];
   const exec = await ctx.adapter.startExecutor({

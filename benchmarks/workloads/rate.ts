@@ -6,10 +6,12 @@
  * against the drain), without holding a group back. The result is
  * the limited drain; `vsUnlimited` is its rate over the reference's, measured in the same run.
  */
+
+import { openSystem } from '../../src/bench/peers/open.js';
+import { connectionOf } from '../../src/bench/peers/types.js';
+import { groupOf, Phase, type RunContext, type RunResult, Seen, until } from '../../src/bench/workloads/common.js';
+import { fill } from '../../src/bench/workloads/drain.js';
 import { Queue } from '../../src/index.js';
-import { openSystem } from '../systems/open.js';
-import { groupOf, Phase, type RunContext, type RunResult, Seen, until } from './common.js';
-import { fill } from './drain.js';
 
 export interface RateParams {
   jobs: number;
@@ -45,8 +47,8 @@ export async function runRate(ctx: RunContext, p: RateParams): Promise<RunResult
   const unlimited = reference.n / reference.seconds;
 
   const name = `${ctx.queue}-rated`;
-  const adapter = await openSystem('rota', ctx.url, name);
-  const queue = new Queue(name, { connection: ctx.url });
+  const adapter = await openSystem('rota', ctx.at, name);
+  const queue = new Queue(name, { connection: connectionOf(ctx.at) });
   try {
     const max = Math.max(1, Math.ceil((p.headroom * unlimited * p.windowMs) / 1000 / p.groups));
     const rate = { max, perMs: p.windowMs };

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { MAX_SHARDS } from '../redis/shards.js';
+import { register as registerBench } from './commands/bench.js';
 import { register as registerCalendar } from './commands/calendar.js';
 import { register as registerDashboard } from './commands/dashboard.js';
 import { register as registerDemo } from './commands/demo.js';
@@ -35,6 +36,7 @@ const COMMANDS: RegisterCommand[] = [
   registerDashboard,
   registerReshard,
   registerMigrate,
+  registerBench,
 ];
 
 /** The version in Rota's package.json (found from src/cli or dist/src/cli). */

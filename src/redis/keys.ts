@@ -170,3 +170,14 @@ export function periodicKeys(name: string): PeriodicKeys {
     backlog: (id) => `${prefix}p:bq:${id}`,
   };
 }
+
+/**
+ * SCAN patterns that match every key of the queues `rota bench` makes in its namespace `ns`
+ * (queue names that begin with `ns`): Rota's own (`{rota:<queue>}` and each shard's
+ * `{rota:<queue>:<i>}`), and those of the peers it compares with (BullMQ's `bull:<queue>:`,
+ * GroupMQ's `groupmq:<namespace>:`).
+ */
+export function benchKeyPatterns(ns: string): string[] {
+  checkQueueName(ns);
+  return [`{rota:${ns}*`, `bull:${ns}*`, `groupmq:${ns}*`];
+}

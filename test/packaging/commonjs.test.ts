@@ -66,6 +66,21 @@ describe('rota from a CommonJS project', () => {
     expect(stdout.trim()).toBe('function function');
   });
 
+  it('rota bench --compare names a peer that is not installed (they are optional peer dependencies)', async () => {
+    const failed = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [join(project, 'node_modules/rota/dist/src/cli/main.js'), 'bench', '--compare', 'bullmq'],
+        { cwd: project },
+        (err, _out, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+      );
+    });
+    expect(failed).toEqual({
+      code: 1,
+      stderr: 'rota: --compare bullmq: the package "bullmq" is not installed (npm install bullmq, beside rota)\n',
+    });
+  });
+
   it('names the fix where require() cannot load ES modules', async () => {
     const failed = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       execFile(

@@ -1,6 +1,6 @@
 /** Ingest: how fast jobs are accepted (serially, with 1,000 in flight, and in bulk batches). */
-import { type JobIn, payload } from '../systems/types.js';
-import { groupOf, Phase, type RunContext, type RunResult } from './common.js';
+import { type JobIn, payload } from '../peers/types.js';
+import { groupOf, Phase, paddingOf, type RunContext, type RunResult } from './common.js';
 
 export interface IngestParams {
   mode: 'serial' | 'inflight' | 'bulk';
@@ -12,7 +12,7 @@ export interface IngestParams {
 
 export async function runIngest(ctx: RunContext, p: IngestParams): Promise<RunResult> {
   const { adapter } = ctx;
-  const job = (i: number): JobIn => ({ group: groupOf(i, p.groups), data: payload(i) });
+  const job = (i: number): JobIn => ({ group: groupOf(i, p.groups), data: payload(i, paddingOf(ctx)) });
   const phase = await new Phase(ctx.admin).begin();
   if (p.mode === 'serial') {
     for (let i = 0; i < p.jobs; i++) await adapter.submit(job(i));

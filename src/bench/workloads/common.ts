@@ -1,17 +1,45 @@
 /** What every workload gets and gives back. */
-import type { Redis } from 'ioredis';
-import { addDeltas, cpuSince, type RedisDelta, type RedisSample, RssPeak, redisDelta, sampleRedis } from '../measure.js';
-import type { SystemAdapter, SystemName } from '../systems/types.js';
+import {
+  addDeltas,
+  cpuSince,
+  type InfoSource,
+  type RedisDelta,
+  type RedisSample,
+  RssPeak,
+  redisDelta,
+  sampleRedis,
+} from '../measure.js';
+import { type Endpoint, PADDING, type SystemAdapter, type SystemName } from '../peers/types.js';
+
+/** How to start an executor process (drain with `processes`): a script and its arguments; see executor-child.ts. */
+export interface ExecutorEntry {
+  script: string;
+  args: string[];
+}
 
 export interface RunContext {
   system: SystemName;
-  url: string;
+  /** Where the system connects. */
+  at: Endpoint;
   queue: string;
   adapter: SystemAdapter;
   /** A separate connection for INFO sampling. */
-  admin: Redis;
+  admin: InfoSource;
   quick: boolean;
+  /** The payloads' padding (default: PADDING, about 100 bytes a payload). */
+  padding?: string;
+  /** Each handler sleeps this long (default 0: a no-op). */
+  handlerMs?: number;
+  /** The executor processes' entry point (drain with processes > 0). */
+  executorEntry?: ExecutorEntry;
 }
+
+/** The padding of the context's payloads. */
+export const paddingOf = (ctx: RunContext) => ctx.padding ?? PADDING;
+
+/** Sleeps the context's handler time, or returns at once for a no-op handler. */
+export const handlerWork = (ms: number | undefined): Promise<void> | undefined =>
+  ms ? new Promise((r) => setTimeout(r, ms)) : undefined;
 
 /** One measured run of one case on one system. */
 export interface RunResult {
@@ -54,7 +82,7 @@ export class Phase {
   private cpu!: NodeJS.CpuUsage;
   private t0 = 0;
   private rss = new RssPeak();
-  constructor(private readonly admin: Redis) {}
+  constructor(private readonly admin: InfoSource) {}
   async begin(): Promise<this> {
     this.startSample = await sampleRedis(this.admin);
     this.cpu = process.cpuUsage();

@@ -4,10 +4,8 @@
  * measured too, so that Redis CPU over a job's whole life (submit + take + complete) is known.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { TS_EXEC_ARGV } from '../../test/helpers/processes.js';
-import { type JobIn, payload } from '../systems/types.js';
-import { addDeltas, groupOf, Phase, type RunContext, type RunResult, Seen, until } from './common.js';
+import { type JobIn, payload } from '../peers/types.js';
+import { addDeltas, groupOf, handlerWork, Phase, paddingOf, type RunContext, type RunResult, Seen, until } from './common.js';
 
 export interface DrainParams {
   jobs: number;
@@ -20,7 +18,13 @@ export interface DrainParams {
 }
 
 /** Submits `jobs` jobs in batches, over `groups` groups (t0, t1, ...) or all in the one group named. */
-export async function fill(ctx: RunContext, jobs: number, groups: number | string, batch = 1000, data = payload): Promise<void> {
+export async function fill(
+  ctx: RunContext,
+  jobs: number,
+  groups: number | string,
+  batch = 1000,
+  data = (k: number) => payload(k, paddingOf(ctx)),
+): Promise<void> {
   const group = (k: number) => (typeof groups === 'string' ? groups : groupOf(k, groups));
   for (let i = 0; i < jobs; i += batch) {
     const b: JobIn[] = [];
@@ -35,19 +39,24 @@ interface Child {
   done?: ExecutorDone;
 }
 
-/** What benchmarks/executor.ts reports when it stops. */
+/** What an executor process (./executor-child.ts) reports when it stops. */
 interface ExecutorDone {
   ids: string[];
   cpuUs: number;
   peakRssBytes: number;
 }
 
-/** The messages benchmarks/executor.ts sends. */
+/** The messages an executor process sends. */
 type ExecutorMessage = { type: 'ready' } | { type: 'progress'; n: number } | ({ type: 'done' } & ExecutorDone);
 
+/**
+ * Starts an executor process from the context's entry point, with this process's Node options (so
+ * that a run from source loads TypeScript the same way).
+ */
 function forkExecutor(ctx: RunContext, concurrency: number): Promise<Child> {
-  const script = fileURLToPath(new URL('../executor.ts', import.meta.url));
-  const proc = fork(script, [], { execArgv: [...TS_EXEC_ARGV], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const entry = ctx.executorEntry;
+  if (!entry) throw new Error('a drain with executor processes needs an executor entry point');
+  const proc = fork(entry.script, entry.args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const child: Child = { proc, n: 0 };
   return new Promise((resolve, reject) => {
     proc.on('message', (m: ExecutorMessage) => {
@@ -56,7 +65,7 @@ function forkExecutor(ctx: RunContext, concurrency: number): Promise<Child> {
       else if (m.type === 'done') child.done = m;
     });
     proc.once('error', reject);
-    proc.send({ system: ctx.system, url: ctx.url, queue: ctx.queue, concurrency });
+    proc.send({ system: ctx.system, at: ctx.at, queue: ctx.queue, concurrency, handlerMs: ctx.handlerMs ?? 0 });
   });
 }
 
@@ -80,6 +89,7 @@ export async function runDrain(ctx: RunContext, p: DrainParams): Promise<RunResu
       handler: (id) => {
         seen.add(id);
         n++;
+        return handlerWork(ctx.handlerMs);
       },
     });
     capped = !(await until(() => n >= p.jobs, p.capMs));

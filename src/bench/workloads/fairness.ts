@@ -9,8 +9,8 @@
  * tenant's drain rate without neighbours, the "FIFO" reference).
  */
 import { jain, nowMs, percentiles, sleep } from '../measure.js';
-import { type Payload, payload } from '../systems/types.js';
-import { Phase, type RunContext, type RunResult, Seen, until } from './common.js';
+import { type Payload, payload } from '../peers/types.js';
+import { Phase, paddingOf, type RunContext, type RunResult, Seen, until } from './common.js';
 import { fill } from './drain.js';
 
 export interface FairnessParams {
@@ -88,7 +88,7 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
   };
   // The light jobs carry their tenant in the payload too, for BullMQ, which has no groups.
   const lightPayload = (k: number): Payload => {
-    const base = payload(nowMs());
+    const base = payload(nowMs(), paddingOf(ctx));
     const tag = `L${k}|`;
     return { t: base.t, p: tag + base.p.slice(tag.length) };
   };
@@ -109,7 +109,7 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
     return () => timers.forEach(clearInterval);
   };
 
-  if (p.mode === 'flood') await fill(ctx, p.heavyJobs, heavyGroup, 1000, () => payload(nowMs()));
+  if (p.mode === 'flood') await fill(ctx, p.heavyJobs, heavyGroup, 1000, () => payload(nowMs(), paddingOf(ctx)));
   // The heavy group is named 'heavy' in the record.
   const startExec = () =>
     ctx.adapter.startExecutor({
@@ -141,7 +141,7 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
     await until(() => seen.size >= lightSubmitted, 5000, 5);
     // The backlog alone, timed like the flood case: filled first, then a fresh executor drains it.
     await exec.close();
-    await fill(ctx, p.heavyJobs, heavyGroup, 1000, () => payload(nowMs()));
+    await fill(ctx, p.heavyJobs, heavyGroup, 1000, () => payload(nowMs(), paddingOf(ctx)));
     const h0 = performance.now();
     exec = await startExec();
     capped = !(await until(() => heavyDone >= p.heavyJobs, p.capMs, 5));

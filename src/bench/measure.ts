@@ -2,12 +2,21 @@
  * Measurement helpers: Redis INFO parsing (CPU and command statistics), Node CPU and RSS
  * sampling, and the small statistics the report needs (median, percentiles, Jain's index).
  */
-import type { Redis } from 'ioredis';
+import { parseInfo } from '../redis/bench-store.js';
+
+export { parseInfo };
+
+/** Where INFO is read from (a BenchStore). */
+export interface InfoSource {
+  info(): Promise<string>;
+}
 
 /** One reading of the server's counters. */
 export interface RedisSample {
   /** used_cpu_sys + used_cpu_user, in microseconds. */
   cpuUs: number;
+  /** Of a SummedInfo: each server's CPU µs (its `part<i>_cpu_us` fields). */
+  partsCpuUs?: number[];
   /** Calls per command name (lower case), from INFO commandstats. */
   calls: Record<string, number>;
   at: number;
@@ -26,27 +35,18 @@ const HARNESS_COMMANDS = new Set([
   'ping',
   'command',
   'command|docs',
+  'scan',
+  'unlink',
 ]);
 const SCRIPT_COMMANDS = new Set(['evalsha', 'eval', 'evalsha_ro', 'eval_ro', 'fcall', 'fcall_ro']);
-
-export function parseInfo(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of text.split('\r\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const i = line.indexOf(':');
-    if (i > 0) out[line.slice(0, i)] = line.slice(i + 1);
-  }
-  return out;
-}
 
 /** The CPU time the server has used (used_cpu_sys + used_cpu_user of a parsed INFO), in µs. */
 export function cpuUsOf(info: Record<string, string>): number {
   return (Number(info.used_cpu_sys) + Number(info.used_cpu_user)) * 1e6;
 }
 
-export async function sampleRedis(admin: Redis): Promise<RedisSample> {
-  const text = (await admin.info('everything')) as string;
-  const info = parseInfo(text);
+export async function sampleRedis(admin: InfoSource): Promise<RedisSample> {
+  const info = parseInfo(await admin.info());
   const cpuUs = cpuUsOf(info);
   const calls: Record<string, number> = {};
   for (const [k, v] of Object.entries(info)) {
@@ -54,12 +54,16 @@ export async function sampleRedis(admin: Redis): Promise<RedisSample> {
     const m = /calls=(\d+)/.exec(v);
     if (m) calls[k.slice(8)] = Number(m[1]);
   }
-  return { cpuUs, calls, at: performance.now() };
+  const parts = Object.keys(info).filter((k) => /^part\d+_cpu_us$/.test(k));
+  const partsCpuUs = parts.length ? parts.map((_, i) => Number(info[`part${i}_cpu_us`])) : undefined;
+  return { cpuUs, partsCpuUs, calls, at: performance.now() };
 }
 
 /** What the server did between two samples. */
 export interface RedisDelta {
   cpuUs: number;
+  /** Of a SummedInfo: each server's CPU µs. */
+  partsCpuUs?: number[];
   /** Every command executed, including those run inside scripts, minus the harness's own. */
   commands: number;
   /** Script invocations (EVALSHA/EVAL/FCALL). */
@@ -80,7 +84,10 @@ export function redisDelta(a: RedisSample, b: RedisSample): RedisDelta {
     commands += d;
     if (SCRIPT_COMMANDS.has(name)) scriptCalls += d;
   }
-  return { cpuUs: b.cpuUs - a.cpuUs, commands, scriptCalls, byCommand, ms: b.at - a.at };
+  // (a server that hides INFO commandstats, as some managed services do: no count, rather than 0)
+  if (Object.keys(b.calls).length === 0) commands = scriptCalls = Number.NaN;
+  const partsCpuUs = b.partsCpuUs?.map((x, i) => x - (a.partsCpuUs?.[i] ?? 0));
+  return { cpuUs: b.cpuUs - a.cpuUs, partsCpuUs, commands, scriptCalls, byCommand, ms: b.at - a.at };
 }
 
 export function addDeltas(a: RedisDelta, b: RedisDelta): RedisDelta {
@@ -157,3 +164,25 @@ export function nowMs(): number {
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * The INFO of several servers (a Cluster's primaries) as one: CPU and command calls summed, so
+ * that a phase measured on it counts the work of all of them; each server's CPU is kept too
+ * (fields `part<i>_cpu_us`, read into RedisSample.partsCpuUs).
+ */
+export class SummedInfo implements InfoSource {
+  constructor(private readonly sources: InfoSource[]) {}
+  async info(): Promise<string> {
+    const sum = new Map<string, number>();
+    for (const [i, text] of (await Promise.all(this.sources.map((s) => s.info()))).entries()) {
+      const info = parseInfo(text);
+      sum.set(`part${i}_cpu_us`, cpuUsOf(info));
+      for (const [k, v] of Object.entries(info)) {
+        if (k === 'used_cpu_sys' || k === 'used_cpu_user') sum.set(k, (sum.get(k) ?? 0) + Number(v));
+        const m = k.startsWith('cmdstat_') ? /calls=(\d+)/.exec(v) : null;
+        if (m) sum.set(k, (sum.get(k) ?? 0) + Number(m[1]));
+      }
+    }
+    return [...sum].map(([k, v]) => (k.startsWith('cmdstat_') ? `${k}:calls=${v}` : `${k}:${v}`)).join('\r\n');
+  }
+}

@@ -4,8 +4,8 @@
  * Redis commands it causes per second are counted (a polling executor shows up here).
  */
 import { nowMs, percentiles, redisDelta, sampleRedis, sleep } from '../measure.js';
-import { payload } from '../systems/types.js';
-import { groupOf, Phase, type RunContext, type RunResult, Seen, until } from './common.js';
+import { payload } from '../peers/types.js';
+import { groupOf, handlerWork, Phase, paddingOf, type RunContext, type RunResult, Seen, until } from './common.js';
 
 export interface LatencyParams {
   /** Arrivals per second. */
@@ -26,13 +26,19 @@ export async function calibrate(
   p: { durationMs: number; concurrency: number; groups: number; inFlight: number },
 ): Promise<number> {
   let done = 0;
-  const exec = await ctx.adapter.startExecutor({ concurrency: p.concurrency, handler: () => void done++ });
+  const exec = await ctx.adapter.startExecutor({
+    concurrency: p.concurrency,
+    handler: () => {
+      done++;
+      return handlerWork(ctx.handlerMs);
+    },
+  });
   await sleep(200);
   const t0 = performance.now();
   let i = 0;
   let stop = false;
   const lane = async () => {
-    while (!stop) await ctx.adapter.submit({ group: groupOf(i++, p.groups), data: payload(nowMs()) });
+    while (!stop) await ctx.adapter.submit({ group: groupOf(i++, p.groups), data: payload(nowMs(), paddingOf(ctx)) });
   };
   const lanes = Array.from({ length: p.inFlight }, lane);
   // Skip the first quarter (ramp-up), measure the rest.
@@ -57,6 +63,7 @@ export async function runLatency(ctx: RunContext, p: LatencyParams): Promise<Run
     handler: (id, _g, data) => {
       waits.push(nowMs() - data.t);
       seen.add(id);
+      return handlerWork(ctx.handlerMs);
     },
   });
   await sleep(300); // let the executor reach its idle wait
@@ -78,7 +85,7 @@ export async function runLatency(ctx: RunContext, p: LatencyParams): Promise<Run
     }
     while (next <= performance.now() && next - start < p.durationMs) {
       lagMs = Math.max(lagMs, performance.now() - next);
-      const pr = ctx.adapter.submit({ group: groupOf(submitted, p.groups), data: payload(nowMs()) });
+      const pr = ctx.adapter.submit({ group: groupOf(submitted, p.groups), data: payload(nowMs(), paddingOf(ctx)) });
       submitted++;
       pending.add(pr);
       void pr.finally(() => pending.delete(pr));

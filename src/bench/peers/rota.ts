@@ -1,15 +1,39 @@
 /** Rota, driven through its public API (Queue.submit/submitBulk, Worker), with its defaults: fairness, leases, events on. */
 import { Cluster } from 'ioredis';
-import { Queue, Worker } from '../../src/index.js';
-import { type ExecutorOptions, type JobIn, KEEP_COMPLETED, KEEP_FAILED, type Payload, type SystemAdapter } from './types.js';
+import { Worker } from '../../executor/worker.js';
+import { Queue } from '../../queue/queue.js';
+import type { ConnectionOption } from '../../redis/connection.js';
+import {
+  type Endpoint,
+  type ExecutorOptions,
+  type JobIn,
+  KEEP_COMPLETED,
+  KEEP_FAILED,
+  type Payload,
+  type SystemAdapter,
+} from './types.js';
 
-/** Where the queue lives: a Redis URL, or a Redis Cluster (its startup nodes) with the queue's shard count. */
-export type RotaTarget = string | { nodes: Array<{ host: string; port: number }>; shards: number };
+/**
+ * The `connection` and shard count Rota's classes take for `at`; `close` ends a Cluster client
+ * made for it (a client passed in is left open by Rota's classes).
+ */
+export function rotaConnection(at: Endpoint): { connection: ConnectionOption; shards: number; close(): Promise<void> } {
+  let cluster: Cluster | null = null;
+  if (typeof at !== 'string' && at.nodes) {
+    const { host: _h, port: _p, db: _db, ...nodeOptions } = at.options;
+    cluster = new Cluster(at.nodes, { redisOptions: nodeOptions });
+  }
+  return {
+    connection: cluster ?? (typeof at === 'string' ? at : at.options),
+    shards: typeof at === 'string' ? 1 : (at.shards ?? 1),
+    close: async () => {
+      await cluster?.quit();
+    },
+  };
+}
 
-export function open(target: RotaTarget, name: string): SystemAdapter {
-  const cluster = typeof target === 'string' ? null : new Cluster(target.nodes);
-  const connection = cluster ?? (target as string);
-  const shards = typeof target === 'string' ? 1 : target.shards;
+export function open(at: Endpoint, name: string): SystemAdapter {
+  const { connection, shards, close } = rotaConnection(at);
   const queue = new Queue(name, { connection, shards });
   const spec = (j: JobIn) => ({ task: 'bench', group: j.group, args: j.data });
   return {
@@ -43,8 +67,7 @@ export function open(target: RotaTarget, name: string): SystemAdapter {
     },
     async close() {
       await queue.close();
-      // a client passed in is left open by the queue
-      await cluster?.quit();
+      await close();
     },
   };
 }

@@ -1,4 +1,5 @@
 /** The one small interface every measured system is driven through. */
+import type { RedisOptions } from 'ioredis';
 
 export type SystemName = 'rota' | 'bullmq' | 'groupmq';
 export const SYSTEMS: SystemName[] = ['rota', 'bullmq', 'groupmq'];
@@ -13,9 +14,21 @@ export interface Payload {
 
 export const PADDING = 'x'.repeat(78);
 
-export function payload(t = 0): Payload {
-  return { t, p: PADDING };
+/** The padding that makes a payload of about `bytes` bytes serialized (the default: 100). */
+export function paddingFor(bytes: number): string {
+  return bytes === 100 ? PADDING : 'x'.repeat(Math.max(0, bytes - 22));
 }
+
+export function payload(t = 0, padding = PADDING): Payload {
+  return { t, p: padding };
+}
+
+/**
+ * Where a system connects: a Redis URL, or connection options (user, password, database, TLS as
+ * PEM text, so that it passes to a child process); with `nodes`, the startup nodes of a Redis
+ * Cluster (Rota alone then, with `shards` shards).
+ */
+export type Endpoint = string | { options: RedisOptions; nodes?: Array<{ host: string; port: number }>; shards?: number };
 
 export interface JobIn {
   /** Tenant. Rota and GroupMQ use it as the job's group; BullMQ puts every tenant in one queue. */
@@ -52,3 +65,10 @@ export interface SystemAdapter {
 /** Completed jobs every system keeps (Rota's default; BullMQ removeOnComplete.count; GroupMQ keepCompleted). */
 export const KEEP_COMPLETED = 10_000;
 export const KEEP_FAILED = 100_000;
+
+/** The `connection` a Rota class takes for a single-server endpoint (a Cluster's is refused). */
+export function connectionOf(at: Endpoint): string | RedisOptions {
+  if (typeof at === 'string') return at;
+  if (at.nodes) throw new Error('this workload runs on a single server, not a Cluster');
+  return at.options;
+}

@@ -6,11 +6,23 @@
  */
 
 import { Queue, Worker } from 'groupmq';
-import { Redis } from 'ioredis';
-import { type ExecutorOptions, type JobIn, KEEP_COMPLETED, KEEP_FAILED, type Payload, type SystemAdapter } from './types.js';
+import { Redis, type RedisOptions } from 'ioredis';
+import {
+  type Endpoint,
+  type ExecutorOptions,
+  type JobIn,
+  KEEP_COMPLETED,
+  KEEP_FAILED,
+  type Payload,
+  type SystemAdapter,
+} from './types.js';
 
-export function open(url: string, name: string): SystemAdapter {
-  const redis = new Redis(url);
+export function open(at: Endpoint, name: string): SystemAdapter {
+  if (typeof at !== 'string' && at.nodes) throw new Error('groupmq: this comparison runs on a single server, not a Cluster');
+  const options = typeof at === 'string' ? {} : at.options;
+  const url = typeof at === 'string' ? at : undefined;
+  const client = (more: RedisOptions = {}) => (url ? new Redis(url, more) : new Redis({ ...options, ...more }));
+  const redis = client();
   const queue = new Queue<Payload>({ redis, namespace: name, keepCompleted: KEEP_COMPLETED, keepFailed: KEEP_FAILED });
   const add = (j: JobIn) => queue.add({ groupId: j.group, data: j.data });
   return {
@@ -23,7 +35,7 @@ export function open(url: string, name: string): SystemAdapter {
     },
     async startExecutor(opts: ExecutorOptions) {
       // Workers get their own connection, as the README's multi-process setups do.
-      const wredis = new Redis(url, { maxRetriesPerRequest: null });
+      const wredis = client({ maxRetriesPerRequest: null });
       const wqueue = new Queue<Payload>({
         redis: wredis,
         namespace: name,

@@ -2,12 +2,25 @@
  * BullMQ, idiomatic: one Queue, Queue.add / addBulk, a Worker with concurrency N.
  * It has no fair groups in its open-source edition, so every tenant shares one queue (what users do today).
  */
-import { Queue, Worker } from 'bullmq';
-import { type ExecutorOptions, type JobIn, KEEP_COMPLETED, KEEP_FAILED, type Payload, type SystemAdapter } from './types.js';
+import { type ConnectionOptions, Queue, Worker } from 'bullmq';
+import type { RedisOptions } from 'ioredis';
+import {
+  type Endpoint,
+  type ExecutorOptions,
+  type JobIn,
+  KEEP_COMPLETED,
+  KEEP_FAILED,
+  type Payload,
+  type SystemAdapter,
+} from './types.js';
 
-export function open(url: string, name: string): SystemAdapter {
-  const u = new URL(url);
-  const connection = { host: u.hostname, port: Number(u.port) };
+export function open(at: Endpoint, name: string): SystemAdapter {
+  if (typeof at !== 'string' && at.nodes) throw new Error('bullmq: this comparison runs on a single server, not a Cluster');
+  const u = typeof at === 'string' ? new URL(at) : null;
+  // (BullMQ's options type is its own copy of ioredis's)
+  const connection = (
+    u ? { host: u.hostname, port: Number(u.port) } : (at as { options: RedisOptions }).options
+  ) as ConnectionOptions;
   const defaultJobOptions = { removeOnComplete: { count: KEEP_COMPLETED }, removeOnFail: { count: KEEP_FAILED } };
   const queue = new Queue(name, { connection, defaultJobOptions });
   return {
@@ -25,7 +38,7 @@ export function open(url: string, name: string): SystemAdapter {
           const data = job.data as Payload;
           await opts.handler(job.id!, '', data);
         },
-        { connection: { ...connection, maxRetriesPerRequest: null }, concurrency: opts.concurrency },
+        { connection: { ...connection, maxRetriesPerRequest: null } as ConnectionOptions, concurrency: opts.concurrency },
       );
       worker.on('error', (err) => console.error('bullmq worker error:', err.message));
       await worker.waitUntilReady();

@@ -1,0 +1,165 @@
+/**
+ * `rota bench` itself, below its flags: checks the server is safe to write to, runs the plan in a
+ * runner process (./runner.ts), shows progress, removes every key of its namespace at the end
+ * (on SIGINT and SIGTERM too) and builds the report (./report.ts).
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import type { BenchStore } from '../redis/bench-store.js';
+import { checkPeers } from './peers/open.js';
+import type { Endpoint, SystemName } from './peers/types.js';
+import type { BenchPlan, BenchSizes, RunnerMessage, RunRecord, Workload } from './plan.js';
+import { type BenchReport, comparison, REPORT_VERSION, runReport, sizing } from './report.js';
+import type { ExecutorEntry } from './workloads/common.js';
+
+/** A refusal of the server (a replica, an evicting policy): nothing was written. */
+export class BenchRefusal extends Error {}
+
+/** Round trips above this many ms are reported as dominating the figures. */
+export const SLOW_PING_MS = 1;
+
+export interface BenchInput {
+  at: Endpoint;
+  store: BenchStore;
+  /** The server was started by the bench (so it is not shared). */
+  privateServer: boolean;
+  force: boolean;
+  workloads: Workload[];
+  systems: SystemName[];
+  sizes: BenchSizes;
+  shards: number;
+  /** How to start this program as a bench child: the script and arguments before the role (`runner`, `executor`). */
+  child: ExecutorEntry;
+  /** Progress lines go here (stderr). */
+  progress: NodeJS.WriteStream;
+}
+
+/** Refuses a replica, and an evicting `maxmemory-policy` unless forced; answers the warnings. */
+async function checkServer(input: BenchInput): Promise<{ warnings: string[]; facts: Awaited<ReturnType<BenchStore['facts']>> }> {
+  const warnings: string[] = [];
+  const facts = await input.store.facts();
+  if (facts.role !== 'master' && facts.role !== 'unknown') {
+    throw new BenchRefusal(`${input.store.address} is a replica (role ${facts.role}): point --redis at its primary`);
+  }
+  if (facts.maxmemoryPolicy !== 'noeviction' && facts.maxmemoryPolicy !== 'unknown' && !input.force) {
+    throw new BenchRefusal(
+      `${input.store.address} evicts keys (maxmemory-policy ${facts.maxmemoryPolicy}): the bench's writes could push out other data; --force to run anyway`,
+    );
+  }
+  if (facts.maxmemoryPolicy !== 'noeviction') warnings.push(`maxmemory-policy is ${facts.maxmemoryPolicy}, not noeviction`);
+  return { warnings, facts };
+}
+
+/** Draws progress: a bar on a terminal, a line per phase otherwise. */
+function progressOf(out: NodeJS.WriteStream) {
+  const tty = Boolean(out.isTTY);
+  return {
+    phase(m: Extract<RunnerMessage, { type: 'phase' }>) {
+      const label = `${m.workload} on ${m.system}`;
+      if (!tty) return void out.write(`rota bench: [${m.step + 1}/${m.steps}] ${label}\n`);
+      const width = 30;
+      const filled = Math.round((m.step / m.steps) * width);
+      out.write(`\r\x1b[2K[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${m.step + 1}/${m.steps} ${label}`);
+    },
+    end() {
+      if (tty) out.write('\r\x1b[2K');
+    },
+  };
+}
+
+/** Removes the namespace's keys (twice: the second sweep catches writes that were in flight); answers those left. */
+async function sweep(store: BenchStore, ns: string): Promise<number> {
+  await store.deleteNamespace(ns);
+  await new Promise((r) => setTimeout(r, 200));
+  await store.deleteNamespace(ns);
+  return store.countNamespace(ns);
+}
+
+/**
+ * Runs the bench and resolves to its report. On SIGINT or SIGTERM it stops the runner (and so its
+ * executors), removes the namespace's keys, calls `onSignal` (to stop a private server) and exits
+ * 130 or 143.
+ */
+export async function runBench(input: BenchInput, onSignal: () => Promise<void>): Promise<BenchReport> {
+  const { warnings, facts } = await checkServer(input);
+  await checkPeers(input.systems);
+  const pingMs = await input.store.pingMs();
+  if (pingMs > SLOW_PING_MS) {
+    warnings.push(
+      `the round trip to the server is ${pingMs.toFixed(2)} ms: it, not Redis, bounds the figures (run rota bench near the server)`,
+    );
+  }
+  const namespace = `rota-bench-${randomBytes(4).toString('hex')}`;
+  const plan: BenchPlan = {
+    at: input.at,
+    namespace,
+    workloads: input.workloads,
+    systems: input.systems,
+    sizes: input.sizes,
+    executorEntry: { script: input.child.script, args: [...input.child.args, 'executor'] },
+  };
+  const progress = progressOf(input.progress);
+  const records: RunRecord[] = [];
+  let runner: ChildProcess | undefined;
+  let keysLeft = 0;
+  let stopping = false;
+  const onStop = (signal: NodeJS.Signals) => {
+    // (the run is left pending: this handler alone removes the keys, then exits)
+    stopping = true;
+    runner?.kill('SIGKILL');
+    progress.end();
+    input.progress.write(`rota bench: ${signal}: removing the keys of ${namespace}\n`);
+    void sweep(input.store, namespace)
+      .catch(() => {})
+      .then(onSignal)
+      .finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', onStop);
+  process.once('SIGTERM', onStop);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      runner = fork(input.child.script, [...input.child.args, 'runner'], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+      let done = false;
+      runner.on('message', (m: RunnerMessage) => {
+        if (m.type === 'phase') progress.phase(m);
+        else if (m.type === 'record') records.push(m.record);
+        else if (m.type === 'done') done = true;
+        else if (!stopping) reject(new Error(m.message));
+      });
+      runner.once('error', reject);
+      runner.once('exit', (code) => {
+        if (stopping) return;
+        if (done) resolve();
+        else reject(new Error(`the bench runner ended (exit code ${code})`));
+      });
+      runner.send(plan);
+    });
+  } finally {
+    progress.end();
+    runner?.kill('SIGKILL');
+    keysLeft = await sweep(input.store, namespace);
+    process.off('SIGINT', onStop);
+    process.off('SIGTERM', onStop);
+  }
+  const runs = records.map(runReport);
+  return {
+    version: REPORT_VERSION,
+    server: {
+      address: input.store.address,
+      version: facts.version,
+      role: facts.role,
+      maxmemoryPolicy: facts.maxmemoryPolicy,
+      private: input.privateServer,
+      cluster: input.store.isCluster,
+      primaries: input.store.primaries().length,
+      pingMs,
+    },
+    settings: { ...input.sizes, shards: input.shards, workloads: input.workloads, systems: input.systems },
+    namespace,
+    warnings,
+    runs,
+    comparison: comparison(runs),
+    sizing: sizing(runs, input.sizes),
+    keysLeft,
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * The Redis commands of `rota bench` (src/bench/): the server's INFO (CPU, command statistics,
+ * role, eviction policy), the PING round trip, and the removal of the bench's own keys by SCAN
+ * and UNLINK. It never writes anything else: no FLUSHDB, no CONFIG SET. On a Redis Cluster it
+ * speaks to each primary in turn.
+ */
+import { Cluster, type Redis } from 'ioredis';
+import { benchKeyPatterns } from './keys.js';
+
+/** Keys one SCAN step asks for, and the most keys one UNLINK pipeline carries. */
+const SCAN_COUNT = 1000;
+
+/** What the bench must know of a server before it writes anything. */
+export interface ServerFacts {
+  /** `redis_version` (or `valkey_version`), `unknown` when INFO hides it. */
+  version: string;
+  /** `master` or `slave` (INFO replication), `unknown` when hidden. */
+  role: string;
+  /** INFO memory's `maxmemory_policy`, `unknown` when hidden. */
+  maxmemoryPolicy: string;
+}
+
+/** Parses INFO text into its fields (section headers and blank lines skipped). */
+export function parseInfo(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    if (!line || line.startsWith('#')) continue;
+    const i = line.indexOf(':');
+    if (i > 0) out[line.slice(0, i)] = line.slice(i + 1);
+  }
+  return out;
+}
+
+/** The bench's access to one server, or to every primary of a Cluster. */
+export class BenchStore {
+  constructor(private readonly client: Redis | Cluster) {}
+
+  /** A store per primary (one, itself, for a single server). */
+  primaries(): BenchStore[] {
+    return this.client instanceof Cluster ? this.client.nodes('master').map((n) => new BenchStore(n)) : [this];
+  }
+
+  /** Whether the client is a Cluster's. */
+  get isCluster(): boolean {
+    return this.client instanceof Cluster;
+  }
+
+  /** `host:port` of this store's node (for a Cluster, of its first primary). */
+  get address(): string {
+    const o = (this.primaries()[0].client as Redis).options;
+    return `${o.host}:${o.port}`;
+  }
+
+  /**
+   * The server's INFO text (`everything`, which holds the command statistics; a server that
+   * refuses that section is asked for the default ones). On a Cluster, the first primary's.
+   */
+  async info(): Promise<string> {
+    const node = this.primaries()[0].client as Redis;
+    try {
+      return (await node.info('everything')) as string;
+    } catch {
+      return (await node.info()) as string;
+    }
+  }
+
+  /** Version, role and eviction policy, from INFO (so that a server that refuses CONFIG GET still answers). */
+  async facts(): Promise<ServerFacts> {
+    const info = parseInfo(await this.info());
+    return {
+      version: info.valkey_version ?? info.redis_version ?? 'unknown',
+      role: info.role ?? 'unknown',
+      maxmemoryPolicy: info.maxmemory_policy ?? 'unknown',
+    };
+  }
+
+  /** Median round trip of `n` PINGs, in ms. */
+  async pingMs(n = 7): Promise<number> {
+    const rtts: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      await this.client.ping();
+      rtts.push(performance.now() - t0);
+    }
+    rtts.sort((a, b) => a - b);
+    return rtts[rtts.length >> 1];
+  }
+
+  /** How many keys of the bench's namespace `ns` exist (on every primary). */
+  async countNamespace(ns: string): Promise<number> {
+    let n = 0;
+    for (const p of this.primaries()) {
+      await p.scan(ns, (keys) => {
+        n += keys.length;
+      });
+    }
+    return n;
+  }
+
+  /**
+   * Unlinks every key of the bench's namespace `ns` (see benchKeyPatterns), primary by primary;
+   * resolves to the number removed. Keys are unlinked one a command (pipelined), since a
+   * Cluster refuses a multi-key UNLINK across slots.
+   */
+  async deleteNamespace(ns: string): Promise<number> {
+    let n = 0;
+    for (const p of this.primaries()) {
+      const node = p.client as Redis;
+      await p.scan(ns, async (keys) => {
+        const pipe = node.pipeline();
+        for (const k of keys) pipe.unlink(k);
+        await pipe.exec();
+        n += keys.length;
+      });
+    }
+    return n;
+  }
+
+  private async scan(ns: string, each: (keys: string[]) => unknown): Promise<void> {
+    const node = this.client as Redis;
+    for (const pattern of benchKeyPatterns(ns)) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
+        cursor = next;
+        if (keys.length) await each(keys);
+      } while (cursor !== '0');
+    }
+  }
+}
