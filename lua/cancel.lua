@@ -9,8 +9,8 @@
   ARGV[3] expected state ('' any): a job in another state is left as it is
   ARGV[4..] job ids
 
-  Returns per id, in order: the job's state afterwards ('cancelled', or 'cancelling' for a run
-  being aborted, or the state it was left in), or '' when there is no such job.
+  Returns per id, in order: 'done' when it was cancelled, 'cancelling' for a run being aborted,
+  the state a job left as it is is in, or '' when there is no such job.
 ]]
 --- @include "includes/common"
 --- @include "includes/changes"
@@ -23,7 +23,7 @@ local prefix = ARGV[1]
 local expected = ARGV[3]
 local now
 
--- Cancels job `id`; answers its state afterwards ('' when there is none).
+-- Cancels job `id`; answers its outcome (see above).
 local function cancel(id)
   local jobKey = prefix .. 'j:' .. id
   local job = submittedJob(jobKey, 'group', 'd', 'takeSeq', 'cancel')
@@ -69,7 +69,7 @@ local function cancel(id)
   left(state)
   changed(id, 'cancelled')
   if isChild(prefix, id) then childEnded(id, false, 'cancelled') end
-  return 'cancelled'
+  return 'done'
 end
 
 local out = {}

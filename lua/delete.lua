@@ -13,7 +13,8 @@
   ARGV[3] expected state ('' any)
   ARGV[4..] job ids
 
-  Returns per id, in order: 'deleted', or the state the job was left in, or '' when there is no such job.
+  Returns per id, in order: 'done' when it was deleted, or the state it was left in, or '' when
+  there is no such job.
 ]]
 --- @include "includes/common"
 --- @include "includes/changes"
@@ -70,7 +71,7 @@ for i = 4, #ARGV do
           childEnded(id, false, 'cancelled')
           now = now or nowMs()
         end
-        result = 'deleted'
+        result = 'done'
       end
     end
   end

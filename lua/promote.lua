@@ -10,8 +10,8 @@
   ARGV[3] expected state: delayed, stuck, or '' for either
   ARGV[4..] job ids
 
-  Returns per id, in order: 'waiting' when it was promoted, or the state it was left in, or ''
-  when there is no such job.
+  Returns per id, in order: 'done' when it was promoted, or the state it was left in, or '' when
+  there is no such job.
 ]]
 --- @include "includes/common"
 --- @include "includes/changes"
@@ -50,7 +50,7 @@ for i = #ARGV, 4, -1 do
       deferGroup(group, high and 'nh' or 'nl', 1)
       left(state)
       changed(id, 'waiting')
-      result = 'waiting'
+      result = 'done'
     end
   end
   out[i - 3] = result

@@ -8,8 +8,8 @@
   ARGV[3] expected state ('' any): a job in another state is left as it is
   ARGV[4..] job ids
 
-  Returns per id, in order: the job's state afterwards ('waiting' when it was put back), or ''
-  when there is no such job.
+  Returns per id, in order: 'done' when it was put back, or the state it was left in, or '' when
+  there is no such job.
 ]]
 --- @include "includes/common"
 --- @include "includes/changes"
@@ -20,7 +20,7 @@
 local prefix = ARGV[1]
 local expected = ARGV[3]
 
--- Puts job `id` back; answers its state afterwards ('' when there is none).
+-- Puts job `id` back; answers its outcome (see above).
 local function retry(id)
   local jobKey = prefix .. 'j:' .. id
   local job = submittedJob(jobKey, 'group', 'd')
@@ -42,7 +42,7 @@ local function retry(id)
     call('HINCRBY', parentKey, CHILD_FIELDS[state], '-1')
     call('HDEL', parentKey, CHILD_FIELDS.ended)
   end
-  return 'waiting'
+  return 'done'
 end
 
 local out = {}

@@ -98,10 +98,10 @@ function emptyResult(): BulkResult {
 }
 
 /** Adds the outcomes of a batch to `r`. */
-function tally(r: BulkResult, action: JobAction, outcomes: readonly JobOutcome[]): void {
+function tally(r: BulkResult, outcomes: readonly JobOutcome[]): void {
   for (const o of outcomes) {
     if (o === null) r.missing++;
-    else if (isDone(action, o)) {
+    else if (isDone(o)) {
       r.done++;
       if (o === 'cancelling') r.cancelling++;
     } else {
@@ -111,11 +111,9 @@ function tally(r: BulkResult, action: JobAction, outcomes: readonly JobOutcome[]
   }
 }
 
-/** Whether outcome `o` says `action` was applied. */
-function isDone(action: JobAction, o: JobOutcome): boolean {
-  if (action === 'delete') return o === 'deleted';
-  if (action === 'cancel') return o === 'cancelled' || o === 'cancelling';
-  return o === 'waiting';
+/** Whether outcome `o` says the action was applied. */
+function isDone(o: JobOutcome): boolean {
+  return o === 'done' || o === 'cancelling';
 }
 
 /** A queue's batch actions over its shards' stores (by shard number). */
@@ -180,7 +178,6 @@ export class JobActions {
       );
       tally(
         result,
-        action,
         batch.map((id) => found.get(id) ?? null),
       );
     }
@@ -227,7 +224,7 @@ export class JobActions {
             page.jobs.map((j) => j.id),
             f.state,
           );
-          tally(result, action, outcomes);
+          tally(result, outcomes);
           // (a job that left the state left the list; one cancelled while running stays in `leases`)
           const removed = page.jobs.filter((_, k) => outcomes[k] !== f.state && outcomes[k] !== 'cancelling');
           acted += removed.length;

@@ -285,7 +285,8 @@ export class Queue<T extends object = UntypedTasks> {
    * @throws {ValidationError} when `id` is no job id.
    */
   async deleteJob(id: string): Promise<'deleted' | JobState | null> {
-    return (await this.actions.one('delete', id)) as 'deleted' | JobState | null;
+    const o = await this.actions.one('delete', id);
+    return o === 'done' ? 'deleted' : (o as JobState | null);
   }
   /**
    * Deletes jobs as {@link deleteJob} does: those given by `ids`, or every job of a filter's
@@ -309,7 +310,8 @@ export class Queue<T extends object = UntypedTasks> {
    * @throws {ValidationError} when `id` is no job id.
    */
   async promote(id: string): Promise<JobState | null> {
-    return (await this.actions.one('promote', id)) as JobState | null;
+    const o = await this.actions.one('promote', id);
+    return o === 'done' ? 'waiting' : (o as JobState | null);
   }
   /**
    * Promotes delayed and stuck jobs as {@link promote} does: those given by `ids`, or every job of

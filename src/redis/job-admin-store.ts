@@ -10,11 +10,10 @@ import type { QueueStore } from './queue-store.js';
 export type JobAction = 'delete' | 'promote' | 'cancel' | 'retry';
 
 /**
- * What became of one job of a batch: `deleted`, or its state afterwards (`waiting` when it was
- * promoted or retried, `cancelled` or `cancelling` when cancelled, else the state it was left in),
- * or null when there is no such job.
+ * What became of one job of a batch: `done` when the action was applied to it, `cancelling` for
+ * a run whose cancel was requested, else the state it was left in, or null when there is no such job.
  */
-export type JobOutcome = JobState | 'deleted' | 'cancelling' | null;
+export type JobOutcome = JobState | 'done' | 'cancelling' | null;
 
 /** One queue shard's batch actions, on the shard's store. */
 export class JobAdminStore {
