@@ -1,19 +1,17 @@
 /**
  * The dashboard's actions, each a POST of a form: pause, resume and set a group's limit, weight
  * and rate limit; cancel and retry a job; retry every failed job matching a filter; enable, disable and
- * trigger a periodic task. Each answers what it did, in a sentence.
+ * trigger a periodic task; and the job actions of ./bulk.ts. Each answers what it did, in a sentence.
  */
 import { ValidationError } from '../errors.js';
 import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../timers/duration.js';
 import { TimerSyntaxError } from '../timers/errors.js';
-import type { QueueHandle } from './context.js';
+import { type Action, JOB_ACTIONS } from './bulk.js';
 import { storesOfGroup } from './shards.js';
 import { MAX_READ } from './views/jobs.js';
 
 /** Failed jobs one "retry all" retries at most. */
 const MAX_RETRY_ALL = 10_000;
-
-type Action = (q: QueueHandle, form: URLSearchParams) => Promise<string>;
 
 function field(form: URLSearchParams, name: string): string {
   const v = form.get(name);
@@ -116,5 +114,6 @@ export const ACTIONS: ReadonlyMap<string, Action> = new Map(
       const r = await q.periodic.trigger(id);
       return r ? `Task ${id} triggered: job ${r.jobId}.` : `No task ${id}.`;
     },
+    ...JOB_ACTIONS,
   } satisfies Record<string, Action>),
 );

@@ -1,5 +1,6 @@
 // The dashboard's page script: live updates through server-sent events (job counts, the
-// throughput chart, the page's content), the CSRF value of action forms, and confirmations.
+// throughput chart, the page's content), the CSRF value of action forms, confirmations, and
+// "select page" of the jobs list.
 // Served as a file (the Content-Security-Policy allows no inline script).
 (() => {
   const main = document.getElementById('main');
@@ -100,6 +101,8 @@
     // The overview follows the ticks; a page being typed into is left alone until it is left.
     if (document.getElementById('rate-chart')) return;
     if (main.contains(document.activeElement) && document.activeElement !== document.body) return;
+    // (nor a list whose jobs are being selected)
+    if (main.querySelector('input[form="bulk"]:checked')) return;
     main.innerHTML = body;
     fillCsrf(main);
     updates += 1;
@@ -127,6 +130,13 @@
     const form = e.target;
     const question = form instanceof HTMLFormElement ? form.getAttribute('data-confirm') : null;
     if (question && !window.confirm(question)) e.preventDefault();
+  });
+
+  // "select page" ticks every job of the list.
+  document.addEventListener('change', (e) => {
+    const box = e.target;
+    if (!(box instanceof HTMLInputElement) || !box.hasAttribute('data-select-page')) return;
+    for (const row of document.querySelectorAll('input[type="checkbox"][form="bulk"]')) row.checked = box.checked;
   });
 
   fillCsrf(document);
