@@ -59,7 +59,7 @@ function confirmation(form: URLSearchParams, where: Where, title: string, questi
   const safeBack = back.startsWith(`${where.base}/`) && !back.startsWith('//') ? back : `${where.base}/jobs`;
   const fields = [...form].filter(([k]) => k !== 'confirm');
   return {
-    page: html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} · Rota</title><link rel="stylesheet" href="${where.root}/assets/style.css"></head>
+    page: html`<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>${title} · Rota</title><link rel="stylesheet" href="${where.root}/assets/style.css"></head>
 <body><main class="confirm"><h1>${title}</h1><p class="question">${question}</p>
 <form method="post" action="" class="inline">${fields.map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}<input type="hidden" name="confirm" value="yes"><button type="submit" class="danger" data-action="confirm">${yes}</button></form>
 <a href="${safeBack}" class="cancel-confirm">No, go back</a></main></body></html>`,
