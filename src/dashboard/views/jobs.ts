@@ -72,7 +72,7 @@ ${
 }
 ${
   read.listable
-    ? html`<table class="jobs"><thead><tr>${boxes ? html`<th class="select"></th>` : ''}<th>id</th><th>task</th><th>group</th><th>state</th><th>submitted</th><th>started</th><th>finished</th>${dueColumn ? html`<th>due</th>` : ''}<th>progress</th><th>retries</th><th>error</th></tr></thead>
+    ? html`<table class="jobs"><thead><tr><th>id</th><th>task</th><th>group</th><th>state</th><th>submitted</th><th>started</th><th>finished</th>${dueColumn ? html`<th>due</th>` : ''}<th>progress</th><th>retries</th><th>error</th>${boxes ? html`<th class="select">select</th>` : ''}</tr></thead>
 <tbody>${read.jobs.map((j) => {
         let taskName = '';
         try {
@@ -80,8 +80,8 @@ ${
         } catch {
           taskName = '?';
         }
-        return html`<tr>${boxes ? rowBox(j.id) : ''}<td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${taskName}</td><td>${j.group}</td><td><span class="state state-${j.state}">${j.state}</span></td>
-<td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td>${dueColumn ? html`<td class="due">${ago(j.runAt ?? j.due, now)}</td>` : ''}<td class="num">${j.progress ?? '–'}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td></tr>`;
+        return html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${taskName}</td><td>${j.group}</td><td><span class="state state-${j.state}">${j.state}</span></td>
+<td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td>${dueColumn ? html`<td class="due">${ago(j.runAt ?? j.due, now)}</td>` : ''}<td class="num">${j.progress ?? '–'}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td>${boxes ? rowBox(j.id) : ''}</tr>`;
       })}</tbody></table>
 ${read.jobs.length === 0 ? html`<p class="empty">No ${state} job${filtered ? ' matches the filter' : ''}${read.more ? ` among the ${count(read.looked)} looked at; the next page looks further` : ''}.</p>` : ''}
 ${pager(ctx, start, read.next, read.more)}`
