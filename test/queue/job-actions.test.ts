@@ -93,6 +93,30 @@ describe('deleteJob', () => {
     await expect(q.deleteJob('')).rejects.toThrow(ValidationError);
   });
 
+  it("takes a released job and a due stuck job out of their group's preferred list", async () => {
+    const q = openQueue(uniqueQueue('del-r'));
+    const store = storeOf(raw, q.name);
+    await q.submitBulk(['released', 'due1', 'due2'].map((id) => ({ id, task: 't', group: 'g', maxRetries: 3 })));
+    const runs = await takeRuns(store, 3, settings('exec-r'));
+    expect(runs.map(([id]) => id).sort()).toEqual(['due1', 'due2', 'released']);
+    await finishRuns(
+      store,
+      runs.map(([id, token]) => [id, token, id === 'released' ? '+r' : '+f', 'boom']),
+      settings('exec-r'),
+    );
+    // Their retries come due; a take of the paused group moves them to its preferred list, takes nothing.
+    await raw.zadd(q.keys.delayed, 0, 'due1', 0, 'due2');
+    await q.pauseGroup('g');
+    expect(await takeRuns(store, 1, settings('exec-r'))).toEqual([]);
+    expect(await raw.lrange(q.keys.groupList('g', 'r'), 0, -1)).toEqual(expect.arrayContaining(['released', 'due1', 'due2']));
+    expect(await q.deleteJobs({ ids: ['released', 'due1'] })).toMatchObject({ done: 2 });
+    expect(await q.promote('due2')).toBe('waiting');
+    expect(await raw.lrange(q.keys.groupList('g', 'r'), 0, -1)).toEqual([]);
+    expect(await raw.lrange(q.keys.groupList('g', 'l'), 0, -1)).toEqual(['due2']);
+    expect(await q.counts()).toMatchObject({ waiting: 1, stuck: 0 });
+    expect((await q.groups()).find((x) => x.group === 'g')).toMatchObject({ waiting: 1, stuck: 0 });
+  });
+
   it('leaves a scheduled or running job and its lease, which still finishes', async () => {
     const q = openQueue(uniqueQueue('del-run'));
     const store = storeOf(raw, q.name);
