@@ -116,11 +116,15 @@ function isDone(o: JobOutcome): boolean {
   return o === 'done' || o === 'cancelling';
 }
 
-/** A queue's batch actions over its shards' stores (by shard number). */
+/** A queue's batch actions over its shards' stores (by shard number, the home shard's last). */
 export class JobActions {
   private readonly admin: JobAdminStore[];
 
-  constructor(private readonly stores: readonly QueueStore[]) {
+  constructor(
+    private readonly stores: readonly QueueStore[],
+    /** The queue's shard count (a sharded queue has one store more: its home shard's). */
+    private readonly shards: number,
+  ) {
     this.admin = stores.map((s) => new JobAdminStore(s));
   }
 
@@ -148,7 +152,7 @@ export class JobActions {
   /** Applies `action` to job `id`: its outcome. */
   async one(action: JobAction, id: string): Promise<JobOutcome> {
     checkJobId(id);
-    const outcomes = await Promise.all(shardsOfJob(id, this.stores.length).map((s) => this.admin[s].act(action, [id])));
+    const outcomes = await Promise.all(shardsOfJob(id, this.shards).map((s) => this.admin[s].act(action, [id])));
     return outcomes.map((o) => o[0]).find((o) => o !== null) ?? null;
   }
 
@@ -161,7 +165,7 @@ export class JobActions {
       // is the one shard's that holds it.
       const byShard = new Map<number, string[]>();
       for (const id of batch) {
-        for (const s of shardsOfJob(id, this.stores.length)) {
+        for (const s of shardsOfJob(id, this.shards)) {
           const list = byShard.get(s) ?? [];
           list.push(id);
           byShard.set(s, list);
@@ -197,7 +201,7 @@ export class JobActions {
   ): Promise<BulkResult> {
     const result = emptyResult();
     const limit = f.limit ?? Number.POSITIVE_INFINITY;
-    const shards = f.group !== undefined ? shardsOfGroup(f.group, this.stores.length) : this.stores.map((_, i) => i);
+    const shards = f.group !== undefined ? shardsOfGroup(f.group, this.shards) : this.stores.map((_, i) => i);
     const passes = f.state === 'waiting' && f.group === undefined ? WAITING_PASSES : 1;
     for (const s of shards) {
       const reads = new DashboardStore(this.stores[s]);

@@ -121,7 +121,7 @@ export class Queue<T extends object = UntypedTasks> {
     );
     this.reader = new QueueReader(name, client, this.connection, this.shards, this.stores);
     this.submitter = new Submitter(this.shards, this.stores, this.reader, opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES);
-    this.actions = new JobActions(this.stores);
+    this.actions = new JobActions(this.stores, this.shards);
     this.shardKeys = this.stores.map((s) => s.keys);
     this.keys = this.shardKeys[0];
   }

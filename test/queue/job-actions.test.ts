@@ -223,6 +223,20 @@ describe('cancelJobs and retryJobs', () => {
   });
 });
 
+describe('on a sharded queue', () => {
+  it('acts on ids in the shard each names, caller-given ids in every shard, and walks a filter over them all', async () => {
+    const q = openQueue(uniqueQueue('act-shards'), { shards: 3 });
+    const made = await q.submitBulk(Array.from({ length: 60 }, (_, i) => ({ task: 't', group: `g${i % 12}` })));
+    await q.submitBulk(['mine-1', 'mine-2'].map((id, i) => ({ id, task: 't', group: `g${i}`, delay: 3_600_000 })));
+    expect(await q.deleteJobs({ ids: made.slice(0, 10).map((j) => j.id) })).toMatchObject({ done: 10, missing: 0 });
+    expect(await q.promoteJobs({ ids: ['mine-1', 'mine-2', 'nope'] })).toMatchObject({ done: 2, missing: 1 });
+    // (g5 had 5 jobs, one of them among the 10 deleted)
+    expect(await q.cancelJobs({ state: 'waiting', group: 'g5' })).toMatchObject({ done: 4 });
+    expect(await q.deleteJobs({ state: 'waiting' })).toMatchObject({ done: 60 - 10 - 4 + 2 });
+    expect(await q.counts()).toMatchObject({ waiting: 0, delayed: 0, cancelled: 4 });
+  });
+});
+
 describe('shiftPosition', () => {
   it('moves a position back by the jobs removed before it in its list', () => {
     expect(shiftPosition('500', ['0', '3', '499', '500', '700'])).toBe('497');
