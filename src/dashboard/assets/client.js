@@ -97,12 +97,22 @@
     if (t.ops) setText('#redis-ops', t.ops);
   }
 
+  // Whether a form field of the page differs from what the page was rendered with.
+  function touched() {
+    for (const el of main.querySelectorAll('input, select')) {
+      if (el instanceof HTMLSelectElement) {
+        if (el.selectedOptions[0] && !el.selectedOptions[0].defaultSelected && el.selectedIndex !== 0) return true;
+      } else if (el.type === 'checkbox' ? el.checked !== el.defaultChecked : el.value !== el.defaultValue) return true;
+    }
+    return false;
+  }
+
   function onView(body) {
     // The overview follows the ticks; a page being typed into is left alone until it is left.
     if (document.getElementById('rate-chart')) return;
     if (main.contains(document.activeElement) && document.activeElement !== document.body) return;
-    // (nor a list whose jobs are being selected)
-    if (main.querySelector('input[form="bulk"]:checked')) return;
+    // (nor a page whose forms the operator changed: jobs selected, a bulk scope chosen, a field typed)
+    if (touched()) return;
     main.innerHTML = body;
     fillCsrf(main);
     updates += 1;
