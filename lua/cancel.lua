@@ -1,15 +1,16 @@
 --[[
-  Cancels a job. A waiting, delayed or stuck job ends `cancelled` at once; a scheduled or running job is
+  Cancels jobs. A waiting, delayed or stuck job ends `cancelled` at once; a scheduled or running job is
   flagged (in its hash and its lease member) and its executor told on the cancel channel (it
   aborts the run's signal, and the run ends `cancelled`). A finished job is left as it is.
 
   KEYS[1] counts   (every key is built from ARGV[1])
   ARGV[1] key prefix
   ARGV[2] events stream max length
-  ARGV[3] job id
+  ARGV[3] expected state ('' any): a job in another state is left as it is
+  ARGV[4..] job ids
 
-  Returns the job's state afterwards ('cancelled', or 'cancelling' for a run being aborted,
-  or its final state), or false when there is no such job.
+  Returns per id, in order: 'done' when it was cancelled, 'cancelling' for a run being aborted,
+  the state a job left as it is is in, or '' when there is no such job.
 ]]
 --- @include "includes/common"
 --- @include "includes/changes"
@@ -19,51 +20,61 @@
 --- @include "includes/children"
 
 local prefix = ARGV[1]
-local id = ARGV[3]
-local jobKey = prefix .. 'j:' .. id
-local job = submittedJob(jobKey, 'group', 'd', 'takeSeq', 'cancel')
-if not job then return false end
-local state = job[1]
-if state == 'scheduled' or state == 'running' then
-  if job[5] ~= '1' then
-    -- its lease member is marked so (see includes/leases), keeping its expiry
-    local held = leaseMember(job[4], state, nil, id)
-    local expiry = call('ZSCORE', prefix .. 'leases', held)
-    if expiry then
-      call('ZREM', prefix .. 'leases', held)
-      call('ZADD', prefix .. 'leases', expiry, leaseMember(job[4], state, '1', id))
+local expected = ARGV[3]
+local now
+
+-- Cancels job `id`; answers its outcome (see above).
+local function cancel(id)
+  local jobKey = prefix .. 'j:' .. id
+  local job = submittedJob(jobKey, 'group', 'd', 'takeSeq', 'cancel')
+  if not job then return '' end
+  local state = job[1]
+  if expected ~= '' and state ~= expected then return state end
+  if state == 'scheduled' or state == 'running' then
+    if job[5] ~= '1' then
+      -- its lease member is marked so (see includes/leases), keeping its expiry
+      local held = leaseMember(job[4], state, nil, id)
+      local expiry = call('ZSCORE', prefix .. 'leases', held)
+      if expiry then
+        call('ZREM', prefix .. 'leases', held)
+        call('ZADD', prefix .. 'leases', expiry, leaseMember(job[4], state, '1', id))
+      end
+    end
+    call('HSET', jobKey, 'cancel', '1')
+    call('PUBLISH', prefix .. 'cancel', id)
+    return 'cancelling'
+  end
+  if state ~= 'waiting' and state ~= 'stuck' and state ~= 'delayed' then return state end
+
+  local group = job[2]
+  local gk = prefix .. 'g:' .. group
+  if state == 'delayed' then
+    -- (in `delayed` alone: no list of its group holds it yet)
+    call('ZREM', prefix .. 'delayed', id)
+  elseif call('LREM', gk .. ':r', '-1', id) == 1 then
+    deferGroup(group, 'nr', -1)
+  elseif state == 'waiting' then
+    local high = describeJob(job[3]) == 'high'
+    if call('LREM', gk .. (high and ':h' or ':l'), '-1', id) == 1 then
+      deferGroup(group, high and 'nh' or 'nl', -1)
     end
   end
-  call('HSET', jobKey, 'cancel', '1')
-  call('PUBLISH', prefix .. 'cancel', id)
-  return 'cancelling'
-end
-if state ~= 'waiting' and state ~= 'stuck' and state ~= 'delayed' then return state end
-
-local group = job[2]
-local gk = prefix .. 'g:' .. group
-if state == 'delayed' then
-  -- (in `delayed` alone: no list of its group holds it yet)
-  call('ZREM', prefix .. 'delayed', id)
-elseif call('LREM', gk .. ':r', 1, id) == 1 then
-  deferGroup(group, 'nr', -1)
-elseif state == 'waiting' then
-  local high = describeJob(job[3]) == 'high'
-  if call('LREM', gk .. (high and ':h' or ':l'), 1, id) == 1 then
-    deferGroup(group, high and 'nh' or 'nl', -1)
+  if state == 'stuck' then
+    call('ZREM', prefix .. 'delayed', id)
+    deferGroup(group, 'stuck', -1)
   end
+  now = now or nowMs()
+  call('HSET', jobKey, 'state', 'cancelled', 'finished', now)
+  call('ZADD', prefix .. 'done:cancelled', now, id)
+  left(state)
+  changed(id, 'cancelled')
+  if isChild(prefix, id) then childEnded(id, false, 'cancelled') end
+  return 'done'
 end
-if state == 'stuck' then
-  call('ZREM', prefix .. 'delayed', id)
-  deferGroup(group, 'stuck', -1)
-end
-local now = nowMs()
-call('HSET', jobKey, 'state', 'cancelled', 'finished', now)
-call('ZADD', prefix .. 'done:cancelled', now, id)
-left(state)
-changed(id, 'cancelled')
-if isChild(prefix, id) then childEnded(id, false, 'cancelled') end
+
+local out = {}
+for i = 4, #ARGV do out[#out + 1] = cancel(ARGV[i]) end
 flushGroups(prefix)
-flushChildren(prefix, now)
+if now then flushChildren(prefix, now) end
 flushChanges(prefix, ARGV[2])
-return 'cancelled'
+return out

@@ -34,6 +34,7 @@ export type { QueueEvent } from './queue/events.js';
 export { type FanOutOptions, MAX_FAN_OUT } from './queue/fanout.js';
 export type { ChildCounts, Job, JobState, Priority } from './queue/job.js';
 export { FINAL_STATES, JOB_STATES } from './queue/job.js';
+export type { BulkResult, JobAction, JobOutcome, JobTarget } from './queue/job-actions.js';
 export type { Durability, QueueOptions } from './queue/options.js';
 export { type CleanOptions, Queue, type RetryFailedOptions } from './queue/queue.js';
 export type { GroupInfo, QueueStats, WorkerInfo } from './queue/reader.js';

@@ -14,6 +14,7 @@ import { register as registerCalendar } from './commands/calendar.js';
 import { register as registerDashboard } from './commands/dashboard.js';
 import { register as registerDemo } from './commands/demo.js';
 import { register as registerGroups } from './commands/groups.js';
+import { register as registerJobAdmin } from './commands/job-admin.js';
 import { register as registerJobs } from './commands/jobs.js';
 import { register as registerMigrate } from './commands/migrate.js';
 import { register as registerPeriodic } from './commands/periodic.js';
@@ -30,6 +31,7 @@ const COMMANDS: RegisterCommand[] = [
   registerDemo,
   registerWorker,
   registerJobs,
+  registerJobAdmin,
   registerGroups,
   registerPeriodic,
   registerCalendar,

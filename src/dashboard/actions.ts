@@ -1,19 +1,15 @@
 /**
  * The dashboard's actions, each a POST of a form: pause, resume and set a group's limit, weight
  * and rate limit; cancel and retry a job; retry every failed job matching a filter; enable, disable and
- * trigger a periodic task. Each answers what it did, in a sentence.
+ * trigger a periodic task; and the job actions of ./bulk.ts. Each answers what it did, in a sentence.
  */
 import { ValidationError } from '../errors.js';
 import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../timers/duration.js';
 import { TimerSyntaxError } from '../timers/errors.js';
-import type { QueueHandle } from './context.js';
-import { storesOfGroup } from './shards.js';
-import { MAX_READ } from './views/jobs.js';
+import { type Action, JOB_ACTIONS } from './bulk.js';
 
 /** Failed jobs one "retry all" retries at most. */
 const MAX_RETRY_ALL = 10_000;
-
-type Action = (q: QueueHandle, form: URLSearchParams) => Promise<string>;
 
 function field(form: URLSearchParams, name: string): string {
   const v = form.get(name);
@@ -80,27 +76,8 @@ export const ACTIONS: ReadonlyMap<string, Action> = new Map(
     'jobs/retry-failed': async (q, f) => {
       const group = f.get('group') || undefined;
       const task = f.get('task') || undefined;
-      let retried = 0;
-      // (shard by shard, the shards of the group when given, so that the bound holds across them)
-      for (const shard of storesOfGroup(q.live, group)) {
-        let start = 0;
-        // Retried jobs leave the failed set: each round starts past the jobs that stayed in it.
-        while (retried < MAX_RETRY_ALL) {
-          const page = await q.live.stores[shard].jobs({
-            state: 'failed',
-            group,
-            task,
-            start: String(start),
-            limit: 500,
-            maxRead: MAX_READ,
-          });
-          const states = await Promise.all(page.jobs.map((j) => q.queue.retry(j.id)));
-          const done = states.filter((s) => s === 'waiting').length;
-          retried += done;
-          start = Number(page.next) - done;
-          if (!page.more) break;
-        }
-      }
+      // (in atomic steps of 500 jobs, over the shards of the group when given: see Queue.retryJobs)
+      const { done: retried } = await q.queue.retryJobs({ state: 'failed', group, task, limit: MAX_RETRY_ALL });
       return `${retried} failed job${retried === 1 ? '' : 's'} retried.`;
     },
     'periodic/enable': async (q, f) => {
@@ -116,5 +93,6 @@ export const ACTIONS: ReadonlyMap<string, Action> = new Map(
       const r = await q.periodic.trigger(id);
       return r ? `Task ${id} triggered: job ${r.jobId}.` : `No task ${id}.`;
     },
+    ...JOB_ACTIONS,
   } satisfies Record<string, Action>),
 );

@@ -20,6 +20,7 @@ import { checkShards, shardNumbers } from '../redis/shards.js';
 import { ACTIONS } from './actions.js';
 import { asset } from './assets.js';
 import type { Page, PageContext, QueueHandle } from './context.js';
+import { Flash } from './flash.js';
 import { bytes, count, html } from './html.js';
 import { countCommands, LiveReader, QueueLive } from './reader.js';
 import { Access, CSRF_FIELD, SECURITY_HEADERS } from './security.js';
@@ -108,6 +109,7 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
   const readOnly = opts.readOnly === true;
   const access = new Access({ token: opts.token, cookiePath: root || '/', trustProxy: opts.trustProxy });
   const several = opts.queues.length > 1;
+  const flash = new Flash(root || '/', (req) => access.secure(req));
   const handles = new Map<string, QueueHandle>();
   for (const name of opts.queues) {
     const shards = shardsOf(name);
@@ -282,19 +284,22 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
       if (!access.csrfPasses(req, form.get(CSRF_FIELD))) {
         return plainPage(res, 403, 'Refused', 'The form lacks its CSRF value (reload the page and try again).');
       }
-      let done: string;
+      let done: Awaited<ReturnType<typeof action>>;
       try {
-        done = await action(q, form);
+        done = await action(q, form, { root, base: baseOf(q.name) });
       } catch (err) {
         if (err instanceof RotaError) return plainPage(res, 400, 'Refused', err.message);
         throw err;
       }
+      // (a confirmation asked first: its page)
+      if (typeof done !== 'string') return send(res, 200, 'text/html; charset=utf-8', done.page.text);
       if ((req.headers.accept ?? '').includes('application/json')) {
         return send(res, 200, 'application/json', JSON.stringify({ ok: true, message: String(done) }));
       }
       const back = form.get('return') ?? '';
       const base = baseOf(q.name);
       const safe = back.startsWith(`${base}/`) && !back.startsWith('//') && !/[\r\n\\]/.test(back) ? back : `${base}/`;
+      flash.set(req, res, done);
       return send(res, 303, 'text/plain', done, { location: safe });
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return plainPage(res, 405, 'Method not allowed', 'GET or POST only.');
@@ -325,7 +330,7 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
     if (!page) return plainPage(res, 404, 'Not found', 'No such page.');
     if ('redirect' in page) return send(res, 303, 'text/plain', '', { location: page.redirect });
     if (fragment) return send(res, 200, 'text/html; charset=utf-8', page.main.text);
-    send(res, 200, 'text/html; charset=utf-8', layout(ctx, page).text);
+    send(res, 200, 'text/html; charset=utf-8', layout(ctx, page, flash.take(req, res)).text);
   };
 
   const live = (q: QueueHandle, url: URL, req: IncomingMessage, res: ServerResponse) => {

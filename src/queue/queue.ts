@@ -13,6 +13,7 @@ import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queu
 import { checkShards, shardNumbers, shardsOfGroup } from '../redis/shards.js';
 import type { QueueEvent } from './events.js';
 import { FINAL_STATES, type Job, type JobState } from './job.js';
+import { type BulkResult, JobActions, type JobTarget } from './job-actions.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type QueueOptions, replication } from './options.js';
 import { checkJobId, firstAnswer, type GroupInfo, QueueReader, type QueueStats, shardsOfJob, type WorkerInfo } from './reader.js';
 import { Submitter } from './submitter.js';
@@ -98,6 +99,8 @@ export class Queue<T extends object = UntypedTasks> {
   private readonly reader: QueueReader;
   /** The submits (./submitter.ts). */
   private readonly submitter: Submitter;
+  /** The actions on many jobs (./job-actions.ts). */
+  private readonly actions: JobActions;
 
   /**
    * @throws {ValidationError} naming the first bad option (or the queue name); nothing is opened then.
@@ -118,6 +121,7 @@ export class Queue<T extends object = UntypedTasks> {
     );
     this.reader = new QueueReader(name, client, this.connection, this.shards, this.stores);
     this.submitter = new Submitter(this.shards, this.stores, this.reader, opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES);
+    this.actions = new JobActions(this.stores, this.shards);
     this.shardKeys = this.stores.map((s) => s.keys);
     this.keys = this.shardKeys[0];
   }
@@ -271,6 +275,67 @@ export class Queue<T extends object = UntypedTasks> {
       }),
     );
     return counts.reduce((a, b) => a + b, 0);
+  }
+  /**
+   * Deletes a job: its record, logs and every other key of it, and its place in its group's list
+   * or its state's set. A scheduled or running job is not deleted (its executor holds a lease on
+   * it): cancel it, and delete it once it ended. A fan-out child deleted before it ended counts
+   * as cancelled on its parent. Resolves `'deleted'`, the state of a job left as it was, or null
+   * when there is no such job.
+   * @throws {ValidationError} when `id` is no job id.
+   */
+  async deleteJob(id: string): Promise<'deleted' | JobState | null> {
+    const o = await this.actions.one('delete', id);
+    return o === 'done' ? 'deleted' : (o as JobState | null);
+  }
+  /**
+   * Deletes jobs as {@link deleteJob} does: those given by `ids`, or every job of a filter's
+   * state (not scheduled or running), group and task, at most `limit`. Works in steps of one
+   * atomic script call of at most 500 jobs each (a filter is walked a page of the job list at a
+   * time), so that no call holds Redis for long. Resolves what it did: jobs deleted, jobs left by
+   * their state, ids that named no job.
+   * @throws {ValidationError} when the target is bad; nothing is deleted then.
+   * @example
+   * await queue.deleteJobs({ ids: ['a', 'b'] });
+   * await queue.deleteJobs({ state: 'failed', group: 'tenant-42' });
+   */
+  async deleteJobs(target: JobTarget): Promise<BulkResult> {
+    return this.actions.run('delete', target);
+  }
+  /**
+   * Runs a delayed or stuck job now: it becomes `waiting` at the front of its priority's list in
+   * its group (the next of its priority to be taken; a stuck job keeps its retry count). Resolves
+   * its state afterwards (`'waiting'` when promoted; a job in another state is left as it is), or
+   * null when there is no such job.
+   * @throws {ValidationError} when `id` is no job id.
+   */
+  async promote(id: string): Promise<JobState | null> {
+    const o = await this.actions.one('promote', id);
+    return o === 'done' ? 'waiting' : (o as JobState | null);
+  }
+  /**
+   * Promotes delayed and stuck jobs as {@link promote} does: those given by `ids`, or every job of
+   * a filter (state `delayed` or `stuck`), in steps as {@link deleteJobs} works.
+   * @throws {ValidationError} when the target is bad; nothing is changed then.
+   */
+  async promoteJobs(target: JobTarget): Promise<BulkResult> {
+    return this.actions.run('promote', target);
+  }
+  /**
+   * Cancels jobs as {@link cancel} does: those given by `ids`, or every job of a filter (state
+   * waiting, delayed, stuck, scheduled or running), in steps as {@link deleteJobs} works.
+   * @throws {ValidationError} when the target is bad; nothing is changed then.
+   */
+  async cancelJobs(target: JobTarget): Promise<BulkResult> {
+    return this.actions.run('cancel', target);
+  }
+  /**
+   * Puts failed and cancelled jobs back as {@link retry} does: those given by `ids`, or every job
+   * of a filter (state failed or cancelled), in steps as {@link deleteJobs} works.
+   * @throws {ValidationError} when the target is bad; nothing is changed then.
+   */
+  async retryJobs(target: JobTarget): Promise<BulkResult> {
+    return this.actions.run('retry', target);
   }
   /**
    * Lists jobs in a state, newest first for finished ones and in take order for waiting ones,

@@ -369,14 +369,14 @@ export class QueueStore {
 
   /** cancel.lua: cancels a job; answers its state afterwards ('cancelling' for a run being aborted), or null when there is none. */
   async cancel(id: string): Promise<JobState | 'cancelling' | null> {
-    const r = await this.fcall<string | null>('cancel', this.keys.counts, [this.keys.prefix, this.maxEvents, id]);
-    return (r as JobState | 'cancelling') ?? null;
+    const [r] = await this.fcall<string[]>('cancel', this.keys.counts, [this.keys.prefix, this.maxEvents, '', id]);
+    return r === 'done' ? 'cancelled' : (r as JobState | 'cancelling') || null;
   }
 
   /** retry.lua: puts a failed or cancelled job back as waiting; answers its state afterwards, or null. */
   async retry(id: string): Promise<JobState | null> {
-    const r = await this.fcall<string | null>('retry', this.keys.counts, [this.keys.prefix, this.maxEvents, id]);
-    return (r as JobState) ?? null;
+    const [r] = await this.fcall<string[]>('retry', this.keys.counts, [this.keys.prefix, this.maxEvents, '', id]);
+    return r === 'done' ? 'waiting' : (r as JobState) || null;
   }
 
   /**

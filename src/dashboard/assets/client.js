@@ -1,5 +1,6 @@
 // The dashboard's page script: live updates through server-sent events (job counts, the
-// throughput chart, the page's content), the CSRF value of action forms, and confirmations.
+// throughput chart, the page's content), the CSRF value of action forms, confirmations, and
+// "select page" of the jobs list.
 // Served as a file (the Content-Security-Policy allows no inline script).
 (() => {
   const main = document.getElementById('main');
@@ -96,10 +97,22 @@
     if (t.ops) setText('#redis-ops', t.ops);
   }
 
+  // Whether a form field of the page differs from what the page was rendered with.
+  function touched() {
+    for (const el of main.querySelectorAll('input, select')) {
+      if (el instanceof HTMLSelectElement) {
+        if (el.selectedOptions[0] && !el.selectedOptions[0].defaultSelected && el.selectedIndex !== 0) return true;
+      } else if (el.type === 'checkbox' ? el.checked !== el.defaultChecked : el.value !== el.defaultValue) return true;
+    }
+    return false;
+  }
+
   function onView(body) {
     // The overview follows the ticks; a page being typed into is left alone until it is left.
     if (document.getElementById('rate-chart')) return;
     if (main.contains(document.activeElement) && document.activeElement !== document.body) return;
+    // (nor a page whose forms the operator changed: jobs selected, a bulk scope chosen, a field typed)
+    if (touched()) return;
     main.innerHTML = body;
     fillCsrf(main);
     updates += 1;
@@ -127,6 +140,13 @@
     const form = e.target;
     const question = form instanceof HTMLFormElement ? form.getAttribute('data-confirm') : null;
     if (question && !window.confirm(question)) e.preventDefault();
+  });
+
+  // "select page" ticks every job of the list.
+  document.addEventListener('change', (e) => {
+    const box = e.target;
+    if (!(box instanceof HTMLInputElement) || !box.hasAttribute('data-select-page')) return;
+    for (const row of document.querySelectorAll('input[type="checkbox"][form="bulk"]')) row.checked = box.checked;
   });
 
   fillCsrf(document);

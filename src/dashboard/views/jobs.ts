@@ -1,13 +1,14 @@
 /**
  * The jobs pages: the list (filter by state, group and task; find by id; paged) and a job's
  * detail (args, result, error with stack, log lines, progress, retries, timeline, executor),
- * with cancel, retry, and retry of every failed job matching the filter.
+ * with the job actions (./job-actions.ts) and retry of every failed job matching the filter.
  */
-import { FINAL_STATES, JOB_STATES } from '../../queue/job.js';
+import { JOB_STATES } from '../../queue/job.js';
 import { type ChildCounts, unpackDescription } from '../../redis/job-codec.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, counted, type Html, html, pretty, time } from '../html.js';
 import { isFirstPage, readJobs } from '../shards.js';
+import { bulkForm, cleanForm, jobButtons, rowBox, selectable } from './job-actions.js';
 import { actionButton } from './layout.js';
 import { pageOf } from './paging.js';
 
@@ -46,6 +47,7 @@ export async function jobList(ctx: PageContext): Promise<Page> {
   const filtered = group !== '' || task !== '';
   // Delayed and stuck jobs wait for a time: the list shows it (runAt, or the retry's due time).
   const dueColumn = state === 'delayed' || state === 'stuck';
+  const boxes = selectable(ctx, state);
   return {
     title: 'Jobs',
     nav: 'jobs',
@@ -56,10 +58,21 @@ export async function jobList(ctx: PageContext): Promise<Page> {
 <label>group <input name="group" value="${group}"></label><label>task <input name="task" value="${task}"></label><button type="submit">Filter</button>${filtered ? html` <a href="${ctx.base}/jobs?state=${encodeURIComponent(state)}">clear</a>` : ''}</form>
 <form method="get" action="${ctx.base}/jobs" class="filters find"><label>job id <input name="id" required></label><button type="submit">Find</button></form>
 ${state === 'failed' && !ctx.readOnly ? actionButton(ctx, 'jobs/retry-failed', filtered ? 'Retry all failed jobs matching the filter' : 'Retry all failed jobs', { group, task }, 'Retry every failed job that matches the filter?') : ''}
+${cleanForm(ctx, state, group)}
 </div>
 ${
   read.listable
-    ? html`<table class="jobs"><thead><tr><th>id</th><th>task</th><th>group</th><th>state</th><th>submitted</th><th>started</th><th>finished</th>${dueColumn ? html`<th>due</th>` : ''}<th>progress</th><th>retries</th><th>error</th></tr></thead>
+    ? bulkForm(
+        ctx,
+        { state, group, task },
+        read.jobs.map((j) => j.id),
+        filtered ? undefined : counts[state],
+      )
+    : ''
+}
+${
+  read.listable
+    ? html`<table class="jobs"><thead><tr><th>id</th><th>task</th><th>group</th><th>state</th><th>submitted</th><th>started</th><th>finished</th>${dueColumn ? html`<th>due</th>` : ''}<th>progress</th><th>retries</th><th>error</th>${boxes ? html`<th class="select">select</th>` : ''}</tr></thead>
 <tbody>${read.jobs.map((j) => {
         let taskName = '';
         try {
@@ -68,7 +81,7 @@ ${
           taskName = '?';
         }
         return html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${taskName}</td><td>${j.group}</td><td><span class="state state-${j.state}">${j.state}</span></td>
-<td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td>${dueColumn ? html`<td class="due">${ago(j.runAt ?? j.due, now)}</td>` : ''}<td class="num">${j.progress ?? '–'}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td></tr>`;
+<td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td>${dueColumn ? html`<td class="due">${ago(j.runAt ?? j.due, now)}</td>` : ''}<td class="num">${j.progress ?? '–'}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td>${boxes ? rowBox(j.id) : ''}</tr>`;
       })}</tbody></table>
 ${read.jobs.length === 0 ? html`<p class="empty">No ${state} job${filtered ? ' matches the filter' : ''}${read.more ? ` among the ${count(read.looked)} looked at; the next page looks further` : ''}.</p>` : ''}
 ${pager(ctx, start, read.next, read.more)}`
@@ -107,14 +120,13 @@ export async function jobDetail(ctx: PageContext, id: string): Promise<Page> {
       main: html`<h1>Job <span class="mono">${id}</span></h1><p class="empty">No such job (never submitted, or removed by retention).</p>`,
     };
   }
-  const final = FINAL_STATES.has(job.state);
   const error = job.error ?? '';
   const row = (label: string, value: unknown) => html`<tr><th>${label}</th><td>${value as string}</td></tr>`;
   return {
     title: `Job ${id}`,
     nav: 'jobs',
     main: html`<h1>Job <span class="mono">${job.id}</span> <span class="state state-${job.state}">${job.state}</span></h1>
-<div class="toolbar">${!final ? actionButton(ctx, 'job/cancel', 'Cancel', { id: job.id }) : ''}${job.state === 'failed' || job.state === 'cancelled' ? actionButton(ctx, 'job/retry', 'Retry', { id: job.id }) : ''}</div>
+<div class="toolbar">${jobButtons(ctx, job)}</div>
 <table class="fields">
 ${row('task', job.task)}
 ${row('group', html`<a href="${ctx.base}/groups?group=${encodeURIComponent(job.group)}">${job.group}</a>`)}

@@ -1,0 +1,83 @@
+--[[
+  Deletes jobs: each job's every key (its hash, its log lines, its fan-out staging and its
+  committed children not submitted yet) and its entry in the list or set that holds it, and its
+  count. A scheduled or running job is left as it is (its executor holds a lease on it: cancel it
+  first, then delete it once it ended); so is a job not in the expected state, when one is given.
+  A fan-out child deleted before it ended counts as cancelled on its parent, so that the parent's
+  children-ended event still fires. A waiting job is looked for from the take end of its group's
+  list, so deleting in take order costs little however long the list.
+
+  KEYS[1] counts   (every key is built from ARGV[1])
+  ARGV[1] key prefix
+  ARGV[2] events stream max length
+  ARGV[3] expected state ('' any)
+  ARGV[4..] job ids
+
+  Returns per id, in order: 'done' when it was deleted, or the state it was left in, or '' when
+  there is no such job.
+]]
+--- @include "includes/common"
+--- @include "includes/changes"
+--- @include "includes/jobs"
+--- @include "includes/groupChanges"
+--- @include "includes/children"
+
+local prefix = ARGV[1]
+local expected = ARGV[3]
+local FINAL = { success = true, failed = true, cancelled = true }
+local out = {}
+local now
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local jobKey = prefix .. 'j:' .. id
+  local job = submittedJob(jobKey, 'group', 'd', 'takeSeq')
+  local result = ''
+  if job then
+    local state = job[1]
+    result = state
+    if (expected == '' or state == expected) and state ~= 'scheduled' and state ~= 'running' then
+      local group = job[2]
+      local gk = prefix .. 'g:' .. (group or '')
+      local known = true
+      if FINAL[state] then
+        call('ZREM', prefix .. 'done:' .. state, id)
+      elseif state == 'delayed' then
+        call('ZREM', prefix .. 'delayed', id)
+      elseif state == 'stuck' then
+        -- (in `delayed` until due, then in its group's preferred list)
+        if call('ZREM', prefix .. 'delayed', id) == 0 and call('LREM', gk .. ':r', '-1', id) == 1 then
+          deferGroup(group, 'nr', -1)
+        end
+        deferGroup(group, 'stuck', -1)
+      elseif state == 'waiting' then
+        -- (a released job waits in the preferred list, the others in their priority's)
+        if call('LREM', gk .. ':r', '-1', id) == 1 then
+          deferGroup(group, 'nr', -1)
+        else
+          local high = describeJob(job[3]) == 'high'
+          if call('LREM', gk .. (high and ':h' or ':l'), '-1', id) == 1 then deferGroup(group, high and 'nh' or 'nl', -1) end
+        end
+      else
+        -- (a state this script does not know: left as it is)
+        known = false
+      end
+      if known then
+        local keys = { jobKey, prefix .. 'log:' .. id, prefix .. 'fanned:' .. id }
+        if job[4] then keys[4] = prefix .. 'fan:' .. job[4] .. ':' .. id end
+        call('DEL', unpack(keys))
+        call('ZREM', prefix .. 'fanouts', id)
+        left(state)
+        if not FINAL[state] and isChild(prefix, id) then
+          childEnded(id, false, 'cancelled')
+          now = now or nowMs()
+        end
+        result = 'done'
+      end
+    end
+  end
+  out[#out + 1] = result
+end
+flushGroups(prefix)
+if now then flushChildren(prefix, now) end
+flushChanges(prefix, ARGV[2])
+return out
