@@ -14,6 +14,7 @@
 --- @include "includes/jobs"
 --- @include "includes/groupChanges"
 --- @include "includes/children"
+--- @include "includes/attempts"
 
 local prefix = ARGV[1]
 local id = ARGV[3]
@@ -23,6 +24,7 @@ if not job then return false end
 local state = job[1]
 if state ~= 'failed' and state ~= 'cancelled' then return state end
 call('ZREM', prefix .. 'done:' .. state, id)
+keepLastRun(prefix, id, jobKey, state)
 call('HDEL', jobKey, 'finished', 'cancel', 'due')
 call('HSET', jobKey, 'state', 'waiting', 'retries', 0)
 local high = describeJob(job[3]) == 'high'

@@ -52,6 +52,8 @@ export interface QueueKeys {
   fanned(id: string): string;
   /** LIST of job `id`'s log lines. Outside `j:`, so that no job id (any text) can name it. */
   logs(id: string): string;
+  /** LIST of job `id`'s earlier attempts, newest first (lua/includes/attempts). Outside `j:` too. */
+  attempts(id: string): string;
   group(name: string): string;
   done(state: 'success' | 'failed' | 'cancelled'): string;
   worker(id: string): string;
@@ -95,6 +97,7 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     fanStaging: (id, token) => `${prefix}fan:${token}:${id}`,
     fanned: (id) => `${prefix}fanned:${id}`,
     logs: (id) => `${prefix}log:${id}`,
+    attempts: (id) => `${prefix}att:${id}`,
     group: (g) => `${prefix}g:${g}`, // prefix of the group's lists :h, :l, :r
     done: (state) => `${prefix}done:${state}`,
     worker: (id) => `${prefix}w:${id}`,
