@@ -102,7 +102,7 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
       call('ZADD', prefix .. 'delayed', str(due), id)
       deferGroup(group, 'stuck', 1)
       -- (the run's record in the hash is overwritten by the next run: it goes to the attempts)
-      keepAttempt(prefix, id, started or more[5], nowS, more[6], 'failed', payload)
+      keepAttempt(prefix, id, job[1], started or more[5], nowS, more[6], 'failed', payload)
     else
       state = 'failed'
       a[1], a[2], a[3], a[4], a[5], a[6], n = 'state', state, 'finished', nowS, 'error', payload, 6

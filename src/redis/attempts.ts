@@ -15,10 +15,15 @@ const RUN_STATES: ReadonlySet<string> = new Set(['running', 'success', 'failed',
 
 const time = (s: string): number | undefined => (s === '' ? undefined : Number(s));
 
-/** One entry of an attempts list: a MessagePack array of strings { started, finished, executor, outcome, error }. */
-export function decodeAttempt(entry: Buffer): Attempt {
+/** The fields of an entry of an attempts list: a MessagePack array of strings { started, finished, executor, outcome, error, lease token }. */
+function fieldsOf(entry: Buffer): string[] {
   const raw = unpack(entry) as unknown;
-  const [started, finished, executor, outcome, error] = Array.isArray(raw) ? raw.map((v) => String(v ?? '')) : [];
+  return Array.isArray(raw) ? raw.map((v) => String(v ?? '')) : [];
+}
+
+/** One entry of an attempts list. */
+export function decodeAttempt(entry: Buffer): Attempt {
+  const [started, finished, executor, outcome, error] = fieldsOf(entry);
   const a: Attempt = { outcome: OUTCOMES.has(outcome) ? (outcome as Attempt['outcome']) : 'failed' };
   if (time(started ?? '') !== undefined) a.started = time(started);
   if (time(finished ?? '') !== undefined) a.finished = time(finished);
@@ -34,7 +39,9 @@ export function decodeAttempt(entry: Buffer): Attempt {
 export function attemptsOf(job: Job, entries: readonly Buffer[]): Attempt[] {
   const earlier = entries.map(decodeAttempt);
   const out: Attempt[] = [];
-  if (RUN_STATES.has(job.state) && job.started !== undefined && earlier[0]?.started !== job.started) {
+  // (the newest entry is the hash's run when their lease tokens are one: a job cancelled while it waited for its retry)
+  const kept = entries.length > 0 && fieldsOf(entries[0])[5] === String(job.takeSeq);
+  if (RUN_STATES.has(job.state) && job.started !== undefined && !kept) {
     const current: Attempt = { started: job.started, outcome: job.state as Attempt['outcome'] };
     if (job.state !== 'running' && job.finished !== undefined) current.finished = job.finished;
     if (job.worker) current.executor = job.worker;

@@ -61,6 +61,10 @@ export interface QueueKeys {
   groupList(name: string, list: GroupList): string;
   /** ZSET of the starts of group `name` counted by its rate limit (its rate log). */
   rateLog(name: string): string;
+  /** HASH of the runs that ended in minute `minute` (since the epoch), per task (./history.ts); expires after 25 h. */
+  historyMinute(minute: number): string;
+  /** HASH of the runs that ended in day `day` (since the epoch, UTC), per task; expires after 91 days. */
+  historyDay(day: number): string;
 }
 
 const LEASE_MEMBER = new RegExp(`^\\d+[${SCHEDULED_MARK}${RUNNING_MARK}\\${CANCEL_MARK}]([\\s\\S]*)$`);
@@ -103,6 +107,8 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     worker: (id) => `${prefix}w:${id}`,
     groupList: (g, list) => `${prefix}g:${g}:${list}`,
     rateLog: (g) => `${prefix}g:${g}:rl`,
+    historyMinute: (m) => `${prefix}hist:m:${m}`,
+    historyDay: (d) => `${prefix}hist:d:${d}`,
   };
 }
 

@@ -116,4 +116,33 @@ describe('attempts', () => {
       redis.disconnect();
     }
   });
+
+  it.each([
+    ['keep age', { keepFailed: { age: 0 }, leaseMs: 1000 }],
+    ['keep count', { keepFailed: { count: 0 } }],
+  ])('removes the attempts list with a failed job past its %s', async (_label, opts) => {
+    const name = uniqueQueue('att');
+    const q = openQueue(name);
+    let runs = 0;
+    openWorker(
+      name,
+      {
+        boom: () => {
+          runs += 1;
+          throw new Error('no');
+        },
+      },
+      { retryDelay: 0, ...opts },
+    );
+    const redis = rawClient();
+    try {
+      const job = await q.submit({ task: 'boom', maxRetries: 1 });
+      const key = queueKeys(name).attempts(job.id);
+      // (its first run, retried, was kept in the list)
+      await eventually(async () => runs === 2 && (await q.getJob(job.id)) === null);
+      expect(await redis.exists(key)).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
+  });
 });
