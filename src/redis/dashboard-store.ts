@@ -5,6 +5,7 @@
  */
 
 import { decodeGroupState, type GroupState } from './group-state.js';
+import { HistoryStore } from './history-store.js';
 import type { JobState } from './job-codec.js';
 import type { QueueKeys } from './keys.js';
 import type { QueueStore } from './queue-store.js';
@@ -170,7 +171,12 @@ function oldestOf(flat: Array<Buffer | number>): Array<[string, number | undefin
 
 /** The dashboard's script calls on one queue shard's store. */
 export class DashboardStore {
-  constructor(private readonly queue: QueueStore) {}
+  /** The shard's history reads. */
+  readonly history: HistoryStore;
+
+  constructor(private readonly queue: QueueStore) {
+    this.history = new HistoryStore(queue);
+  }
 
   /** The keys of the queue shard it reads. */
   get keys(): QueueKeys {
