@@ -2,16 +2,19 @@
  * A queue's history as the dashboard shows it (read from Redis, see src/redis/history.ts, so that
  * it outlives the dashboard process): the last hour per minute and the last 90 days per day, each
  * summed over the queue's shards, with per-task figures. The reader refreshes it as it ticks: the
- * whole hour on its first tick (or after a pause), then the newest two minutes every 10 s, and
- * the days every 10 minutes, so that it costs Redis a few commands a minute per shard.
+ * whole hour and the 90 days on its first tick (or after a pause), then the current minute and
+ * the one before from each tick (dashboard-tick.lua reads them), and today every 10 minutes, so
+ * that it costs Redis one command per shard every 10 minutes, which the reader takes from its
+ * views' budget.
  */
+
+import type { TickHistory } from '../redis/dashboard-store.js';
 import { addHistory, DAYS_KEPT, dayOf, minuteOf, percentile, type TaskFigures } from '../redis/history.js';
 import type { HistoryStore } from '../redis/history-store.js';
 
 /** Minutes the overview's chart and hour table show. */
 export const HOUR = 60;
-/** How often the newest minutes are read again (ms), and the days. */
-const MINUTES_EVERY_MS = 10_000;
+/** How often today is read again (ms). */
 const DAYS_EVERY_MS = 10 * 60_000;
 
 /** One point of a history chart: start of its minute or day (s), processed, failed. */
@@ -87,35 +90,73 @@ export class QueueHistory {
   private readonly minutes = new Map<number, Period>();
   /** The days read: the first day's number and each day's figures. */
   private days: { from: number; periods: Period[] } = { from: 0, periods: [] };
-  private minutesAt = 0;
   private daysAt = 0;
   /** The newest minute, by the server clock of the last refresh. */
   private now = 0;
 
   constructor(private readonly stores: readonly HistoryStore[]) {}
 
-  /** Reads what is due at server time `now` (ms; `local`: this process's clock, for the pace). */
-  async refresh(now: number, local = Date.now()): Promise<void> {
+  /**
+   * Takes what a tick read at server time `now` (ms), `ticked` (each shard's minutes, see
+   * TickHistory), and reads what is due besides (`local`: this process's clock, for the pace).
+   * Answers whether it read only today's hashes, or nothing (not a whole window, as a first read does).
+   */
+  async refresh(now: number, ticked: ReadonlyArray<TickHistory | undefined>, local = Date.now()): Promise<boolean> {
     const minute = minuteOf(now);
-    if (local - this.minutesAt >= MINUTES_EVERY_MS || minute > minuteOf(this.now) + 1) {
-      // (the whole hour when nothing recent was read, else the newest two minutes)
-      const gap = this.minutes.size === 0 || local - this.minutesAt > 2 * MINUTES_EVERY_MS + 60_000;
-      const from = gap ? minute - HOUR + 1 : minute - 1;
+    let small = true;
+    if (this.minutes.size === 0 || minute > minuteOf(this.now) + 1 || ticked.some((t) => t === undefined)) {
+      // (the whole hour when none was read, or the ticks paused)
+      const from = minute - HOUR + 1;
       const read = await Promise.all(this.stores.map((s) => s.minutes(from, minute)));
-      summed(read, minute - from + 1).forEach((p, i) => {
+      summed(read, HOUR).forEach((p, i) => {
         this.minutes.set(from + i, p);
       });
-      for (const m of this.minutes.keys()) if (m <= minute - HOUR) this.minutes.delete(m);
-      this.minutesAt = local;
-      this.now = now;
+      small = false;
+    } else {
+      this.ticked(ticked as TickHistory[]);
     }
-    if (local - this.daysAt >= DAYS_EVERY_MS || this.days.from + DAYS_KEPT - 1 < dayOf(minute)) {
-      const to = dayOf(minute);
-      const from = to - DAYS_KEPT + 1;
-      const read = await Promise.all(this.stores.map((s) => s.days(from, to)));
+    for (const m of this.minutes.keys()) if (m <= minute - HOUR) this.minutes.delete(m);
+    this.now = now;
+    const today = dayOf(minute);
+    const lastDay = this.days.from + this.days.periods.length - 1;
+    if (this.days.periods.length === 0 || today > lastDay + 1) {
+      const from = today - DAYS_KEPT + 1;
+      const read = await Promise.all(this.stores.map((s) => s.days(from, today)));
       this.days = { from, periods: summed(read, DAYS_KEPT) };
       this.daysAt = local;
+      small = false;
+    } else if (local - this.daysAt >= DAYS_EVERY_MS || today === lastDay + 1) {
+      // (today's hash again, and yesterday's when the day is new)
+      const from = Math.min(lastDay, today);
+      const read = await Promise.all(this.stores.map((s) => s.days(from, today)));
+      const periods = [...this.days.periods];
+      summed(read, today - from + 1).forEach((p, i) => {
+        periods[from - this.days.from + i] = p;
+      });
+      const drop = periods.length - DAYS_KEPT;
+      this.days = drop > 0 ? { from: this.days.from + drop, periods: periods.slice(drop) } : { from: this.days.from, periods };
+      this.daysAt = local;
     }
+    return small;
+  }
+
+  /** The minutes every shard's tick read (a minute some shard's clock was not at keeps what it had). */
+  private ticked(shards: readonly TickHistory[]): void {
+    const periods = new Map<number, { shards: number; period: Period }>();
+    const add = (minute: number, hash: Record<string, string>) => {
+      let p = periods.get(minute);
+      if (!p) {
+        p = { shards: 0, period: new Map() };
+        periods.set(minute, p);
+      }
+      p.shards++;
+      addHistory(p.period, hash);
+    };
+    for (const t of shards) {
+      add(t.minute - 1, t.previous);
+      add(t.minute, t.current);
+    }
+    for (const [minute, p] of periods) if (p.shards === shards.length) this.minutes.set(minute, p.period);
   }
 
   /** The last hour, a point a minute (the current minute last). */

@@ -214,6 +214,7 @@ export class LiveReader extends EventEmitter {
           maxExecutors: MAX_EXECUTORS,
           // (the server figures of one shard: the home shard's, last)
           server: server && i === q.stores.length - 1,
+          history: true,
         }),
       ),
     );
@@ -240,8 +241,19 @@ export class LiveReader extends EventEmitter {
       const submitted = Math.max(0, active(t.counts) - active(prev.counts) + finished);
       q.point = [Math.round(t.now / 1000), submitted / dt, finished / dt];
     }
-    // (a history read that fails leaves the last one shown; the next tick tries again)
-    await q.history.refresh(t.now).catch((err: unknown) => this.emit('error', err));
+    // The history's small refreshes spend the views' budget (its first, whole read does not);
+    // a read that fails leaves the last one shown, and the next tick tries again.
+    const before = this.counter.sent;
+    const small = await q.history
+      .refresh(
+        t.now,
+        ticks.map((s) => s.history),
+      )
+      .catch((err: unknown) => {
+        this.emit('error', err);
+        return true;
+      });
+    if (small) q.tokens -= this.counter.sent - before;
     q.tick = t;
     q.tickedAt = Date.now();
     this.emit('tick', q.name);
