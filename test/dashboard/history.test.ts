@@ -106,6 +106,7 @@ describe('history', () => {
       ...Array.from({ length: 10 }, (_, i) => ({ task: 'mail', ms: 300, failed: i < 4 })),
       { task: 'sms', ms: 0.2, failed: false },
       { task: 'sms', ms: 0.4, failed: false },
+      { task: '<i>x</i>', ms: 5, failed: false },
     ];
     const settings = { workerId: 'w', countingScheme: [2, 1] as [number, number], leaseMs: 60_000, retryDelay: 1000 };
     const keep = { succeeded: 100, failed: 100 };
@@ -118,6 +119,9 @@ describe('history', () => {
       const ms = (x: number) => `≤ ${Math.round(bucketUpper(bucketOf(x)))} ms`;
       expect(taskRow(body, 'mail')).toEqual(['mail', '40', '0.67/min', '4', '10.0 %', ms(10), ms(300)]);
       expect(taskRow(body, 'sms')).toEqual(['sms', '2', '0.03/min', '0', '0.0 %', '≤ 1 ms', '≤ 1 ms']);
+      // (a task's name is escaped)
+      expect(body).toContain('<td>&lt;i&gt;x&lt;/i&gt;</td>');
+      expect(body).not.toContain('<i>x</i>');
       // (the day table: the same runs, at a rate per day)
       expect(body.match(/<tr data-task="mail">/g)).toHaveLength(2);
       expect(body).toContain('<td class="num">40/day</td>');
