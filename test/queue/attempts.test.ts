@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { queueKeys } from '../../src/redis/keys.js';
 import { closeAll, eventually, openQueue, openWorker, rawClient, uniqueQueue } from '../helpers/setup.js';
+import { settings, startRuns, storeOf, takeRuns } from '../helpers/store.js';
 
 afterEach(closeAll);
 
@@ -143,6 +144,36 @@ describe('attempts', () => {
       expect(await redis.exists(key)).toBe(0);
     } finally {
       redis.disconnect();
+    }
+  });
+
+  it('keeps a run lost with its executor (its lease expired) as a failed attempt', async () => {
+    const name = uniqueQueue('att');
+    const q = openQueue(name);
+    const raw = rawClient();
+    try {
+      const job = await q.submit({ task: 'x', maxRetries: 3 });
+      const store = storeOf(raw, name);
+      const runs = await takeRuns(store, 1, settings('exec-gone'));
+      await startRuns(store, runs);
+      const [[id, token]] = runs;
+      // (its lease expired: the executor died)
+      await raw.zadd(q.keys.leases, 1, `${token}!${id}`);
+      const { recovered } = await store.recover({
+        retryDelay: 1000,
+        maxLeases: 10,
+        keepSucceededAgeMs: -1,
+        keepFailedAgeMs: -1,
+        maxRemoved: 10,
+      });
+      expect(recovered).toEqual([job.id]);
+      const stuck = await q.getJob(job.id);
+      expect(stuck?.state).toBe('stuck');
+      expect(stuck?.attempts).toHaveLength(1);
+      expect(stuck?.attempts?.[0]).toMatchObject({ outcome: 'failed', executor: 'exec-gone', started: stuck?.started });
+      expect(stuck?.attempts?.[0].error).toMatch(/lease expired \(executor exec-gone\)/);
+    } finally {
+      raw.disconnect();
     }
   });
 });
