@@ -39,7 +39,7 @@ local score, skip = walkFinished(key, untilMs, ARGV[6], tonumber(ARGV[7]), tonum
   end
   gone[#gone + 1] = id
   -- (a member without its job is dropped uncounted)
-  if call('DEL', jobKey, prefix .. 'log:' .. id) > 0 then removed = removed + 1 end
+  if call('DEL', jobKey, prefix .. 'log:' .. id, prefix .. 'att:' .. id) > 0 then removed = removed + 1 end
   return true
 end)
 sendChunks('ZREM', key, gone, #gone, 1000)

@@ -12,6 +12,7 @@
   ARGV[6] '1': also the server's memory and ops/s (INFO)
   ARGV[7] cursor of the oldest-wait sweep of the `groups` hash ('': none this tick)
   ARGV[8] fields that sweep reads at most (HSCAN COUNT)
+  ARGV[9] '1': also the history of the current minute and of the one before (includes/history)
 
   Returns { now (ms), counts as a flat list state, n, ...,
             { success, failed, cancelled: jobs finished after ARGV[2] },
@@ -22,7 +23,8 @@
             next oldest-wait sweep cursor ('' when none), { group, submitted time of its oldest
             waiting job (ms; 0: none), ... },
             { the `shards` and `reshard` fields of `meta` (false when absent): in the home shard,
-              the queue's layout } }
+              the queue's layout },
+            { minute, the history hash of the minute before it (flat), of the minute } or false }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
 --- @flags no-writes
@@ -100,4 +102,10 @@ end
 
 local layout = call('HMGET', prefix .. 'meta', 'shards', 'reshard')
 
-return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldest, layout }
+local history = false
+if ARGV[9] == '1' then
+  local minute = math.floor(now / 60000)
+  history = { minute, call('HGETALL', prefix .. 'hist:m:' .. str(minute - 1)), call('HGETALL', prefix .. 'hist:m:' .. str(minute)) }
+end
+
+return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldest, layout, history }

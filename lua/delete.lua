@@ -1,5 +1,5 @@
 --[[
-  Deletes jobs: each job's every key (its hash, its log lines, its fan-out staging and its
+  Deletes jobs: each job's every key (its hash, its log lines, its attempts, its fan-out staging and its
   committed children not submitted yet) and its entry in the list or set that holds it, and its
   count. A scheduled or running job is left as it is (its executor holds a lease on it: cancel it
   first, then delete it once it ended); so is a job not in the expected state, when one is given.
@@ -62,8 +62,8 @@ for i = 4, #ARGV do
         known = false
       end
       if known then
-        local keys = { jobKey, prefix .. 'log:' .. id, prefix .. 'fanned:' .. id }
-        if job[4] then keys[4] = prefix .. 'fan:' .. job[4] .. ':' .. id end
+        local keys = { jobKey, prefix .. 'log:' .. id, prefix .. 'att:' .. id, prefix .. 'fanned:' .. id }
+        if job[4] then keys[5] = prefix .. 'fan:' .. job[4] .. ':' .. id end
         call('DEL', unpack(keys))
         call('ZREM', prefix .. 'fanouts', id)
         left(state)

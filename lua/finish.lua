@@ -33,6 +33,7 @@
            staging is gone, the run fails.
   ARGV[12] how many of the runs, the last ones, are runs of fan-out children (their parents count
            them, see includes/children)
+  ARGV[13] the runs' history counts (see includes/history), or '' for none
 
   Returns { finished time (ms), the end state of each run as one string of a character a run
             (END_CODES: s success, w waiting, c cancelled, k stuck, f failed, - refused), jobs
@@ -46,6 +47,7 @@
 --- @include "includes/take"
 --- @include "includes/finishRuns"
 --- @include "includes/children"
+--- @include "includes/history"
 
 local prefix = ARGV[1]
 local retryDelay = num(ARGV[3])
@@ -98,6 +100,7 @@ for i = 1, #runs, RUN_WIDTH do
 end
 finishBatch(prefix)
 if childFrom <= #runs then flushChildren(prefix, now) end
+addHistory(prefix, now, ARGV[13] or '')
 -- A stuck job is not runnable yet, so nobody was woken for it: wake one executor, whose take
 -- finds nothing due and answers the next due time, so it sleeps until the retry instead of
 -- until its fallback timer.

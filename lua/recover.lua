@@ -91,7 +91,7 @@ local function trimByAge(state, age)
   local ids = call('ZRANGEBYSCORE', key, '-inf', now - age, 'LIMIT', 0, batch)
   if #ids == 0 then return end
   for _, id in ipairs(ids) do
-    call('DEL', prefix .. 'j:' .. id, prefix .. 'log:' .. id)
+    call('DEL', prefix .. 'j:' .. id, prefix .. 'log:' .. id, prefix .. 'att:' .. id)
   end
   call('ZREM', key, unpack(ids))
   countDelta[state] = (countDelta[state] or 0) - #ids

@@ -24,7 +24,7 @@ for k, movingEntry in ipairs(entries) do
   local id = unpackEntry(movingEntry)
   if id ~= ids[k] then return -1 end
   local jobKey = prefix .. 'j:' .. id
-  keys[#keys + 1], keys[#keys + 2] = jobKey, prefix .. 'log:' .. id
+  keys[#keys + 1], keys[#keys + 2], keys[#keys + 3] = jobKey, prefix .. 'log:' .. id, prefix .. 'att:' .. id
 end
 for k = 1, #keys, 1000 do call('DEL', unpack(keys, k, math.min(#keys, k + 999))) end
 call('DEL', moving)

@@ -11,7 +11,8 @@
   ARGV[1] key prefix
   ARGV[2] the jobs, one MessagePack array of strings: per job id, place, score ('' for a list),
           the number n of fields of its hash, its n field/value pairs, the number m of its log
-          lines, its m log lines (oldest first).
+          lines, its m log lines (oldest first), the number a of its attempts, its a attempts
+          (newest first, see includes/attempts).
 
   Returns { jobs added, ids held by other jobs (nothing was written when there are any) }.
 ]]
@@ -43,7 +44,8 @@ while i <= #f do
   else
     fresh[i] = true
   end
-  i = fields + 2 * nf + 1 + tonumber(f[fields + 2 * nf])
+  local attempts = fields + 2 * nf + 1 + tonumber(f[fields + 2 * nf])
+  i = attempts + 1 + tonumber(f[attempts])
 end
 if #held > 0 then return { 0, held } end
 
@@ -61,6 +63,8 @@ for _, at in ipairs(starts) do
     end
     sendChunks('HSET', jobKey, f, fields + 2 * nf - 1, 1000, fields)
     if m > 0 then sendChunks('RPUSH', prefix .. 'log:' .. id, f, logs + m - 1, 1000, logs) end
+    local a = tonumber(f[logs + m])
+    if a > 0 then sendChunks('RPUSH', prefix .. 'att:' .. id, f, logs + m + a, 1000, logs + m + 1) end
     if place == ':h' or place == ':l' then
       enqueueLater(prefix, batch, id, group, place == ':h')
     else

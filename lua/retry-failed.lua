@@ -22,6 +22,7 @@
 --- @include "includes/addJob"
 --- @include "includes/finishedScan"
 --- @include "includes/children"
+--- @include "includes/attempts"
 
 local prefix = ARGV[1]
 local untilMs = ARGV[3]
@@ -36,6 +37,7 @@ local score, skip = walkFinished(key, untilMs, ARGV[4], tonumber(ARGV[5]), tonum
   local job = submittedJob(jobKey, 'group', 'd')
   if job and job[1] == 'failed' then
     if (group ~= '' and job[2] ~= group) or (task ~= '' and jobTask(job[3]) ~= task) then return false end
+    keepLastRun(prefix, id, jobKey, 'failed')
     call('HDEL', jobKey, 'finished', 'cancel', 'due')
     call('HSET', jobKey, 'state', 'waiting', 'retries', '0')
     enqueueLater(prefix, batch, id, job[2], describeJob(job[3]) == 'high')

@@ -16,6 +16,7 @@
 --- @include "includes/jobs"
 --- @include "includes/groupChanges"
 --- @include "includes/children"
+--- @include "includes/attempts"
 
 local prefix = ARGV[1]
 local expected = ARGV[3]
@@ -29,6 +30,7 @@ local function retry(id)
   if state ~= 'failed' and state ~= 'cancelled' then return state end
   if expected ~= '' and state ~= expected then return state end
   call('ZREM', prefix .. 'done:' .. state, id)
+  keepLastRun(prefix, id, jobKey, state)
   call('HDEL', jobKey, 'finished', 'cancel', 'due')
   call('HSET', jobKey, 'state', 'waiting', 'retries', 0)
   local high = describeJob(job[3]) == 'high'

@@ -32,7 +32,7 @@ export * from './periodic/index.js';
 export type { FanOut, Handler, Handlers, JobContext } from './queue/context.js';
 export type { QueueEvent } from './queue/events.js';
 export { type FanOutOptions, MAX_FAN_OUT } from './queue/fanout.js';
-export type { ChildCounts, Job, JobState, Priority } from './queue/job.js';
+export type { Attempt, ChildCounts, Job, JobState, Priority } from './queue/job.js';
 export { FINAL_STATES, JOB_STATES } from './queue/job.js';
 export type { BulkResult, JobAction, JobOutcome, JobTarget } from './queue/job-actions.js';
 export type { Durability, QueueOptions } from './queue/options.js';

@@ -81,18 +81,23 @@ export async function takeAll(store: QueueStore, jobs: number, batch: number): P
   return taken;
 }
 
-/** Ends the taken runs through the finish script with `outcome` ('s', or '+s' with the start folded in), `batch` per call. */
+/**
+ * Ends the taken runs through the finish script with `outcome` ('s', or '+s' with the start folded
+ * in), `batch` per call, each call with `history` counts (see src/redis/history.ts) when given.
+ */
 export async function finishAll(
   store: QueueStore,
   taken: Array<[string, string]>,
   batch: number,
   outcome: string,
+  history: (runs: number) => StringValue[] = () => [],
 ): Promise<void> {
   const unstarted = outcome.startsWith(UNSTARTED_PREFIX);
   const code = (unstarted ? outcome.slice(UNSTARTED_PREFIX.length) : outcome) as OutcomeCode;
   for (let i = 0; i < taken.length; i += batch) {
     const runs: StringValue[] = [];
-    for (const [id, seq] of taken.slice(i, i + batch)) addRun(runs, id, seq, code, unstarted, '');
-    await store.finish({ ...PROBE_SETTINGS, workerId: '' }, { succeeded: 1000, failed: 1000 }, 0, runs);
+    const part = taken.slice(i, i + batch);
+    for (const [id, seq] of part) addRun(runs, id, seq, code, unstarted, '');
+    await store.finish({ ...PROBE_SETTINGS, workerId: '' }, { succeeded: 1000, failed: 1000 }, 0, runs, 0, history(part.length));
   }
 }

@@ -10,7 +10,8 @@
   failure reads the rest itself; the group may be left out when the outcome is neither f nor r
   and the queue has no concurrency limits, see GROUP_READ); the caller has checked the lease
   token and removes the run's lease. `started`, when given, is written as the run's start time
-  in the same write (a run whose start was not sent separately, see finish.lua). A failed run of
+  in the same write (a run whose start was not sent separately, see finish.lua). A run retried
+  is kept in the job's attempts (includes/attempts). A failed run of
   a periodic task (a job with a tracker) also raises a periodic.failed event.
   `at` is what the finishJob calls of one script call share (beginFinishes, once per call).
   Returns the state the job ended in. The set and group changes of a batch are applied together:
@@ -22,6 +23,7 @@
 --- @include "includes/groups"
 --- @include "includes/groupChanges"
 --- @include "includes/setWrites"
+--- @include "includes/attempts"
 --- @export GROUP_READ, beginFinishes, finishJob, finishBatch
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
 -- may be retried, and so may a fan-out whose staging is gone); the end of any other run reads the
@@ -87,7 +89,7 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
     if outcome == OUTCOME_FANNED_OUT then
       outcome, payload = OUTCOME_FAILED, 'the children this run staged (ctx.fanOut) are gone (expired); the run is retried'
     end
-    local more = call('HMGET', jobKey, 'retries', 'd', 'tracker', 'occurrence')
+    local more = call('HMGET', jobKey, 'retries', 'd', 'tracker', 'occurrence', 'started', 'worker')
     local retries = tonumber(more[1]) or 0
     local _, maxRetries = describeJob(more[2])
     if outcome == OUTCOME_FAILED and retries < (maxRetries or 0) then
@@ -99,6 +101,8 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
       a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', str(retries + 1), 'error', payload, 'due', str(due), 8
       call('ZADD', prefix .. 'delayed', str(due), id)
       deferGroup(group, 'stuck', 1)
+      -- (the run's record in the hash is overwritten by the next run: it goes to the attempts)
+      keepAttempt(prefix, id, job[1], started or more[5], nowS, more[6], 'failed', payload)
     else
       state = 'failed'
       a[1], a[2], a[3], a[4], a[5], a[6], n = 'state', state, 'finished', nowS, 'error', payload, 6

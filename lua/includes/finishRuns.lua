@@ -62,6 +62,7 @@ local function trimFinished(prefix, state, keep)
   for _, id in ipairs(ids) do
     doomed[#doomed + 1] = prefix .. 'j:' .. id
     doomed[#doomed + 1] = prefix .. 'log:' .. id
+    doomed[#doomed + 1] = prefix .. 'att:' .. id
   end
   if #doomed > 0 then call('DEL', unpack(doomed)) end
   call('ZREMRANGEBYRANK', key, '0', str(excess - 1))

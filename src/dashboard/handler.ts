@@ -178,7 +178,8 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
       `event: tick\ndata: ${JSON.stringify({
         now: t.now,
         counts: t.counts,
-        point: live.series.at(-1) ?? null,
+        point: live.point ?? null,
+        minute: live.history.hourSeries().at(-1) ?? null,
         executors: count(t.liveExecutors),
         slots: slotsBusy(t),
         memory: t.server ? bytes(t.server.usedMemory) : null,
@@ -314,7 +315,7 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
         oldestCursor: _oldestCursor,
         ...tick
       } = q.live.tick ?? ({} as Partial<Tick>);
-      return send(res, 200, 'application/json', JSON.stringify({ tick, series: q.live.series }));
+      return send(res, 200, 'application/json', JSON.stringify({ tick, history: q.live.history.hourSeries() }));
     }
     const ctx = contextOf(q, rest, url.searchParams, access.csrf(req, res));
     const fragment = url.searchParams.get('fragment') === '1';

@@ -3,7 +3,7 @@
  * second, while pages are open, it reads each queue shard in one script call (dashboard-tick.lua):
  * counts, executors, finished jobs since the last tick, a step of the sweep of the groups hash,
  * and (for one shard of one queue) the server's memory and ops/s; a sharded queue's tick adds up
- * its shards' (./shards.ts). It keeps the 15-minute throughput series in memory, and re-renders
+ * its shards' (./shards.ts). It refreshes each queue's history from Redis (./history.ts), and re-renders
  * the open pages' views for their live updates within a budget of one more command a second per
  * shard, so that the dashboard sends Redis at most two commands a second per queue shard however
  * many pages are open.
@@ -16,10 +16,9 @@ import type { DashboardStore, Tick } from '../redis/dashboard-store.js';
 import { checkLayout } from '../redis/schema.js';
 import { shardOfGroup } from '../redis/shards.js';
 import { GroupIndex } from './group-index.js';
+import { QueueHistory } from './history.js';
 import { mergeTicks, type ShardStores } from './shards.js';
 
-/** Seconds of throughput kept for the overview's chart. */
-export const SERIES_SECONDS = 15 * 60;
 /** The reader ticks while a page is open, or for this long after the last request (ms). */
 const IDLE_AFTER_MS = 60_000;
 /** A view that did not change is still re-rendered this often (relative times, next runs), ms. */
@@ -38,7 +37,7 @@ export const MAX_EXECUTORS = 500;
 /** States a job never leaves: their counts do not hold submitted work. */
 const FINAL = new Set(['success', 'failed', 'cancelled']);
 
-/** One point of the throughput series: time (s), submitted/s, finished/s. */
+/** The throughput between two ticks: time (s), submitted/s, finished/s. */
 export type RatePoint = [number, number, number];
 
 /** A page open in a browser, kept up to date by the reader. */
@@ -63,7 +62,10 @@ export class QueueLive implements ShardStores {
   tickedAt = 0;
   /** The tick a request asked for, while it is read. */
   refreshing?: Promise<void>;
-  series: RatePoint[] = [];
+  /** The throughput between the last two ticks. */
+  point?: RatePoint;
+  /** The queue's history (processed, failed, run times), read from Redis. */
+  readonly history: QueueHistory;
   readonly groups: GroupIndex;
   /** Commands the view refreshes may still spend (one more a tick per shard, at most one a shard ahead). */
   tokens = 1;
@@ -89,6 +91,7 @@ export class QueueLive implements ShardStores {
       stores.map((s) => s.keys.groups),
       (group) => shardOfGroup(group, shards),
     );
+    this.history = new QueueHistory(stores.map((s) => s.history));
   }
 }
 
@@ -190,7 +193,7 @@ export class LiveReader extends EventEmitter {
     }
   }
 
-  /** Reads a queue's tick and extends its series; one at a time per queue (a request may ask for the first). */
+  /** Reads a queue's tick and refreshes its history; one at a time per queue (a request may ask for the first). */
   private tickQueue(q: QueueLive, server: boolean): Promise<void> {
     const run = q.ticking.then(() => this.readTick(q, server));
     q.ticking = run.catch(() => {});
@@ -211,6 +214,7 @@ export class LiveReader extends EventEmitter {
           maxExecutors: MAX_EXECUTORS,
           // (the server figures of one shard: the home shard's, last)
           server: server && i === q.stores.length - 1,
+          history: true,
         }),
       ),
     );
@@ -235,10 +239,21 @@ export class LiveReader extends EventEmitter {
       const finished = t.finished.success + t.finished.failed + t.finished.cancelled;
       // What entered the queue: the change of the jobs not finished, plus those that finished.
       const submitted = Math.max(0, active(t.counts) - active(prev.counts) + finished);
-      q.series.push([Math.round(t.now / 1000), submitted / dt, finished / dt]);
-      const from = t.now / 1000 - SERIES_SECONDS;
-      while (q.series.length && q.series[0][0] < from) q.series.shift();
+      q.point = [Math.round(t.now / 1000), submitted / dt, finished / dt];
     }
+    // The history's small refreshes spend the views' budget (its first, whole read does not);
+    // a read that fails leaves the last one shown, and the next tick tries again.
+    const before = this.counter.sent;
+    const small = await q.history
+      .refresh(
+        t.now,
+        ticks.map((s) => s.history),
+      )
+      .catch((err: unknown) => {
+        this.emit('error', err);
+        return true;
+      });
+    if (small) q.tokens -= this.counter.sent - before;
     q.tick = t;
     q.tickedAt = Date.now();
     this.emit('tick', q.name);

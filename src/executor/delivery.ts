@@ -10,6 +10,7 @@ import type { Dictionary } from '../queue/churn.js';
 import { submitCommitted } from '../queue/fanout.js';
 import type { Job, JobState } from '../queue/job.js';
 import { packValue } from '../queue/validate.js';
+import { type HistoryRun, historyFields } from '../redis/history.js';
 import { addRun, type Finished as FinishReply, type FinishSettings, type QueueStore } from '../redis/queue-store.js';
 import { byShard } from '../redis/shards.js';
 import { type SideWrite, sendSideWrites } from '../redis/side-writes.js';
@@ -37,6 +38,8 @@ interface RunOutcome {
    * means the job moved on from that state since, not that the run's lease was lost.
    */
   applied?: JobState;
+  /** Counted in the queue's history by an earlier send (a resend is not counted again). */
+  counted?: boolean;
 }
 
 /** What the finish calls need of the take side (taker.ts). */
@@ -71,6 +74,23 @@ export interface DeliveryDeps extends ReportTo {
 }
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Outcomes that fail a run (the job is retried or fails). */
+const FAILING: ReadonlySet<string> = new Set([OUTCOME.failed, OUTCOME.permanent]);
+
+/**
+ * The history counts of the runs of `batch` that ran and were not counted before (see
+ * src/redis/history.ts): added up here, so that the finish call adds each count once.
+ */
+function historyOf(batch: RunOutcome[]): StringValue[] {
+  const runs: HistoryRun[] = [];
+  for (const f of batch) {
+    if (f.counted || f.released || f.run.ranMs === undefined) continue;
+    f.counted = true;
+    runs.push({ task: f.run.job.task, ms: f.run.ranMs, failed: FAILING.has(f.outcome.code) });
+  }
+  return runs.length > 0 ? historyFields(runs) : [];
+}
 
 /** The outcomes, those of fan-out children last. */
 function childrenLast(batch: RunOutcome[]): RunOutcome[] {
@@ -257,7 +277,7 @@ export class Delivery implements Outcomes {
     const reply = this.d.takes.carry(
       shard,
       want,
-      this.d.stores[shard].finish(this.d.settings, this.d.keep, want, runs, children),
+      this.d.stores[shard].finish(this.d.settings, this.d.keep, want, runs, children, historyOf(batch)),
     );
     let r: FinishReply;
     try {

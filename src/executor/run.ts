@@ -104,6 +104,8 @@ export class Run {
   private logBytes = 0;
   /** When the handler was called (performance.now()), 0 until then. */
   began = 0;
+  /** How long the handler ran (ms), once it settled; undefined for a run never begun. */
+  ranMs: number | undefined;
   /** The staging of the run's fan-out (ctx.fanOut), once called: its success waits for it. */
   fanned: Promise<number> | null = null;
 
@@ -287,6 +289,7 @@ export class Run {
   private settle(outcome: Outcome): void {
     if (this.outcome) return;
     this.outcome = outcome;
+    if (this.began > 0) this.ranMs = performance.now() - this.began;
     if (this.timers) for (const t of this.timers) clearLongTimeout(t);
     if (this.span) {
       this.span.end(OUTCOME_NAMES[outcome.code], outcome.error);

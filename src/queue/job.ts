@@ -1,7 +1,7 @@
 /** The job record's states and their orders; the record itself and its codec are src/redis/job-codec.ts. */
 import type { JobState } from '../redis/job-codec.js';
 
-export type { ChildCounts, Job, JobDescription, JobState, Priority } from '../redis/job-codec.js';
+export type { Attempt, ChildCounts, Job, JobDescription, JobState, Priority } from '../redis/job-codec.js';
 export { TRACE } from '../redis/job-codec.js';
 
 /** Every state, in lifecycle order. */

@@ -551,7 +551,7 @@ class Resharder {
   }
 
   /**
-   * Copies the jobs shard `s` took out to their destinations (their hashes and logs, a few MiB a
+   * Copies the jobs shard `s` took out to their destinations (their hashes, logs and attempts, a few MiB a
    * call), then has `s` forget them.
    */
   private async copy(s: number, jobs: readonly MovingJob[]): Promise<void> {
@@ -562,7 +562,7 @@ class Resharder {
       const part = jobs.slice(i, i + 200);
       const read = await src.copies(part.map((j) => j.id));
       part.forEach((j, k) => {
-        const { fields, logs } = read[k];
+        const { fields, logs, attempts } = read[k];
         // (no hash: an earlier run of this reshard copied and forgot it; the forget below says so)
         if (fields.length === 0) return;
         let list = byDest.get(j.dest);
@@ -570,7 +570,7 @@ class Resharder {
           list = [];
           byDest.set(j.dest, list);
         }
-        list.push({ id: j.id, place: j.place, score: j.score, fields, logs });
+        list.push({ id: j.id, place: j.place, score: j.score, fields, logs, attempts });
       });
     }
     for (const [d, copies] of byDest) {
@@ -590,7 +590,7 @@ class Resharder {
         bytes = 0;
       };
       for (const c of copies) {
-        const size = [...c.fields, ...c.logs].reduce((n, b) => n + b.length, 0);
+        const size = [...c.fields, ...c.logs, ...c.attempts].reduce((n, b) => n + b.length, 0);
         if (chunk.length > 0 && (bytes + size > COPY_BYTES || chunk.length >= this.batch)) await send();
         chunk.push(c);
         bytes += size;

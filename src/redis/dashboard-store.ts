@@ -5,6 +5,7 @@
  */
 
 import { decodeGroupState, type GroupState } from './group-state.js';
+import { HistoryStore } from './history-store.js';
 import type { JobState } from './job-codec.js';
 import type { QueueKeys } from './keys.js';
 import type { QueueStore } from './queue-store.js';
@@ -38,6 +39,16 @@ export interface Tick {
    * the queue's layout (see src/redis/schema.ts), which the reader checks every tick.
    */
   layout: { shards: number | null; reshard: number | null };
+  /** When asked for: the history hashes (./history.ts) of the current minute (by the server's clock) and the one before. */
+  history?: TickHistory;
+}
+
+/** The history of a shard's current minute and of the one before, as a tick reads it. */
+export interface TickHistory {
+  /** The current minute (since the epoch). */
+  minute: number;
+  previous: Record<string, string>;
+  current: Record<string, string>;
 }
 
 /** Options of a tick. */
@@ -56,6 +67,8 @@ export interface TickOptions {
   maxExecutors: number;
   /** Also read the server's memory and ops/s. */
   server: boolean;
+  /** Also read the history of the current minute and the one before. */
+  history?: boolean;
 }
 
 /** A group of a groups page as it is now. */
@@ -170,7 +183,12 @@ function oldestOf(flat: Array<Buffer | number>): Array<[string, number | undefin
 
 /** The dashboard's script calls on one queue shard's store. */
 export class DashboardStore {
-  constructor(private readonly queue: QueueStore) {}
+  /** The shard's history reads. */
+  readonly history: HistoryStore;
+
+  constructor(private readonly queue: QueueStore) {
+    this.history = new HistoryStore(queue);
+  }
 
   /** The keys of the queue shard it reads. */
   get keys(): QueueKeys {
@@ -180,7 +198,7 @@ export class DashboardStore {
   /** dashboard-tick.lua: a tick of the shared reader. */
   async tick(o: TickOptions): Promise<Tick> {
     const k = this.queue.keys;
-    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldestFlat, layout] =
+    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldestFlat, layout, history] =
       await this.queue.scripts.fcall<
         [
           number,
@@ -195,6 +213,7 @@ export class DashboardStore {
           Buffer,
           Array<Buffer | number>,
           Array<Buffer | null>,
+          [number, Buffer[], Buffer[]] | null,
         ]
       >(
         'dashboard-tick',
@@ -208,6 +227,7 @@ export class DashboardStore {
           o.server ? '1' : '0',
           o.oldestCursor ?? '',
           o.oldestCount,
+          o.history ? '1' : '0',
         ],
         true,
       );
@@ -240,6 +260,9 @@ export class DashboardStore {
       oldest: oldestOf(oldestFlat),
       server: server ? { usedMemory: Number(server[0].toString()), opsPerSec: Number(server[1].toString()) } : undefined,
       layout: { shards: layout[0] ? Number(layout[0]) : null, reshard: layout[1] ? Number(layout[1]) : null },
+      history: history
+        ? { minute: Number(history[0]), previous: flatHash(history[1]), current: flatHash(history[2]) }
+        : undefined,
     };
   }
 
@@ -308,4 +331,11 @@ export class DashboardStore {
       calls: Number(calls),
     };
   }
+}
+
+/** A hash read as a flat list (field, value, ...). */
+function flatHash(flat: Buffer[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < flat.length; i += 2) out[flat[i].toString()] = flat[i + 1].toString();
+  return out;
 }

@@ -65,6 +65,26 @@ export interface Job<A = unknown, R = unknown> {
   parent?: string;
   /** For a job that fanned out (ctx.fanOut): its children by state. */
   children?: ChildCounts;
+  /**
+   * Its runs, newest first: the current or last one, then the earlier ones (failures retried,
+   * runs lost with their executor, failed or cancelled runs put back), the last 25 at most. Read
+   * by `getJob` only (absent from job lists).
+   */
+  attempts?: Attempt[];
+}
+
+/** One run of a job. Times are milliseconds since the epoch (Redis server clock). */
+export interface Attempt {
+  /** When it started (absent when it is not known). */
+  started?: number;
+  /** When it ended (absent while it runs). */
+  finished?: number;
+  /** Id of the executor that ran it. */
+  executor?: string;
+  /** How it ended, or `running` for a run in progress. */
+  outcome: 'running' | 'success' | 'failed' | 'cancelled';
+  /** The error (message and stack) a failed run ended with. */
+  error?: string;
 }
 
 /**

@@ -6,6 +6,7 @@
  * checks first, is read by {@link readLayout} (./schema.ts).
  */
 import type { Redis } from 'ioredis';
+import { ATTEMPTS_KEPT, attemptsOf } from './attempts.js';
 import { serverTime } from './connection.js';
 import { type GroupState, readGroupStates } from './group-state.js';
 import { decodeJob, decodeJobObject, type Job } from './job-codec.js';
@@ -49,12 +50,22 @@ export class JobReadStore {
     return serverTime(this.client);
   }
 
-  /** Job `id`, or null when there is none or it is a periodic occurrence staged ahead (`planned`: not submitted yet). */
+  /**
+   * Job `id` with its attempts, or null when there is none or it is a periodic occurrence staged
+   * ahead (`planned`: not submitted yet).
+   */
   async job(id: string): Promise<Job | null> {
-    const flat = (await this.client.callBuffer('HGETALL', this.keys.job(id))) as Buffer[];
-    if (!flat.length) return null;
-    const job = decodeJob(id, flat);
-    return (job.state as string) === 'planned' ? null : job;
+    const [[e1, flat], [e2, entries]] = (await this.client
+      .pipeline()
+      .callBuffer('HGETALL', this.keys.job(id))
+      .lrangeBuffer(this.keys.attempts(id), 0, ATTEMPTS_KEPT - 1)
+      .exec()) as Array<[Error | null, unknown]>;
+    if (e1 || e2) throw e1 ?? e2;
+    if (!(flat as Buffer[]).length) return null;
+    const job = decodeJob(id, flat as Buffer[]);
+    if ((job.state as string) === 'planned') return null;
+    job.attempts = attemptsOf(job, entries as Buffer[]);
+    return job;
   }
 
   /** The jobs of `ids`, in their order (null: no hash), read a batch of pipelined reads at a time. */

@@ -52,6 +52,8 @@ export interface QueueKeys {
   fanned(id: string): string;
   /** LIST of job `id`'s log lines. Outside `j:`, so that no job id (any text) can name it. */
   logs(id: string): string;
+  /** LIST of job `id`'s earlier attempts, newest first (lua/includes/attempts). Outside `j:` too. */
+  attempts(id: string): string;
   group(name: string): string;
   done(state: 'success' | 'failed' | 'cancelled'): string;
   worker(id: string): string;
@@ -59,6 +61,10 @@ export interface QueueKeys {
   groupList(name: string, list: GroupList): string;
   /** ZSET of the starts of group `name` counted by its rate limit (its rate log). */
   rateLog(name: string): string;
+  /** HASH of the runs that ended in minute `minute` (since the epoch), per task (./history.ts); expires after 25 h. */
+  historyMinute(minute: number): string;
+  /** HASH of the runs that ended in day `day` (since the epoch, UTC), per task; expires after 91 days. */
+  historyDay(day: number): string;
 }
 
 const LEASE_MEMBER = new RegExp(`^\\d+[${SCHEDULED_MARK}${RUNNING_MARK}\\${CANCEL_MARK}]([\\s\\S]*)$`);
@@ -95,11 +101,14 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     fanStaging: (id, token) => `${prefix}fan:${token}:${id}`,
     fanned: (id) => `${prefix}fanned:${id}`,
     logs: (id) => `${prefix}log:${id}`,
+    attempts: (id) => `${prefix}att:${id}`,
     group: (g) => `${prefix}g:${g}`, // prefix of the group's lists :h, :l, :r
     done: (state) => `${prefix}done:${state}`,
     worker: (id) => `${prefix}w:${id}`,
     groupList: (g, list) => `${prefix}g:${g}:${list}`,
     rateLog: (g) => `${prefix}g:${g}:rl`,
+    historyMinute: (m) => `${prefix}hist:m:${m}`,
+    historyDay: (d) => `${prefix}hist:d:${d}`,
   };
 }
 

@@ -269,7 +269,8 @@ export class QueueStore {
   /**
    * finish.lua: ends a batch of runs (built with {@link addRun}), trims the finished sets to
    * their keep counts (-1: keep all), and takes up to `take` jobs for the slots freed. The last
-   * `children` runs are those of fan-out children (their parents count them). A replica timeout
+   * `children` runs are those of fan-out children (their parents count them); `history` (built
+   * with historyFields, ./history.ts) is added to the queue's history. A replica timeout
    * that runs out does not reject: the answer says so ({@link Finished.unreplicated}).
    */
   async finish(
@@ -278,6 +279,7 @@ export class QueueStore {
     take: number,
     runs: StringValue[],
     children = 0,
+    history: StringValue[] = [],
   ): Promise<Finished> {
     // The runs go as one argument: results are capped each, so a batch stays far below what Redis
     // takes in one argument. Binary-safe reply: the taken jobs hold their args (msgpack).
@@ -297,6 +299,7 @@ export class QueueStore {
         s.leaseMs,
         packStrings(runs, Infinity, 'runs'),
         children,
+        history.length > 0 ? packStrings(history, Infinity, 'history') : '',
       ],
       true,
     );

@@ -19,6 +19,8 @@ export type { GroupList } from './keys.js';
 
 /** Most commands one pipelined read of a reshard sends. */
 const PIPELINE = 1000;
+/** Jobs whose copies one pipeline reads (three reads a job). */
+const COPY_READS = Math.floor(PIPELINE / 3);
 
 /** A set jobs are taken out of: due times (delayed and stuck jobs), or a finished state's. */
 export type JobSet = 'delayed' | 'done:success' | 'done:failed' | 'done:cancelled';
@@ -55,13 +57,15 @@ export interface ListStep {
   jobs: ReadonlyArray<{ id: string; dest: number | null }>;
 }
 
-/** A job as a destination shard gets it: its hash (field, value, ...) and log lines as read from its shard. */
+/** A job as a destination shard gets it: its hash (field, value, ...), log lines and attempts as read from its shard. */
 export interface JobCopy {
   id: string;
   place: string;
   score: string;
   fields: Buffer[];
   logs: Buffer[];
+  /** Its earlier attempts, newest first (see lua/includes/attempts). */
+  attempts: Buffer[];
 }
 
 type RawOut = Array<string>;
@@ -205,23 +209,24 @@ export class ReshardStore {
     if (entries.length > 0) await this.client.zadd(this.keys.rateLog(group), ...entries);
   }
 
-  /** The hash (field, value, ...) and log lines of each job of `ids`, as Buffers (an empty hash: no job). */
-  async copies(ids: readonly string[]): Promise<Array<{ fields: Buffer[]; logs: Buffer[] }>> {
-    const out: Array<{ fields: Buffer[]; logs: Buffer[] }> = [];
-    for (let i = 0; i < ids.length; i += PIPELINE / 2) {
-      const part = ids.slice(i, i + PIPELINE / 2);
+  /** The hash (field, value, ...), log lines and attempts of each job of `ids`, as Buffers (an empty hash: no job). */
+  async copies(ids: readonly string[]): Promise<Array<{ fields: Buffer[]; logs: Buffer[]; attempts: Buffer[] }>> {
+    const out: Array<{ fields: Buffer[]; logs: Buffer[]; attempts: Buffer[] }> = [];
+    for (let i = 0; i < ids.length; i += COPY_READS) {
+      const part = ids.slice(i, i + COPY_READS);
       const pipe = this.client.pipeline();
       for (const id of part) {
         pipe.hgetallBuffer(this.keys.job(id));
         pipe.lrangeBuffer(this.keys.logs(id), 0, -1);
+        pipe.lrangeBuffer(this.keys.attempts(id), 0, -1);
       }
       const read = (await pipe.exec()) ?? [];
       part.forEach((_, k) => {
-        const [[e1, hash], [e2, logs]] = [read[2 * k], read[2 * k + 1]];
-        if (e1 || e2) throw e1 ?? e2;
+        const [[e1, hash], [e2, logs], [e3, attempts]] = [read[3 * k], read[3 * k + 1], read[3 * k + 2]];
+        if (e1 || e2 || e3) throw e1 ?? e2 ?? e3;
         const fields: Buffer[] = [];
         for (const [f, v] of Object.entries(hash as Record<string, Buffer>)) fields.push(Buffer.from(f), v);
-        out.push({ fields, logs: logs as Buffer[] });
+        out.push({ fields, logs: logs as Buffer[], attempts: attempts as Buffer[] });
       });
     }
     return out;
@@ -267,6 +272,7 @@ export class ReshardStore {
     const f: StringValue[] = [];
     for (const j of jobs) {
       f.push(j.id, j.place, j.score, String(j.fields.length / 2), ...j.fields, String(j.logs.length), ...j.logs);
+      f.push(String(j.attempts.length), ...j.attempts);
     }
     const [added, held] = await this.store.scripts.fcall<[number, string[]]>('reshard-in', this.keys.counts, [
       this.keys.prefix,

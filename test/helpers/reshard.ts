@@ -209,6 +209,8 @@ function inOrder(part: readonly string[], whole: readonly string[]): boolean {
 export async function audit(name: string, shards: number, before: Snapshot, raw: Redis): Promise<void> {
   expect(await raw.hget(`{rota:${name}}:meta`, 'shards')).toBe(String(shards));
   const after = await snapshot(name, shards, [...before.jobs.keys()], raw);
+  // (the stuck jobs' failed runs are in their attempts lists, which move with them)
+  expect([...before.jobs.values()].filter((j) => j.state === 'stuck' && j.attempts?.length === 1).length).toBeGreaterThan(0);
   for (const [id, job] of before.jobs) {
     expect(after.jobs.get(id), `job ${id}`).toEqual(job);
     expect(after.logs.get(id), `logs of ${id}`).toEqual(before.logs.get(id));

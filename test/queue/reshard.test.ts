@@ -199,7 +199,7 @@ describe('reshard', () => {
         v,
       ]);
       const logs = await raw.lrangeBuffer(queueKeys(q.name).logs(job.id), 0, -1);
-      expect(await dest(job.dest).in([{ ...job, fields, logs }])).toEqual({ added: 1, held: [] });
+      expect(await dest(job.dest).in([{ ...job, fields, logs, attempts: [] }])).toEqual({ added: 1, held: [] });
     }
     // (a second take-out while the first is not forgotten takes nothing and answers the first)
     const again = await home.outSet('done:failed', done('done:failed').map(to));

@@ -1,6 +1,6 @@
 // The dashboard's page script: live updates through server-sent events (job counts, the
-// throughput chart, the page's content), the CSRF value of action forms, confirmations, and
-// "select page" of the jobs list.
+// throughput, the history chart's current minute, the page's content), the CSRF value of action
+// forms, confirmations, and "select page" of the jobs list.
 // Served as a file (the Content-Security-Policy allows no inline script).
 (() => {
   const main = document.getElementById('main');
@@ -16,37 +16,52 @@
     for (const el of document.querySelectorAll(selector)) el.textContent = value;
   }
 
-  function initChart() {
-    const el = document.getElementById('rate-chart');
-    if (!el || typeof uPlot === 'undefined') return;
+  // A history chart (processed and failed runs per minute or per day, points [time s, processed, failed]).
+  function historyChart(id, per) {
+    const el = document.getElementById(id);
+    if (!el || typeof uPlot === 'undefined') return null;
     const series = JSON.parse(el.getAttribute('data-series') || '[]');
     const data = [series.map((p) => p[0]), series.map((p) => p[1]), series.map((p) => p[2])];
-    chart = new uPlot(
+    const made = new uPlot(
       {
         width: Math.max(300, el.clientWidth || 800),
         height: 220,
         scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
         series: [
           {},
-          { label: 'submitted/s', stroke: '#2f6fdf', width: 2, points: { show: false } },
-          { label: 'finished/s', stroke: '#1c9c5a', width: 2, points: { show: false } },
+          { label: `processed/${per}`, stroke: '#1c9c5a', width: 2, points: { show: false } },
+          { label: `failed/${per}`, stroke: '#d0453a', width: 2, points: { show: false } },
         ],
-        axes: [{}, { label: 'jobs/s' }],
+        axes: [{}, { label: `runs/${per}` }],
       },
       data,
       el,
     );
-    chart.rotaData = data;
+    made.rotaData = data;
+    return made;
   }
 
+  function initChart() {
+    chart = historyChart('rate-chart', 'min');
+    historyChart('day-chart', 'day');
+  }
+
+  // The current minute's point (the tick's `minute`): replaces the last one, or adds a minute.
   function addPoint(point) {
     if (!chart || !point) return;
     const d = chart.rotaData;
-    if (d[0].length && d[0][d[0].length - 1] >= point[0]) return;
+    const last = d[0].length - 1;
+    if (last >= 0 && d[0][last] > point[0]) return;
+    if (last >= 0 && d[0][last] === point[0]) {
+      d[1][last] = point[1];
+      d[2][last] = point[2];
+      chart.setData(d);
+      return;
+    }
     d[0].push(point[0]);
     d[1].push(point[1]);
     d[2].push(point[2]);
-    while (d[0].length && d[0][0] < point[0] - 900) {
+    while (d[0].length && d[0][0] <= point[0] - 3600) {
       d[0].shift();
       d[1].shift();
       d[2].shift();
@@ -89,8 +104,8 @@
     if (t.point) {
       setText('#rate-submitted', t.point[1].toFixed(1));
       setText('#rate-finished', t.point[2].toFixed(1));
-      addPoint(t.point);
     }
+    addPoint(t.minute);
     setText('#executors', t.executors);
     setText('#slots', t.slots);
     if (t.memory) setText('#redis-memory', t.memory);

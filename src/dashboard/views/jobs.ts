@@ -1,13 +1,14 @@
 /**
  * The jobs pages: the list (filter by state, group and task; find by id; paged) and a job's
  * detail (args, result, error with stack, log lines, progress, retries, timeline, executor),
- * with the job actions (./job-actions.ts) and retry of every failed job matching the filter.
+ * its attempts, with the job actions (./job-actions.ts) and retry of every failed job matching the filter.
  */
 import { JOB_STATES } from '../../queue/job.js';
 import { type ChildCounts, unpackDescription } from '../../redis/job-codec.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, counted, type Html, html, pretty, time } from '../html.js';
 import { isFirstPage, readJobs } from '../shards.js';
+import { attemptsTable } from './attempts.js';
 import { bulkForm, cleanForm, jobButtons, rowBox, selectable } from './job-actions.js';
 import { actionButton } from './layout.js';
 import { pageOf } from './paging.js';
@@ -152,6 +153,8 @@ ${job.finished !== undefined ? html`<li><b>finished</b> ${time(job.finished)}${j
 <h2>Args</h2><pre class="args">${pretty(job.args)}</pre>
 ${job.result !== undefined ? html`<h2>Result</h2><pre class="result">${pretty(job.result)}</pre>` : ''}
 ${error ? html`<h2>Error</h2><pre class="error">${error}</pre>` : ''}
+<h2>Attempts <small>${counted(job.attempts?.length ?? 0, 'run')}</small></h2>
+${attemptsTable(job.attempts ?? [])}
 <h2>Log <small>${counted(logs.length, 'line')}</small></h2>
 ${logs.length ? html`<pre class="logs">${logs.join('\n')}</pre>` : html`<p class="empty">No log lines.</p>`}`,
   };

@@ -1,8 +1,12 @@
-/** The overview: jobs per state, throughput over 15 minutes, executors, Redis memory and ops/s. */
+/**
+ * The overview: jobs per state, throughput now, the history (per minute over the last hour, per
+ * day over 90 days, per task), executors, Redis memory and ops/s.
+ */
 import { JOB_STATES } from '../../queue/job.js';
 import type { Tick } from '../../redis/dashboard-store.js';
 import type { Page, PageContext } from '../context.js';
 import { bytes, count, html } from '../html.js';
+import { historySections } from './history.js';
 
 /**
  * A queue's counts per state in lifecycle order, every known state (delayed first) with 0 when
@@ -19,7 +23,7 @@ export function overview(ctx: PageContext): Page {
   const live = ctx.q.live;
   const t = live.tick;
   const counts = t?.counts ?? {};
-  const last = live.series.at(-1);
+  const last = live.point;
   return {
     title: 'Overview',
     nav: 'overview',
@@ -29,10 +33,10 @@ export function overview(ctx: PageContext): Page {
         html`<a class="card state-${state}" href="${ctx.base}/jobs?state=${encodeURIComponent(state)}"><span>${state}</span><b data-count="${state}">${count(n)}</b></a>`,
     )}</section>
 <section>
-<h2>Throughput, last 15 minutes</h2>
+<h2>Throughput now</h2>
 <p class="rates">submitted <b id="rate-submitted">${last ? last[1].toFixed(1) : '–'}</b>/s · finished <b id="rate-finished">${last ? last[2].toFixed(1) : '–'}</b>/s</p>
-<div id="rate-chart" class="chart" data-series="${JSON.stringify(live.series)}"></div>
 </section>
+${historySections(live.history)}
 <section class="cards">
 <a class="card" href="${ctx.base}/executors"><span>executors</span><b id="executors">${t ? count(t.liveExecutors) : '–'}</b></a>
 <a class="card" href="${ctx.base}/executors"><span>slots busy</span><b id="slots">${t ? slotsBusy(t) : '–'}</b></a>
