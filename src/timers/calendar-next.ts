@@ -6,6 +6,7 @@
  */
 import { type CalendarSpec, type Chain, MAX_YEAR, USEC_PER_SEC } from './calendar-spec.js';
 import { type Tm, WallClock } from './localtime.js';
+import { offsetLookup } from './zone.js';
 
 /** Largest instant systemd accepts as a base time (year 9999), in microseconds. */
 // biome-ignore lint/correctness/noPrecisionLoss: systemd's constant kept as written; as a double it is one microsecond larger (253402214400000000).
@@ -230,11 +231,30 @@ const RETRY_MINUTES = [1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095];
  * The test fixtures record those later answers from systemd-analyze too.
  */
 export function nextElapseMicros(spec: CalendarSpec, zone: string | null, afterUs: number): number | null {
-  const r = findNextElapse(spec, zone, afterUs);
+  const r = strictlyAfter(findNextElapse(spec, zone, afterUs), zone, afterUs);
   if (r !== STUCK) return r;
   for (const m of RETRY_MINUTES) {
-    const again = findNextElapse(spec, zone, afterUs + m * 60 * USEC_PER_SEC);
+    const again = strictlyAfter(findNextElapse(spec, zone, afterUs + m * 60 * USEC_PER_SEC), zone, afterUs);
     if (again !== STUCK) return again;
   }
   return null;
+}
+
+/**
+ * An elapse `r` not after the start happens when the start lies in the second pass of a repeated
+ * wall-clock hour (the clocks went back) and the wall time found was placed in the first pass:
+ * systemd gives the same wall time's second pass then (Africa/Casablanca, `*:0/15`, after
+ * 2026-02-15 02:07Z: 02:15Z, not 01:15Z). Otherwise the search is stuck.
+ */
+function strictlyAfter(r: number | null | typeof STUCK, zone: string | null, afterUs: number): number | null | typeof STUCK {
+  if (r === null || r === STUCK || r > afterUs) return r;
+  if (zone === null) return STUCK;
+  const offsetOf = offsetLookup(zone);
+  const sec = Math.floor(r / USEC_PER_SEC);
+  const fold = offsetOf(sec) - offsetOf(Math.floor(afterUs / USEC_PER_SEC));
+  const later = sec + fold;
+  if (fold > 0 && later + offsetOf(later) === sec + offsetOf(sec) && r + fold * USEC_PER_SEC > afterUs) {
+    return r + fold * USEC_PER_SEC;
+  }
+  return STUCK;
 }

@@ -86,6 +86,23 @@ describe('every timer kind moves forward through the DST changes of 2026-2027', 
     );
   });
 
+  it("gives the second pass of a repeated hour after a start inside it, as systemd does (Casablanca's 2026 Ramadan change)", () => {
+    // systemd-analyze calendar --base-time='2026-02-15 02:07:00 UTC' --iterations=4 '*:0/15 Africa/Casablanca'
+    const timer = parseTimer('*:0/15', { timezone: 'Africa/Casablanca' });
+    const chain: string[] = [];
+    let at = new Date('2026-02-15T02:07:00Z');
+    for (let i = 0; i < 4; i++) {
+      at = timer.next(at)!;
+      chain.push(at.toISOString());
+    }
+    expect(chain).toEqual([
+      '2026-02-15T02:15:00.000Z',
+      '2026-02-15T02:30:00.000Z',
+      '2026-02-15T02:45:00.000Z',
+      '2026-02-15T03:00:00.000Z',
+    ]);
+  });
+
   it('a once timer elapses at its due date only', () => {
     fc.assert(
       fc.property(fc.constantFrom(...ZONES), fc.integer({ min: -180, max: 180 }), (zone, minutes) => {
