@@ -12,6 +12,9 @@
   ARGV[6] '1': also the server's memory and ops/s (INFO)
   ARGV[7] cursor of the oldest-wait sweep of the `groups` hash ('': none this tick)
   ARGV[8] fields that sweep reads at most (HSCAN COUNT)
+  ARGV[9] cursor of the sweep of the groups holding delayed or finished jobs ('': none this
+          tick; see includes/heldScan)
+  ARGV[10] members that sweep reads at most (ZSCAN COUNT)
 
   Returns { now (ms), counts as a flat list state, n, ...,
             { success, failed, cancelled: jobs finished after ARGV[2] },
@@ -27,6 +30,7 @@
 ]]
 --- @flags no-writes
 --- @include "includes/common"
+--- @include "includes/heldScan"
 
 local prefix = ARGV[1]
 local now = nowMs()
@@ -100,4 +104,8 @@ end
 
 local layout = call('HMGET', prefix .. 'meta', 'shards', 'reshard')
 
-return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldest, layout }
+local heldCursor, held = '', EMPTY
+if ARGV[9] ~= nil and ARGV[9] ~= '' then heldCursor, held = heldStep(prefix, ARGV[9], ARGV[10]) end
+
+return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldest, layout, heldCursor,
+  held }

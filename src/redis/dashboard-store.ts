@@ -4,6 +4,7 @@
  * so a dashboard store shares its queue's store: the same client and the same schema check.
  */
 
+import { DashboardDetailStore } from './dashboard-detail-store.js';
 import { decodeGroupState, type GroupState } from './group-state.js';
 import type { JobState } from './job-codec.js';
 import type { QueueKeys } from './keys.js';
@@ -38,6 +39,10 @@ export interface Tick {
    * the queue's layout (see src/redis/schema.ts), which the reader checks every tick.
    */
   layout: { shards: number | null; reshard: number | null };
+  /** Cursor of the held sweep to pass next ('0' when it went round; '' when none ran). */
+  heldCursor: string;
+  /** Groups the held sweep met this tick: they hold delayed or finished jobs (lua/includes/heldScan.lua). */
+  held: string[];
 }
 
 /** Options of a tick. */
@@ -56,6 +61,10 @@ export interface TickOptions {
   maxExecutors: number;
   /** Also read the server's memory and ops/s. */
   server: boolean;
+  /** Sweep the groups holding delayed or finished jobs from this cursor ('0' starts a round); undefined: none. */
+  heldCursor?: string;
+  /** Members that sweep reads at most. */
+  heldCount?: number;
 }
 
 /** A group of a groups page as it is now. */
@@ -66,6 +75,8 @@ export interface GroupRow {
   running: number;
   /** Submit time of its oldest waiting job (ms). */
   oldest?: number;
+  /** When its rate limit parks it until (ms): it reached its rate and waits for its window to free. */
+  parkedUntil?: number;
 }
 
 /** The groups page's read: its rows, and the share of recent takes per group. */
@@ -170,7 +181,12 @@ function oldestOf(flat: Array<Buffer | number>): Array<[string, number | undefin
 
 /** The dashboard's script calls on one queue shard's store. */
 export class DashboardStore {
-  constructor(private readonly queue: QueueStore) {}
+  /** The detail views' reads on the same shard (why a job waits, runs by executor, the server). */
+  readonly detail: DashboardDetailStore;
+
+  constructor(private readonly queue: QueueStore) {
+    this.detail = new DashboardDetailStore(queue);
+  }
 
   /** The keys of the queue shard it reads. */
   get keys(): QueueKeys {
@@ -180,37 +196,55 @@ export class DashboardStore {
   /** dashboard-tick.lua: a tick of the shared reader. */
   async tick(o: TickOptions): Promise<Tick> {
     const k = this.queue.keys;
-    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldestFlat, layout] =
-      await this.queue.scripts.fcall<
-        [
-          number,
-          Buffer[],
-          number[],
-          Buffer[],
-          number,
-          Buffer,
-          Buffer,
-          Buffer[],
-          Buffer[] | null,
-          Buffer,
-          Array<Buffer | number>,
-          Array<Buffer | null>,
-        ]
-      >(
-        'dashboard-tick',
-        k.counts,
-        [
-          k.prefix,
-          o.since ?? '',
-          o.cursor ?? '',
-          o.sweepCount,
-          o.maxExecutors,
-          o.server ? '1' : '0',
-          o.oldestCursor ?? '',
-          o.oldestCount,
-        ],
-        true,
-      );
+    const [
+      now,
+      counts,
+      finished,
+      executors,
+      live,
+      lastEvent,
+      cursor,
+      swept,
+      server,
+      oldestCursor,
+      oldestFlat,
+      layout,
+      heldCursor,
+      held,
+    ] = await this.queue.scripts.fcall<
+      [
+        number,
+        Buffer[],
+        number[],
+        Buffer[],
+        number,
+        Buffer,
+        Buffer,
+        Buffer[],
+        Buffer[] | null,
+        Buffer,
+        Array<Buffer | number>,
+        Array<Buffer | null>,
+        Buffer,
+        Buffer[],
+      ]
+    >(
+      'dashboard-tick',
+      k.counts,
+      [
+        k.prefix,
+        o.since ?? '',
+        o.cursor ?? '',
+        o.sweepCount,
+        o.maxExecutors,
+        o.server ? '1' : '0',
+        o.oldestCursor ?? '',
+        o.oldestCount,
+        o.heldCursor ?? '',
+        o.heldCount ?? 0,
+      ],
+      true,
+    );
     const c: Record<string, number> = {};
     for (let i = 0; i < counts.length; i += 2) c[counts[i].toString()] = Number(counts[i + 1].toString());
     const ex: Tick['executors'] = [];
@@ -240,6 +274,8 @@ export class DashboardStore {
       oldest: oldestOf(oldestFlat),
       server: server ? { usedMemory: Number(server[0].toString()), opsPerSec: Number(server[1].toString()) } : undefined,
       layout: { shards: layout[0] ? Number(layout[0]) : null, reshard: layout[1] ? Number(layout[1]) : null },
+      heldCursor: text(heldCursor),
+      held: (held ?? []).map((b) => b.toString()),
     };
   }
 
@@ -247,7 +283,7 @@ export class DashboardStore {
   async groups(names: readonly string[], o: { events: number; maxTakes: number }): Promise<GroupsRead> {
     const k = this.queue.keys;
     const [now, rows, shares, takes, since, runs] = await this.queue.scripts.fcall<
-      [number, Array<[Buffer | null, number, number | null]>, Buffer[], number, number | null, Buffer[]]
+      [number, Array<[Buffer | null, number, number | null, number | null]>, Buffer[], number, number | null, Buffer[]]
     >('dashboard-groups', k.groups, [k.prefix, o.events, o.maxTakes, ...names], true);
     const m = new Map<string, number>();
     for (let i = 0; i < shares.length; i += 2) m.set(shares[i].toString(), Number(shares[i + 1]));
@@ -255,10 +291,11 @@ export class DashboardStore {
     for (let i = 0; i < runs.length; i += 2) running.set(runs[i].toString(), Number(runs[i + 1]));
     return {
       now: Number(now),
-      rows: rows.map(([record, running, oldest]) => ({
+      rows: rows.map(([record, running, oldest, parked]) => ({
         state: record ? decodeGroupState(record) : undefined,
         running: Number(running),
         oldest: oldest === null ? undefined : Number(oldest),
+        parkedUntil: parked === null || parked === undefined ? undefined : Number(parked),
       })),
       shares: m,
       takes: Number(takes),
