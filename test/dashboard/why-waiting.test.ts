@@ -46,11 +46,7 @@ describe('why waiting: group states and a waiting job’s place', () => {
     queue = new Queue(name, { connection: redisUrl() });
     lonelyQueue = new Queue(lonely, { connection: redisUrl() });
     hostileQueue = new Queue(hostile, { connection: redisUrl() });
-    worker = new Worker(
-      name,
-      { block: async () => gate, quick: async () => 'ok' },
-      { connection: redisUrl(), concurrency: 2 },
-    );
+    worker = new Worker(name, { block: async () => gate, quick: async () => 'ok' }, { connection: redisUrl(), concurrency: 2 });
     // A group parked at its rate: one start in ten minutes, two jobs.
     await queue.setGroupLimit('rated', { rate: { max: 1, perMs: 600_000 } });
     ids.rated1 = (await queue.submit({ task: 'quick', group: 'rated' })).id;
@@ -119,7 +115,7 @@ describe('why waiting: group states and a waiting job’s place', () => {
   it('looks for a job among a bounded number of its list’s entries', async () => {
     expect(textOf((await page(name, `/jobs/${ids.deepFirst}`)).body)).toMatch(/place 1 of 10,005 /);
     expect(textOf((await page(name, `/jobs/${ids.deepLast}`)).body)).toContain(
-      'not among the 10,000 next of its group\'s low priority list (of 10,005): it is further back',
+      "not among the 10,000 next of its group's low priority list (of 10,005): it is further back",
     );
   });
 
@@ -131,7 +127,8 @@ describe('why waiting: group states and a waiting job’s place', () => {
     expect(rotaVersion()).toMatch(/^\d+\.\d+\.\d+/);
     expect(text).toMatch(/block\s*,\s*quick/);
     expect(/<td class="num">2<\/td>/.test(row)).toBe(true);
-    for (const id of [ids.lim1, ids.free1]) expect(row).toContain(`href="/q/${encodeURIComponent(name)}/jobs/${encodeURIComponent(id)}"`);
+    for (const id of [ids.lim1, ids.free1])
+      expect(row).toContain(`href="/q/${encodeURIComponent(name)}/jobs/${encodeURIComponent(id)}"`);
     expect(row).not.toContain(ids.free2);
   });
 

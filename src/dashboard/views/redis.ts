@@ -81,7 +81,7 @@ ${
       ? html`<p class="empty">No slow command logged.</p>`
       : html`<table class="slowlog"><thead><tr><th>when</th><th>took</th><th>command</th></tr></thead><tbody>${r.slowlog.map(
           (e) =>
-            html`<tr><td>${ago(e.at, now)}</td><td class="num">${(e.micros / 1000).toFixed(1)} ms</td><td class="mono">${e.command.join(' ')}${e.more ? html` <small>… ${count(e.more)} more</small>` : ''}</td></tr>`,
+            html`<tr><td>${ago(e.at, now)}</td><td class="num">${e.micros < 1000 ? `${e.micros} µs` : `${(e.micros / 1000).toFixed(1)} ms`}</td><td class="mono">${e.command.join(' ')}${e.more ? html` <small>… ${count(e.more)} more</small>` : ''}</td></tr>`,
         )}</tbody></table>`
 }</section>`,
   };
