@@ -10,7 +10,7 @@
   ARGV[1] key prefix
   ARGV[2] most runs read
 
-  Returns { runs in progress in all, { job id, executor id, state, group, packed description,
+  Returns { now (ms), runs in progress in all, { job id, executor id, state, group, packed description,
             started (ms) or false, ... } }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
@@ -32,4 +32,4 @@ end, 1e15, tonumber(ARGV[2]))
 -- (less the pad member)
 local total = call('ZCARD', prefix .. 'leases')
 if call('ZSCORE', prefix .. 'leases', LEASES_PAD) then total = total - 1 end
-return { total, out }
+return { nowMs(), total, out }

@@ -64,6 +64,11 @@ const HELP: Record<Hold['kind'] | 'runnable' | 'idle', string> = {
   'no-executor': 'no live executor is registered for this queue (or this group’s shard): nothing takes its jobs',
 };
 
+/** A time of day, `HH:MM:SS UTC`. */
+function clock(ms: number): string {
+  return `${new Date(ms).toISOString().slice(11, 19)} UTC`;
+}
+
 function holdHtml(h: Hold, now: number): Html {
   switch (h.kind) {
     case 'paused':
@@ -73,7 +78,7 @@ function holdHtml(h: Hold, now: number): Html {
     case 'at-limit':
       return html`<span class="gstate gstate-at-limit" title="${HELP['at-limit']}">at limit (${count(h.running)} running of ${count(h.limit)})</span>`;
     case 'rate-parked':
-      return html`<span class="gstate gstate-rate-parked" title="${HELP['rate-parked']}">rate-parked until ${ago(h.until, now)}</span>`;
+      return html`<span class="gstate gstate-rate-parked" title="${HELP['rate-parked']}">rate-parked until ${clock(h.until)} (${ago(h.until, now)})</span>`;
   }
 }
 

@@ -83,10 +83,10 @@ export class DashboardDetailStore {
     return serverReport(this.queue.client, slowEntries);
   }
 
-  /** dashboard-executor-runs.lua: up to `max` runs in progress, and how many there are in all. */
-  async executorRuns(max: number): Promise<{ total: number; runs: ExecutorRun[] }> {
+  /** dashboard-executor-runs.lua: up to `max` runs in progress, how many there are in all, and the server time (ms). */
+  async executorRuns(max: number): Promise<{ now: number; total: number; runs: ExecutorRun[] }> {
     const k = this.queue.keys;
-    const [total, flat] = await this.queue.scripts.fcall<[number, Buffer[]]>(
+    const [now, total, flat] = await this.queue.scripts.fcall<[number, number, Buffer[]]>(
       'dashboard-executor-runs',
       k.leases,
       [k.prefix, max],
@@ -104,6 +104,6 @@ export class DashboardDetailStore {
         started: started ? Number(started) : undefined,
       });
     }
-    return { total: Number(total), runs };
+    return { now: Number(now), total: Number(total), runs };
   }
 }

@@ -93,7 +93,7 @@ describe('why waiting: group states and a waiting job’s place', () => {
     expect(stateOf(body, 'free')).toBe('runnable');
     expect(stateOf(body, 'paused')).toBe('paused');
     expect(stateOf(body, 'limited')).toBe('at limit (1 running of 1)');
-    expect(stateOf(body, 'rated')).toMatch(/^rate-parked until in (9|10) min$/);
+    expect(stateOf(body, 'rated')).toMatch(/^rate-parked until \d\d:\d\d:\d\d UTC \( in (9|10) min \)$/);
     const alone = (await page(lonely, '/groups')).body;
     expect(stateOf(alone, 'alone')).toBe('no live executor');
   });
@@ -106,7 +106,7 @@ describe('why waiting: group states and a waiting job’s place', () => {
     expect(textOf((await page(name, `/jobs/${ids.p3}`)).body)).toMatch(/place 3 of 3 in .*group state paused/);
     expect(textOf((await page(name, `/jobs/${ids.p1}`)).body)).toMatch(/place 1 of 3 /);
     expect(textOf((await page(name, `/jobs/${ids.lim2}`)).body)).toMatch(/group state at limit \(1 running of 1\)/);
-    expect(textOf((await page(name, `/jobs/${ids.rated2}`)).body)).toMatch(/group state rate-parked until in/);
+    expect(textOf((await page(name, `/jobs/${ids.rated2}`)).body)).toMatch(/group state rate-parked until \d\d:\d\d:\d\d UTC \( in/);
     expect(textOf((await page(lonely, `/jobs/${ids.lonely}`)).body)).toMatch(/group state no live executor/);
     // A job that is not waiting has no such section.
     expect(textOf((await page(name, `/jobs/${ids.free1}`)).body)).not.toContain('Why it waits');

@@ -24,8 +24,9 @@ function taskOf(run: ExecutorRun): string {
 export async function executors(ctx: PageContext): Promise<Page> {
   const t = ctx.q.live.tick;
   const list = t?.executors ?? [];
-  const now = t?.now ?? Date.now();
   const reads = await Promise.all(ctx.q.live.stores.map((s) => s.detail.executorRuns(MAX_RUNS)));
+  // (the server's time of this read: a run may have started after the last tick)
+  const now = Math.max(t?.now ?? 0, ...reads.map((r) => r.now));
   const byWorker = new Map<string, ExecutorRun[]>();
   let total = 0;
   let read = 0;
