@@ -155,7 +155,7 @@ async function withSchemas(client: Redis | Cluster, libs: LibraryInfo[]): Promis
   await Promise.all(
     libs.slice(0, MOST_LIBRARIES).map(async (lib) => {
       try {
-        lib.schema = Number(await client.call('FCALL_RO', `${lib.name}_version`, '0'));
+        lib.schema = Number(await client.call('FCALL', `${lib.name}_version`, '0'));
       } catch {
         // an older library without the function, or a user without the right: no version shown
       }

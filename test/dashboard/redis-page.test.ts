@@ -4,6 +4,7 @@
  * none of a command that may carry a secret) and Rota's library loaded. No page shows the
  * password, not even when it went through the slowlog.
  */
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.js';
@@ -17,6 +18,17 @@ import { eventually, uniqueQueue } from '../helpers/setup.js';
 
 const SECRET = 'pw-Zq7-never-shown-4411';
 const HOSTILE_KEY = `<script>alert("k")</script>`;
+
+/** The runtime user's `ACL SETUSER` line of docs/operations.md, split into arguments after SETUSER. */
+function runtimeAcl(): string[] {
+  const doc = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+  const line = doc.split('\n').find((l) => l.startsWith('ACL SETUSER rota '))!;
+  return line
+    .slice('ACL SETUSER '.length)
+    .trim()
+    .split(/\s+/)
+    .map((a) => (a === '>CHANGE-ME' ? '>runtime-pw' : a));
+}
 
 describe('the Redis page', () => {
   const name = uniqueQueue('redis-page');
@@ -88,5 +100,66 @@ describe('the Redis page', () => {
       expect(r.status, path).toBe(200);
       expect(r.body, path).not.toContain(SECRET);
     }
+  });
+});
+
+describe('the dashboard as the documented runtime user', () => {
+  const name = uniqueQueue('acl-pages');
+  let server: RunningRedis;
+  let admin: Redis;
+  let queue: Queue;
+  let served: DashboardServer;
+  let waitingId = '';
+  const { get } = dashboardClient(() => served.url);
+
+  beforeAll(async () => {
+    server = await startRedis();
+    admin = new Redis(server.url);
+    await admin.call('ACL', 'SETUSER', ...runtimeAcl());
+    // (the default user loads the library; the runtime user may not)
+    const loader = new Queue(name, { connection: server.url });
+    const worker = new Worker(
+      name,
+      {
+        bad: async () => {
+          throw new Error('no');
+        },
+      },
+      { connection: server.url },
+    );
+    const failed = await loader.submit({ task: 'bad', group: 'only-failed', maxRetries: 0 });
+    await eventually(async () => (await loader.getJob(failed.id))?.state === 'failed');
+    await worker.close();
+    await loader.close();
+    await admin.call('ACL', 'LOG', 'RESET');
+    const url = server.url.replace('redis://', 'redis://rota:runtime-pw@');
+    queue = new Queue(name, { connection: url });
+    await queue.pauseGroup('held');
+    waitingId = (await queue.submit({ task: 'bad', group: 'held' })).id;
+    served = await serveDashboard({ connection: url, queues: [name], port: 0 });
+  }, 30_000);
+
+  afterAll(async () => {
+    await served?.close();
+    await queue?.close();
+    admin?.disconnect();
+    await server?.destroy();
+  });
+
+  it('serves the new pages with the rights the docs give it', async () => {
+    const groups = await get('/groups');
+    expect(groups.status, groups.body.slice(-300)).toBe(200);
+    expect(groups.body).toContain('data-group="only-failed"');
+    const job = await get(`/jobs/${waitingId}`);
+    expect(textOf(job.body)).toMatch(/place 1 of 1 .*group state paused/);
+    expect((await get('/executors')).status).toBe(200);
+    const redis = textOf((await get('/redis')).body);
+    expect(redis).toMatch(/memory used [\d.]+ (KiB|MiB)/);
+    expect(redis).toContain(`${rotaLibrary().name} ${SCHEMA_VERSION} `);
+    expect(redis).toMatch(/Slowlog newest 10 not readable: NOPERM/);
+    // (the one command refused: the slowlog, which the runtime user is not given)
+    const log = (await admin.call('ACL', 'LOG')) as unknown[][];
+    const refused = log.map((e) => String(e[e.indexOf('object') + 1]));
+    expect(new Set(refused)).toEqual(new Set(['slowlog|get']));
   });
 });

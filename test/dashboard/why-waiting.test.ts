@@ -106,7 +106,9 @@ describe('why waiting: group states and a waiting job’s place', () => {
     expect(textOf((await page(name, `/jobs/${ids.p3}`)).body)).toMatch(/place 3 of 3 in .*group state paused/);
     expect(textOf((await page(name, `/jobs/${ids.p1}`)).body)).toMatch(/place 1 of 3 /);
     expect(textOf((await page(name, `/jobs/${ids.lim2}`)).body)).toMatch(/group state at limit \(1 running of 1\)/);
-    expect(textOf((await page(name, `/jobs/${ids.rated2}`)).body)).toMatch(/group state rate-parked until \d\d:\d\d:\d\d UTC \( in/);
+    expect(textOf((await page(name, `/jobs/${ids.rated2}`)).body)).toMatch(
+      /group state rate-parked until \d\d:\d\d:\d\d UTC \( in/,
+    );
     expect(textOf((await page(lonely, `/jobs/${ids.lonely}`)).body)).toMatch(/group state no live executor/);
     // A job that is not waiting has no such section.
     expect(textOf((await page(name, `/jobs/${ids.free1}`)).body)).not.toContain('Why it waits');
