@@ -128,7 +128,7 @@ async function main(): Promise<void> {
     }
   })();
   await sleep(SECONDS * 1000);
-  if (LOCAL_PATH.test(await page.innerText('body'))) throw new Error('overview: the page shows a local path');
+  if (LOCAL_PATH.test((await page.textContent('body')) ?? '')) throw new Error('overview: the page shows a local path');
   await page.screenshot({ path: `${OUT}overview.png`, fullPage: true });
   process.stdout.write(`${OUT}overview.png\n`);
   // A backlog to show in the groups page.
@@ -154,7 +154,7 @@ async function main(): Promise<void> {
   for (const [name, path] of shots) {
     await page.goto(served.url + path);
     await sleep(1500);
-    const local = LOCAL_PATH.exec(await page.innerText('body'));
+    const local = LOCAL_PATH.exec((await page.textContent('body')) ?? '');
     if (local) throw new Error(`${name}: the page shows a local path (near "${local[0]}"): it must not be photographed`);
     await page.screenshot({ path: `${OUT}${name}.png`, fullPage: !['jobs', 'groups', 'jobs-delayed'].includes(name) });
     process.stdout.write(`${OUT}${name}.png\n`);
