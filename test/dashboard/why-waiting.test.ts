@@ -15,6 +15,7 @@ import { eventually, redisUrl, uniqueQueue } from '../helpers/setup.js';
 
 const HOSTILE_GROUP = `<script>alert("g")</script>`;
 const HOSTILE_TASK = `<script>alert("t")</script>`;
+const HOSTILE_ID = `<script>alert("j")</script>`;
 
 /** The text of the state cell of group `group`'s row on a groups page. */
 function stateOf(body: string, group: string): string {
@@ -72,7 +73,7 @@ describe('why waiting: group states and a waiting job’s place', () => {
     ids.lonely = (await lonelyQueue.submit({ task: 'quick', group: 'alone' })).id;
     // Hostile names: a group and a task name, with an executor running one of its jobs.
     hostileWorker = new Worker(hostile, { [HOSTILE_TASK]: async () => gate }, { connection: redisUrl(), concurrency: 1 });
-    ids.hostileRun = (await hostileQueue.submit({ task: HOSTILE_TASK, group: HOSTILE_GROUP })).id;
+    ids.hostileRun = (await hostileQueue.submit({ id: HOSTILE_ID, task: HOSTILE_TASK, group: HOSTILE_GROUP })).id;
     await eventually(async () => (await hostileQueue.getJob(ids.hostileRun))?.state === 'running');
     ids.hostileWait = (await hostileQueue.submit({ task: HOSTILE_TASK, group: HOSTILE_GROUP })).id;
     served = await serveDashboard({ connection: redisUrl(), queues: [name, lonely, hostile], port: 0 });
@@ -147,5 +148,8 @@ describe('why waiting: group states and a waiting job’s place', () => {
     expect(stateOf(bodies[0], HOSTILE_GROUP)).toBe('runnable');
     expect(bodies[2]).toContain('&lt;script&gt;alert(&quot;t&quot;)&lt;/script&gt;');
     expect(bodies[2]).toContain('&lt;script&gt;alert(&quot;g&quot;)&lt;/script&gt;');
+    // (the running job's id, as its link's text and in its address)
+    expect(bodies[2]).toContain('&lt;script&gt;alert(&quot;j&quot;)&lt;/script&gt;</a>');
+    expect(bodies[2]).toContain(`/jobs/${encodeURIComponent(HOSTILE_ID)}"`);
   });
 });
