@@ -58,7 +58,7 @@ async function main(): Promise<void> {
   await tasks.upsert({ id: 'digest', task: 'digest', timer: 'Mon..Fri *-*-* 09:00', timezone: 'America/New_York' });
   await tasks.upsert({ id: 'heartbeat', task: 'ping', timer: 'every 5s' });
   await tasks.upsert({ id: 'cleanup', task: 'cleanup', timer: '0 */2 * * *' });
-  await tasks.upsert({ id: 'flaky-sync', task: 'sync', timer: 'every 10s' });
+  await tasks.upsert({ id: 'flaky-sync', task: 'sync', timer: 'every 10s', timezone: 'Europe/Paris' });
   await tasks.rule({ id: 'winback', after: 'user.last_seen', delay: 'P7D', task: 'mail', group: 'marketing' });
   const scheduler = new Scheduler('mail', { connection: url });
   await scheduler.start();

@@ -221,7 +221,8 @@ ${runHistory(ctx, id, runs, limit, zone)}`,
  * its times in the task's zone (as its next runs are; UTC for a task that is gone).
  */
 function runHistory(ctx: PageContext, id: string, runs: RunRecord[], limit: number, zone?: string): Html {
-  const at = (ms: number | undefined) => (ms === undefined || !Number.isFinite(ms) ? '–' : zoned(ms, zone));
+  // (the zone is said once, in the heading)
+  const at = (ms: number | undefined) => (ms === undefined || !Number.isFinite(ms) ? '–' : zoned(ms, zone).slice(0, 19));
   const more = runs.length > limit;
   const q = new URLSearchParams(ctx.query);
   q.set('runs', String(Math.min(MOST_RUNS, limit * 2)));
