@@ -117,8 +117,18 @@ export class GroupIndex {
 
   /** Groups in the index: those with a record, with runs in progress, or holding delayed or finished jobs. */
   get size(): number {
-    if (this.sized.version !== this.version) this.sized = { version: this.version, n: this.names().length };
-    return this.sized.n;
+    if (this.sized.version === this.version) return this.sized.n;
+    let n: number;
+    if (this.parts.length > 1) n = this.names().length;
+    else {
+      // (counted without listing the names: a page asks for it on every request)
+      const { states, held } = this.parts[0];
+      n = states.size;
+      for (const name of this.running.keys()) if (!states.has(name)) n++;
+      for (const name of held) if (!states.has(name) && !this.running.has(name)) n++;
+    }
+    this.sized = { version: this.version, n };
+    return n;
   }
 
   /** A group's record over the shards (see {@link mergeGroupStates}), or undefined: none holds one. */
