@@ -2,13 +2,15 @@
  * Dashboard page-timing benchmark: response times of every page and API route at 100,000 groups
  * and 1,000,000 jobs.
  *
- *   npx tsx benchmarks/dashboard.ts [--quick] [--requests 40]
+ *   npx tsx benchmarks/dashboard.ts [--quick | --tiny] [--requests 40]
  *
  * Starts a private redis-server (or uses REDIS_URL), then fills one queue: 50,000 jobs drained
  * by an executor at concurrency 100 (three in four succeed, the rest fail), so the finished sets
  * hold jobs; then 950,000 waiting jobs over 100,000 groups (a thousand paused, a thousand with a
  * limit and a rate), 10,000 delayed jobs, and 20 periodic tasks. `--quick`: 10,000 groups and
- * 100,000 jobs (1,000 delayed). A dashboard handler
+ * 100,000 jobs (1,000 delayed); `--tiny` (a smoke run of the script, no figure to keep): 1,000
+ * groups and 10,000 jobs. During the requests an executor holds 100 runs (its handlers wait), so
+ * the executors page lists its jobs and the groups' states see a live executor. A dashboard handler
  * is served in this process with one page kept open (an event stream, so the shared reader ticks
  * and sweeps the groups as it would), and each route is requested `--requests` times one after
  * the other (pages at varying offsets, sorts and ids), after one warm-up request each. Prints
@@ -24,13 +26,16 @@ import { dashboard } from '../src/dashboard/index.js';
 import { PeriodicTasks, Queue, Worker } from '../src/index.js';
 import { RedisServer } from '../test/helpers/redis-server.js';
 
-const quick = process.argv.includes('--quick');
+const tiny = process.argv.includes('--tiny');
+const quick = !tiny && process.argv.includes('--quick');
 const argAt = process.argv.indexOf('--requests');
 const REQUESTS = argAt > 0 ? Number(process.argv[argAt + 1]) : 40;
-const GROUPS = quick ? 10_000 : 100_000;
-const JOBS = quick ? 100_000 : 1_000_000;
-const DRAINED = quick ? 10_000 : 50_000;
-const DELAYED = quick ? 1000 : 10_000;
+const GROUPS = tiny ? 1000 : quick ? 10_000 : 100_000;
+const JOBS = tiny ? 10_000 : quick ? 100_000 : 1_000_000;
+const DRAINED = tiny ? 2000 : quick ? 10_000 : 50_000;
+const DELAYED = tiny ? 100 : quick ? 1000 : 10_000;
+/** Runs the executor holds during the requests. */
+const HELD_RUNS = 100;
 const RESULTS = new URL('./results/runs/', import.meta.url).pathname;
 const queueName = 'bench';
 
@@ -126,6 +131,24 @@ async function main(): Promise<void> {
     `memory: ${(Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]) / 2 ** 20).toFixed(0)} MiB\n`,
   );
 
+  // An executor that holds HELD_RUNS runs until the end (its handlers wait).
+  let release: () => void = () => {};
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const holder = new Worker(
+    queueName,
+    { mail: async () => gate, report: async () => gate },
+    { connection: url, concurrency: HELD_RUNS },
+  );
+  const counter = new Queue(queueName, { connection: url });
+  for (;;) {
+    const c = await counter.counts();
+    if (c.running >= HELD_RUNS) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await counter.close();
+
   const handler = dashboard({ connection: url, queues: [queueName] });
   const server = createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -152,7 +175,11 @@ async function main(): Promise<void> {
     'GET /jobs (failed, task filter)': (i) => `/jobs?state=failed&task=bad&offset=${i * 50}`,
     'GET /jobs (success, filter matching none)': () => `/jobs?state=success&task=nothing`,
     'GET /jobs/<id>': (i) => `/jobs/${[ids.failedId, ids.succeededId, ...ids.waitingIds][i % (2 + ids.waitingIds.length)]}`,
+    'GET /jobs/<waiting id> (why waiting)': (i) => `/jobs/${ids.waitingIds[i % ids.waitingIds.length]}`,
+    'GET /groups (paused and limited: states)': (i) => `/groups?group=g${((i * 37) % 1000) * 7}`,
+    'GET /groups (by paused: states)': (i) => `/groups?sort=paused&offset=${i * 50}`,
     'GET /executors': () => '/executors',
+    'GET /redis': () => '/redis',
     'GET /periodic': () => '/periodic',
     'GET /periodic/<id>': (i) => `/periodic/task-${i % 20}`,
     'GET /api/tick': () => '/api/tick',
@@ -198,7 +225,7 @@ async function main(): Promise<void> {
     process.stdout.write(`  ${String(e.n).padStart(4)} × ${name}, slowest ${e.max.toFixed(1)} ms\n`);
 
   mkdirSync(RESULTS, { recursive: true });
-  const file = `${RESULTS}${new Date().toISOString().replace(/[:.]/g, '-')}-dashboard${quick ? '-quick' : ''}.json`;
+  const file = `${RESULTS}${new Date().toISOString().replace(/[:.]/g, '-')}-dashboard${quick ? '-quick' : tiny ? '-tiny' : ''}.json`;
   writeFileSync(
     file,
     JSON.stringify({ groups: GROUPS, jobs: JOBS, requests: REQUESTS, firstGroups, rows, slow: slow.length }, null, 2),
@@ -206,6 +233,8 @@ async function main(): Promise<void> {
   process.stdout.write(`written ${file}\n`);
 
   stream.destroy();
+  release();
+  await holder.close();
   await handler.close();
   server.closeAllConnections();
   server.close();

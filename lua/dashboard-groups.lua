@@ -12,7 +12,8 @@
   ARGV[4..] the page's group names
 
   Returns { now (ms), per page group { packed record or false, runs in progress, submitted time
-            of its oldest waiting job or false }, { group, takes, ... }, takes counted,
+            of its oldest waiting job or false, time its rate parks it until (ms) or false },
+            { group, takes, ... }, takes counted,
             time of the oldest entry read (ms) or false, { group, runs in progress, ... } }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
@@ -40,7 +41,8 @@ for i, name in ipairs(names) do
       if at and (not oldest or at < oldest) then oldest = at end
     end
   end
-  rows[i] = { records[i], running[name] or 0, oldest }
+  local parked = call('ZSCORE', prefix .. 'delayed', GROUP_DUE_MARK .. name)
+  rows[i] = { records[i], running[name] or 0, oldest, parked and tonumber(parked) or false }
 end
 
 local shares, takes, since = {}, 0, false

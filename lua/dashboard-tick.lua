@@ -13,6 +13,9 @@
   ARGV[7] cursor of the oldest-wait sweep of the `groups` hash ('': none this tick)
   ARGV[8] fields that sweep reads at most (HSCAN COUNT)
   ARGV[9] '1': also the history of the current minute and of the one before (includes/history)
+  ARGV[10] cursor of the sweep of the groups holding delayed or finished jobs ('': none this
+          tick; see includes/heldScan)
+  ARGV[11] members that sweep reads at most (ZSCAN COUNT)
 
   Returns { now (ms), counts as a flat list state, n, ...,
             { success, failed, cancelled: jobs finished after ARGV[2] },
@@ -29,6 +32,7 @@
 ]]
 --- @flags no-writes
 --- @include "includes/common"
+--- @include "includes/heldScan"
 
 local prefix = ARGV[1]
 local now = nowMs()
@@ -108,4 +112,8 @@ if ARGV[9] == '1' then
   history = { minute, call('HGETALL', prefix .. 'hist:m:' .. str(minute - 1)), call('HGETALL', prefix .. 'hist:m:' .. str(minute)) }
 end
 
-return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldest, layout, history }
+local heldCursor, held = '', EMPTY
+if ARGV[10] ~= nil and ARGV[10] ~= '' then heldCursor, held = heldStep(prefix, ARGV[10], ARGV[11]) end
+
+return { now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldest, layout, history,
+  heldCursor, held }

@@ -8,7 +8,8 @@
   ARGV[2] executor id
   ARGV[3] lease (ms)
   ARGV[4] registry entry time to live (ms)
-  ARGV[5] executor info (JSON: host, pid, started, concurrency, running)
+  ARGV[5] executor info (JSON: host, pid, started, concurrency, running, ttlMs, version, tasks,
+        moreTasks)
   ARGV[6..] pairs: job id, lease token
 
   Returns { lost runs, flat: job id, lease token (a job may be held under two tokens: a run

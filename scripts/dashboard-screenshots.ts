@@ -8,8 +8,13 @@
  * scheduler, a paused group, a limited one and a rate-limited one, delayed jobs, a fan-out,
  * event-rule runs pending), serves the dashboard and photographs each page
  * with Debian's chromium (/usr/bin/chromium) through playwright-core.
+ *
+ * The photos show no path of the machine they were taken on: the handlers' errors have their
+ * stacks' paths made relative to the package (`app/...`), and each page's text is checked for a
+ * home or work folder before it is photographed (the script fails if one shows).
  */
 import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { serveDashboard } from '../src/dashboard/index.js';
 import { RedisServer } from '../src/dev/redis-server.js';
@@ -19,6 +24,28 @@ const OUT = new URL('../docs/screenshots/', import.meta.url).pathname;
 const at = process.argv.indexOf('--seconds');
 const SECONDS = at > 0 ? Number(process.argv[at + 1]) : 60;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The package's folder, as stack traces name it (a plain path, or a file: URL). */
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** A path that names the machine the photos were taken on. */
+const LOCAL_PATH = /(?:^|[\s(/'"=])(?:\/work\/|\/home\/|\/Users\/|\/root\/|\/tmp\/|[A-Z]:\\)/;
+
+/** Handlers whose errors' stacks name files relative to the package, not where it lies on this machine. */
+function relativeStacks(handlers: Handlers): Handlers {
+  const out: Handlers = {};
+  for (const [task, handler] of Object.entries(handlers)) {
+    out[task] = async (ctx) => {
+      try {
+        return await handler(ctx);
+      } catch (err) {
+        if (err instanceof Error && err.stack)
+          err.stack = err.stack.replaceAll(`file://${ROOT}`, 'app/').replaceAll(ROOT, 'app/');
+        throw err;
+      }
+    };
+  }
+  return out;
+}
+
 const TENANTS = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark', 'wayne', 'wonka', 'tyrell', 'cyberdyne'];
 
 async function main(): Promise<void> {
@@ -31,7 +58,7 @@ async function main(): Promise<void> {
   await tasks.upsert({ id: 'digest', task: 'digest', timer: 'Mon..Fri *-*-* 09:00', timezone: 'America/New_York' });
   await tasks.upsert({ id: 'heartbeat', task: 'ping', timer: 'every 5s' });
   await tasks.upsert({ id: 'cleanup', task: 'cleanup', timer: '0 */2 * * *' });
-  await tasks.upsert({ id: 'flaky-sync', task: 'sync', timer: 'every 10s' });
+  await tasks.upsert({ id: 'flaky-sync', task: 'sync', timer: 'every 10s', timezone: 'Europe/Paris' });
   await tasks.rule({ id: 'winback', after: 'user.last_seen', delay: 'P7D', task: 'mail', group: 'marketing' });
   const scheduler = new Scheduler('mail', { connection: url });
   await scheduler.start();
@@ -61,7 +88,7 @@ async function main(): Promise<void> {
     },
   };
   const workers = [0, 1].map(
-    (i) => new Worker('mail', handlers, { connection: url, concurrency: 8, id: `mail-worker-${i + 1}` }),
+    (i) => new Worker('mail', relativeStacks(handlers), { connection: url, concurrency: 8, id: `mail-worker-${i + 1}` }),
   );
   await queue.setGroupLimit('acme', { concurrency: 2, weight: 3 });
   await queue.setGroupLimit('globex', { rate: { max: 5, perMs: 1000 } });
@@ -101,6 +128,7 @@ async function main(): Promise<void> {
     }
   })();
   await sleep(SECONDS * 1000);
+  if (LOCAL_PATH.test((await page.textContent('body')) ?? '')) throw new Error('overview: the page shows a local path');
   await page.screenshot({ path: `${OUT}overview.png`, fullPage: true });
   process.stdout.write(`${OUT}overview.png\n`);
   // A backlog to show in the groups page.
@@ -109,19 +137,25 @@ async function main(): Promise<void> {
   );
   const [failed] = await queue.jobs({ state: 'failed', limit: 1 });
   const parent = await queue.submit({ task: 'report', group: 'reports', args: { month: '2026-10' } });
+  // A job of the paused group: its page says why it waits.
+  const held = await queue.submit({ task: 'send', group: 'umbrella', args: { to: 'ops@example.com', template: 'invoice' } });
   const shots: Array<[string, string]> = [
     ['groups', 'groups'],
     ['jobs', 'jobs?state=failed'],
     ['jobs-delayed', 'jobs?state=delayed'],
     ['job', failed ? `jobs/${failed.id}` : 'jobs'],
     ['job-fanout', `jobs/${parent.id}`],
+    ['job-waiting', `jobs/${held.id}`],
     ['executors', 'executors'],
+    ['redis', 'redis'],
     ['periodic', 'periodic'],
     ['periodic-task', 'periodic/flaky-sync'],
   ];
   for (const [name, path] of shots) {
     await page.goto(served.url + path);
     await sleep(1500);
+    const local = LOCAL_PATH.exec((await page.textContent('body')) ?? '');
+    if (local) throw new Error(`${name}: the page shows a local path (near "${local[0]}"): it must not be photographed`);
     await page.screenshot({ path: `${OUT}${name}.png`, fullPage: !['jobs', 'groups', 'jobs-delayed'].includes(name) });
     process.stdout.write(`${OUT}${name}.png\n`);
   }

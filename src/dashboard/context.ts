@@ -31,6 +31,6 @@ export interface PageContext {
 /** A rendered page: its title and main content. */
 export interface Page {
   title: string;
-  nav: 'overview' | 'groups' | 'jobs' | 'executors' | 'periodic';
+  nav: 'overview' | 'groups' | 'jobs' | 'executors' | 'periodic' | 'redis';
   main: Html;
 }

@@ -8,6 +8,9 @@
  * from the index (as of the last sweep); the values shown are read fresh for the page's groups.
  * A sharded queue has a `groups` hash per shard, each swept on its own: a group's record in the
  * index adds up its counts over the shards that hold it, its settings are its own shard's.
+ * A group whose jobs are all delayed or finished has no record either: the index lists it from a
+ * third sweep, of the sets that hold such jobs (lua/includes/heldScan.lua), done whole in the
+ * first load (in bounded steps) and then a step each tick.
  */
 import type { Redis } from 'ioredis';
 import { EMPTY_GROUP, type GroupState, readGroupStates } from '../redis/group-state.js';
@@ -52,8 +55,19 @@ class ShardPart {
   round = new Set<string>();
   next = '0';
   oldestNext = '0';
+  /** Groups holding delayed or finished jobs, as the last round of the held sweep and the current one met them. */
+  held = new Set<string>();
+  /** Groups the current round of the held sweep met. */
+  heldRound = new Set<string>();
+  heldNext = '0';
   constructor(readonly key: string) {}
 }
+
+/** A step of the held sweep of a shard: from a cursor, the next one ('0': round over) and the groups met. */
+export type HeldStep = (shard: number, cursor: string) => Promise<{ cursor: string; groups: string[] }>;
+
+/** Steps of the held sweep the first load takes at most per shard (past them, the ticks' steps go on). */
+const MAX_LOAD_STEPS = 2000;
 
 export class GroupIndex {
   private readonly parts: ShardPart[];
@@ -63,6 +77,7 @@ export class GroupIndex {
   private loaded = false;
   private version = 0;
   private readonly sorted = new Map<string, { version: number; at: number; names: string[] }>();
+  private sized = { version: -1, n: 0 };
 
   /**
    * @param keys each shard's `groups` hash, by shard number
@@ -72,6 +87,7 @@ export class GroupIndex {
     private readonly client: Redis,
     keys: readonly string[],
     private readonly ownShard: (group: string) => number = () => 0,
+    private readonly heldStep?: HeldStep,
   ) {
     this.parts = keys.map((k) => new ShardPart(k));
   }
@@ -84,22 +100,34 @@ export class GroupIndex {
   /** The names of every group the index holds. */
   private names(): string[] {
     if (this.parts.length === 1) {
-      const names = [...this.parts[0].states.keys()];
-      for (const name of this.running.keys()) if (!this.parts[0].states.has(name)) names.push(name);
+      const { states, held } = this.parts[0];
+      const names = [...states.keys()];
+      for (const name of this.running.keys()) if (!states.has(name)) names.push(name);
+      for (const name of held) if (!states.has(name) && !this.running.has(name)) names.push(name);
       return names;
     }
     const all = new Set<string>();
-    for (const part of this.parts) for (const name of part.states.keys()) all.add(name);
+    for (const part of this.parts) {
+      for (const name of part.states.keys()) all.add(name);
+      for (const name of part.held) all.add(name);
+    }
     for (const name of this.running.keys()) all.add(name);
     return [...all];
   }
 
-  /** Groups in the index: those with a record, and those with runs in progress only. */
+  /** Groups in the index: those with a record, with runs in progress, or holding delayed or finished jobs. */
   get size(): number {
-    if (this.parts.length > 1) return this.names().length;
-    const states = this.parts[0].states;
-    let n = states.size;
-    for (const name of this.running.keys()) if (!states.has(name)) n++;
+    if (this.sized.version === this.version) return this.sized.n;
+    let n: number;
+    if (this.parts.length > 1) n = this.names().length;
+    else {
+      // (counted without listing the names: a page asks for it on every request)
+      const { states, held } = this.parts[0];
+      n = states.size;
+      for (const name of this.running.keys()) if (!states.has(name)) n++;
+      for (const name of held) if (!states.has(name) && !this.running.has(name)) n++;
+    }
+    this.sized = { version: this.version, n };
     return n;
   }
 
@@ -124,10 +152,13 @@ export class GroupIndex {
 
   /** Resolves once the index was loaded (starting the load on first call). */
   ready(): Promise<void> {
-    this.loading ??= Promise.all(this.parts.map((p) => readGroupStates(this.client, p.key))).then(
+    this.loading ??= Promise.all([
+      ...this.parts.map((p) => readGroupStates(this.client, p.key)),
+      ...this.parts.map((_, i) => this.loadHeld(i)),
+    ]).then(
       (all) => {
-        all.forEach((states, i) => {
-          for (const [name, state] of states) this.parts[i].states.set(name, state);
+        all.slice(0, this.parts.length).forEach((states, i) => {
+          for (const [name, state] of states as Map<string, GroupState>) this.parts[i].states.set(name, state);
         });
         this.loaded = true;
         this.version++;
@@ -138,6 +169,47 @@ export class GroupIndex {
       },
     );
     return this.loading;
+  }
+
+  /** The first load's round of shard `shard`'s held sweep, in bounded steps. */
+  private async loadHeld(shard: number): Promise<void> {
+    if (!this.heldStep) return;
+    const part = this.parts[shard];
+    let cursor = '0';
+    for (let step = 0; step < MAX_LOAD_STEPS; step++) {
+      const r = await this.heldStep(shard, cursor);
+      for (const name of r.groups) part.held.add(name);
+      cursor = r.cursor;
+      if (cursor === '0' || cursor === '') break;
+    }
+    // (a load cut short goes on from where it stopped, with the ticks' steps)
+    part.heldNext = cursor === '' ? '0' : cursor;
+    part.heldRound = cursor === '0' ? new Set() : new Set(part.held);
+  }
+
+  /** The cursor shard `shard`'s next held sweep starts from (undefined until the first load is done). */
+  heldCursor(shard: number): string | undefined {
+    return this.loaded && this.heldStep ? this.parts[shard].heldNext : undefined;
+  }
+
+  /** Takes a step of shard `shard`'s held sweep: the groups met, and the cursor to go on from ('0': the round is over). */
+  sweptHeld(shard: number, groups: readonly string[], cursor: string): void {
+    if (!this.loaded || cursor === '') return;
+    const part = this.parts[shard];
+    for (const name of groups) {
+      if (!part.held.has(name)) {
+        part.held.add(name);
+        this.version++;
+      }
+      part.heldRound.add(name);
+    }
+    part.heldNext = cursor;
+    if (cursor === '0') {
+      // A group the whole round did not meet holds no delayed or finished job now.
+      if (part.heldRound.size !== part.held.size) this.version++;
+      part.held = part.heldRound;
+      part.heldRound = new Set();
+    }
   }
 
   /** Takes a step of shard `shard`'s sweep: the records read, and the cursor to go on from ('0': the round is over). */
@@ -206,7 +278,7 @@ export class GroupIndex {
 
   /** Whether the index holds a group. */
   has(name: string): boolean {
-    return this.running.has(name) || this.parts.some((p) => p.states.has(name));
+    return this.running.has(name) || this.parts.some((p) => p.states.has(name) || p.held.has(name));
   }
 
   /** A page of group names in the order of `sort` (descending for numbers, ascending for names). */

@@ -30,6 +30,7 @@ import { jobDetail, jobList } from './views/jobs.js';
 import { layout } from './views/layout.js';
 import { overview, queueIndex, slotsBusy } from './views/overview.js';
 import { periodicList, periodicTask } from './views/periodic.js';
+import { redisPage } from './views/redis.js';
 
 /** Options of {@link dashboard}. */
 export interface DashboardOptions {
@@ -147,6 +148,7 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
     }
     if (path.startsWith('/jobs/')) return jobDetail(ctx, decodeURIComponent(path.slice(6)));
     if (path === '/executors') return executors(ctx);
+    if (path === '/redis') return redisPage(ctx);
     if (path === '/periodic') return periodicList(ctx);
     if (path.startsWith('/periodic/')) return periodicTask(ctx, decodeURIComponent(path.slice(10)));
     return null;
@@ -313,6 +315,8 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
         cursor: _cursor,
         oldest: _oldest,
         oldestCursor: _oldestCursor,
+        heldCursor: _heldCursor,
+        held: _held,
         ...tick
       } = q.live.tick ?? ({} as Partial<Tick>);
       return send(res, 200, 'application/json', JSON.stringify({ tick, history: q.live.history.hourSeries() }));

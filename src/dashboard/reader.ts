@@ -30,6 +30,11 @@ const SWEEP_COUNT = 2000;
  * 2,000 a tick the call took 30 to 75 ms at 100,000 groups; at 200, a round takes 500 s there).
  */
 const OLDEST_SWEEP_COUNT = 200;
+/**
+ * Members of the sets of delayed and finished jobs the held sweep reads a tick (a job hash read
+ * each): at a million finished jobs a round takes some 17 minutes; the first load reads them all.
+ */
+const HELD_SWEEP_COUNT = 1000;
 /** A tick older than this many intervals is read again before a request uses it. */
 const STALE_TICKS = 3;
 /** Executors listed at most. */
@@ -90,6 +95,7 @@ export class QueueLive implements ShardStores {
       client,
       stores.map((s) => s.keys.groups),
       (group) => shardOfGroup(group, shards),
+      (shard, cursor) => stores[shard].detail.held(cursor, HELD_SWEEP_COUNT),
     );
     this.history = new QueueHistory(stores.map((s) => s.history));
   }
@@ -211,6 +217,8 @@ export class LiveReader extends EventEmitter {
           sweepCount: SWEEP_COUNT,
           oldestCursor: q.groups.oldestCursor(i),
           oldestCount: OLDEST_SWEEP_COUNT,
+          heldCursor: q.groups.heldCursor(i),
+          heldCount: HELD_SWEEP_COUNT,
           maxExecutors: MAX_EXECUTORS,
           // (the server figures of one shard: the home shard's, last)
           server: server && i === q.stores.length - 1,
@@ -230,6 +238,7 @@ export class LiveReader extends EventEmitter {
     ticks.forEach((t, i) => {
       q.groups.swept(i, t.swept, t.cursor);
       q.groups.sweptOldest(i, t.oldest, t.oldestCursor);
+      q.groups.sweptHeld(i, t.held, t.heldCursor);
     });
     q.shardTicks = ticks;
     const t = mergeTicks(ticks);

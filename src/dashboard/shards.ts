@@ -61,6 +61,8 @@ export function mergeTicks(ticks: readonly Tick[]): Tick {
     server: ticks.find((t) => t.server)?.server,
     // (the home shard's, last)
     layout: ticks[ticks.length - 1].layout,
+    heldCursor: '',
+    held: [],
   };
 }
 
@@ -85,6 +87,7 @@ export async function readGroups(
   const rows = names.map((name, k): GroupRow => {
     const parts = reads.map((r) => r.rows[k]);
     const oldest = parts.map((p) => p.oldest).filter((at) => at !== undefined);
+    const parked = parts.map((p) => p.parkedUntil).filter((at) => at !== undefined);
     return {
       state: mergeGroupStates(
         parts.map((p) => p.state),
@@ -92,6 +95,8 @@ export async function readGroups(
       ),
       running: parts.reduce((n, p) => n + p.running, 0),
       oldest: oldest.length ? Math.min(...oldest) : undefined,
+      // (the latest: each shard that holds its jobs keeps its own rate log)
+      parkedUntil: parked.length ? Math.max(...parked) : undefined,
     };
   });
   const shares = new Map<string, number>();

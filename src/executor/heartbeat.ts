@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { MAX_TIMEOUT_MS } from '../queue/long-timer.js';
 import type { QueueStore } from '../redis/queue-store.js';
+import { rotaVersion } from '../version.js';
 import { ANSWER_MS, Answers } from './health.js';
 
 export interface HeldJob {
@@ -18,6 +19,8 @@ export interface HeartbeatDeps {
   leaseMs: number;
   concurrency: number;
   started: number;
+  /** The task names it has handlers for (shown by the dashboard; at most MAX_LISTED_TASKS are sent). */
+  tasks?: readonly string[];
   held(): HeldJob[];
   /** Runs in progress in the whole executor (its held jobs are one shard's); default the held ones. */
   running?(): number;
@@ -27,13 +30,20 @@ export interface HeartbeatDeps {
   onError(err: unknown): void;
 }
 
+/** Task names a registry entry lists at most (the rest are counted in `moreTasks`). */
+export const MAX_LISTED_TASKS = 100;
+
 export class Heartbeat {
   private timer: NodeJS.Timeout | null = null;
   private beating: Promise<void> | null = null;
   /** Whether the shard answers the beats (health.ts): each beat is one Redis call. */
   readonly answers: Answers;
 
+  /** The task names the entry lists. */
+  private readonly tasks: string[];
+
   constructor(private readonly d: HeartbeatDeps) {
+    this.tasks = (d.tasks ?? []).slice(0, MAX_LISTED_TASKS);
     this.answers = new Answers(2 * this.everyMs + ANSWER_MS);
   }
 
@@ -66,6 +76,9 @@ export class Heartbeat {
       running: this.d.running?.() ?? held.length,
       // (the registry entry's time to live: its expiry less this is the time of this heartbeat)
       ttlMs: this.d.leaseMs * 3,
+      version: rotaVersion(),
+      tasks: this.tasks,
+      moreTasks: Math.max(0, (this.d.tasks?.length ?? 0) - MAX_LISTED_TASKS),
     };
     try {
       const { lost, cancel } = await this.answers.follow(

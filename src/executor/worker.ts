@@ -189,6 +189,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
           leaseMs: opts.leaseMs,
           concurrency: opts.concurrency,
           started: this.startedAt,
+          tasks: Object.keys(this.handlers),
           held: () => this.delivery.held(shard),
           running: () => this.runs.size,
           onLost: (lost) => this.abortLost(lost),

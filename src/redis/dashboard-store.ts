@@ -4,6 +4,7 @@
  * so a dashboard store shares its queue's store: the same client and the same schema check.
  */
 
+import { DashboardDetailStore } from './dashboard-detail-store.js';
 import { decodeGroupState, type GroupState } from './group-state.js';
 import { HistoryStore } from './history-store.js';
 import type { JobState } from './job-codec.js';
@@ -41,6 +42,10 @@ export interface Tick {
   layout: { shards: number | null; reshard: number | null };
   /** When asked for: the history hashes (./history.ts) of the current minute (by the server's clock) and the one before. */
   history?: TickHistory;
+  /** Cursor of the held sweep to pass next ('0' when it went round; '' when none ran). */
+  heldCursor: string;
+  /** Groups the held sweep met this tick: they hold delayed or finished jobs (lua/includes/heldScan.lua). */
+  held: string[];
 }
 
 /** The history of a shard's current minute and of the one before, as a tick reads it. */
@@ -69,6 +74,10 @@ export interface TickOptions {
   server: boolean;
   /** Also read the history of the current minute and the one before. */
   history?: boolean;
+  /** Sweep the groups holding delayed or finished jobs from this cursor ('0' starts a round); undefined: none. */
+  heldCursor?: string;
+  /** Members that sweep reads at most. */
+  heldCount?: number;
 }
 
 /** A group of a groups page as it is now. */
@@ -79,6 +88,8 @@ export interface GroupRow {
   running: number;
   /** Submit time of its oldest waiting job (ms). */
   oldest?: number;
+  /** When its rate limit parks it until (ms): it reached its rate and waits for its window to free. */
+  parkedUntil?: number;
 }
 
 /** The groups page's read: its rows, and the share of recent takes per group. */
@@ -185,9 +196,12 @@ function oldestOf(flat: Array<Buffer | number>): Array<[string, number | undefin
 export class DashboardStore {
   /** The shard's history reads. */
   readonly history: HistoryStore;
+  /** The detail views' reads on the same shard (why a job waits, runs by executor, the server). */
+  readonly detail: DashboardDetailStore;
 
   constructor(private readonly queue: QueueStore) {
     this.history = new HistoryStore(queue);
+    this.detail = new DashboardDetailStore(queue);
   }
 
   /** The keys of the queue shard it reads. */
@@ -198,39 +212,58 @@ export class DashboardStore {
   /** dashboard-tick.lua: a tick of the shared reader. */
   async tick(o: TickOptions): Promise<Tick> {
     const k = this.queue.keys;
-    const [now, counts, finished, executors, live, lastEvent, cursor, swept, server, oldestCursor, oldestFlat, layout, history] =
-      await this.queue.scripts.fcall<
-        [
-          number,
-          Buffer[],
-          number[],
-          Buffer[],
-          number,
-          Buffer,
-          Buffer,
-          Buffer[],
-          Buffer[] | null,
-          Buffer,
-          Array<Buffer | number>,
-          Array<Buffer | null>,
-          [number, Buffer[], Buffer[]] | null,
-        ]
-      >(
-        'dashboard-tick',
-        k.counts,
-        [
-          k.prefix,
-          o.since ?? '',
-          o.cursor ?? '',
-          o.sweepCount,
-          o.maxExecutors,
-          o.server ? '1' : '0',
-          o.oldestCursor ?? '',
-          o.oldestCount,
-          o.history ? '1' : '0',
-        ],
-        true,
-      );
+    const [
+      now,
+      counts,
+      finished,
+      executors,
+      live,
+      lastEvent,
+      cursor,
+      swept,
+      server,
+      oldestCursor,
+      oldestFlat,
+      layout,
+      history,
+      heldCursor,
+      held,
+    ] = await this.queue.scripts.fcall<
+      [
+        number,
+        Buffer[],
+        number[],
+        Buffer[],
+        number,
+        Buffer,
+        Buffer,
+        Buffer[],
+        Buffer[] | null,
+        Buffer,
+        Array<Buffer | number>,
+        Array<Buffer | null>,
+        [number, Buffer[], Buffer[]] | null,
+        Buffer,
+        Buffer[],
+      ]
+    >(
+      'dashboard-tick',
+      k.counts,
+      [
+        k.prefix,
+        o.since ?? '',
+        o.cursor ?? '',
+        o.sweepCount,
+        o.maxExecutors,
+        o.server ? '1' : '0',
+        o.oldestCursor ?? '',
+        o.oldestCount,
+        o.history ? '1' : '0',
+        o.heldCursor ?? '',
+        o.heldCount ?? 0,
+      ],
+      true,
+    );
     const c: Record<string, number> = {};
     for (let i = 0; i < counts.length; i += 2) c[counts[i].toString()] = Number(counts[i + 1].toString());
     const ex: Tick['executors'] = [];
@@ -263,6 +296,8 @@ export class DashboardStore {
       history: history
         ? { minute: Number(history[0]), previous: flatHash(history[1]), current: flatHash(history[2]) }
         : undefined,
+      heldCursor: text(heldCursor),
+      held: (held ?? []).map((b) => b.toString()),
     };
   }
 
@@ -270,7 +305,7 @@ export class DashboardStore {
   async groups(names: readonly string[], o: { events: number; maxTakes: number }): Promise<GroupsRead> {
     const k = this.queue.keys;
     const [now, rows, shares, takes, since, runs] = await this.queue.scripts.fcall<
-      [number, Array<[Buffer | null, number, number | null]>, Buffer[], number, number | null, Buffer[]]
+      [number, Array<[Buffer | null, number, number | null, number | null]>, Buffer[], number, number | null, Buffer[]]
     >('dashboard-groups', k.groups, [k.prefix, o.events, o.maxTakes, ...names], true);
     const m = new Map<string, number>();
     for (let i = 0; i < shares.length; i += 2) m.set(shares[i].toString(), Number(shares[i + 1]));
@@ -278,10 +313,11 @@ export class DashboardStore {
     for (let i = 0; i < runs.length; i += 2) running.set(runs[i].toString(), Number(runs[i + 1]));
     return {
       now: Number(now),
-      rows: rows.map(([record, running, oldest]) => ({
+      rows: rows.map(([record, running, oldest, parked]) => ({
         state: record ? decodeGroupState(record) : undefined,
         running: Number(running),
         oldest: oldest === null ? undefined : Number(oldest),
+        parkedUntil: parked === null || parked === undefined ? undefined : Number(parked),
       })),
       shares: m,
       takes: Number(takes),

@@ -131,7 +131,7 @@ export interface Beat {
   leaseMs: number;
   /** Registry entry time to live, ms. */
   ttlMs: number;
-  /** Executor info (host, pid, started, concurrency, running), stored as JSON. */
+  /** Executor info (host, pid, started, concurrency, running, version, tasks), stored as JSON. */
   info: object;
   /** The runs it holds, whose leases are extended. */
   held: ReadonlyArray<{ id: string; token: string }>;

@@ -16,6 +16,12 @@
     for (const el of document.querySelectorAll(selector)) el.textContent = value;
   }
 
+  function contentWidth(el) {
+    const style = getComputedStyle(el);
+    const padding = (Number.parseFloat(style.paddingLeft) || 0) + (Number.parseFloat(style.paddingRight) || 0);
+    return (el.clientWidth || 800) - padding;
+  }
+
   // A history chart (processed and failed runs per minute or per day, points [time s, processed, failed]).
   function historyChart(id, per) {
     const el = document.getElementById(id);
@@ -24,7 +30,8 @@
     const data = [series.map((p) => p[0]), series.map((p) => p[1]), series.map((p) => p[2])];
     const made = new uPlot(
       {
-        width: Math.max(300, el.clientWidth || 800),
+        // (the card's content box: its padding is not the chart's, or the legend overflows it)
+        width: Math.max(300, contentWidth(el)),
         height: 220,
         scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
         series: [

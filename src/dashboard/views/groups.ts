@@ -8,6 +8,7 @@ import { GROUP_FIELDS } from '../../redis/wire.js';
 import { formatDuration } from '../../timers/duration.js';
 import type { Page, PageContext } from '../context.js';
 import { waitingOf } from '../group-index.js';
+import { groupStatus, groupStatusHtml, liveExecutorsOf } from '../group-status.js';
 import { ago, count, html } from '../html.js';
 import { readGroups } from '../shards.js';
 import { actionButton, csrfField } from './layout.js';
@@ -61,6 +62,7 @@ export async function groups(ctx: PageContext): Promise<Page> {
     const g = row.state ?? (row.running > 0 ? EMPTY_GROUP : undefined);
     const rate = g && g.rate > 0 ? `${g.rate}/${formatDuration(g.per)}` : '';
     const enc = { group: name };
+    const status = groupStatus({ ...row, liveExecutors: liveExecutorsOf(ctx.q.live, name), now });
     return html`<tr data-group="${name}">
 <td class="name">${name}</td>
 <td class="num">${g ? count(waitingOf(g)) : '–'}</td><td class="num">${g ? count(g.nh) : '–'}</td><td class="num">${g ? count(g.nl) : '–'}</td><td class="num">${g ? count(Math.max(0, g.nr - g.stuck)) : '–'}</td>
@@ -68,7 +70,7 @@ export async function groups(ctx: PageContext): Promise<Page> {
 <td>${row.oldest !== undefined ? ago(row.oldest, now) : '–'}</td>
 <td class="num">${g && g.limit > 0 ? g.limit : 'none'}</td><td class="num">${g ? g.weight : 1}</td><td class="num rate">${rate || 'none'}</td>
 ${extra.map((f) => html`<td class="num">${g ? String((g as Record<string, number>)[f]) : '–'}</td>`)}
-<td>${g?.paused ? html`<span class="paused">paused</span>` : 'no'}</td>
+<td>${g?.paused ? html`<span class="paused">paused</span>` : 'no'}</td><td class="status">${groupStatusHtml(status, now)}</td>
 <td class="actions">${
       g?.paused ? actionButton(ctx, 'group/resume', 'Resume', enc) : actionButton(ctx, 'group/pause', 'Pause', enc)
     }${
@@ -87,7 +89,7 @@ ${extra.map((f) => html`<td class="num">${g ? String((g as Record<string, number
 <form method="get" action="${ctx.base}/groups" class="filters"><label>find group <input name="group" value="${find}"></label><button type="submit">Find</button>${find ? html` <a href="${ctx.base}/groups">all groups</a>` : ''}</form>
 <table class="groups"><thead><tr>
 <th>${sortLink('group', 'group')}</th><th>${sortLink('waiting', 'waiting')}</th><th>${sortLink('nh', 'high')}</th><th>${sortLink('nl', 'low')}</th><th>released / due</th><th>${sortLink('running', 'running')}</th><th>${sortLink('stuck', 'stuck')}</th><th>${sortLink('oldest', 'oldest wait')}</th><th>${sortLink('limit', 'limit')}</th><th>${sortLink('weight', 'weight')}</th><th>${sortLink('rate', 'rate')}</th>
-${extra.map((f) => html`<th>${sortLink(f, f)}</th>`)}<th>${sortLink('paused', 'paused')}</th><th></th>
+${extra.map((f) => html`<th>${sortLink(f, f)}</th>`)}<th>${sortLink('paused', 'paused')}</th><th title="why its jobs wait: runnable, paused, at limit, rate-parked or no live executor">state</th><th></th>
 </tr></thead><tbody>${rows}</tbody></table>
 ${names.length === 0 ? html`<p class="empty">${find ? 'No such group.' : 'No group has jobs, runs or settings.'}</p>` : ''}
 ${find ? '' : pager(ctx, '/groups', offset, limit, index.size)}

@@ -8,8 +8,10 @@ import { type ChildCounts, unpackDescription } from '../../redis/job-codec.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, counted, type Html, html, pretty, time } from '../html.js';
 import { isFirstPage, readJobs } from '../shards.js';
+import { stateHelp, stateLegend } from '../state-help.js';
 import { attemptsTable } from './attempts.js';
 import { bulkForm, cleanForm, jobButtons, rowBox, selectable } from './job-actions.js';
+import { jobWaitSection } from './job-wait.js';
 import { actionButton } from './layout.js';
 import { pageOf } from './paging.js';
 
@@ -43,7 +45,7 @@ export async function jobList(ctx: PageContext): Promise<Page> {
     const p = new URLSearchParams(q);
     p.set('state', s);
     p.delete('start');
-    return html`<a href="${ctx.base}/jobs?${p}" class="tab state-${s}${s === state ? ' current' : ''}">${s} <b data-count="${s}">${count(counts[s] ?? 0)}</b></a>`;
+    return html`<a href="${ctx.base}/jobs?${p}" class="tab state-${s}${s === state ? ' current' : ''}" title="${stateHelp(s)}">${s} <b data-count="${s}">${count(counts[s] ?? 0)}</b></a>`;
   };
   const filtered = group !== '' || task !== '';
   // Delayed and stuck jobs wait for a time: the list shows it (runAt, or the retry's due time).
@@ -54,6 +56,7 @@ export async function jobList(ctx: PageContext): Promise<Page> {
     nav: 'jobs',
     main: html`<h1>Jobs</h1>
 <nav class="tabs">${states(ctx).map(tab)}</nav>
+${stateLegend()}
 <div class="toolbar">
 <form method="get" action="${ctx.base}/jobs" class="filters"><input type="hidden" name="state" value="${state}">
 <label>group <input name="group" value="${group}"></label><label>task <input name="task" value="${task}"></label><button type="submit">Filter</button>${filtered ? html` <a href="${ctx.base}/jobs?state=${encodeURIComponent(state)}">clear</a>` : ''}</form>
@@ -81,7 +84,7 @@ ${
         } catch {
           taskName = '?';
         }
-        return html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${taskName}</td><td>${j.group}</td><td><span class="state state-${j.state}">${j.state}</span></td>
+        return html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${taskName}</td><td>${j.group}</td><td><span class="state state-${j.state}" title="${stateHelp(j.state)}">${j.state}</span></td>
 <td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td>${dueColumn ? html`<td class="due">${ago(j.runAt ?? j.due, now)}</td>` : ''}<td class="num">${j.progress ?? '–'}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td>${boxes ? rowBox(j.id) : ''}</tr>`;
       })}</tbody></table>
 ${read.jobs.length === 0 ? html`<p class="empty">No ${state} job${filtered ? ' matches the filter' : ''}${read.more ? ` among the ${count(read.looked)} looked at; the next page looks further` : ''}.</p>` : ''}
@@ -123,10 +126,11 @@ export async function jobDetail(ctx: PageContext, id: string): Promise<Page> {
   }
   const error = job.error ?? '';
   const row = (label: string, value: unknown) => html`<tr><th>${label}</th><td>${value as string}</td></tr>`;
+  const waits = job.state === 'waiting' ? await jobWaitSection(ctx, job.id, job.group, job.priority) : '';
   return {
     title: `Job ${id}`,
     nav: 'jobs',
-    main: html`<h1>Job <span class="mono">${job.id}</span> <span class="state state-${job.state}">${job.state}</span></h1>
+    main: html`<h1>Job <span class="mono">${job.id}</span> <span class="state state-${job.state}" title="${stateHelp(job.state)}">${job.state}</span></h1>
 <div class="toolbar">${jobButtons(ctx, job)}</div>
 <table class="fields">
 ${row('task', job.task)}
@@ -150,6 +154,7 @@ ${job.started !== undefined ? html`<li><b>started</b> ${time(job.started)} (wait
 ${job.due !== undefined ? html`<li><b>retry due</b> ${time(job.due)}</li>` : ''}
 ${job.finished !== undefined ? html`<li><b>finished</b> ${time(job.finished)}${job.started !== undefined ? ` (ran ${job.finished - job.started} ms)` : ''}</li>` : ''}
 </ol>
+${waits}
 <h2>Args</h2><pre class="args">${pretty(job.args)}</pre>
 ${job.result !== undefined ? html`<h2>Result</h2><pre class="result">${pretty(job.result)}</pre>` : ''}
 ${error ? html`<h2>Error</h2><pre class="error">${error}</pre>` : ''}

@@ -1,6 +1,7 @@
 /** The frame around every page: head, navigation, queue switcher, live job counts. */
 import type { Page, PageContext } from '../context.js';
 import { type Html, html } from '../html.js';
+import { stateHelp } from '../state-help.js';
 import { stateCounts } from './overview.js';
 
 const NAV: Array<[Page['nav'], string, string]> = [
@@ -9,6 +10,7 @@ const NAV: Array<[Page['nav'], string, string]> = [
   ['jobs', '/jobs', 'Jobs'],
   ['executors', '/executors', 'Executors'],
   ['periodic', '/periodic', 'Periodic'],
+  ['redis', '/redis', 'Redis'],
 ];
 
 /** A hidden CSRF field for an action form (filled in by the page script in live updates). */
@@ -54,7 +56,7 @@ export function layout(ctx: PageContext, page: Page, flash?: string): Html {
 <a class="brand" href="${ctx.root}/">Rota</a>
 ${ctx.queues.length > 1 ? html`<nav class="queues">${ctx.queues.map((name) => html`<a href="${ctx.root}/q/${encodeURIComponent(name)}/"${name === ctx.q.name ? html` class="current"` : ''}>${name}</a>`)}</nav>` : html`<span class="queue">${ctx.q.name}</span>`}
 <nav class="pages">${NAV.map(([id, path, label]) => html`<a href="${ctx.base}${path}"${id === page.nav ? html` class="current"` : ''}>${label}</a>`)}</nav>
-<span class="counts">${stateCounts(counts).map(([state, n]) => html`<span class="state state-${state}">${state} <b data-count="${state}">${n}</b></span>`)}</span>
+<span class="counts">${stateCounts(counts).map(([state, n]) => html`<span class="state state-${state}" title="${stateHelp(state)}">${state} <b data-count="${state}">${n}</b></span>`)}</span>
 ${ctx.readOnly ? html`<span class="readonly">read-only</span>` : ''}
 <span class="live-status" id="live-status" title="live updates">●</span>
 </header>

@@ -6,6 +6,7 @@ import { JOB_STATES } from '../../queue/job.js';
 import type { Tick } from '../../redis/dashboard-store.js';
 import type { Page, PageContext } from '../context.js';
 import { bytes, count, html } from '../html.js';
+import { stateHelp, stateLegend } from '../state-help.js';
 import { historySections } from './history.js';
 
 /**
@@ -30,8 +31,9 @@ export function overview(ctx: PageContext): Page {
     main: html`<h1>Overview <small>${ctx.q.name}</small></h1>
 <section class="cards" id="state-cards" data-jobs="${ctx.base}/jobs">${stateCounts(counts).map(
       ([state, n]) =>
-        html`<a class="card state-${state}" href="${ctx.base}/jobs?state=${encodeURIComponent(state)}"><span>${state}</span><b data-count="${state}">${count(n)}</b></a>`,
+        html`<a class="card state-${state}" href="${ctx.base}/jobs?state=${encodeURIComponent(state)}" title="${stateHelp(state)}"><span>${state}</span><b data-count="${state}">${count(n)}</b></a>`,
     )}</section>
+${stateLegend()}
 <section>
 <h2>Throughput now</h2>
 <p class="rates">submitted <b id="rate-submitted">${last ? last[1].toFixed(1) : '–'}</b>/s · finished <b id="rate-finished">${last ? last[2].toFixed(1) : '–'}</b>/s</p>

@@ -235,20 +235,25 @@ ${task.note ? html`<tr><th>note</th><td class="note">${task.note}</td></tr>` : '
 ${task.pauseOnFailure ? html`<tr><th>on failure</th><td>pause (disable the task)</td></tr>` : ''}
 <tr><th>args</th><td><pre class="inline">${pretty(task.args)}</pre></td></tr>
 </table>
-${runHistory(ctx, id, runs, limit)}`,
+${runHistory(ctx, id, runs, limit, zone)}`,
   };
 }
 
-/** A task's run history table (`runs`: up to limit + 1, the one past the limit says more exist). */
-function runHistory(ctx: PageContext, id: string, runs: RunRecord[], limit: number): Html {
+/**
+ * A task's run history table (`runs`: up to limit + 1, the one past the limit says more exist),
+ * its times in the task's zone (as its next runs are; UTC for a task that is gone).
+ */
+function runHistory(ctx: PageContext, id: string, runs: RunRecord[], limit: number, zone?: string): Html {
+  // (the zone is said once, in the heading)
+  const at = (ms: number | undefined) => (ms === undefined || !Number.isFinite(ms) ? '–' : zoned(ms, zone).slice(0, 19));
   const more = runs.length > limit;
   const q = new URLSearchParams(ctx.query);
   q.set('runs', String(Math.min(MOST_RUNS, limit * 2)));
-  return html`<h2>Run history <small>${runs.length > limit ? `newest ${limit}` : `${runs.length}`}</small></h2>
+  return html`<h2>Run history <small>${runs.length > limit ? `newest ${limit}` : `${runs.length}`} · times in ${zone ?? 'UTC'}</small></h2>
 <table class="runs"><thead><tr><th>planned</th><th>due</th><th>started</th><th>finished</th><th>status</th><th>worker</th><th>host</th><th>pid</th><th>log</th><th>error</th></tr></thead>
 <tbody>${runs.slice(0, limit).map(
     (r) =>
-      html`<tr><td>${time(r.occurrence)}${r.status === 'missed' && r.count ? html`<br><small>${r.count} missed until ${time(r.until)}</small>` : ''}</td><td>${r.due === undefined ? '' : time(r.due)}</td><td>${time(r.started)}</td><td>${time(r.finished)}</td>
+      html`<tr><td>${at(r.occurrence)}${r.status === 'missed' && r.count ? html`<br><small>${r.count} missed until ${at(r.until)}</small>` : ''}</td><td>${r.due === undefined ? '' : at(r.due)}</td><td>${at(r.started)}</td><td>${at(r.finished)}</td>
 <td>${r.jobId && r.status !== 'expired' ? html`<a href="${ctx.base}/jobs/${encodeURIComponent(r.jobId)}">${status(r.status)}</a>` : status(r.status)}${replaced(r)}${r.backfill ? html` <small class="backfill">backfill</small>` : ''}</td>
 <td class="mono">${r.worker ?? ''}</td><td>${r.host ?? ''}</td><td>${r.pid ?? ''}</td>
 <td>${r.logs?.length ? html`<details><summary>${counted(r.logs.length, 'line')}</summary><pre class="logs">${r.logs.join('\n')}</pre></details>` : ''}</td>
