@@ -103,7 +103,7 @@ describe('live updates', () => {
     });
     const viewsBefore = streams.reduce((n, s) => n + (s.events.get('view') ?? 0), 0);
     const started = Date.now();
-    await new Promise((r) => setTimeout(r, 10_000));
+    await new Promise((r) => setTimeout(r, 20_000));
     const seconds = (Date.now() - started) / 1000;
     monitor.disconnect();
     const viewsAfter = streams.reduce((n, s) => n + (s.events.get('view') ?? 0), 0);
@@ -112,8 +112,12 @@ describe('live updates', () => {
     expect(viewsAfter).toBeGreaterThan(viewsBefore);
     expect(commands, JSON.stringify([...byCommand])).toBeGreaterThan(0);
     // One tick a second and a queue, and one command of view refreshes: 2, and one of slack for
-    // a tick that began before the window.
-    expect(commands, JSON.stringify([...byCommand])).toBeLessThanOrEqual(Math.ceil(2 * names.length * seconds) + 1);
+    // a tick that began before the window; and per queue, a render begun before the window's end
+    // on a budget of one command may send one more (an executors page reads its runs, a history
+    // refresh a day), paid back in the next ticks.
+    expect(commands, JSON.stringify([...byCommand])).toBeLessThanOrEqual(
+      Math.ceil(2 * names.length * seconds) + 1 + names.length,
+    );
     expect(perQueueSecond).toBeLessThanOrEqual(2.2);
   });
 });
