@@ -140,7 +140,7 @@ describe('rota, as a new user meets it', () => {
     expect(live).toMatchObject({ code: EXIT_OK, stderr: '' });
     // the triggered runs are submitted, and their times shown in the task's zone
     await eventually(async () => (await tasks.runs('p')).length >= 2);
-    expect((await rota([...q, 'periodic', 'runs', 'p'])).stdout).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+\+0[12]:00 +waiting/m);
+    expect((await rota([...q, 'periodic', 'runs', 'p'])).stdout).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+\+0[12]:00 +\S+ +waiting/m);
     expect((await rota([...q, 'periodic', 'enable', 'p'])).stderr).toBe('');
 
     await scheduler.close();
