@@ -4,11 +4,11 @@
  * and exports `register(program)`; add one import and one line to
  * {@link COMMANDS} to plug in a new command.
  */
-import { readFileSync, realpathSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { MAX_SHARDS } from '../redis/shards.js';
+import { rotaVersion } from '../version.js';
 import { register as registerBench } from './commands/bench.js';
 import { register as registerCalendar } from './commands/calendar.js';
 import { register as registerDashboard } from './commands/dashboard.js';
@@ -41,20 +41,6 @@ const COMMANDS: RegisterCommand[] = [
   registerBench,
 ];
 
-/** The version in Rota's package.json (found from src/cli or dist/src/cli). */
-export function packageVersion(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let up = 0; up < 4; up++, dir = dirname(dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'rota' && pkg.version) return pkg.version;
-    } catch {
-      // not here: look one folder up
-    }
-  }
-  return 'unknown';
-}
-
 /**
  * Every command answers a command-line error with one line and a pointer to its help (not the
  * whole help text), on stderr, prefixed `rota:` as the commands' own errors are.
@@ -70,7 +56,7 @@ function shortErrors(cmd: Command, path: string): void {
 export function buildProgram(): Command {
   const program = new Command('rota')
     .description('Rota: a fair distributed job queue and periodic-task scheduler for Redis')
-    .version(packageVersion(), '-V, --version', 'print the version of rota')
+    .version(rotaVersion(), '-V, --version', 'print the version of rota')
     // (the URL may hold a password: $REDIS_URL's value is not shown as the default in --help)
     .addOption(
       new Option(
