@@ -2,7 +2,7 @@
  * Measurement helpers: Redis INFO parsing (CPU and command statistics), Node CPU and RSS
  * sampling, and the small statistics the report needs (median, percentiles, Jain's index).
  */
-import { parseInfo } from '../redis/bench-store.js';
+import { parseInfo } from '../redis/info.js';
 
 export { parseInfo };
 

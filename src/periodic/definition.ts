@@ -4,8 +4,8 @@ import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
-import { parseTimer, type Timer, TimerSyntaxError } from '../timers/index.js';
-import { decodeSchedule, encodeSchedule, isScheduleJson, type ScheduleSpec, scheduleTimer } from './schedule.js';
+import { type Timer, TimerSyntaxError } from '../timers/index.js';
+import { decodeSchedule, encodeSchedule, isScheduleJson, type ScheduleSpec, scheduleTimer, storedTimer } from './schedule.js';
 
 /** What happens when an occurrence comes while an earlier run of the task has not ended. */
 export type OverlapPolicy = 'skip' | 'buffer-one' | 'allow' | 'cancel-previous' | 'buffer-all';
@@ -213,8 +213,7 @@ export function checkId(id: unknown, field = 'id'): string {
 /** Parses a timer, turning a syntax error into a ValidationError on `timer` or `timezone`. */
 export function checkTimer(spec: string, timezone: string | undefined, field = 'timer'): Timer {
   try {
-    if (isScheduleJson(spec)) return scheduleTimer(decodeSchedule(spec), timezone);
-    return parseTimer(spec, { timezone });
+    return storedTimer(spec, timezone);
   } catch (err) {
     if (err instanceof TimerSyntaxError) {
       if (err.part === 'timezone option') throw new ValidationError('timezone', `unknown time zone "${timezone}"`);

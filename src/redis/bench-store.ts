@@ -5,6 +5,7 @@
  * speaks to each primary in turn.
  */
 import { Cluster, type Redis } from 'ioredis';
+import { parseInfo } from './info.js';
 import { benchKeyPatterns } from './keys.js';
 
 /** Keys one SCAN step asks for, and the most keys one UNLINK pipeline carries. */
@@ -18,17 +19,6 @@ export interface ServerFacts {
   role: string;
   /** INFO memory's `maxmemory_policy`, `unknown` when hidden. */
   maxmemoryPolicy: string;
-}
-
-/** Parses INFO text into its fields (section headers and blank lines skipped). */
-export function parseInfo(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of text.split(/\r?\n/)) {
-    if (!line || line.startsWith('#')) continue;
-    const i = line.indexOf(':');
-    if (i > 0) out[line.slice(0, i)] = line.slice(i + 1);
-  }
-  return out;
 }
 
 /** The bench's access to one server, or to every primary of a Cluster. */

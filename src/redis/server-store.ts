@@ -6,6 +6,7 @@
  * command's arguments are cut short, and left out for commands that may carry a password.
  */
 import type { Cluster, Redis } from 'ioredis';
+import { parseInfo } from './info.js';
 import { rotaLibrary } from './library.js';
 
 /** The INFO fields the page shows, by section; any other field (paths, the run id) is never answered. */
@@ -89,25 +90,16 @@ function reason(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 200);
 }
 
-/** The fields of INFO's text that INFO_FIELDS names, and the replicas it lists. */
-export function parseInfo(text: string): { info: Record<string, string>; replicas: ReplicaInfo[] } {
-  const wanted = new Set<string>(Object.values(INFO_FIELDS).flat());
+/** The fields of INFO's text that INFO_FIELDS names (no other is kept), and the replicas it lists. */
+export function serverInfo(text: string): { info: Record<string, string>; replicas: ReplicaInfo[] } {
+  const all = parseInfo(text);
   const info: Record<string, string> = {};
+  for (const key of Object.values(INFO_FIELDS).flat()) if (all[key] !== undefined) info[key] = all[key];
+  const offset = all.master_repl_offset === undefined ? undefined : Number(all.master_repl_offset);
   const replicas: ReplicaInfo[] = [];
-  let offset: number | undefined;
-  const raw: Array<Record<string, string>> = [];
-  for (const line of text.split(/\r?\n/)) {
-    const at = line.indexOf(':');
-    if (at <= 0 || line.startsWith('#')) continue;
-    const key = line.slice(0, at);
-    const value = line.slice(at + 1);
-    if (wanted.has(key)) info[key] = value;
-    else if (key === 'master_repl_offset') offset = Number(value);
-    else if (/^slave\d+$/.test(key)) {
-      raw.push(Object.fromEntries(value.split(',').map((kv) => kv.split('=', 2) as [string, string])));
-    }
-  }
-  for (const r of raw) {
+  for (const [key, value] of Object.entries(all)) {
+    if (!/^slave\d+$/.test(key)) continue;
+    const r = Object.fromEntries(value.split(',').map((kv) => kv.split('=', 2) as [string, string]));
     const lag = r.lag === undefined ? undefined : Number(r.lag);
     const behind = offset !== undefined && r.offset !== undefined ? Math.max(0, offset - Number(r.offset)) : undefined;
     replicas.push({ state: String(r.state ?? ''), lag, behind });
@@ -147,7 +139,7 @@ export async function serverReport(client: Redis | Cluster, slowEntries = 10): P
       (err: unknown) => `not readable: ${reason(err)}`,
     ),
   ]);
-  const { info, replicas } = parseInfo(infoText);
+  const { info, replicas } = serverInfo(infoText);
   return { info, replicas, slowlog: slow, libraries: libs, expectedLibrary: rotaLibrary().name };
 }
 
