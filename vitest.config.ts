@@ -12,7 +12,7 @@ import { defineConfig } from 'vitest/config';
 const FULL_ONLY: ReadonlyArray<readonly [RegExp, string]> = [
   [/helpers\/(cluster|file-cluster|reshard|sentinel)\.js|cluster: true/, 'Redis Cluster, resharding or Sentinel'],
   [/replicaof|fixtures\/failover\.js/, 'replication, or a failover'],
-  [/playwright-core/, 'a browser'],
+  [/playwright-core|helpers\/browser\.js/, 'a browser'],
   [/helpers\/faketime\.js/, 'a faked clock'],
   [/\bNodeProcess\b|\.kill\(\)/, 'processes a test starts and kills'],
   [/helpers\/cli\.js/, 'the CLI run as a process (each start costs a second or two of CPU)'],

@@ -4,19 +4,18 @@
  * every job matching the filter (5,000 of them) after a confirmation page; clean of a state after
  * one; the message each answers; a hostile job id shown as text; the CSRF check on every new POST.
  */
-import { existsSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.js';
 import { Queue } from '../../src/queue/queue.js';
+import { hasChromium, launchChromium, openPage } from '../helpers/browser.js';
 import { rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
 import { finishRuns, settings, storeOf, takeRuns } from '../helpers/store.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const HOSTILE = `<img src=x onerror="window.__xss=1">"'&`;
 
-describe.skipIf(!existsSync(CHROMIUM))('job actions in a browser', () => {
+describe.skipIf(!hasChromium)('job actions in a browser', () => {
   const name = uniqueQueue('dash-act');
   let browser: Browser;
   let server: DashboardServer;
@@ -28,7 +27,7 @@ describe.skipIf(!existsSync(CHROMIUM))('job actions in a browser', () => {
     redis = rawClient();
     queue = new Queue(name, { connection: redisUrl() });
     server = await serveDashboard({ connection: redisUrl(), queues: [name], port: 0 });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
@@ -38,16 +37,7 @@ describe.skipIf(!existsSync(CHROMIUM))('job actions in a browser', () => {
     redis?.disconnect();
   });
 
-  async function open(path: string): Promise<Page> {
-    const page = await browser.newPage();
-    page.on('pageerror', (err) => problems.push(`${path}: ${err.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(`${path}: ${m.text()}`);
-    });
-    const res = await page.goto(new URL(path.replace(/^\//, ''), server.url).href);
-    expect(res?.status(), path).toBe(200);
-    return page;
-  }
+  const open = (path: string): Promise<Page> => openPage(browser, server.url, path, problems);
 
   /** The message the page shows after an action. */
   const flash = (page: Page) => page.locator('p.flash').textContent();

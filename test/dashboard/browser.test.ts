@@ -4,20 +4,19 @@
  * the pages change Redis, and so does a group's rate set in its form; a hostile group name shows
  * as text; counts update without a reload.
  */
-import { existsSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.js';
 import { Worker } from '../../src/executor/worker.js';
 import { PeriodicTasks } from '../../src/periodic/tasks.js';
 import { Queue } from '../../src/queue/queue.js';
+import { hasChromium, launchChromium, openPage } from '../helpers/browser.js';
 import { eventually, rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const HOSTILE = `<img src=x onerror="window.__xss=1">"'&`;
 
-describe.skipIf(!existsSync(CHROMIUM))('dashboard in a browser', () => {
+describe.skipIf(!hasChromium)('dashboard in a browser', () => {
   const name = uniqueQueue('dash');
   let browser: Browser;
   let server: DashboardServer;
@@ -50,7 +49,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in a browser', () => {
     await queue.submit({ task: 'mail', group: HOSTILE, args: { note: '</pre><script>window.__xss=2</script>' } });
     await tasks.upsert({ id: 'nightly', task: 'mail', timer: '*-*-* 04:00', timezone: 'Europe/Paris' });
     server = await serveDashboard({ connection: redisUrl(), queues: [name], port: 0 });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
@@ -62,16 +61,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in a browser', () => {
   });
 
   /** Opens a page of the dashboard, recording script errors and console errors (CSP violations among them). */
-  async function open(path: string): Promise<Page> {
-    const page = await browser.newPage();
-    page.on('pageerror', (err) => problems.push(`${path}: ${err.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(`${path}: ${m.text()}`);
-    });
-    const res = await page.goto(new URL(path.replace(/^\//, ''), server.url).href);
-    expect(res?.status(), path).toBe(200);
-    return page;
-  }
+  const open = (path: string): Promise<Page> => openPage(browser, server.url, path, problems);
 
   it('opens every page without a script error or a CSP violation', async () => {
     const paths = ['/', '/groups', '/jobs', `/jobs/${failedId}`, '/executors', '/periodic', '/periodic/nightly'];

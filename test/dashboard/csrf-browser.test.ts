@@ -6,18 +6,16 @@
  * carries the logged-in session (the sites are the same), sends `Origin: null` and
  * `Sec-Fetch-Site: same-site`. The dashboard must refuse it.
  */
-import { existsSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.js';
 import { Queue } from '../../src/queue/queue.js';
+import { hasChromium, launchChromium } from '../helpers/browser.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-
-describe.skipIf(!existsSync(CHROMIUM))('CSRF from another port of the same host, in a browser', () => {
+describe.skipIf(!hasChromium)('CSRF from another port of the same host, in a browser', () => {
   const name = uniqueQueue('csrf');
   const token = 'the-dashboard-token';
   let browser: Browser;
@@ -54,7 +52,7 @@ describe.skipIf(!existsSync(CHROMIUM))('CSRF from another port of the same host,
     });
     await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
     evilUrl = `http://127.0.0.1:${(evil.address() as AddressInfo).port}/`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

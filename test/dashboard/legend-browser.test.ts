@@ -3,21 +3,19 @@
  * is sized to the card's content box, and its legend wraps rather than overflow, at a wide and
  * a narrow window.
  */
-import { existsSync } from 'node:fs';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.js';
+import { hasChromium, launchChromium } from '../helpers/browser.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-
-describe.skipIf(!existsSync(CHROMIUM))('the chart legend', () => {
+describe.skipIf(!hasChromium)('the chart legend', () => {
   let server: DashboardServer;
   let browser: Browser;
 
   beforeAll(async () => {
     server = await serveDashboard({ connection: redisUrl(), queues: [uniqueQueue('legend')], port: 0 });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
