@@ -110,7 +110,7 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
   const readOnly = opts.readOnly === true;
   const access = new Access({ token: opts.token, cookiePath: root || '/', trustProxy: opts.trustProxy });
   const several = opts.queues.length > 1;
-  const flash = new Flash(root || '/', (req) => access.secure(req));
+  const flash = new Flash(access);
   const handles = new Map<string, QueueHandle>();
   for (const name of opts.queues) {
     const shards = shardsOf(name);

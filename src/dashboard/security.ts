@@ -128,6 +128,24 @@ export class Access {
     return `${name}=${encodeURIComponent(value)}; Path=${this.cookiePath}; HttpOnly; SameSite=Strict${age}${secure}`;
   }
 
+  /** Sets cookie `name` on the response, as the dashboard's own cookies are set (HttpOnly, SameSite=Strict, its path). */
+  setCookie(req: IncomingMessage, res: ServerResponse, name: string, value: string, maxAgeMs?: number): void {
+    res.appendHeader('set-cookie', this.cookie(req, name, value, maxAgeMs));
+  }
+
+  /** `text` signed under the process's secret for `kind`: `<HMAC hex>.<text>`. */
+  seal(kind: string, text: string): string {
+    return `${this.mac(kind, text).toString('hex')}.${text}`;
+  }
+
+  /** The text of a value {@link seal} made for `kind` in this process; undefined for any other value. */
+  unseal(kind: string, value: string): string | undefined {
+    const at = value.indexOf('.');
+    if (at < 0) return undefined;
+    const text = value.slice(at + 1);
+    return same(value.slice(0, at), this.mac(kind, text).toString('hex')) ? text : undefined;
+  }
+
   /** Whether the client sent too many wrong tokens in the current window. */
   private limited(client: string): boolean {
     const w = this.wrong.get(client);
