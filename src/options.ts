@@ -157,7 +157,11 @@ export const METRICS_OPTIONS = {
     'must be a Queue',
   ),
   workers: z.array(z.custom<object>((v) => typeof v === 'object' && v !== null, 'must be a Worker')).optional(),
-  maxGroups: whole(1, 100_000).optional(),
+  groups: z
+    .string({ error: 'must be none, all or top:N' })
+    .regex(/^(none|all|top:([1-9]\d{0,4}|100000))$/, 'must be none, all or top:N (N from 1 to 100000)')
+    .optional(),
+  sweepIntervalMs: whole(1000, 3_600_000, 'ms').optional(),
 };
 
 export const SHUTDOWN_OPTIONS = {

@@ -5,8 +5,6 @@ import { isIP } from 'node:net';
 import { type Command, InvalidArgumentError } from 'commander';
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { ConnectionError, RotaError, ShardCountError } from '../errors.js';
-import type { Health } from '../executor/health.js';
-import { type HealthServer, serveHealth } from '../observability/health.js';
 import { Queue } from '../queue/queue.js';
 import { clusterState, connectionError, guardDb, MAX_DB, maskUrl, pingPrimaries, urlDb } from '../redis/connection.js';
 import { readShardCount } from '../redis/schema.js';
@@ -327,18 +325,4 @@ export function intOption(name: string, min: number, max: number) {
       throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
     return n;
   };
-}
-
-/**
- * Serves `/readyz` and `/livez` on `--health-port` (see ../observability/health.ts); a port in
- * use is a CliError (EXIT_INVALID).
- */
-export async function serveHealthPort(port: number, check: () => Health): Promise<HealthServer> {
-  try {
-    return await serveHealth({ port, check });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE')
-      throw new CliError(`--health-port: ${port} is in use`, EXIT_INVALID);
-    throw err;
-  }
 }

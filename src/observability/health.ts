@@ -10,15 +10,21 @@ import { listen } from './listen.js';
 export interface HealthServerOptions {
   /** Port to listen on (0: a free one). */
   port: number;
-  /** Address to bind; default 0.0.0.0 (a kubelet probes the pod's address). */
+  /**
+   * Address to bind; default 127.0.0.1 (loopback only). A kubelet probes the pod's address, so
+   * a pod binds 0.0.0.0 (`--health-host 0.0.0.0`).
+   */
   host?: string;
   /** The process's health now (e.g. `() => worker.health()`). */
   check: () => Health;
 }
 
 export interface HealthServer {
-  /** Where the endpoints are served, e.g. http://127.0.0.1:9465 (append /readyz or /livez). */
+  /** Where the endpoints are served, the address bound, e.g. http://127.0.0.1:9465 (append /readyz or /livez). */
   url: string;
+  /** The address the server bound (e.g. 127.0.0.1, 0.0.0.0, ::). */
+  host: string;
+  port: number;
   close(): Promise<void>;
 }
 
@@ -49,9 +55,11 @@ export async function serveHealth(opts: HealthServerOptions): Promise<HealthServ
   });
   // (a probe's connection is not kept open: close() ends at once)
   server.keepAliveTimeout = 1000;
-  const port = await listen(server, opts.port, opts.host);
+  const bound = await listen(server, opts.port, opts.host);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: bound.origin,
+    host: bound.host,
+    port: bound.port,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,9 +1,10 @@
 /**
- * An optional Prometheus endpoint for executors and schedulers (prom-client): jobs by state and
- * queue depth per group and the groups' rate limits (read from Redis at scrape time), the
+ * An optional Prometheus endpoint for executors and schedulers (prom-client): jobs by state, the
  * autoscaling gauges (runnable jobs, oldest runnable wait, running jobs, executor slots, jobs due
- * soon; read by one script call per shard a scrape), submit-to-start waits per group and periodic
- * lateness (observed from the executors' events).
+ * soon), optionally per group the queue depth and rate limits, all from one shared sweep of Redis
+ * made at most once per `sweepIntervalMs` (./metrics-sweep.ts); submit-to-start waits and
+ * periodic lateness (observed from the executors' events). It binds 127.0.0.1 unless told
+ * otherwise: it has no authentication.
  */
 import { createServer, type Server } from 'node:http';
 import { Gauge, Histogram, Registry } from 'prom-client';
@@ -12,115 +13,59 @@ import { checkOptions, METRICS_OPTIONS } from '../options.js';
 import type { Job } from '../queue/job.js';
 import type { Queue } from '../queue/queue.js';
 import type { GroupInfo } from '../queue/reader.js';
-import { type AutoscaleRead, MetricsStore } from '../redis/metrics-store.js';
+import { MetricsStore } from '../redis/metrics-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { shardNumbers } from '../redis/shards.js';
 import { listen } from './listen.js';
+import { type Autoscale, type GroupLabels, MetricsSweep, type Snapshot } from './metrics-sweep.js';
 
 export interface MetricsOptions {
   /** Port to listen on (0: a free one; up to 65,535). */
   port: number;
-  /** Address to bind; default 0.0.0.0. */
+  /**
+   * Address to bind; default 127.0.0.1 (loopback only: the endpoint has no authentication).
+   * Prometheus in a pod scrapes the pod's address: bind 0.0.0.0 there.
+   */
   host?: string;
   /** Queue whose counts and group depths are exported (of any task map: it is only read). */
   // biome-ignore lint/suspicious/noExplicitAny: a typed Queue<Tasks> is no Queue (its submits take less), and metrics never submit.
   queue: Queue<any>;
   /** Executors whose jobs' waits are observed. */
   workers?: Worker[];
-  /** At most this many groups get a depth series (the deepest are kept): 1 to 100,000; default 1,000. */
-  maxGroups?: number;
+  /**
+   * Which groups get series of their own (a `group` label, whose values are group names):
+   * `none` (the default: no group name is shown, and a sweep reads no group record beyond the
+   * autoscaling sweep's), `top:N` (the N deepest groups, N from 1 to 100,000), or `all` (every
+   * group: unbounded cardinality, for queues of a few hundred groups).
+   */
+  groups?: 'none' | 'all' | `top:${number}`;
+  /**
+   * A sweep of Redis starts at most once per this many ms, shared by every scrape: scrapes
+   * within it are answered from the last sweep. 1,000 to 3,600,000; default 10,000.
+   */
+  sweepIntervalMs?: number;
 }
 
 export interface MetricsServer {
-  /** Where the metrics are served, e.g. http://127.0.0.1:9464/metrics. */
+  /** Where the metrics are served, the address bound, e.g. http://127.0.0.1:9464/metrics. */
   url: string;
+  /** The address the server bound (e.g. 127.0.0.1, 0.0.0.0, ::). */
+  host: string;
+  port: number;
   registry: Registry;
   close(): Promise<void>;
 }
 
+/** The default of {@link MetricsOptions.sweepIntervalMs}. */
+export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
+
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300];
 
-/** Fields of a shard's `groups` hash the autoscaling read sweeps at most a scrape (a larger hash takes several scrapes a round). */
-export const AUTOSCALE_SWEEP_FIELDS = 2000;
-/** Executors the autoscaling read lists at most per shard. */
-const AUTOSCALE_MAX_EXECUTORS = 10_000;
-/** The window of `rota_queue_due_soon_jobs`, ms. */
-const DUE_WINDOW_MS = 60_000;
-
-/** What the autoscaling gauges show of a queue, summed over its shards. */
-export interface Autoscale {
-  runnable: number;
-  held: number;
-  /** Seconds. */
-  oldestWait: number;
-  running: number;
-  dueSoon: number;
-  slots: number;
-  busySlots: number;
-}
-
-/** The sums of a shard's groups sweep (see lua/metrics-autoscale.lua). */
-interface Swept {
-  paused: number;
-  held: number;
-  /** ms; undefined: none. */
-  oldestStart?: number;
-}
-
-/**
- * The autoscaling read of a queue: one script call per shard, whose sweep of the shard's
- * `groups` hash carries on from where the last scrape's stopped. The group sums of a shard are its
- * last whole round's (the round in progress until one ended), so they are exact while a shard's
- * hash holds at most `sweepFields` fields, and a round or so old beyond that.
- * @internal exported for the tests.
- */
-export function autoscaleReader(stores: MetricsStore[], sweepFields = AUTOSCALE_SWEEP_FIELDS): () => Promise<Autoscale> {
-  const sweeps = stores.map(() => ({
-    cursor: '0',
-    round: { paused: 0, held: 0 } as Swept,
-    last: undefined as Swept | undefined,
-  }));
-  return async () => {
-    const reads: AutoscaleRead[] = await Promise.all(
-      stores.map((s, i) =>
-        s.autoscale({
-          cursor: sweeps[i].cursor,
-          maxFields: sweepFields,
-          maxExecutors: AUTOSCALE_MAX_EXECUTORS,
-          dueWindowMs: DUE_WINDOW_MS,
-        }),
-      ),
-    );
-    const out: Autoscale = { runnable: 0, held: 0, oldestWait: 0, running: 0, dueSoon: 0, slots: 0, busySlots: 0 };
-    // (an executor registers in every shard it takes from: its slots count once)
-    const executors = new Map<string, Record<string, unknown>>();
-    reads.forEach((r, i) => {
-      const sweep = sweeps[i];
-      const { round } = sweep;
-      round.paused += r.pausedWaiting;
-      round.held += r.heldWaiting;
-      if (r.oldestStart !== undefined && (round.oldestStart === undefined || r.oldestStart < round.oldestStart))
-        round.oldestStart = r.oldestStart;
-      sweep.cursor = r.cursor;
-      if (r.cursor === '0') {
-        sweep.last = round;
-        sweep.round = { paused: 0, held: 0 };
-      }
-      const groups = sweep.last ?? round;
-      out.runnable += Math.max(0, (r.counts.waiting ?? 0) - groups.paused - groups.held);
-      out.held += groups.held;
-      if (groups.oldestStart !== undefined)
-        out.oldestWait = Math.max(out.oldestWait, Math.max(0, r.now - groups.oldestStart) / 1000);
-      out.running += r.counts.running ?? 0;
-      out.dueSoon += r.dueSoon;
-      for (const e of r.executors) executors.set(e.id, e.info);
-    });
-    for (const info of executors.values()) {
-      out.slots += Number(info.concurrency) || 0;
-      out.busySlots += Number(info.running) || 0;
-    }
-    return out;
-  };
+/** The {@link GroupLabels} that `none`, `all` or `top:N` (N from 1 to 100,000) names; undefined for other text. */
+export function groupLabels(text: string): GroupLabels | undefined {
+  if (text === 'none' || text === 'all') return text;
+  const m = /^top:([1-9]\d{0,5})$/.exec(text);
+  return m && Number(m[1]) <= 100_000 ? { top: Number(m[1]) } : undefined;
 }
 
 /**
@@ -131,28 +76,46 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
   const opts = checkOptions(METRICS_OPTIONS, options) as MetricsOptions;
   const registry = new Registry();
   const { queue } = opts;
-  const maxGroups = opts.maxGroups ?? 1000;
+  const labels = groupLabels(opts.groups ?? 'none') as GroupLabels;
+  const sweep = new MetricsSweep({
+    stores: shardNumbers(queue.shards).map(
+      (shard) => new MetricsStore(new QueueStore(queue.client, queue.name, { maxEvents: 0, shard, shards: queue.shards })),
+    ),
+    shards: queue.shards,
+    groups: labels,
+    intervalMs: opts.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+  });
+
+  // Every gauge reads the shared sweep: the registry collects its metrics concurrently, and a
+  // scrape within the interval costs Redis nothing. A new snapshot also renews the groups that
+  // keep their own series of the waits (top:N).
+  let seen: Snapshot | undefined;
+  const labelled = new Set<string>();
+  const snapshot = async (): Promise<Snapshot> => {
+    const s = await sweep.read();
+    if (s !== seen && typeof labels === 'object') {
+      seen = s;
+      const kept = new Set(s.groups.map((g) => g.group));
+      for (const group of labelled) {
+        if (!kept.has(group)) {
+          wait.remove({ queue: queue.name, group });
+          labelled.delete(group);
+        }
+      }
+      for (const group of kept) labelled.add(group);
+    }
+    return s;
+  };
+
   new Gauge({
     name: 'rota_jobs',
     help: 'Jobs per state',
     labelNames: ['queue', 'state'],
     registers: [registry],
     async collect() {
-      for (const [state, n] of Object.entries(await queue.counts())) this.set({ queue: queue.name, state }, n);
+      for (const [state, n] of Object.entries((await snapshot()).counts)) this.set({ queue: queue.name, state }, n);
     },
   });
-  // The group gauges share one read of the groups per scrape: the registry collects its metrics
-  // concurrently, so every collect starts before the first read answers and waits for that read.
-  let reading: Promise<GroupInfo[]> | null = null;
-  const readGroups = (): Promise<GroupInfo[]> => {
-    reading ??= queue
-      .groups()
-      .then((groups) => groups.sort((a, b) => b.waiting - a.waiting).slice(0, maxGroups))
-      .finally(() => {
-        reading = null;
-      });
-    return reading;
-  };
   /** A gauge per group of `value` (groups for which it gives undefined have none). */
   const groupGauge = (name: string, help: string, value: (g: GroupInfo) => number | undefined) =>
     new Gauge({
@@ -161,7 +124,7 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
       labelNames: ['queue', 'group'],
       registers: [registry],
       async collect() {
-        const groups = await readGroups();
+        const { groups } = await snapshot();
         this.reset();
         for (const g of groups) {
           const v = value(g);
@@ -169,24 +132,19 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
         }
       },
     });
-  groupGauge('rota_group_waiting', 'Runnable jobs waiting per group', (g) => g.waiting);
-  groupGauge('rota_group_running', 'Jobs running per group', (g) => g.running);
-  groupGauge(
-    'rota_group_rate_max',
-    'Most starts a group with a rate limit may have in any window (rota_group_rate_window_seconds)',
-    (g) => g.rate?.max,
-  );
-  groupGauge('rota_group_rate_window_seconds', "The window of a group's rate limit", (g) =>
-    g.rate ? g.rate.perMs / 1000 : undefined,
-  );
+  if (labels !== 'none') {
+    groupGauge('rota_group_waiting', 'Runnable jobs waiting per group', (g) => g.waiting);
+    groupGauge('rota_group_running', 'Jobs running per group', (g) => g.running);
+    groupGauge(
+      'rota_group_rate_max',
+      'Most starts a group with a rate limit may have in any window (rota_group_rate_window_seconds)',
+      (g) => g.rate?.max,
+    );
+    groupGauge('rota_group_rate_window_seconds', "The window of a group's rate limit", (g) =>
+      g.rate ? g.rate.perMs / 1000 : undefined,
+    );
+  }
 
-  // The autoscaling gauges share one read per scrape, as the group gauges do.
-  const readAutoscale = autoscaleReader(
-    shardNumbers(queue.shards).map(
-      (shard) => new MetricsStore(new QueueStore(queue.client, queue.name, { maxEvents: 0, shard, shards: queue.shards })),
-    ),
-  );
-  let autoscaling: Promise<Autoscale> | null = null;
   const queueGauge = (name: string, help: string, value: (a: Autoscale) => number) =>
     new Gauge({
       name,
@@ -194,10 +152,7 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
       labelNames: ['queue'],
       registers: [registry],
       async collect() {
-        autoscaling ??= readAutoscale().finally(() => {
-          autoscaling = null;
-        });
-        this.set({ queue: queue.name }, value(await autoscaling));
+        this.set({ queue: queue.name }, value((await snapshot()).autoscale));
       },
     });
   queueGauge(
@@ -227,13 +182,22 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     (a) => a.slots,
   );
   queueGauge('rota_executor_slots_busy', "Jobs the queue's live executors report running", (a) => a.busySlots);
+  // The waits per group, as the group gauges: none (one series), the groups of the last sweep's
+  // top N (the others' waits under group ""), or every group.
   const wait = new Histogram({
     name: 'rota_submit_to_start_seconds',
-    help: "Time from submit (or a delayed job's due time) to the start of a run, per group",
-    labelNames: ['queue', 'group'],
+    help:
+      labels === 'none'
+        ? "Time from submit (or a delayed job's due time) to the start of a run"
+        : `Time from submit (or a delayed job's due time) to the start of a run, per group${labels === 'all' ? '' : ' (group "": the groups outside the deepest listed)'}`,
+    labelNames: labels === 'none' ? ['queue'] : ['queue', 'group'],
     buckets: WAIT_BUCKETS,
     registers: [registry],
   });
+  const waitLabels = (group: string): Record<string, string> =>
+    labels === 'none'
+      ? { queue: queue.name }
+      : { queue: queue.name, group: labels === 'all' || labelled.has(group) ? group : '' };
   const lateness = new Histogram({
     name: 'rota_periodic_lateness_seconds',
     help: 'Time from a periodic occurrence to the submit of its job',
@@ -244,7 +208,7 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
   const observe = (job: Job) => {
     if (job.started !== undefined)
       wait.observe(
-        { queue: queue.name, group: job.group },
+        waitLabels(job.group),
         // (a delayed job waits from its due time)
         Math.max(0, job.started - Math.max(job.submitted, job.runAt ?? 0)) / 1000,
       );
@@ -268,9 +232,11 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
       (err: Error) => res.writeHead(500).end(`${err.message}\n`),
     );
   });
-  const port = await listen(server, opts.port, opts.host);
+  const bound = await listen(server, opts.port, opts.host);
   return {
-    url: `http://127.0.0.1:${port}/metrics`,
+    url: `${bound.origin}/metrics`,
+    host: bound.host,
+    port: bound.port,
     registry,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

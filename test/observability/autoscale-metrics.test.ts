@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Queue, serveMetrics, Worker } from '../../src/index.js';
-import { autoscaleReader } from '../../src/observability/metrics.js';
+import { MetricsSweep } from '../../src/observability/metrics-sweep.js';
 import { MetricsStore } from '../../src/redis/metrics-store.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
@@ -66,7 +66,7 @@ describe('autoscaling gauges', () => {
       { task: 'noop', group: 'later', delay: 600_000 },
     ]);
     const oldest = (await queue.jobs({ state: 'waiting', group: 'a' }))[0];
-    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', queue });
+    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', sweepIntervalMs: 1000, queue });
     open.push(metrics);
     const g = await scrape(metrics.url, name);
     const stats = await queue.stats();
@@ -83,14 +83,14 @@ describe('autoscaling gauges', () => {
     expect(g.rota_queue_oldest_runnable_wait_seconds).toBeGreaterThan(0);
     expect(g.rota_queue_oldest_runnable_wait_seconds).toBeLessThanOrEqual((now - oldest.submitted) / 1000 + 1);
 
-    // Resuming the group makes its jobs runnable; with nothing runnable the wait is 0.
+    // Resuming the group makes its jobs runnable (once the next sweep reads it, a second on);
+    // with nothing runnable the wait is 0.
     await queue.resumeGroup('paused');
-    expect((await scrape(metrics.url, name)).rota_queue_runnable_jobs).toBe(5);
+    expect((await scrapeUntil(metrics.url, name, (x) => x.rota_queue_runnable_jobs === 5)).rota_queue_runnable_jobs).toBe(5);
     await queue.pauseGroup('paused');
     await queue.pauseGroup('a');
     await queue.pauseGroup('b');
-    const none = await scrape(metrics.url, name);
-    expect(none.rota_queue_runnable_jobs).toBe(0);
+    const none = await scrapeUntil(metrics.url, name, (x) => x.rota_queue_runnable_jobs === 0);
     expect(none.rota_queue_oldest_runnable_wait_seconds).toBe(0);
   });
 
@@ -114,7 +114,7 @@ describe('autoscaling gauges', () => {
       { slow: () => blocked.then(() => 'done'), quick: () => 'done' },
       { connection: redisUrl(), concurrency: 4, leaseMs: 1500 },
     );
-    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', queue, workers: [worker] });
+    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', sweepIntervalMs: 1000, queue, workers: [worker] });
     open.push(metrics, worker, { close: async () => release() });
     // Two runs of `limited` hold its limit, three of its jobs wait; `rated` ran one job and is
     // parked for 30 s with the other.
@@ -150,7 +150,7 @@ describe('autoscaling gauges', () => {
       ]),
       ...groups.map((group) => ({ task: 'noop', group, delay: 20_000 })),
     ]);
-    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', queue });
+    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', sweepIntervalMs: 1000, queue });
     open.push(metrics);
     const g = await scrape(metrics.url, name);
     const stats = await queue.stats();
@@ -167,15 +167,22 @@ describe('autoscaling gauges', () => {
     expect(withExecutor.rota_executor_slots).toBe(3);
   });
 
-  it('sweep a large groups hash over several scrapes, keeping the last whole round’s sums', async () => {
+  it('sweep a large groups hash over several sweeps, keeping the last whole round’s sums', async () => {
     const name = uniqueQueue('autoscale');
     const queue = new Queue(name, { connection: redisUrl() });
     open.push(queue);
     const groups = Array.from({ length: 30 }, (_, i) => `g${i}`);
     for (const group of groups.slice(0, 10)) await queue.pauseGroup(group);
     await queue.submitBulk(groups.map((group) => ({ task: 'noop', group })));
-    // (a sweep of about 4 fields a scrape: the 31 fields, the pad included, take several)
-    const read = autoscaleReader([new MetricsStore(new QueueStore(queue.client, name, { maxEvents: 0 }))], 4);
+    // (a sweep of about 4 fields, every read a sweep: the 31 fields, the pad included, take several)
+    const sweep = new MetricsSweep({
+      stores: [new MetricsStore(new QueueStore(queue.client, name, { maxEvents: 0 }))],
+      shards: 1,
+      groups: 'none',
+      intervalMs: 0,
+      autoscaleFields: 4,
+    });
+    const read = async () => (await sweep.read()).autoscale;
     const first = await read();
     // Before a round ends, the paused jobs subtracted are those swept so far.
     expect(first.runnable).toBeGreaterThan(20);

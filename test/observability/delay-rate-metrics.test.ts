@@ -21,7 +21,7 @@ describe('Prometheus metrics of delays and rates', () => {
       { task: 'noop', group: 'api', delay: 60_000 },
       { task: 'noop', group: 'plain' },
     ]);
-    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', queue });
+    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', groups: 'all', queue });
     open.push(metrics);
     const body = await (await fetch(metrics.url)).text();
     expect(body).toContain(`rota_jobs{queue="${name}",state="delayed"} 1`);
@@ -37,7 +37,7 @@ describe('Prometheus metrics of delays and rates', () => {
     open.push(queue);
     const submitted = await queue.submit({ task: 'noop', group: 'later', delay: 1500 });
     const worker = new Worker(name, { noop: () => 'done' }, { connection: redisUrl() });
-    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', queue, workers: [worker] });
+    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', groups: 'all', queue, workers: [worker] });
     open.push(metrics, worker);
     const done: Job[] = [];
     worker.on('completed', (j) => done.push(j));

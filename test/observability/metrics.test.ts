@@ -24,7 +24,7 @@ describe('Prometheus metrics', () => {
     open.push(worker);
     const done: Job[] = [];
     worker.on('completed', (j) => done.push(j));
-    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', queue, workers: [worker] });
+    const metrics = await serveMetrics({ port: 0, host: '127.0.0.1', groups: 'all', queue, workers: [worker] });
     open.push(metrics);
     await until(worker, 'completed', () => done.length === 3);
     const body = await (await fetch(metrics.url)).text();

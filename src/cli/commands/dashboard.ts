@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { serveDashboard } from '../../dashboard/serve.js';
 import type { HealthServer } from '../../observability/health.js';
 import { EXIT_INVALID, EXIT_USAGE } from '../exit-codes.js';
-import { CliError, globals, intOption, openTarget, readSecretFile, run, serveHealthPort } from '../support.js';
+import { healthHostOption, serveHealthFlags } from '../observability-flags.js';
+import { CliError, globals, intOption, openTarget, readSecretFile, run } from '../support.js';
 
 /**
  * Every queue named with `--queue` on the command line (it may be repeated: `--queue a --queue b`).
@@ -34,6 +35,7 @@ export function register(program: Command): void {
     .option('--token-file <file>', 'read the access token from this file')
     .option('--base-path <path>', 'path to serve under, e.g. /rota')
     .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
+    .addOption(healthHostOption())
     .option('--trust-proxy', 'behind a proxy: trust its X-Forwarded-Proto (Secure cookies) and X-Forwarded-For')
     .action(
       async (
@@ -46,6 +48,7 @@ export function register(program: Command): void {
           basePath?: string;
           trustProxy?: boolean;
           healthPort?: number;
+          healthHost?: string;
         },
         cmd: Command,
       ) =>
@@ -81,9 +84,10 @@ export function register(program: Command): void {
           }
           process.stdout.write(`rota dashboard of ${queues.join(', ')} on ${served.url}${o.readOnly ? ' (read-only)' : ''}\n`);
           let health: HealthServer | undefined;
-          if (o.healthPort !== undefined) {
+          const { healthPort } = o;
+          if (healthPort !== undefined) {
             try {
-              health = await serveHealthPort(o.healthPort, () => served.handler.health());
+              health = await serveHealthFlags({ ...o, healthPort }, () => served.handler.health());
             } catch (err) {
               await served.close().catch(() => {});
               target.close();

@@ -2,7 +2,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import type { HealthServer } from '../../observability/health.js';
 import { createLogger } from '../../observability/logger.js';
-import { serveMetrics } from '../../observability/metrics.js';
 import type { PeriodicTask, PeriodicTaskDefinition } from '../../periodic/definition.js';
 import { describeControls } from '../../periodic/schedule.js';
 import { Scheduler } from '../../periodic/scheduler.js';
@@ -11,17 +10,16 @@ import { Queue } from '../../queue/queue.js';
 import { parseTimer } from '../../timers/index.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
 import {
-  CliError,
-  globals,
-  intOption,
-  openClient,
-  openTarget,
-  printJson,
-  printTable,
-  run,
-  serveHealthPort,
-  shardsOf,
-} from '../support.js';
+  type HealthFlags,
+  healthHostOption,
+  type MetricsFlags,
+  metricsGroupsOption,
+  metricsHostOption,
+  metricsSweepIntervalOption,
+  serveHealthFlags,
+  serveMetricsFlags,
+} from '../observability-flags.js';
+import { CliError, globals, intOption, openClient, openTarget, printJson, printTable, run, shardsOf } from '../support.js';
 import { timeFormat } from '../times.js';
 import { registerBackfill } from './periodic-backfill.js';
 
@@ -106,8 +104,12 @@ export function register(program: Command): void {
     .description('run a scheduler replica (any number may run; each occurrence is submitted once)')
     .option('--id <id>', 'replica id')
     .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
+    .addOption(metricsHostOption())
+    .addOption(metricsGroupsOption())
+    .addOption(metricsSweepIntervalOption())
     .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
-    .action(async (o: { id?: string; metricsPort?: number; healthPort?: number }, cmd: Command) =>
+    .addOption(healthHostOption())
+    .action(async (o: MetricsFlags & HealthFlags & { id?: string }, cmd: Command) =>
       run(async () => {
         const g = globals(cmd);
         const target = await openTarget(g);
@@ -126,16 +128,17 @@ export function register(program: Command): void {
         let health: HealthServer | undefined;
         try {
           // (served before the start: a probe sees not-ready meanwhile)
-          if (o.healthPort !== undefined) {
-            health = await serveHealthPort(o.healthPort, () => scheduler.health());
+          const { healthPort, metricsPort } = o;
+          if (healthPort !== undefined) {
+            health = await serveHealthFlags({ ...o, healthPort }, () => scheduler.health());
             log.info({ url: health.url }, 'serving health');
           }
           await scheduler.start();
           log.info({ id: scheduler.id, queue: g.queue }, 'scheduler started');
           const metrics =
-            o.metricsPort === undefined
+            metricsPort === undefined
               ? undefined
-              : await serveMetrics({ port: o.metricsPort, queue: new Queue(g.queue, { connection, shards }) });
+              : await serveMetricsFlags({ ...o, metricsPort }, { queue: new Queue(g.queue, { connection, shards }) });
           if (metrics) log.info({ url: metrics.url }, 'serving metrics');
           log.info(`${await signalled} received, stopping`);
           await Promise.all([scheduler.close(), metrics?.close()]);

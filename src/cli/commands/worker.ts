@@ -6,11 +6,21 @@ import { installShutdownHandlers } from '../../executor/shutdown.js';
 import { Worker } from '../../executor/worker.js';
 import type { HealthServer } from '../../observability/health.js';
 import { createLogger } from '../../observability/logger.js';
-import { type MetricsServer, serveMetrics } from '../../observability/metrics.js';
+import type { MetricsServer } from '../../observability/metrics.js';
 import type { Handlers } from '../../queue/context.js';
 import { Queue } from '../../queue/queue.js';
 import { EXIT_INVALID } from '../exit-codes.js';
-import { CliError, globals, intOption, openTarget, run, serveHealthPort } from '../support.js';
+import {
+  type HealthFlags,
+  healthHostOption,
+  type MetricsFlags,
+  metricsGroupsOption,
+  metricsHostOption,
+  metricsSweepIntervalOption,
+  serveHealthFlags,
+  serveMetricsFlags,
+} from '../observability-flags.js';
+import { CliError, globals, intOption, openTarget, run } from '../support.js';
 
 /** Loads handlers: the module's default export (an object of functions) or its named function exports. */
 export async function loadHandlers(path: string): Promise<Handlers> {
@@ -41,7 +51,11 @@ export function register(program: Command): void {
     .option('--concurrency <n>', 'jobs run at once', intOption('--concurrency', 1, 100_000), 1)
     .option('--id <id>', 'executor id (a fixed id clears its stale marks on restart)')
     .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
+    .addOption(metricsHostOption())
+    .addOption(metricsGroupsOption())
+    .addOption(metricsSweepIntervalOption())
     .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
+    .addOption(healthHostOption())
     .option(
       '--stall-after <ms>',
       '/livez fails when the take loop makes no progress this long (default 120000)',
@@ -55,15 +69,14 @@ export function register(program: Command): void {
     )
     .action(
       async (
-        o: {
-          tasks: string;
-          concurrency: number;
-          id?: string;
-          shutdownTimeout: number;
-          metricsPort?: number;
-          healthPort?: number;
-          stallAfter?: number;
-        },
+        o: MetricsFlags &
+          HealthFlags & {
+            tasks: string;
+            concurrency: number;
+            id?: string;
+            shutdownTimeout: number;
+            stallAfter?: number;
+          },
         cmd: Command,
       ) =>
         run(async () => {
@@ -85,8 +98,9 @@ export function register(program: Command): void {
             });
             worker.on('error', (err) => log.warn({ err }, 'executor error'));
             // (served before the start-up, which waits for Redis: a probe sees not-ready meanwhile)
-            if (o.healthPort !== undefined) {
-              health = await serveHealthPort(o.healthPort, () => worker.health());
+            const { healthPort, metricsPort } = o;
+            if (healthPort !== undefined) {
+              health = await serveHealthFlags({ ...o, healthPort }, () => worker.health());
               log.info({ url: health.url }, 'serving health');
             }
             await worker.run();
@@ -95,12 +109,11 @@ export function register(program: Command): void {
               'executor started',
             );
             let metrics: MetricsServer | undefined;
-            if (o.metricsPort !== undefined) {
-              metrics = await serveMetrics({
-                port: o.metricsPort,
-                queue: new Queue(g.queue, { connection, shards }),
-                workers: [worker],
-              });
+            if (metricsPort !== undefined) {
+              metrics = await serveMetricsFlags(
+                { ...o, metricsPort },
+                { queue: new Queue(g.queue, { connection, shards }), workers: [worker] },
+              );
               log.info({ url: metrics.url }, 'serving metrics');
             }
             installShutdownHandlers(worker, {
