@@ -2,7 +2,8 @@
  * The Kubernetes manifests (deploy/kubernetes): the base and each overlay build with kustomize
  * (`kubectl kustomize`, Debian's kubernetes-client), every object they give validates against the
  * Kubernetes (and KEDA) schemas (kubernetes-models), and what docs/kubernetes.md promises of them
- * holds: probes on the health port the command serves, a grace period past the shutdown timeout,
+ * holds: probes on the health port the command serves, the health and metrics servers bound to the
+ * pod's address (they bind 127.0.0.1 unless told otherwise), a grace period past the shutdown timeout,
  * non-root with a read-only root filesystem, two scheduler replicas under a disruption budget,
  * the dashboard's token from the Secret, and the flags each container passes are flags of its
  * command (from `rota <command> --help`).
@@ -66,6 +67,15 @@ describe('Kubernetes manifests', () => {
         const health = Number(argValue(c.args, '--health-port'));
         const port = c.ports.find((p: Obj) => p.name === 'health').containerPort;
         expect(port, where).toBe(health);
+        // (the kubelet probes the pod's address, which a server bound to loopback does not answer)
+        expect(argValue(c.args, '--health-host'), where).toBe('0.0.0.0');
+        if (c.args.includes('--metrics-port')) {
+          // (and Prometheus scrapes it there)
+          expect(argValue(c.args, '--metrics-host'), where).toBe('0.0.0.0');
+          const metrics = c.ports.find((p: Obj) => p.name === 'metrics').containerPort;
+          expect(metrics, where).toBe(Number(argValue(c.args, '--metrics-port')));
+          expect(d.spec.template.metadata.annotations?.['prometheus.io/port'] ?? String(metrics), where).toBe(String(metrics));
+        }
         expect(c.readinessProbe.httpGet, where).toMatchObject({ path: '/readyz', port: 'health' });
         expect(c.livenessProbe.httpGet, where).toMatchObject({ path: '/livez', port: 'health' });
         expect(c.securityContext, where).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
