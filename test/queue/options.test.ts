@@ -171,7 +171,8 @@ const SUBJECTS: Subject[] = [
       host: ['', 1],
       queue: [undefined, 'opts', {}],
       workers: ['w', [1]],
-      maxGroups: numbers(1, 100_000),
+      groups: ['', 'some', 'top:0', 'top:100001', 'top:1.5', 1],
+      sweepIntervalMs: numbers(1000, 3_600_000),
     },
   },
   {
