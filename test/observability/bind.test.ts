@@ -141,6 +141,28 @@ describe('rota scheduler --metrics-host and --health-host', () => {
     expect(top).not.toContain('group="small"');
   });
 
+  it('bind the dashboard’s health server where --health-host says', async () => {
+    const q = ['--redis', redisUrl(), '--queue', uniqueQueue('bind'), 'dashboard', '--port', '0', '--health-port', '0'];
+    const child = spawn(process.execPath, [...cliEntry(), ...q, '--health-host', '0.0.0.0'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    open.push({
+      close: async () => {
+        if (child.exitCode === null) child.kill('SIGTERM');
+        await exited;
+      },
+    });
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    const url = await eventually(async () => /health on (http:\/\/\S+)\/readyz/.exec(out)?.[1], 30_000);
+    const { hostname, port } = new URL(url);
+    expect(hostname).toBe('0.0.0.0');
+    if (outside) expect(await accepts(outside, Number(port))).toBe(true);
+  });
+
   it('refuses a bad --metrics-groups or --metrics-sweep-interval', async () => {
     const q = ['--redis', redisUrl(), '--queue', uniqueQueue('bind'), 'scheduler', '--metrics-port', '0'];
     const groups = await rota([...q, '--metrics-groups', 'top:0']);

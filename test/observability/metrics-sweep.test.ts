@@ -168,6 +168,43 @@ describe('group labels', () => {
     expect(after).toContain(`rota_submit_to_start_seconds_count{queue="${name}",group=""} 6`);
   });
 
+  it('give each group of a sharded queue what queue.groups() gives, runs in progress included', async () => {
+    const name = uniqueQueue('labels');
+    const queue = new Queue(name, { connection: redis.server.url, shards: 3 });
+    open.push(queue);
+    await queue.setGroupLimit('limited', { concurrency: 1, rate: { max: 5, perMs: 2000 } });
+    await queue.submitBulk(
+      Array.from({ length: 24 }, (_, i) => ({ task: i % 2 ? 'hold' : 'noop', group: i < 4 ? 'limited' : `g${i % 7}` })),
+    );
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const worker = new Worker(
+      name,
+      { hold: () => held.then(() => 'done'), noop: () => 'done' },
+      { connection: redis.server.url, shards: 3, concurrency: 4 },
+    );
+    // (the jobs are released before the executor closes)
+    open.push(worker, { close: async () => release() });
+    const running = () => queue.counts().then((c) => c.running);
+    await eventually(async () => (await running()) === 4, 10_000);
+    const metrics = await serveMetrics({ port: 0, queue, groups: 'all', sweepIntervalMs: 60_000 });
+    open.push(metrics);
+    const body = await scrape(metrics.url);
+    const expected = await queue.groups();
+    expect(expected.reduce((n, g) => n + g.running, 0)).toBe(4);
+    const value = (metric: string, group: string) =>
+      Number(new RegExp(`^${metric}\\{queue="${name}",group="${group}"\\} (\\S+)$`, 'm').exec(body)?.[1]);
+    expect(groupsOf(body, 'rota_group_waiting')).toEqual(expected.map((g) => g.group).sort());
+    for (const g of expected) {
+      expect(value('rota_group_waiting', g.group), g.group).toBe(g.waiting);
+      expect(value('rota_group_running', g.group), g.group).toBe(g.running);
+    }
+    expect(value('rota_group_rate_max', 'limited')).toBe(5);
+    expect(value('rota_group_rate_window_seconds', 'limited')).toBe(2);
+  });
+
   it('refuses a groups option other than none, all or top:N', async () => {
     const queue = new Queue(uniqueQueue('labels'), { connection: redis.server.url });
     open.push(queue);
