@@ -91,7 +91,10 @@ export class MetricsSweep {
     this.autoscale = opts.stores.map(() => ({ cursor: '0', round: { paused: 0, held: 0 }, last: undefined }));
   }
 
-  /** The latest snapshot: shared with every other read in flight or within the interval. */
+  /**
+   * The latest snapshot: shared with every other read in flight or within the interval. A sweep
+   * that fails rejects every read that shares it, until the interval has passed.
+   */
   read(): Promise<Snapshot> {
     if (this.current && (this.inFlight || this.now() - this.startedAt < this.opts.intervalMs)) return this.current;
     this.startedAt = this.now();

@@ -86,11 +86,28 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     intervalMs: opts.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
   });
 
+  // The waits per group, as the group gauges: none (one series), the groups of the last sweep's
+  // top N (`labelled`; the others' waits under group ""), or every group.
+  const labelled = new Set<string>();
+  const wait = new Histogram({
+    name: 'rota_submit_to_start_seconds',
+    help:
+      labels === 'none'
+        ? "Time from submit (or a delayed job's due time) to the start of a run"
+        : `Time from submit (or a delayed job's due time) to the start of a run, per group${labels === 'all' ? '' : ' (group "": the groups outside the deepest listed)'}`,
+    labelNames: labels === 'none' ? ['queue'] : ['queue', 'group'],
+    buckets: WAIT_BUCKETS,
+    registers: [registry],
+  });
+  const waitLabels = (group: string): Record<string, string> =>
+    labels === 'none'
+      ? { queue: queue.name }
+      : { queue: queue.name, group: labels === 'all' || labelled.has(group) ? group : '' };
+
   // Every gauge reads the shared sweep: the registry collects its metrics concurrently, and a
   // scrape within the interval costs Redis nothing. A new snapshot also renews the groups that
   // keep their own series of the waits (top:N).
   let seen: Snapshot | undefined;
-  const labelled = new Set<string>();
   const snapshot = async (): Promise<Snapshot> => {
     const s = await sweep.read();
     if (s !== seen && typeof labels === 'object') {
@@ -182,22 +199,6 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     (a) => a.slots,
   );
   queueGauge('rota_executor_slots_busy', "Jobs the queue's live executors report running", (a) => a.busySlots);
-  // The waits per group, as the group gauges: none (one series), the groups of the last sweep's
-  // top N (the others' waits under group ""), or every group.
-  const wait = new Histogram({
-    name: 'rota_submit_to_start_seconds',
-    help:
-      labels === 'none'
-        ? "Time from submit (or a delayed job's due time) to the start of a run"
-        : `Time from submit (or a delayed job's due time) to the start of a run, per group${labels === 'all' ? '' : ' (group "": the groups outside the deepest listed)'}`,
-    labelNames: labels === 'none' ? ['queue'] : ['queue', 'group'],
-    buckets: WAIT_BUCKETS,
-    registers: [registry],
-  });
-  const waitLabels = (group: string): Record<string, string> =>
-    labels === 'none'
-      ? { queue: queue.name }
-      : { queue: queue.name, group: labels === 'all' || labelled.has(group) ? group : '' };
   const lateness = new Histogram({
     name: 'rota_periodic_lateness_seconds',
     help: 'Time from a periodic occurrence to the submit of its job',
