@@ -7,7 +7,9 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Job, Queue, serveMetrics, ValidationError, Worker } from '../../src/index.js';
-import { AUTOSCALE_SWEEP_FIELDS, STEP_FIELDS } from '../../src/observability/metrics-sweep.js';
+import { AUTOSCALE_SWEEP_FIELDS, MetricsSweep, STEP_FIELDS } from '../../src/observability/metrics-sweep.js';
+import { MetricsStore } from '../../src/redis/metrics-store.js';
+import { QueueStore } from '../../src/redis/queue-store.js';
 import { eventually, privateRedis, uniqueQueue, until } from '../helpers/setup.js';
 
 const redis = privateRedis();
@@ -68,13 +70,33 @@ describe('the metrics sweep', () => {
     const queue = new Queue(name, { connection: redis.server.url });
     open.push(queue);
     await queue.submit({ task: 'noop', group: 'a' });
+    // The interval on a clock of the test's own.
+    let now = 0;
+    const sweep = new MetricsSweep({
+      stores: [new MetricsStore(new QueueStore(queue.client, name, { maxEvents: 0 }))],
+      shards: 1,
+      groups: 'all',
+      intervalMs: 1000,
+      now: () => now,
+    });
+    const first = await sweep.read();
+    await queue.submit({ task: 'noop', group: 'a' });
+    now = 999;
+    expect(await sweep.read()).toBe(first);
+    expect(first.counts.waiting).toBe(1);
+    now = 1000;
+    const second = await sweep.read();
+    expect(sweep.sweeps).toBe(2);
+    expect(second.counts.waiting).toBe(2);
+    expect(second.groups).toMatchObject([{ group: 'a', waiting: 2 }]);
+
+    // And through the server, on the real clock.
     const metrics = await serveMetrics({ port: 0, queue, sweepIntervalMs: 1000 });
     open.push(metrics);
     await scrape(metrics.url);
     await queue.submit({ task: 'noop', group: 'a' });
-    const waiting = `rota_jobs{queue="${name}",state="waiting"}`;
-    expect(await scrape(metrics.url)).toContain(`${waiting} 1`);
-    expect(await eventually(async () => (await scrape(metrics.url)).includes(`${waiting} 2`), 10_000)).toBe(true);
+    const waiting = `rota_jobs{queue="${name}",state="waiting"} 3`;
+    expect(await eventually(async () => (await scrape(metrics.url)).includes(waiting), 10_000)).toBe(true);
   });
 
   it('reads 30,000 groups in bounded steps, once per interval however many scrape', async () => {
@@ -155,12 +177,14 @@ describe('group labels', () => {
     expect(body).not.toMatch(/group="g[123]"/);
 
     // A worker's runs: g5's waits keep their series, g1's go under group "".
-    const worker = new Worker(name, { noop: () => 'done' }, { connection: redis.server.url, concurrency: 5 });
+    // (the executor starts once the sweep has picked the top 2)
+    const worker = new Worker(name, { noop: () => 'done' }, { connection: redis.server.url, concurrency: 5, autorun: false });
     const observed = await serveMetrics({ port: 0, queue, workers: [worker], groups: 'top:2', sweepIntervalMs: 60_000 });
     open.push(observed, worker);
     await scrape(observed.url);
     const done: Job[] = [];
     worker.on('completed', (j) => done.push(j));
+    await worker.run();
     await until(worker, 'completed', () => done.length === 15);
     const after = await scrape(observed.url);
     expect(groupsOf(after, 'rota_submit_to_start_seconds_count')).toEqual(['', 'g4', 'g5']);
