@@ -33,13 +33,6 @@ function hostOption(name: string) {
   };
 }
 
-/** `--metrics-port`. */
-export function metricsPortOption(): Option {
-  return new Option('--metrics-port <port>', 'serve Prometheus metrics on this port').argParser(
-    intOption('--metrics-port', 0, 65535),
-  );
-}
-
 /** `--metrics-host`, the address of `--metrics-port`. */
 export function metricsHostOption(): Option {
   return new Option(
