@@ -98,6 +98,10 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     labelNames: labels === 'none' ? ['queue'] : ['queue', 'group'],
     buckets: WAIT_BUCKETS,
     registers: [registry],
+    // (a scrape shows the series of the groups of its own sweep)
+    async collect() {
+      if (typeof labels === 'object') await snapshot();
+    },
   });
   const waitLabels = (group: string): Record<string, string> =>
     labels === 'none'

@@ -192,6 +192,34 @@ describe('group labels', () => {
     expect(after).toContain(`rota_submit_to_start_seconds_count{queue="${name}",group=""} 6`);
   });
 
+  it('drop the waits series of a group that left the top N at the next sweep', async () => {
+    const name = uniqueQueue('labels');
+    const queue = new Queue(name, { connection: redis.server.url });
+    open.push(queue);
+    await queue.submitBulk([
+      { task: 'noop', group: 'a' },
+      { task: 'noop', group: 'a' },
+    ]);
+    const worker = new Worker(name, { noop: () => 'done' }, { connection: redis.server.url, autorun: false });
+    const metrics = await serveMetrics({ port: 0, queue, workers: [worker], groups: 'top:1', sweepIntervalMs: 1000 });
+    open.push(metrics);
+    await scrape(metrics.url);
+    const done: Job[] = [];
+    worker.on('completed', (j) => done.push(j));
+    await worker.run();
+    await until(worker, 'completed', () => done.length === 2);
+    await worker.close();
+    expect(await scrape(metrics.url)).toContain(`rota_submit_to_start_seconds_count{queue="${name}",group="a"} 2`);
+    // Group b is now the deepest: once a sweep has read it, a's series are gone.
+    await queue.submitBulk([{ task: 'noop', group: 'b' }]);
+    const body = await eventually(async () => {
+      const b = await scrape(metrics.url);
+      return b.includes(`rota_group_waiting{queue="${name}",group="b"} 1`) && b;
+    }, 10_000);
+    expect(groupsOf(body, 'rota_group_waiting')).toEqual(['b']);
+    expect(body).not.toContain('group="a"');
+  });
+
   it('give each group of a sharded queue what queue.groups() gives, runs in progress included', async () => {
     const name = uniqueQueue('labels');
     const queue = new Queue(name, { connection: redis.server.url, shards: 3 });
