@@ -164,7 +164,11 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
     if (path.startsWith('/jobs/')) return jobDetail(ctx, decodeURIComponent(path.slice(6)));
     if (path === '/executors') return executors(ctx);
     if (path === '/redis') return redisPage(ctx);
-    if (path === '/periodic') return periodicList(ctx);
+    if (path === '/periodic') {
+      const id = ctx.query.get('id');
+      if (id) return { redirect: `${ctx.base}/periodic/${encodeURIComponent(id.trim())}` };
+      return periodicList(ctx);
+    }
     if (path.startsWith('/periodic/')) return periodicTask(ctx, decodeURIComponent(path.slice(10)));
     return null;
   };
