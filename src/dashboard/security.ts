@@ -1,6 +1,7 @@
 /**
- * The dashboard's protections: the access token (a bearer header, or a signed session cookie set
- * by opening a page once with `?token=`), wrong tokens limited per client, the CSRF value of
+ * The dashboard's protections: the Host check (./hosts.ts, against DNS rebinding), the access
+ * token (a bearer header, or a signed session cookie set by opening a page once with `?token=`),
+ * wrong tokens limited per client (the right one always passes), the CSRF value of
  * action forms (an HMAC of the browser's CSRF cookie under a secret of the process, so that a
  * value a page of another origin or port chose never passes), the origin checks of actions, and
  * the headers every response carries (a Content-Security-Policy without inline scripts or styles,
