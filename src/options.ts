@@ -135,6 +135,10 @@ export const DASHBOARD_OPTIONS = {
   basePath: z.string({ error: 'must be a path such as /admin/rota' }).optional(),
   readOnly: bool.optional(),
   trustProxy: bool.optional(),
+  allowedHosts: z
+    .array(text(255), { error: 'must be an array of host names' })
+    .max(1000, 'must list at most 1000 hosts')
+    .optional(),
   token: z
     .string({ error: 'must be a string' })
     .min(8, 'must be at least 8 characters')

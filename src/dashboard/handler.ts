@@ -55,6 +55,15 @@ export interface DashboardOptions {
    */
   trustProxy?: boolean;
   /**
+   * Host names (or addresses) the dashboard answers for besides loopback (`localhost`,
+   * 127.0.0.0/8, `[::1]`, with the port a request came in on) and the address a request came in
+   * on: `name` (any port), `name:port`, or `.example.com` (that name and every name under it).
+   * A request whose `Host` is none of them is refused (421), so that a page of another site whose
+   * name resolves to the dashboard's address (DNS rebinding) reads nothing and acts on nothing.
+   * List the names browsers reach the dashboard by (a proxy's public name among them).
+   */
+  allowedHosts?: readonly string[];
+  /**
    * The queues' shard count (see QueueOptions.shards): one for every queue, or one per queue name
    * (a queue not named has 1). A queue laid out with another count is refused (ShardCountError).
    */
@@ -103,12 +112,18 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
   }
   if (opts.token !== undefined && opts.token.length < 8) throw new ValidationError('token', 'must be at least 8 characters');
   const shardsOf = shardCounts(opts.queues, opts.shards);
+  // (before the connection: a bad allowed host is refused with nothing opened)
+  const access = new Access({
+    token: opts.token,
+    cookiePath: root || '/',
+    trustProxy: opts.trustProxy,
+    allowedHosts: opts.allowedHosts,
+  });
   const { client, owned } = connect(opts.connection);
   const redis = client as Redis;
   const counter = { sent: 0 };
   countCommands(redis, counter);
   const readOnly = opts.readOnly === true;
-  const access = new Access({ token: opts.token, cookiePath: root || '/', trustProxy: opts.trustProxy });
   const several = opts.queues.length > 1;
   const flash = new Flash(access);
   const handles = new Map<string, QueueHandle>();
@@ -149,7 +164,11 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
     if (path.startsWith('/jobs/')) return jobDetail(ctx, decodeURIComponent(path.slice(6)));
     if (path === '/executors') return executors(ctx);
     if (path === '/redis') return redisPage(ctx);
-    if (path === '/periodic') return periodicList(ctx);
+    if (path === '/periodic') {
+      const id = ctx.query.get('id');
+      if (id) return { redirect: `${ctx.base}/periodic/${encodeURIComponent(id.trim())}` };
+      return periodicList(ctx);
+    }
     if (path.startsWith('/periodic/')) return periodicTask(ctx, decodeURIComponent(path.slice(10)));
     return null;
   };
@@ -212,6 +231,15 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // (first of all: a Host that is not this dashboard's is a DNS rebinding, or a misdirected request)
+    if (!access.hostAllowed(req)) {
+      return plainPage(
+        res,
+        421,
+        'Misdirected request',
+        'This dashboard does not answer for this host name. Its operator lists the names it answers for (--allowed-host, allowedHosts).',
+      );
+    }
     // (the request target after this origin: a target such as `//` or `//host/x` stays a path)
     const target = req.url ?? '/';
     const url = new URL(`http://dashboard${target.startsWith('/') ? '' : '/'}${target}`);

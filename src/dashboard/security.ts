@@ -1,6 +1,7 @@
 /**
- * The dashboard's protections: the access token (a bearer header, or a signed session cookie set
- * by opening a page once with `?token=`), wrong tokens limited per client, the CSRF value of
+ * The dashboard's protections: the Host check (./hosts.ts, against DNS rebinding), the access
+ * token (a bearer header, or a signed session cookie set by opening a page once with `?token=`),
+ * wrong tokens limited per client (the right one always passes), the CSRF value of
  * action forms (an HMAC of the browser's CSRF cookie under a secret of the process, so that a
  * value a page of another origin or port chose never passes), the origin checks of actions, and
  * the headers every response carries (a Content-Security-Policy without inline scripts or styles,
@@ -9,6 +10,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import { HostCheck, hostPort } from './hosts.js';
 
 export const AUTH_COOKIE = 'rota_dashboard_auth';
 export const CSRF_COOKIE = 'rota_dashboard_csrf';
@@ -67,6 +69,8 @@ export interface AccessOptions {
   cookiePath: string;
   /** Trust `X-Forwarded-Proto` and `X-Forwarded-For` (the dashboard is behind a proxy that sets them). */
   trustProxy?: boolean;
+  /** Hosts answered besides loopback and the address a request came in on (see HostCheck). */
+  allowedHosts?: readonly string[];
 }
 
 /** What {@link Access.check} found of a request. */
@@ -84,6 +88,7 @@ export class Access {
   private readonly token?: string;
   private readonly cookiePath: string;
   private readonly trustProxy: boolean;
+  private readonly hosts: HostCheck;
   /** Wrong tokens per client in the current window. */
   private readonly wrong = new Map<string, { count: number; since: number }>();
 
@@ -94,6 +99,7 @@ export class Access {
     this.token = o.token;
     this.cookiePath = o.cookiePath;
     this.trustProxy = o.trustProxy === true;
+    this.hosts = new HostCheck(o.allowedHosts);
     if (o.token !== undefined) this.proof = this.mac('token', o.token);
   }
 
@@ -120,6 +126,14 @@ export class Access {
     if ((req.socket as TLSSocket).encrypted) return true;
     const proto = req.headers['x-forwarded-proto'];
     return this.trustProxy && typeof proto === 'string' && proto.split(',')[0].trim().toLowerCase() === 'https';
+  }
+
+  /**
+   * Whether the request's `Host` names this dashboard (a loopback name or address with its port,
+   * the address it came in on, or an allowed host): any other is refused, as DNS rebinding sends it.
+   */
+  hostAllowed(req: IncomingMessage): boolean {
+    return this.hosts.allows(req.headers.host, req, this.secure(req) ? 443 : 80);
   }
 
   private cookie(req: IncomingMessage, name: string, value: string, maxAgeMs?: number): string {
@@ -175,17 +189,23 @@ export class Access {
   /**
    * Whether the request may pass: it carries the token as a bearer header (`Bearer`, in any case)
    * or a session cookie this process signed and that has not expired (always, without a token).
-   * A wrong bearer token counts against the client; a client over its wrong tokens is `limited`
-   * (a session cookie still passes).
+   * A wrong bearer token counts against the client, and a client over its wrong tokens has them
+   * answered `limited`; the right token always passes (a page that makes the operator's browser
+   * send wrong ones must not lock the operator out).
    */
   check(req: IncomingMessage): Verdict {
     if (this.token === undefined) return 'allowed';
     if (this.validSession(cookies(req).get(AUTH_COOKIE))) return 'allowed';
     const m = /^bearer[ \t]+(.*)$/i.exec(req.headers.authorization ?? '');
     if (!m) return 'denied';
+    return this.tried(req, m[1].trim());
+  }
+
+  /** The verdict on a token given: allowed when it is the token; else counted, and `limited` past the client's wrong tokens. */
+  private tried(req: IncomingMessage, given: string): Verdict {
+    if (this.isToken(given)) return 'allowed';
     const client = this.client(req);
     if (this.limited(client)) return 'limited';
-    if (this.isToken(m[1].trim())) return 'allowed';
     this.noteWrong(client);
     return 'denied';
   }
@@ -204,19 +224,16 @@ export class Access {
   }
 
   /**
-   * For `?token=`: with the right token, sets a session cookie and answers 'allowed' (the caller
-   * redirects); 'denied' for a wrong one (counted against the client), 'limited' for a client over
-   * its wrong tokens; undefined when there is no token to check.
+   * For `?token=`: with the right token (always, however many wrong ones the client sent), sets a
+   * session cookie and answers 'allowed' (the caller redirects); 'denied' for a wrong one (counted
+   * against the client), 'limited' for a wrong one past the client's wrong tokens; undefined when
+   * there is no token to check.
    */
   login(url: URL, req: IncomingMessage, res: ServerResponse): Verdict | undefined {
     const given = url.searchParams.get('token');
     if (this.token === undefined || given === null) return undefined;
-    const client = this.client(req);
-    if (this.limited(client)) return 'limited';
-    if (!this.isToken(given)) {
-      this.noteWrong(client);
-      return 'denied';
-    }
+    const verdict = this.tried(req, given);
+    if (verdict !== 'allowed') return verdict;
     res.appendHeader('set-cookie', this.cookie(req, AUTH_COOKIE, this.session(), SESSION_MS));
     return 'allowed';
   }
@@ -237,21 +254,36 @@ export class Access {
   /**
    * Whether a POST passes the CSRF check: its form field is the HMAC of its CSRF cookie (a value a
    * page chose for both does not pass), and when the browser says where the request comes from,
-   * it is this origin: an `Origin` of this host (not `null`), and `Sec-Fetch-Site: same-origin`.
+   * it is this origin: an `Origin` (not `null`) whose host is one this dashboard answers for (see
+   * {@link hostAllowed}) and the request's `Host`, and `Sec-Fetch-Site: same-origin`.
    */
   csrfPasses(req: IncomingMessage, field: string | null): boolean {
     const id = cookies(req).get(CSRF_COOKIE);
     if (!id || field === null || !same(field, this.mac('csrf', id).toString('hex'))) return false;
     const origin = req.headers.origin;
-    if (origin !== undefined) {
-      try {
-        if (new URL(origin).host !== req.headers.host) return false;
-      } catch {
-        // (`null`, from a redirect or an opaque origin, among others)
-        return false;
-      }
-    }
+    if (origin !== undefined && !this.originAllowed(req, origin)) return false;
     const site = req.headers['sec-fetch-site'];
     return site === undefined || site === 'same-origin';
+  }
+
+  /**
+   * Whether an `Origin` is this dashboard's: http or https, a host it answers for, and the host
+   * and port of the request's `Host` (the browser writes both from the page's URL, leaving out
+   * the scheme's default port).
+   */
+  private originAllowed(req: IncomingMessage, origin: string): boolean {
+    let o: URL;
+    try {
+      o = new URL(origin);
+    } catch {
+      // (`null`, from a redirect or an opaque origin, among others)
+      return false;
+    }
+    if (o.protocol !== 'http:' && o.protocol !== 'https:') return false;
+    const schemePort = o.protocol === 'https:' ? 443 : 80;
+    const from = hostPort(o.host);
+    const to = hostPort(req.headers.host);
+    if (!from || !to || from.name !== to.name || (from.port ?? schemePort) !== (to.port ?? schemePort)) return false;
+    return this.hosts.allows(o.host, req, schemePort);
   }
 }

@@ -1,12 +1,13 @@
 /**
  * Serving the dashboard on its own HTTP server, as `rota dashboard` does: bound to 127.0.0.1 by
- * default; on any other address it refuses to start without a token. The server closes slow and
+ * default; on any other address it refuses to start without a token. It answers the hosts the
+ * handler does (see DashboardOptions.allowedHosts), and the name it is bound to. The server closes slow and
  * idle connections (header, request and keep-alive timeouts), takes a bounded number of
  * connections per client, and answers the requests Node refuses itself (431, 400, 408) with the
  * dashboard's security headers.
  */
 import { createServer, type Server } from 'node:http';
-import type { Socket } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { ValidationError } from '../errors.js';
 import { checkOptions, DASHBOARD_OPTIONS } from '../options.js';
 import { type DashboardHandler, type DashboardOptions, dashboard } from './handler.js';
@@ -30,7 +31,10 @@ export const MAX_CONNECTIONS_PER_CLIENT = 32;
 export interface ServeDashboardOptions extends DashboardOptions {
   /** Port (0: a free one; up to 65,535); default 8080. */
   port?: number;
-  /** Address to bind; default 127.0.0.1. Any other than a loopback address needs a token. */
+  /**
+   * Address to bind; default 127.0.0.1. Any other than a loopback address needs a token. A name
+   * bound is also a host it answers for (as if listed in `allowedHosts`).
+   */
   host?: string;
   /** The server's timeouts (each defaults as ServerTimeouts says). */
   timeouts?: Partial<ServerTimeouts>;
@@ -72,7 +76,9 @@ export async function serveDashboard(options: ServeDashboardOptions): Promise<Da
     if (!Number.isSafeInteger(ms) || ms <= 0)
       throw new ValidationError(`timeouts.${name}`, `must be a whole number of ms above 0 (got ${ms})`);
   }
-  const handler = dashboard(opts);
+  // (a name it is bound to is one browsers reach it by)
+  const named = isIP(host) === 0 && !isLoopback(host) ? [host] : [];
+  const handler = dashboard({ ...opts, allowedHosts: [...(opts.allowedHosts ?? []), ...named] });
   const server = createServer(
     {
       headersTimeout: t.headersMs,

@@ -184,6 +184,15 @@ export class PeriodicTasks {
   }
 
   /**
+   * @internal Reads the tasks of `ids` that exist, in order (at most 500), as {@link list} reads
+   * them: the dashboard's periodic page reads a page of the ids at a time.
+   */
+  async byIds(ids: readonly string[]): Promise<PeriodicTask[]> {
+    if (ids.length > 500) throw new ValidationError('ids', `read at most 500 tasks at once (got ${ids.length})`);
+    return this.read(ids.map((id) => checkId(id)));
+  }
+
+  /**
    * Reads tasks (those that exist, in order) with their last job, and with nextrun at the earliest
    * occurrence still staged, if any (the stored nextrun is past those once they are staged).
    */

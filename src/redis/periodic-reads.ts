@@ -79,6 +79,31 @@ export class PeriodicReads {
     return this.client.smembers(owner === undefined ? this.keys.all : this.keys.owner(owner));
   }
 
+  /**
+   * One step of a scan of the ids of the tasks defined through upsert (SSCAN of `p:all`, about
+   * `count` ids): the cursor to go on from (`'0'`: the scan is over) and the ids, unsorted.
+   */
+  async scanTaskIds(cursor: string, count: number): Promise<{ cursor: string; ids: string[] }> {
+    const [next, ids] = await this.client.sscan(this.keys.all, cursor, 'COUNT', count);
+    return { cursor: next, ids };
+  }
+
+  /** How many tasks are defined through upsert. */
+  taskCount(): Promise<number> {
+    return this.client.scard(this.keys.all);
+  }
+
+  /** One step of a scan of the event rules' ids (as {@link scanTaskIds}). */
+  async scanRuleIds(cursor: string, count: number): Promise<{ cursor: string; ids: string[] }> {
+    const [next, ids] = await this.client.sscan(this.keys.rules, cursor, 'COUNT', count);
+    return { cursor: next, ids };
+  }
+
+  /** How many event rules there are. */
+  ruleCount(): Promise<number> {
+    return this.client.scard(this.keys.rules);
+  }
+
   /** Per task id: its hash, its last job and its held staged member. */
   async tasks(ids: readonly string[]): Promise<TaskRow[]> {
     const rows = await each(this.client, ids, (p, id) => {

@@ -30,7 +30,25 @@ const INFO_FIELDS = {
 } as const;
 
 /** Commands whose arguments may hold a password or another secret: a slow entry shows their name alone. */
-const SECRET_ARGS = new Set(['auth', 'hello', 'config', 'acl', 'migrate', 'client', 'module', 'debug', 'eval', 'function']);
+const SECRET_ARGS = new Set([
+  'auth',
+  'hello',
+  'config',
+  'acl',
+  'migrate',
+  'client',
+  'module',
+  'debug',
+  // (scripts and functions: their arguments are job args, and a script's body may hold anything)
+  'eval',
+  'eval_ro',
+  'evalsha',
+  'evalsha_ro',
+  'fcall',
+  'fcall_ro',
+  'script',
+  'function',
+]);
 /** Arguments shown of a slow command, and characters of each. */
 const SLOW_ARGS = 4;
 const SLOW_ARG_CHARS = 60;

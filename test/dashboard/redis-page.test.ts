@@ -11,6 +11,7 @@ import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.
 import { Worker } from '../../src/executor/worker.js';
 import { Queue } from '../../src/queue/queue.js';
 import { rotaLibrary } from '../../src/redis/library.js';
+import { parseSlowlog } from '../../src/redis/server-store.js';
 import { SCHEMA_VERSION } from '../../src/redis/wire.js';
 import { dashboardClient, textOf } from '../helpers/dashboard.js';
 import { type RunningRedis, startRedis } from '../helpers/redis-server.js';
@@ -92,6 +93,17 @@ describe('the Redis page', () => {
     // (the command that carried the password shows by name alone; its arguments counted)
     expect(r.body).toContain('<td class="mono">config <small>… 3 more</small></td>');
     expect(r.body).toContain('<td class="mono">AUTH <small>… 1 more</small></td>');
+  });
+
+  it('shows scripts and function calls by name alone: their arguments may hold job args or secrets', () => {
+    const names = ['EVAL', 'eval_ro', 'EVALSHA', 'evalsha_ro', 'FCALL', 'fcall_ro', 'SCRIPT', 'FUNCTION', 'AUTH'];
+    const entries = names.map((n, i) => [i, 1_700_000_000, 5, [n, 'rota_x', '0', SECRET, 'more']]);
+    const parsed = parseSlowlog(entries);
+    expect(parsed.map((e) => e.command)).toEqual(names.map((n) => [n]));
+    expect(parsed.every((e) => e.more === 4)).toBe(true);
+    expect(JSON.stringify(parsed)).not.toContain(SECRET);
+    // (another command keeps its first arguments)
+    expect(parseSlowlog([[1, 1, 1, ['HGET', 'k', 'f']]])[0].command).toEqual(['HGET', 'k', 'f']);
   });
 
   it('shows the password on no page', async () => {

@@ -10,9 +10,9 @@ import { expect } from 'vitest';
 export const CHROMIUM = '/usr/bin/chromium';
 export const hasChromium = existsSync(CHROMIUM);
 
-/** Launches chromium headless, as a container's root can. */
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+/** Launches chromium headless, as a container's root can, with `args` of its own (such as `--host-resolver-rules=...`). */
+export function launchChromium(args: readonly string[] = []): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', ...args] });
 }
 
 /**

@@ -36,6 +36,12 @@ export function register(program: Command): void {
     .option('--base-path <path>', 'path to serve under, e.g. /rota')
     .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
     .addOption(healthHostOption())
+    .option(
+      '--allowed-host <host>',
+      'a host name browsers reach the dashboard by (repeatable; name, name:port, or .domain for it and its subdomains); others than loopback and the address bound are refused (421)',
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
     .option('--trust-proxy', 'behind a proxy: trust its X-Forwarded-Proto (Secure cookies) and X-Forwarded-For')
     .action(
       async (
@@ -47,6 +53,7 @@ export function register(program: Command): void {
           tokenFile?: string;
           basePath?: string;
           trustProxy?: boolean;
+          allowedHost: string[];
           healthPort?: number;
           healthHost?: string;
         },
@@ -73,6 +80,7 @@ export function register(program: Command): void {
               token: token || undefined,
               basePath: o.basePath,
               trustProxy: o.trustProxy,
+              allowedHosts: o.allowedHost,
               shards: target.shards,
             });
           } catch (err) {

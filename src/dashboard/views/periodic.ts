@@ -1,7 +1,9 @@
 /**
- * The periodic pages: every task with its timer as written and normalized, its next 5 runs in
- * its zone and the status of its last run; enable, disable and trigger; the upcoming runs of all
- * tasks on a timeline; the event rules; and a task's page with its whole run history.
+ * The periodic pages: the tasks a page at a time (paged through the task index by SSCAN, so a
+ * page costs the same at any number of tasks), each with its timer as written and normalized,
+ * its next 5 runs in its zone and the status of its last run; enable, disable and trigger; the
+ * upcoming runs of all tasks on a timeline; the event rules (the first MOST_RULES); and a task's
+ * page with its whole run history.
  */
 import type { PeriodicTask } from '../../periodic/definition.js';
 import { ruleOwner } from '../../periodic/rules.js';
@@ -12,6 +14,7 @@ import { zoneOffset } from '../../timers/zone.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, counted, duration, type Html, html, pretty, time } from '../html.js';
 import { actionButton } from './layout.js';
+import { scanPage } from './scan-page.js';
 
 /**
  * Runs shown on a task's page at first; "more" doubles it, up to the most (each run shown costs
@@ -23,6 +26,15 @@ const MOST_RUNS = 1000;
 const UPCOMING = 40;
 /** Tasks read by next run for the event rules' soonest pending runs. */
 const SOONEST = 200;
+/**
+ * Tasks a page shows by default, and at most (`limit`). Reading a task costs up to some 26
+ * commands (its hash, last job and held run; for a task without a recorded last job, its newest
+ * 20 runs' states), so a page of 100 stays within the per-request budget.
+ */
+export const TASKS_PAGE = 50;
+export const MOST_TASKS_PAGE = 100;
+/** Event rules shown at most (each costs two reads). */
+export const MOST_RULES = 100;
 
 /** Timers parsed, by spec and zone (parsing a calendar timer is not free; tasks keep theirs). */
 const parsed = new Map<string, Timer | string>();
@@ -104,10 +116,29 @@ function status(s: string | undefined): Html {
   return s ? html`<span class="status status-${s}">${s}</span>` : html`<span class="status">never ran</span>`;
 }
 
+/** The first MOST_RULES event rules by a scan of their index, sorted by id. */
+async function someRules(p: PageContext['q']['periodic']) {
+  const { ids } = await scanPage((cursor, n) => p.reads.scanRuleIds(cursor, n), null, MOST_RULES);
+  const rules = await Promise.all(ids.sort().map((id) => p.getRule(id)));
+  return rules.filter((r) => r !== null);
+}
+
 export async function periodicList(ctx: PageContext): Promise<Page> {
   const p = ctx.q.periodic;
-  // (the soonest tasks by next run, one entry each: the event rules' pending runs among them)
-  const [tasks, rules, soonest] = await Promise.all([p.list(), p.rules(), p.reads.soonest(SOONEST)]);
+  const asked = Math.floor(Number(ctx.query.get('limit') ?? TASKS_PAGE)) || TASKS_PAGE;
+  const limit = Math.min(MOST_TASKS_PAGE, Math.max(1, asked));
+  const start = ctx.query.get('start');
+  // (a page of the task index; the soonest tasks by next run, one entry each, for the event
+  // rules' pending runs; the upcoming runs of every task, as PeriodicTasks.upcoming reads them)
+  const [page, total, rules, ruleTotal, soonest, upcoming] = await Promise.all([
+    scanPage((cursor, n) => p.reads.scanTaskIds(cursor, n), start, limit),
+    p.reads.taskCount(),
+    someRules(p),
+    p.reads.ruleCount(),
+    p.reads.soonest(SOONEST),
+    p.upcoming({ limit: UPCOMING }),
+  ]);
+  const tasks = await p.byIds(page.ids);
   // (a task's runs are in the home shard, which the periodic reads read; an event rule's pending
   // runs are counted, never read all: there is one per subject)
   const lastIds = tasks.map((t) => t.lastJobId);
@@ -122,26 +153,24 @@ export async function periodicList(ctx: PageContext): Promise<Page> {
     const timer = timerOf(t);
     return typeof timer === 'string' ? [] : nextRuns(t, timer, 5);
   });
-  // The event rules' soonest pending runs (due time: their score), and the timeline: the next
-  // runs of every enabled task (up to 5 each) and those pending runs, in time order.
+  // The event rules' soonest pending runs (due time: their score).
   const ruleById = new Map(rules.map((r) => [r.id, r]));
   const pendingRuns: Array<{ id: string; task: string; group: string; occurrence: number; rule: string }> = [];
   for (const { id, score } of soonest) {
     const rule = ruleById.get(ruleOf(id) ?? '');
     if (rule) pendingRuns.push({ id, task: rule.task, group: rule.group ?? '', occurrence: score, rule: rule.id });
   }
-  const upcoming = [
-    ...tasks.flatMap((t, i) =>
-      t.enabled ? next[i].map((occurrence) => ({ id: t.id, task: t.task, group: t.group, occurrence })) : [],
-    ),
-    ...pendingRuns,
-  ]
-    .sort((a, b) => a.occurrence - b.occurrence)
-    .slice(0, UPCOMING);
+  const timelineRuns = upcoming.map((u) => ({ ...u, rule: ruleOf(u.id) }));
+  const more =
+    page.next === undefined
+      ? ''
+      : html`<nav class="pager"><a href="${ctx.base}/periodic?${new URLSearchParams({ start: page.next, limit: String(limit) })}">next →</a></nav>`;
   return {
     title: 'Periodic',
     nav: 'periodic',
-    main: html`<h1>Periodic tasks <small>${tasks.length}</small></h1>
+    main: html`<h1>Periodic tasks <small>${count(total)}</small></h1>
+<form method="get" action="${ctx.base}/periodic" class="filters find"><label>task id <input name="id" required></label><button type="submit">Find</button></form>
+${total > tasks.length ? html`<p class="muted page-of">${count(tasks.length)} tasks on this page (in the order of the task index, each page sorted by id).</p>` : ''}
 <table class="periodic"><thead><tr><th>id</th><th>task</th><th>timer</th><th>normalized</th><th>zone</th><th>next 5 runs</th><th>last run</th><th>enabled</th><th></th></tr></thead>
 <tbody>${tasks.map((t, i) => {
       const timer = timerOf(t);
@@ -153,10 +182,12 @@ export async function periodicList(ctx: PageContext): Promise<Page> {
 <td>${enabledCell(t)}</td>
 <td class="actions">${t.enabled ? actionButton(ctx, 'periodic/disable', 'Disable', { id: t.id }) : actionButton(ctx, 'periodic/enable', 'Enable', { id: t.id })}${actionButton(ctx, 'periodic/trigger', 'Trigger', { id: t.id })}</td></tr>`;
     })}</tbody></table>
-${tasks.length === 0 ? html`<p class="empty">No periodic task.</p>` : ''}
+${tasks.length === 0 ? html`<p class="empty">No periodic task${start ? ' on this page' : ''}.</p>` : ''}
+${more}
 <h2>Upcoming</h2>
-${timeline(ctx, upcoming, now)}
-<h2>Event rules <small>${rules.length}</small></h2>
+${timeline(ctx, timelineRuns, now)}
+<h2>Event rules <small>${count(ruleTotal)}</small></h2>
+${ruleTotal > rules.length ? html`<p class="muted">The first ${count(rules.length)} of ${count(ruleTotal)} are shown.</p>` : ''}
 ${
   rules.length
     ? html`<table class="rules"><thead><tr><th>id</th><th>after event</th><th>delay</th><th>task</th><th>group</th><th>args</th><th>pending runs</th></tr></thead><tbody>${rules.map(
