@@ -9,7 +9,7 @@ import type { Job } from '../queue/job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import type { RunSpan } from '../queue/tracing.js';
 import type { OutcomeCode } from '../redis/wire.js';
-import { cutLogLine, MAX_RUN_LOG_BYTES, RUN_LOG_FULL } from './log-limits.js';
+import { cutError, cutLogLine, MAX_RUN_LOG_BYTES, RUN_LOG_FULL } from './log-limits.js';
 
 /** Why a run's signal aborted. */
 export type AbortReason = 'cancel' | 'timeout' | 'lost' | 'shutdown';
@@ -285,9 +285,13 @@ export class Run {
     this.settle(outcome);
   }
 
-  /** The first outcome wins; the run's timers stop with it. */
+  /**
+   * The first outcome wins; the run's timers stop with it. Its error is cut to its bounds here,
+   * once, before anything stores, emits or logs it (./log-limits.ts).
+   */
   private settle(outcome: Outcome): void {
     if (this.outcome) return;
+    if (outcome.error) outcome.error = cutError(outcome.error);
     this.outcome = outcome;
     if (this.began > 0) this.ranMs = performance.now() - this.began;
     if (this.timers) for (const t of this.timers) clearLongTimeout(t);
