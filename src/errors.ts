@@ -46,6 +46,20 @@ export class UnknownTaskError extends PermanentError {
 }
 
 /**
+ * A job's stored description (its args, most likely) cannot be decoded: it was written by a raw
+ * writer or another build, or corrupted. The executor fails the job with this error at once,
+ * without running it or retrying it; `reason` is the decoder's.
+ */
+export class UndecodableJobError extends PermanentError {
+  constructor(
+    readonly jobId: string,
+    readonly reason: string,
+  ) {
+    super(`job "${jobId}" cannot be run: ${reason}; it was failed without running`);
+  }
+}
+
+/**
  * Redis could not be reached or refused the client. `target` is where it was looked for, with
  * any password masked; `reason` is the cause's code (`WRONGPASS`, `NOAUTH`, `ECONNREFUSED`,
  * `ENOTFOUND`, a TLS certificate error such as `DEPTH_ZERO_SELF_SIGNED_CERT`, ...).

@@ -19,6 +19,7 @@ export {
   ShardCountError,
   TimeoutError,
   TimerStalledError,
+  UndecodableJobError,
   UnknownTaskError,
   ValidationError,
 } from './errors.js';
