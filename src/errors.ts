@@ -75,6 +75,26 @@ export class ConnectionError extends RotaError {
 }
 
 /**
+ * Redis refused a write because its memory is full: its used memory reached `maxmemory`, and its
+ * `maxmemory-policy` evicts nothing (`noeviction`, as a queue needs). The refused command
+ * (`command`, e.g. `FCALL submit`) wrote nothing. Free memory (clean finished jobs, see
+ * `queue.clean`) or raise `maxmemory`; then send it again (a submit with the same `id` adds no
+ * second job).
+ */
+export class RedisFullError extends RotaError {
+  constructor(
+    readonly queue: string,
+    readonly command: string,
+    /** What Redis answered (its OOM error). */
+    readonly reply: string,
+  ) {
+    super(
+      `Redis refused ${command} on queue "${queue}": its memory is full (used memory reached maxmemory, and maxmemory-policy evicts nothing); nothing was written. Free memory or raise maxmemory, then try again (Redis: ${reply})`,
+    );
+  }
+}
+
+/**
  * The queue's data was written by a Rota of another data format (its `schema` in
  * `{rota:<queue>}:meta`). Nothing was written. Run a Rota of that format, or migrate the queue.
  */

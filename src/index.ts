@@ -11,6 +11,7 @@ export {
   LibraryMismatchError,
   PayloadTooLargeError,
   PermanentError,
+  RedisFullError,
   ReplicationError,
   ReshardInProgressError,
   ReshardRefusedError,

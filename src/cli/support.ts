@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { type Command, InvalidArgumentError } from 'commander';
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import { ConnectionError, RotaError, ShardCountError } from '../errors.js';
+import { ConnectionError, RedisFullError, RotaError, ShardCountError } from '../errors.js';
 import type { Health } from '../executor/health.js';
 import { type HealthServer, serveHealth } from '../observability/health.js';
 import { Queue } from '../queue/queue.js';
@@ -271,7 +271,8 @@ export async function run(fn: () => Promise<void>): Promise<void> {
       process.exitCode = err.exitCode;
     } else if (err instanceof RotaError) {
       process.stderr.write(`rota: ${err.message}\n`);
-      process.exitCode = EXIT_INVALID;
+      // (Redis refusing a write for memory is Redis's refusal, not a bad value)
+      process.exitCode = err instanceof RedisFullError ? EXIT_UNREACHABLE : EXIT_INVALID;
     } else {
       throw err;
     }
