@@ -5,9 +5,9 @@
  */
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Job, UndecodableJobError } from '../../src/index.js';
+import { type Job, PeriodicTasks, Scheduler, UndecodableJobError } from '../../src/index.js';
 import { unpackValue } from '../../src/redis/job-codec.js';
-import { closeAll, eventually, openQueue, openWorker, rawClient, uniqueQueue, until } from '../helpers/setup.js';
+import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 
 afterEach(closeAll);
 let raw: Redis;
@@ -114,6 +114,21 @@ describe('an args key __proto__', () => {
     expect(JSON.stringify(back.result)).toBe(JSON.stringify(submitted()));
     expect(Object.hasOwn(back.result as object, '__proto__')).toBe(true);
     expect(Object.getPrototypeOf(back.result)).toBe(Object.prototype);
+  });
+
+  it("reaches a periodic task's handler, and the task read back, as an own property", async () => {
+    const name = uniqueQueue('proto-periodic');
+    const tasks = track(new PeriodicTasks(name, { connection: redisUrl() }));
+    const seen: string[] = [];
+    const w = openWorker(name, { echo: (ctx) => void seen.push(JSON.stringify(ctx.args)) });
+    await tasks.upsert({ id: 'echo', task: 'echo', timer: 'every 1h', args: submitted() });
+    const task = (await tasks.get('echo'))!;
+    expect(Object.hasOwn(task.args as object, '__proto__')).toBe(true);
+    expect(JSON.stringify(task.args)).toBe(JSON.stringify(submitted()));
+    await track(new Scheduler(name, { connection: redisUrl() })).start();
+    await tasks.trigger('echo');
+    await until(w, 'completed', () => seen.length === 1);
+    expect(seen).toEqual([JSON.stringify(submitted())]);
   });
 
   it('decodes values without the key as msgpackr does, and keeps a key __proto_ as it is', async () => {
