@@ -271,8 +271,10 @@ export async function run(fn: () => Promise<void>): Promise<void> {
       process.exitCode = err.exitCode;
     } else if (err instanceof RotaError) {
       process.stderr.write(`rota: ${err.message}\n`);
-      // (Redis refusing a write for memory is Redis's refusal, not a bad value)
-      process.exitCode = err instanceof RedisFullError ? EXIT_UNREACHABLE : EXIT_INVALID;
+      // (Redis refusing a write for memory is Redis's refusal, not a bad value; a bulk submit
+      // stopped by it carries it as its cause)
+      const full = err instanceof RedisFullError || err.cause instanceof RedisFullError;
+      process.exitCode = full ? EXIT_UNREACHABLE : EXIT_INVALID;
     } else {
       throw err;
     }
