@@ -46,6 +46,20 @@ export class UnknownTaskError extends PermanentError {
 }
 
 /**
+ * A job's stored description (its args, most likely) cannot be decoded: it was written by a raw
+ * writer or another build, or corrupted. The executor fails the job with this error at once,
+ * without running it or retrying it; `reason` is the decoder's.
+ */
+export class UndecodableJobError extends PermanentError {
+  constructor(
+    readonly jobId: string,
+    readonly reason: string,
+  ) {
+    super(`job "${jobId}" cannot be run: ${reason}; it was failed without running`);
+  }
+}
+
+/**
  * Redis could not be reached or refused the client. `target` is where it was looked for, with
  * any password masked; `reason` is the cause's code (`WRONGPASS`, `NOAUTH`, `ECONNREFUSED`,
  * `ENOTFOUND`, a TLS certificate error such as `DEPTH_ZERO_SELF_SIGNED_CERT`, ...).
@@ -57,6 +71,26 @@ export class ConnectionError extends RotaError {
     detail: string,
   ) {
     super(`cannot reach Redis at ${target}: ${detail}`);
+  }
+}
+
+/**
+ * Redis refused a write because its memory is full: its used memory reached `maxmemory`, and its
+ * `maxmemory-policy` evicts nothing (`noeviction`, as a queue needs). The refused command
+ * (`command`, e.g. `FCALL submit`) wrote nothing. Free memory (clean finished jobs, see
+ * `queue.clean`) or raise `maxmemory`; then send it again (a submit with the same `id` adds no
+ * second job).
+ */
+export class RedisFullError extends RotaError {
+  constructor(
+    readonly queue: string,
+    readonly command: string,
+    /** What Redis answered (its OOM error). */
+    readonly reply: string,
+  ) {
+    super(
+      `Redis refused ${command} on queue "${queue}": its memory is full (used memory reached maxmemory, and maxmemory-policy evicts nothing); nothing was written. Free memory or raise maxmemory, then try again (Redis: ${reply})`,
+    );
   }
 }
 

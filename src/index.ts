@@ -11,6 +11,7 @@ export {
   LibraryMismatchError,
   PayloadTooLargeError,
   PermanentError,
+  RedisFullError,
   ReplicationError,
   ReshardInProgressError,
   ReshardRefusedError,
@@ -19,6 +20,7 @@ export {
   ShardCountError,
   TimeoutError,
   TimerStalledError,
+  UndecodableJobError,
   UnknownTaskError,
   ValidationError,
 } from './errors.js';

@@ -30,8 +30,15 @@ end
 -- The priority ('high'|'low') and retry limit of a job, from its description `d` (see
 -- includes/addJob), a MessagePack array: only its first fields are decoded (one byte in, past the
 -- array's header), never the args, which may hold types the Lua decoder does not know.
+-- A description that does not decode (a raw writer's, a corrupted one) gives nil for both, so
+-- that the job can still be failed (the executor fails it: it cannot be run) instead of every
+-- call that meets it failing.
+local function describedOr(ok, ...)
+  if not ok then return nil, nil end
+  return priorityAndRetries(...)
+end
 local function describeJob(d)
-  return priorityAndRetries(cmsgpack.unpack_limit(d, DESCRIBED, 1))
+  return describedOr(pcall(cmsgpack.unpack_limit, d, DESCRIBED, 1))
 end
 
 -- Where the task name is in a description (DESCRIPTION).
@@ -42,5 +49,7 @@ end
 
 -- The task name of a job, from its description `d`: only the fields up to it are decoded.
 local function jobTask(d)
-  return (select(TASK_AT + 1, cmsgpack.unpack_limit(d, TASK_AT, 1)))
+  local decoded = { pcall(cmsgpack.unpack_limit, d, TASK_AT, 1) }
+  if not decoded[1] then return nil end
+  return decoded[TASK_AT + 2]
 end

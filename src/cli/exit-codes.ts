@@ -11,7 +11,7 @@ export const EXIT_OK = 0;
 export const EXIT_INVALID = 1;
 /** The command line itself was wrong: unknown command or option, missing argument or option value. */
 export const EXIT_USAGE = 2;
-/** Redis could not be reached, or refused the client. */
+/** Redis could not be reached, or refused the client, or refused a write for memory (maxmemory reached). */
 export const EXIT_UNREACHABLE = 3;
 /** What the command names (a job, a periodic task, a group) does not exist. */
 export const EXIT_NOT_FOUND = 4;
@@ -21,5 +21,5 @@ export const EXIT_CODES_HELP = `Exit status:
   ${EXIT_OK}  ok
   ${EXIT_INVALID}  invalid value (an option's value, a timer spec, a task definition)
   ${EXIT_USAGE}  usage error (unknown command or option, missing argument)
-  ${EXIT_UNREACHABLE}  Redis unreachable, or it refused the client
+  ${EXIT_UNREACHABLE}  Redis unreachable, it refused the client, or it is full (maxmemory)
   ${EXIT_NOT_FOUND}  not found (no such job, periodic task or group)`;

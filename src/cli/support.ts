@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { type Command, InvalidArgumentError } from 'commander';
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import { ConnectionError, RotaError, ShardCountError } from '../errors.js';
+import { ConnectionError, RedisFullError, RotaError, ShardCountError } from '../errors.js';
 import { Queue } from '../queue/queue.js';
 import { clusterState, connectionError, guardDb, MAX_DB, maskUrl, pingPrimaries, urlDb } from '../redis/connection.js';
 import { readShardCount } from '../redis/schema.js';
@@ -269,7 +269,10 @@ export async function run(fn: () => Promise<void>): Promise<void> {
       process.exitCode = err.exitCode;
     } else if (err instanceof RotaError) {
       process.stderr.write(`rota: ${err.message}\n`);
-      process.exitCode = EXIT_INVALID;
+      // (Redis refusing a write for memory is Redis's refusal, not a bad value; a bulk submit
+      // stopped by it carries it as its cause)
+      const full = err instanceof RedisFullError || err.cause instanceof RedisFullError;
+      process.exitCode = full ? EXIT_UNREACHABLE : EXIT_INVALID;
     } else {
       throw err;
     }

@@ -2,14 +2,15 @@
  * One run of one job on an executor: builds the handler's context, enforces the timebox, and
  * turns how the handler ended into an outcome for the finish script.
  */
-import { PermanentError, TimeoutError, UnknownTaskError, ValidationError } from '../errors.js';
+import { PermanentError, TimeoutError, UndecodableJobError, UnknownTaskError, ValidationError } from '../errors.js';
 import type { Handlers, JobContext } from '../queue/context.js';
 import type { FanOutOptions } from '../queue/fanout.js';
 import type { Job } from '../queue/job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import type { RunSpan } from '../queue/tracing.js';
+import { UNDECODABLE } from '../redis/job-codec.js';
 import type { OutcomeCode } from '../redis/wire.js';
-import { cutLogLine, MAX_RUN_LOG_BYTES, RUN_LOG_FULL } from './log-limits.js';
+import { cutError, cutLogLine, MAX_RUN_LOG_BYTES, RUN_LOG_FULL } from './log-limits.js';
 
 /** Why a run's signal aborted. */
 export type AbortReason = 'cancel' | 'timeout' | 'lost' | 'shutdown';
@@ -121,6 +122,12 @@ export class Run {
     gated = false,
     private readonly onEnd: RunEnded | null = null,
   ) {
+    const undecodable = (job as { [UNDECODABLE]?: string })[UNDECODABLE];
+    if (undecodable !== undefined) {
+      // (a job read back without its args: no handler may run it)
+      queueMicrotask(() => this.settle({ code: 'p', error: new UndecodableJobError(job.id, undecodable) }));
+      return;
+    }
     this.handler = handlers[job.task];
     if (!this.handler) {
       queueMicrotask(() => this.settle({ code: 'p', error: new UnknownTaskError(job.task) }));
@@ -285,9 +292,13 @@ export class Run {
     this.settle(outcome);
   }
 
-  /** The first outcome wins; the run's timers stop with it. */
+  /**
+   * The first outcome wins; the run's timers stop with it. Its error is cut to its bounds here,
+   * once, before anything stores, emits or logs it (./log-limits.ts).
+   */
   private settle(outcome: Outcome): void {
     if (this.outcome) return;
+    if (outcome.error) outcome.error = cutError(outcome.error);
     this.outcome = outcome;
     if (this.began > 0) this.ranMs = performance.now() - this.began;
     if (this.timers) for (const t of this.timers) clearLongTimeout(t);

@@ -1,9 +1,9 @@
 /** Periodic task definitions: their shape, validation (zod) and how they are stored and read back. */
-import { unpack } from 'msgpackr';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
+import { unpackValue } from '../redis/job-codec.js';
 import { type Timer, TimerSyntaxError } from '../timers/index.js';
 import { decodeSchedule, encodeSchedule, isScheduleJson, type ScheduleSpec, scheduleTimer, storedTimer } from './schedule.js';
 
@@ -413,7 +413,7 @@ export function decodeTask(flat: Buffer[]): PeriodicTask {
     const field = flat[i].toString();
     const raw = flat[i + 1];
     if (field === 'args') {
-      t.args = raw.length ? unpack(raw) : undefined;
+      t.args = raw.length ? unpackValue(raw) : undefined;
       continue;
     }
     if (HIDDEN.has(field)) continue;

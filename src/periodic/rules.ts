@@ -3,11 +3,11 @@
  * back, and the task record of a rule's pending run for a subject.
  */
 import { createHash } from 'node:crypto';
-import { unpack } from 'msgpackr';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
 import { packValue, zodError } from '../queue/validate.js';
+import { unpackValue } from '../redis/job-codec.js';
 import type { Arg } from '../redis/library.js';
 import { MAX_DELAY_MS } from '../redis/wire.js';
 import { MAX_DURATION_MS } from '../timers/duration.js';
@@ -188,7 +188,7 @@ export function decodeRule<A>(h: Record<string, Buffer>): EventRule<A> | null {
     delayMs: Number(s('delayMs')),
     task: s('task')!,
     group: s('group'),
-    args: (h.args?.length ? unpack(h.args) : undefined) as A,
+    args: (h.args?.length ? unpackValue(h.args) : undefined) as A,
     priority: s('priority') as Priority,
     maxRetries: Number(s('maxRetries')),
     created: Number(s('created')),

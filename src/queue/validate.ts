@@ -45,6 +45,13 @@ export interface SubmitSpec<A = unknown> {
  */
 const PERIODIC_RUN_ID = /^[A-Za-z0-9._:-]{1,200}@\d+(?:#\d+)?(?:\/\d+)*$/;
 
+/**
+ * The ids fan-out gives a parent's children, `<parent id>/<index>`: reserved, so that no
+ * caller's submit takes a child's place before its parent fans out (the child, its id taken,
+ * would never be submitted, and the parent would wait for it forever).
+ */
+const FAN_OUT_CHILD_ID = /\/\d+$/;
+
 const LATEST_DUE = `must be at most ${MAX_DELAY_MS} ms (a delay of some 317 years, or the year 2286)`;
 
 /**
@@ -253,6 +260,12 @@ export function checkSpec(given: SubmitSpec, argsLimit: number, where = ''): Che
     throw new ValidationError(
       where ? `${where}.id` : 'id',
       'has the form <task id>@<digits> of a periodic run, which only the scheduler may submit (reserved)',
+    );
+  }
+  if (spec.id !== undefined && FAN_OUT_CHILD_ID.test(spec.id)) {
+    throw new ValidationError(
+      where ? `${where}.id` : 'id',
+      'ends in /<digits>, the form <parent id>/<index> of a fan-out child, which only its parent may submit (reserved)',
     );
   }
   const packedArgs = packValue(spec.args, argsLimit, where ? `${where}.args` : 'args');

@@ -3,7 +3,7 @@
  * job hash, written by submit and read by the scripts) and the decoding of a job hash. Shared by
  * the stores and the scripts' callers; the field orders come from ./wire.ts.
  */
-import { pack, unpack } from 'msgpackr';
+import { pack, Unpackr, unpack, unpackMultiple } from 'msgpackr';
 import { CHILD_FIELDS, DESCRIPTION } from './wire.js';
 
 /**
@@ -112,6 +112,44 @@ export type JobDescription = Pick<Job, 'task' | 'group' | 'priority' | 'maxRetri
  */
 export const TRACE = Symbol('trace');
 
+/**
+ * Where a job read back keeps why its description could not be decoded (its args, most likely:
+ * a raw writer, another build, a corrupted value), when it could not: a symbol, so that it is no
+ * field of {@link Job}. The fields decoded before the fault are set; an executor fails such a job
+ * at once, without running it (an UndecodableJobError).
+ */
+export const UNDECODABLE = Symbol('undecodable');
+
+/** The key msgpackr's object decoding renames (`__proto_`), so that it cannot set a prototype. */
+const PROTO_KEY = Buffer.from('__proto__');
+
+/** Decodes maps as Map, which keep every key as it is; otherwise as msgpackr's `unpack`. */
+const mapUnpackr = new Unpackr({ useRecords: false, mapsAsObjects: false });
+
+/** `v` with every Map (of {@link mapUnpackr}) made a plain object, each key its own property. */
+function plainObjects(v: unknown): unknown {
+  if (v instanceof Map) {
+    const o: Record<string, unknown> = {};
+    for (const [k, x] of v) {
+      // (defined, not assigned: a key `__proto__` is an own property, and sets no prototype)
+      Object.defineProperty(o, String(k), { value: plainObjects(x), writable: true, enumerable: true, configurable: true });
+    }
+    return o;
+  }
+  if (Array.isArray(v)) for (let i = 0; i < v.length; i++) v[i] = plainObjects(v[i]);
+  return v;
+}
+
+/**
+ * Decodes a packed value (args, a result) to what was packed: as msgpackr's `unpack`, but a key
+ * `__proto__` stays an own property of its object, as a caller's object (`JSON.parse`) has it,
+ * where `unpack` renames it `__proto_`. Only a value whose bytes hold that key takes the slower
+ * way through Maps.
+ */
+export function unpackValue(packed: Buffer): unknown {
+  return packed.includes(PROTO_KEY) ? plainObjects(mapUnpackr.unpack(packed)) : unpack(packed);
+}
+
 /** `undefined` packed: the args of a description that has none but a trace after them. */
 const NO_ARGS = pack(undefined);
 
@@ -145,7 +183,15 @@ export function unpackDescription(packed: Buffer): JobDescription & { args?: unk
  * trace context, the args (`undefined` when none) and then the trace, set under {@link TRACE}.
  */
 export function assignDescription(target: Record<string | symbol, unknown>, packed: Buffer): Record<string, unknown> {
-  const values = unpack(packed) as unknown[];
+  let values: unknown[];
+  try {
+    values = unpackValue(packed) as unknown[];
+    if (!Array.isArray(values)) throw new Error('it is not a MessagePack array');
+  } catch (err) {
+    values = decodableFields(packed);
+    const what = values.length >= DESCRIPTION.length ? 'its args' : 'its description';
+    target[UNDECODABLE] = `${what} cannot be decoded (${err instanceof Error ? err.message.slice(0, 200) : String(err)})`;
+  }
   const n = DESCRIPTION.length;
   for (let i = 0; i < n; i++) {
     const v = values[i];
@@ -157,6 +203,26 @@ export function assignDescription(target: Record<string | symbol, unknown>, pack
     target[TRACE] = values[n + 1];
   } else if (values.length > n) target.args = values[n];
   return target;
+}
+
+/**
+ * The elements of a packed description that decode, in order, up to the first that does not
+ * (none when it is no MessagePack array): the fields, when only the args are undecodable.
+ */
+function decodableFields(packed: Buffer): unknown[] {
+  const first = packed[0];
+  // the array's header: fixarray, array 16, array 32
+  const header = first >= 0x90 && first <= 0x9f ? 1 : first === 0xdc ? 3 : first === 0xdd ? 5 : 0;
+  const values: unknown[] = [];
+  if (header === 0 || packed.length <= header) return values;
+  try {
+    unpackMultiple(packed.subarray(header), (v: unknown) => {
+      values.push(v);
+    });
+  } catch {
+    // (what decoded before the fault is kept)
+  }
+  return values;
 }
 
 const NUMBER_FIELDS = new Set([
@@ -217,7 +283,7 @@ export function decodeJob(id: string, flat: Buffer[]): Job {
       continue;
     }
     if (field === 'result') {
-      if (raw.length > 0) job[field] = unpack(raw);
+      if (raw.length > 0) job[field] = unpackValue(raw);
       continue;
     }
     const value = raw.toString();

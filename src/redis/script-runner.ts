@@ -6,9 +6,24 @@
  * this class holds what is the same for all of them.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { ReplicationError } from '../errors.js';
+import { RedisFullError, ReplicationError } from '../errors.js';
 import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
 import { SchemaGate } from './schema.js';
+
+/** The error Redis answers a write with while its memory is full (maxmemory reached, noeviction). */
+const OOM = /^OOM |\bOOM command not allowed/;
+
+/**
+ * A Redis reply error as the Rota error it means, for a command `command` of queue `queue`: a
+ * write refused for memory (OOM) is a {@link RedisFullError}; any other error is given back as
+ * it is. The one mapping of Redis's refusals, for every store's calls.
+ */
+export function typedReplyError(err: unknown, queue: string, command: string): unknown {
+  if (err instanceof Error && OOM.test(err.message)) {
+    return new RedisFullError(queue, command, err.message.slice(0, 200));
+  }
+  return err;
+}
 
 /** Options of a {@link ScriptRunner}. */
 export interface ScriptRunnerOptions {
@@ -61,10 +76,17 @@ export class ScriptRunner {
     if (!this.gate.passed) await this.gate.check();
   }
 
-  /** Calls `script` with its one key and `args`, after the schema check; Buffers in the reply when `buffers`. */
+  /**
+   * Calls `script` with its one key and `args`, after the schema check; Buffers in the reply when
+   * `buffers`. A call Redis refuses for memory rejects with a {@link RedisFullError}.
+   */
   async fcall<T>(script: string, key: string, args: Arg[], buffers = false): Promise<T> {
-    if (!this.gate.passed) await this.gate.check();
-    return runFunction<T>(this.client, this.lib, script, [key], args, buffers);
+    try {
+      if (!this.gate.passed) await this.gate.check();
+      return await runFunction<T>(this.client, this.lib, script, [key], args, buffers);
+    } catch (err) {
+      throw typedReplyError(err, this.queue, `FCALL ${script}`);
+    }
   }
 
   /**

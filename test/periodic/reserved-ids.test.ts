@@ -52,7 +52,7 @@ describe('ids the scheduler makes', () => {
 
   it('still accepts caller ids with @ that are not a run id', async () => {
     const queue = track(new Queue(uniqueQueue('at-ids'), { connection: redisUrl() }));
-    for (const id of ['user@example.com', 'a@1x', '@5', 'a b@5', 'order/7', 'a#2', 'a@1#x']) {
+    for (const id of ['user@example.com', 'a@1x', '@5', 'a b@5', 'order/7x', 'a#2', 'a@1#x']) {
       expect((await queue.submit({ id, task: 't' })).id).toBe(id);
     }
   });

@@ -326,6 +326,37 @@ describe('fan-out', () => {
     ]);
   });
 
+  it('refuses a submit of a child id <parent>/<digits> before its parent fans out, writing nothing; the real child runs', async () => {
+    const name = uniqueQueue('fan');
+    const q = openQueue(name);
+    const planted = { id: 'order-42/0', task: 'planted', args: { evil: true } };
+    await expect(q.submit(planted)).rejects.toThrow(ValidationError);
+    await expect(q.submit(planted)).rejects.toThrow(/^id: ends in \/<digits>/);
+    await expect(q.submitBulk([{ task: 'ok' }, { ...planted, id: 'order-42/0/7' }])).rejects.toThrow(/^specs\[1\]\.id:/);
+    // ids that only look alike are a caller's to take
+    await q.submitBulk(['order-42/a', 'order-42/0x', 'order/42-0'].map((id) => ({ id, task: 'other' })));
+    const c = rawClient();
+    try {
+      expect(await c.exists(q.keys.job('order-42/0'), q.keys.job('order-42/0/7'))).toBe(0);
+    } finally {
+      c.disconnect();
+    }
+    expect((await q.counts()).waiting).toBe(3);
+
+    const ran: Array<{ id: string; task: string; args: unknown }> = [];
+    const w = openWorker(name, {
+      parent: async (ctx) => ctx.fanOut([{ line: 1 }], { task: 'child' }),
+      child: async (ctx) => void ran.push({ id: ctx.job.id, task: ctx.job.task, args: ctx.args }),
+      planted: async () => void ran.push({ id: 'planted', task: 'planted', args: null }),
+      other: async () => undefined,
+    });
+    await q.submit({ id: 'order-42', task: 'parent' });
+    const ended = await eventually(async () => (await streamEvents(name)).find((e) => e.event === 'children.ended'));
+    expect(ended).toMatchObject({ id: 'order-42', children: { total: 1, success: 1, failed: 0, cancelled: 0 } });
+    expect(ran).toEqual([{ id: 'order-42/0', task: 'child', args: { line: 1 } }]);
+    void w;
+  });
+
   it('counts a child whose lease expired as not running (recovered to retry) and a started child as running', async () => {
     const name = uniqueQueue('fan');
     const q = openQueue(name);
