@@ -75,6 +75,10 @@ export interface DeliveryDeps extends ReportTo {
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Sends of one batch of side writes (log lines, staging deletions) before it is dropped, and the first backoff (doubling). */
+const SIDE_WRITE_ATTEMPTS = 3;
+const SIDE_WRITE_BACKOFF_MS = 100;
+
 /** Outcomes that fail a run (the job is retried or fails). */
 const FAILING: ReadonlySet<string> = new Set([OUTCOME.failed, OUTCOME.permanent]);
 
@@ -117,6 +121,8 @@ export class Delivery implements Outcomes {
   private over = false;
   /** Children of fan-outs this executor committed and is submitting (close() lets them finish). */
   private readonly fanOuts = new Set<Promise<void>>();
+  /** Side writes dropped after their sends failed, since the executor started (their warnings count them). */
+  private droppedSideWrites = 0;
 
   constructor(private readonly d: DeliveryDeps) {
     this.finishes = new Batcher((batch) => this.sendFinishes(batch), { onSent: () => d.takes.wakeLoop() });
@@ -134,7 +140,7 @@ export class Delivery implements Outcomes {
       this.progressWrites.add({ id: job.id, progress: n, shard: shardOf(job) });
       if (d.events.listenerCount('progress') > 0) d.events.emit('progress', { ...job, progress: n }, n);
     });
-    this.sideWrites = new Batcher((writes) => sendSideWrites(d.client, writes));
+    this.sideWrites = new Batcher((writes) => this.sendSideWrites(writes));
   }
 
   get waiting(): boolean {
@@ -215,6 +221,46 @@ export class Delivery implements Outcomes {
   giveUp(): void {
     this.over = true;
     if (this.redeliveryTimer) clearTimeout(this.redeliveryTimer);
+  }
+
+  /** Sends side writes, one pipeline per shard (a Cluster refuses a pipeline across nodes' slots). */
+  private async sendSideWrites(writes: SideWrite[]): Promise<void> {
+    await Promise.all(
+      byShard(writes, this.d.stores.length, (w) => w.keys.shard).map(([, part]) => this.sendShardSideWrites(part)),
+    );
+  }
+
+  /**
+   * Sends one shard's side writes, again after a backoff those Redis refused or that went
+   * unanswered (SIDE_WRITE_ATTEMPTS sends in all); then drops them with a warning that counts
+   * them. Never rejects: a log line is not worth an executor.
+   */
+  private async sendShardSideWrites(writes: SideWrite[]): Promise<void> {
+    let left = writes;
+    for (let attempt = 1; ; attempt++) {
+      let err: unknown;
+      try {
+        ({ refused: left, err } = await sendSideWrites(this.d.client, left));
+        if (left.length === 0) return;
+      } catch (e) {
+        err = e;
+      }
+      if (attempt < SIDE_WRITE_ATTEMPTS && !this.over) {
+        await delay(SIDE_WRITE_BACKOFF_MS * 2 ** (attempt - 1));
+        continue;
+      }
+      this.droppedSideWrites += left.length;
+      const reason = err instanceof Error ? err.message : String(err);
+      const message =
+        `dropped ${left.length} log line(s) or staging deletion(s) after ${attempt} failed send(s) ` +
+        `(${this.droppedSideWrites} dropped since the executor started): ${reason}`;
+      this.d.logger?.warn(
+        { worker: this.d.workerId, dropped: left.length, droppedTotal: this.droppedSideWrites, err: reason },
+        message,
+      );
+      this.d.onError(new Error(message, { cause: err }));
+      return;
+    }
   }
 
   private async sendStarts(batch: Run[]): Promise<void> {
