@@ -50,6 +50,8 @@ export interface CarriedTakes {
   carry(shard: number, want: number, reply: Promise<FinishReply>): Promise<FinishReply>;
   /** Outcomes were sent: their slots are free. */
   wakeLoop(): void;
+  /** Jobs of a task this executor lacks were passed on (delayed) for the executors that have it. */
+  passedOn(): void;
 }
 
 export interface DeliveryDeps extends ReportTo {
@@ -64,6 +66,8 @@ export interface DeliveryDeps extends ReportTo {
   /** How many finished jobs the finish calls keep. */
   keep: { succeeded: number; failed: number };
   progressIntervalMs: number;
+  /** How long a job's task may have no live executor before the job fails (the payload of an `unhandled` outcome). */
+  unknownTaskGraceMs: number;
   /** Runs in progress by job id: their leases are held too. */
   runs: Dictionary<Run>;
   takes: CarriedTakes;
@@ -317,7 +321,8 @@ export class Delivery implements Outcomes {
           f.outcome = { code: OUTCOME.permanent, error: err as Error };
         }
       }
-      if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
+      if (f.outcome.code === OUTCOME.unhandled) payload = String(this.d.unknownTaskGraceMs);
+      else if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
       addRun(runs, f.run.job.id, String(f.run.job.takeSeq), f.outcome.code, f.unstarted ?? false, payload);
     }
     const reply = this.d.takes.carry(
@@ -373,6 +378,7 @@ export class Delivery implements Outcomes {
    */
   private delivered(f: RunOutcome, answered: JobState | ''): void {
     const state = answered === '' && f.applied !== undefined ? f.applied : answered;
+    if (state === 'delayed' && f.outcome.code === OUTCOME.unhandled) this.d.takes.passedOn();
     if (f.run.fanned) this.fannedOutEnded(f, state);
     reportEnd(this.d, f.run.job, f.outcome, state, f.released ?? false);
   }
