@@ -30,13 +30,15 @@
            (`running`, its events and count) before it ends, as start.lua would (never a
            periodic run's: those wait for their start's answer). Outcome 'o' is a success whose
            run staged children: they are committed with it (see includes/finishJob), or, when the
-           staging is gone, the run fails.
+           staging is gone, the run fails. Outcome 'u': the executor has no handler for the
+           job's task, the payload its unknownTaskGraceMs (see includes/unhandled).
   ARGV[12] how many of the runs, the last ones, are runs of fan-out children (their parents count
            them, see includes/children)
   ARGV[13] the runs' history counts (see includes/history), or '' for none
 
   Returns { finished time (ms), the end state of each run as one string of a character a run
-            (END_CODES: s success, w waiting, c cancelled, k stuck, f failed, - refused), jobs
+            (END_CODES: s success, w waiting, c cancelled, k stuck, f failed, d delayed (an
+            unhandled run passed on), - refused), jobs
             taken (see includes/take), next due time in `delayed` (ms) or -1 }.
 ]]
 --- @include "includes/common"
@@ -78,7 +80,8 @@ for i = 1, #runs, RUN_WIDTH do
   if job[1] == token and (job[2] == 'running' or job[2] == 'scheduled') then
     if not verified then dropLeases(prefix, id, token) end
     local started
-    if unstarted and job[2] == 'scheduled' then
+    -- (an unhandled run never began: nothing of it is marked started)
+    if unstarted and job[2] == 'scheduled' and outcome ~= OUTCOME_UNHANDLED then
       -- its start, as start.lua applies it (the end state written next replaces `running`)
       started = at.nowS
       left('scheduled')
@@ -101,10 +104,10 @@ end
 finishBatch(prefix)
 if childFrom <= #runs then flushChildren(prefix, now) end
 addHistory(prefix, now, ARGV[13] or '')
--- A stuck job is not runnable yet, so nobody was woken for it: wake one executor, whose take
--- finds nothing due and answers the next due time, so it sleeps until the retry instead of
--- until its fallback timer.
-if ended['stuck'] then wake(prefix) end
+-- A stuck job (or one passed on, delayed) is not runnable yet, so nobody was woken for it: wake
+-- one executor, whose take finds nothing due and answers the next due time, so it sleeps until
+-- the retry instead of until its fallback timer.
+if ended['stuck'] or ended['delayed'] then wake(prefix) end
 if ended['success'] then trimFinished(prefix, 'success', ARGV[4]) end
 if ended['failed'] then trimFinished(prefix, 'failed', ARGV[5]) end
 if ended['cancelled'] then trimFinished(prefix, 'cancelled', ARGV[5]) end

@@ -38,10 +38,13 @@ export class PermanentError extends RotaError {}
 /** A job's handler did not finish within its `maxRuntime` (plus the grace period). */
 export class TimeoutError extends RotaError {}
 
-/** A job names a task that this executor has no handler for. */
+/**
+ * A job names a task that no live executor of its queue has had a handler for during the
+ * executors' `unknownTaskGraceMs` (an executor without it puts the job back for those with it).
+ */
 export class UnknownTaskError extends PermanentError {
   constructor(readonly task: string) {
-    super(`unknown task "${task}": no handler is registered under this name on this executor`);
+    super(`unknown task "${task}": no live executor of the queue has a handler for it`);
   }
 }
 

@@ -101,6 +101,7 @@ export const WORKER_OPTIONS = {
     .optional(),
   autorun: bool.optional(),
   progressIntervalMs: whole(0, HOUR_MS, 'ms').optional(),
+  unknownTaskGraceMs: whole(0, DAY_MS, 'ms').optional(),
 };
 
 /** Worker.close's. */

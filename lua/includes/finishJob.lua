@@ -3,6 +3,8 @@
     s success (payload: packed result)    f failure, retried with backoff while retries < maxRetries
     p permanent failure (no retry)        c cancelled
     r released back to the front of its group without counting a retry (graceful shutdown)
+    u unhandled: the executor has no handler for the job's task (payload: its grace, ms); passed
+      on to `delayed` (ending `delayed`) or failed for good, as includes/unhandled decides
     o success of a run that staged children (ctx.fanOut): they are committed with it (commitFanOut);
       when its staging is gone it is a failure (f) instead
   A job whose cancel was requested ends cancelled whatever the outcome (but a release).
@@ -24,6 +26,7 @@
 --- @include "includes/groupChanges"
 --- @include "includes/setWrites"
 --- @include "includes/attempts"
+--- @include "includes/unhandled"
 --- @export GROUP_READ, beginFinishes, finishJob, finishBatch
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
 -- may be retried, and so may a fan-out whose staging is gone); the end of any other run reads the
@@ -67,6 +70,11 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
   local group = job[4]
   left(job[2])
   if job[3] == '1' and outcome ~= OUTCOME_RELEASED then outcome = OUTCOME_CANCELLED end
+  local passedTo
+  if outcome == OUTCOME_UNHANDLED then
+    passedTo, payload = unhandledRun(at, jobKey, payload)
+    if not passedTo then outcome = OUTCOME_PERMANENT end
+  end
   local state
   local a, n = endFields, 4
   if outcome == OUTCOME_SUCCESS then
@@ -78,6 +86,11 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
     a[1], a[2], a[3], a[4] = 'state', state, 'worker', ''
     call('RPUSH', prefix .. 'g:' .. group .. ':r', id)
     deferGroup(group, 'nr', 1)
+  elseif passedTo then
+    -- (due again at `passedTo`: promoted to waiting then, as a delayed job is)
+    state = 'delayed'
+    a[1], a[2], a[3], a[4], a[5], a[6], n = 'state', state, 'worker', '', 'runAt', str(passedTo), 6
+    call('ZADD', prefix .. 'delayed', str(passedTo), id)
   elseif outcome == OUTCOME_CANCELLED then
     state = 'cancelled'
     a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS

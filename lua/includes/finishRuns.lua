@@ -13,7 +13,9 @@
 -- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
 -- (built as the library loads, when Lua's ipairs and pairs are not reachable yet)
 local UNSTARTED = {}
-local OUTCOMES = { OUTCOME_SUCCESS, OUTCOME_FAILED, OUTCOME_PERMANENT, OUTCOME_CANCELLED, OUTCOME_RELEASED, OUTCOME_FANNED_OUT }
+local OUTCOMES = {
+  OUTCOME_SUCCESS, OUTCOME_FAILED, OUTCOME_PERMANENT, OUTCOME_CANCELLED, OUTCOME_RELEASED, OUTCOME_FANNED_OUT, OUTCOME_UNHANDLED,
+}
 for i = 1, #OUTCOMES do UNSTARTED[UNSTARTED_PREFIX .. OUTCOMES[i]] = OUTCOMES[i] end
 
 -- The lease members the runs claim (reused: the library keeps it across calls).

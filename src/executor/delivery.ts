@@ -50,6 +50,8 @@ export interface CarriedTakes {
   carry(shard: number, want: number, reply: Promise<FinishReply>): Promise<FinishReply>;
   /** Outcomes were sent: their slots are free. */
   wakeLoop(): void;
+  /** Jobs of a task this executor lacks were passed on (delayed) for the executors that have it. */
+  passedOn(): void;
 }
 
 export interface DeliveryDeps extends ReportTo {
@@ -64,6 +66,8 @@ export interface DeliveryDeps extends ReportTo {
   /** How many finished jobs the finish calls keep. */
   keep: { succeeded: number; failed: number };
   progressIntervalMs: number;
+  /** How long a job's task may have no live executor before the job fails (the payload of an `unhandled` outcome). */
+  unknownTaskGraceMs: number;
   /** Runs in progress by job id: their leases are held too. */
   runs: Dictionary<Run>;
   takes: CarriedTakes;
@@ -74,6 +78,10 @@ export interface DeliveryDeps extends ReportTo {
 }
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Sends of one batch of side writes (log lines, staging deletions) before it is dropped, and the first backoff (doubling). */
+const SIDE_WRITE_ATTEMPTS = 3;
+const SIDE_WRITE_BACKOFF_MS = 100;
 
 /** Outcomes that fail a run (the job is retried or fails). */
 const FAILING: ReadonlySet<string> = new Set([OUTCOME.failed, OUTCOME.permanent]);
@@ -117,6 +125,8 @@ export class Delivery implements Outcomes {
   private over = false;
   /** Children of fan-outs this executor committed and is submitting (close() lets them finish). */
   private readonly fanOuts = new Set<Promise<void>>();
+  /** Side writes dropped after their sends failed, since the executor started (their warnings count them). */
+  private droppedSideWrites = 0;
 
   constructor(private readonly d: DeliveryDeps) {
     this.finishes = new Batcher((batch) => this.sendFinishes(batch), { onSent: () => d.takes.wakeLoop() });
@@ -134,7 +144,7 @@ export class Delivery implements Outcomes {
       this.progressWrites.add({ id: job.id, progress: n, shard: shardOf(job) });
       if (d.events.listenerCount('progress') > 0) d.events.emit('progress', { ...job, progress: n }, n);
     });
-    this.sideWrites = new Batcher((writes) => sendSideWrites(d.client, writes));
+    this.sideWrites = new Batcher((writes) => this.sendSideWrites(writes));
   }
 
   get waiting(): boolean {
@@ -217,6 +227,46 @@ export class Delivery implements Outcomes {
     if (this.redeliveryTimer) clearTimeout(this.redeliveryTimer);
   }
 
+  /** Sends side writes, one pipeline per shard (a Cluster refuses a pipeline across nodes' slots). */
+  private async sendSideWrites(writes: SideWrite[]): Promise<void> {
+    await Promise.all(
+      byShard(writes, this.d.stores.length, (w) => w.keys.shard).map(([, part]) => this.sendShardSideWrites(part)),
+    );
+  }
+
+  /**
+   * Sends one shard's side writes, again after a backoff those Redis refused or that went
+   * unanswered (SIDE_WRITE_ATTEMPTS sends in all); then drops them with a warning that counts
+   * them. Never rejects: a log line is not worth an executor.
+   */
+  private async sendShardSideWrites(writes: SideWrite[]): Promise<void> {
+    let left = writes;
+    for (let attempt = 1; ; attempt++) {
+      let err: unknown;
+      try {
+        ({ refused: left, err } = await sendSideWrites(this.d.client, left));
+        if (left.length === 0) return;
+      } catch (e) {
+        err = e;
+      }
+      if (attempt < SIDE_WRITE_ATTEMPTS && !this.over) {
+        await delay(SIDE_WRITE_BACKOFF_MS * 2 ** (attempt - 1));
+        continue;
+      }
+      this.droppedSideWrites += left.length;
+      const reason = err instanceof Error ? err.message : String(err);
+      const message =
+        `dropped ${left.length} log line(s) or staging deletion(s) after ${attempt} failed send(s) ` +
+        `(${this.droppedSideWrites} dropped since the executor started): ${reason}`;
+      this.d.logger?.warn(
+        { worker: this.d.workerId, dropped: left.length, droppedTotal: this.droppedSideWrites, err: reason },
+        message,
+      );
+      this.d.onError(new Error(message, { cause: err }));
+      return;
+    }
+  }
+
   private async sendStarts(batch: Run[]): Promise<void> {
     await Promise.all(
       byShard(batch, this.d.stores.length, (r) => shardOf(r.job)).map(([shard, part]) => this.sendShardStarts(shard, part)),
@@ -271,7 +321,8 @@ export class Delivery implements Outcomes {
           f.outcome = { code: OUTCOME.permanent, error: err as Error };
         }
       }
-      if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
+      if (f.outcome.code === OUTCOME.unhandled) payload = String(this.d.unknownTaskGraceMs);
+      else if (f.outcome.error) payload = f.outcome.error.stack ?? String(f.outcome.error);
       addRun(runs, f.run.job.id, String(f.run.job.takeSeq), f.outcome.code, f.unstarted ?? false, payload);
     }
     const reply = this.d.takes.carry(
@@ -327,6 +378,7 @@ export class Delivery implements Outcomes {
    */
   private delivered(f: RunOutcome, answered: JobState | ''): void {
     const state = answered === '' && f.applied !== undefined ? f.applied : answered;
+    if (state === 'delayed' && f.outcome.code === OUTCOME.unhandled) this.d.takes.passedOn();
     if (f.run.fanned) this.fannedOutEnded(f, state);
     reportEnd(this.d, f.run.job, f.outcome, state, f.released ?? false);
   }

@@ -14,6 +14,9 @@ import { checkShards } from '../redis/shards.js';
 import { STALL_AFTER_MS } from './health.js';
 import type { Keep } from './recoverer.js';
 
+/** How long a task no live executor has a handler for is waited for before its jobs fail (ms). */
+export const DEFAULT_UNKNOWN_TASK_GRACE_MS = 5 * 60_000;
+
 /** Executor options. */
 export interface WorkerOptions {
   /** Where Redis is: a URL, ioredis options or an ioredis client. */
@@ -83,6 +86,13 @@ export interface WorkerOptions {
    * the last one when the run ends. 0 to an hour; default 1,000 ms.
    */
   progressIntervalMs?: number;
+  /**
+   * A job of a task this executor has no handler for is put back for the executors that have
+   * one (no retry counted). It fails with `UnknownTaskError` only once no live executor of the
+   * queue has had the task for this long, so that a deploy that adds a task can finish: 0 to a
+   * day; default 300,000 ms (5 minutes). See docs/jobs.md.
+   */
+  unknownTaskGraceMs?: number;
 }
 
 /** The part of a pino logger an executor uses. */
@@ -113,6 +123,7 @@ export interface ExecutorSettings {
   logger?: JobLogger;
   autorun: boolean;
   progressIntervalMs: number;
+  unknownTaskGraceMs: number;
 }
 
 /**
@@ -140,6 +151,7 @@ export function executorSettings(workerOptions: WorkerOptions): ExecutorSettings
     logger: options.logger,
     autorun: options.autorun ?? true,
     progressIntervalMs: options.progressIntervalMs ?? 1000,
+    unknownTaskGraceMs: options.unknownTaskGraceMs ?? DEFAULT_UNKNOWN_TASK_GRACE_MS,
   };
 }
 

@@ -45,6 +45,7 @@ const OUTCOME_NAMES: Record<OutcomeCode, string> = {
   p: 'failed',
   c: 'cancelled',
   r: 'released',
+  u: 'unhandled',
 };
 
 /** Reason text put on a run's signal. */
@@ -130,7 +131,8 @@ export class Run {
     }
     this.handler = handlers[job.task];
     if (!this.handler) {
-      queueMicrotask(() => this.settle({ code: 'p', error: new UnknownTaskError(job.task) }));
+      // (passed on to an executor that has the task, or failed when none has: includes/unhandled)
+      queueMicrotask(() => this.settle({ code: 'u', error: new UnknownTaskError(job.task) }));
       return;
     }
     if (!gated) queueMicrotask(() => this.begin());

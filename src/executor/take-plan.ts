@@ -44,6 +44,13 @@ const BACKOFF_MS = 100;
 const BACKOFF_MAX_MS = 2000;
 /** Shortest sleep while the queue is dry (a stuck job due now or past). */
 const MIN_SLEEP_MS = 5;
+/**
+ * After it passed jobs on (a task it has no handler for), the executor wakes for due times this
+ * much late, for PASSED_WINDOW_MS (longer than the longest pass delay, includes/unhandled.lua):
+ * so that an executor with the task, woken at the due time, takes the job first.
+ */
+const PASSED_LATE_MS = 100;
+const PASSED_WINDOW_MS = 5000;
 
 export interface TakePlanOptions {
   /** The executor's slots. */
@@ -78,6 +85,8 @@ export class TakePlan {
   /** A take found less than it asked for: the queue ran dry (until `nextDue` for stuck jobs). */
   private dry = false;
   private nextDue = -1;
+  /** Until when (wall-clock ms) due times are woken for PASSED_LATE_MS late (see passedOn). */
+  private passedUntil = 0;
   /** Counts the loop's sleeps: a take sent before a wake-up cannot mark the queue dry after it. */
   private wakeUps = 0;
 
@@ -192,8 +201,15 @@ export class TakePlan {
   /** Ms to sleep on the wake-up marker at most: until the next due time, within [5 ms, fallbackWakeMs]. */
   sleepMs(): number {
     this.dry = false;
-    const untilDue = this.nextDue > 0 ? this.nextDue - this.clock.wall() : Infinity;
+    const wall = this.clock.wall();
+    let untilDue = this.nextDue > 0 ? this.nextDue - wall : Infinity;
+    if (wall < this.passedUntil) untilDue += PASSED_LATE_MS;
     return Math.max(MIN_SLEEP_MS, Math.min(this.fallbackWakeMs, untilDue));
+  }
+
+  /** The executor passed jobs on to others (a task it has no handler for): it leaves them the due times for a while. */
+  passedOn(): void {
+    this.passedUntil = this.clock.wall() + PASSED_WINDOW_MS;
   }
 
   /** The loop woke from its sleep: what takes found before (or while) it slept says nothing about the work now. */

@@ -166,6 +166,11 @@ export class Taker {
     for (const b of this.blocking) b.disconnect();
   }
 
+  /** Jobs were passed on to the executors that have their task: the loop leaves them the due times for a while. */
+  passedOn(): void {
+    this.plan.passedOn();
+  }
+
   /** Wakes the loop: a take answered, a slot freed, outcomes were sent. */
   wakeLoop(): void {
     const w = this.slotWaiter;

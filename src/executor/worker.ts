@@ -147,11 +147,13 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       maxResultBytes: opts.maxResultBytes,
       keep: { succeeded: opts.keepSucceeded.count, failed: opts.keepFailed.count },
       progressIntervalMs: opts.progressIntervalMs,
+      unknownTaskGraceMs: opts.unknownTaskGraceMs,
       runs: this.runs,
       takes: {
         forFinishes: (shards) => this.taker.forFinishes(shards),
         carry: (shard, want, reply) => this.taker.carry(shard, want, reply),
         wakeLoop: () => this.taker.wakeLoop(),
+        passedOn: () => this.taker.passedOn(),
       },
       events: this,
       logger: opts.logger,

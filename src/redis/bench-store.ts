@@ -7,6 +7,7 @@
 import { Cluster, type Redis } from 'ioredis';
 import { parseInfo } from './info.js';
 import { benchKeyPatterns } from './keys.js';
+import { execChecked } from './pipeline.js';
 
 /** Keys one SCAN step asks for, and the most keys one UNLINK pipeline carries. */
 const SCAN_COUNT = 1000;
@@ -99,7 +100,7 @@ export class BenchStore {
       await p.scan(ns, async (keys) => {
         const pipe = node.pipeline();
         for (const k of keys) pipe.unlink(k);
-        await pipe.exec();
+        await execChecked(pipe);
         n += keys.length;
       });
     }

@@ -3,6 +3,7 @@
  * one pipeline.
  */
 import type { QueueKeys } from './keys.js';
+import { execChecked } from './pipeline.js';
 import type { QueueStore } from './queue-store.js';
 
 /** Most hashes one read asks for (a day of minutes). */
@@ -35,11 +36,6 @@ export class HistoryStore {
     if (to - from >= MOST) from = to - MOST + 1;
     const pipe = this.queue.client.pipeline();
     for (let n = from; n <= to; n++) pipe.hgetall(key(n));
-    const out: Array<Record<string, string>> = [];
-    for (const [err, hash] of (await pipe.exec()) ?? []) {
-      if (err) throw err;
-      out.push(hash as Record<string, string>);
-    }
-    return out;
+    return (await execChecked(pipe)) as Array<Record<string, string>>;
   }
 }

@@ -237,8 +237,12 @@ const NUMBER_FIELDS = new Set([
   'progress',
   'pid',
 ]);
-/** Hash fields that copy the description for the scripts' hot paths (see lua/includes/addJob). */
-const COPIES = new Set<string>(['group', 'tracker', 'occurrence']);
+/**
+ * Hash fields that copy the description for the scripts' hot paths (see lua/includes/addJob),
+ * and the scripts' own bookkeeping of the passes of a job its executor had no handler for
+ * (lua/includes/unhandled): no field of a Job.
+ */
+const COPIES = new Set<string>(['group', 'tracker', 'occurrence', 'unhandled', 'passes']);
 
 /** The child count of each hash field (CHILD_FIELDS). */
 const CHILD_COUNT = new Map<string, keyof typeof CHILD_FIELDS>(

@@ -11,6 +11,7 @@ import { serverTime } from './connection.js';
 import { type GroupState, readGroupStates } from './group-state.js';
 import { decodeJob, decodeJobObject, type Job } from './job-codec.js';
 import { leaseJobId, type QueueKeys } from './keys.js';
+import { execChecked } from './pipeline.js';
 import type { QueueStore } from './queue-store.js';
 import { GROUP_DUE_MARK } from './wire.js';
 
@@ -55,12 +56,12 @@ export class JobReadStore {
    * ahead (`planned`: not submitted yet).
    */
   async job(id: string): Promise<Job | null> {
-    const [[e1, flat], [e2, entries]] = (await this.client
-      .pipeline()
-      .callBuffer('HGETALL', this.keys.job(id))
-      .lrangeBuffer(this.keys.attempts(id), 0, ATTEMPTS_KEPT - 1)
-      .exec()) as Array<[Error | null, unknown]>;
-    if (e1 || e2) throw e1 ?? e2;
+    const [flat, entries] = await execChecked(
+      this.client
+        .pipeline()
+        .callBuffer('HGETALL', this.keys.job(id))
+        .lrangeBuffer(this.keys.attempts(id), 0, ATTEMPTS_KEPT - 1),
+    );
     if (!(flat as Buffer[]).length) return null;
     const job = decodeJob(id, flat as Buffer[]);
     if ((job.state as string) === 'planned') return null;
@@ -75,8 +76,7 @@ export class JobReadStore {
       const slice = ids.slice(i, i + READ_BATCH);
       const pipe = this.client.pipeline();
       for (const id of slice) pipe.hgetallBuffer(this.keys.job(id));
-      for (const [k, [err, obj]] of (await pipe.exec())!.entries()) {
-        if (err) throw err;
+      for (const [k, obj] of (await execChecked(pipe)).entries()) {
         out.push(decodeJobObject(slice[k], obj as Record<string, Buffer>));
       }
     }
@@ -140,8 +140,7 @@ export class JobReadStore {
     const pipe = this.client.pipeline();
     for (const id of sample) pipe.hmget(this.keys.job(id), 'submitted', 'started', 'runAt');
     const waits: number[] = [];
-    for (const [err, v] of (await pipe.exec()) ?? []) {
-      if (err) continue;
+    for (const v of await execChecked(pipe)) {
       const [sub, start, runAt] = v as (string | null)[];
       if (sub && start) waits.push(Number(start) - Math.max(Number(sub), Number(runAt ?? 0)));
     }

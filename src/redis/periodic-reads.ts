@@ -7,6 +7,7 @@
 import type { Redis } from 'ioredis';
 import { serverTime } from './connection.js';
 import type { PeriodicKeys, QueueKeys } from './keys.js';
+import { execChecked } from './pipeline.js';
 
 /** A `p:staged` member read: its task id, occurrence, job id and group. */
 export interface StagedMember {
@@ -50,10 +51,7 @@ async function each<T>(client: Redis, items: readonly T[], add: (pipe: ReturnTyp
   if (items.length === 0) return [];
   const pipe = client.pipeline();
   for (const item of items) add(pipe, item);
-  return (await pipe.exec())!.map(([err, v]) => {
-    if (err) throw err;
-    return v;
-  });
+  return execChecked(pipe);
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { serverTime } from './connection.js';
 import { type PeriodicKeys, periodicKeys } from './keys.js';
 import type { Arg } from './library.js';
+import { execChecked } from './pipeline.js';
 import type { QueueStore } from './queue-store.js';
 import { CLAIM_FIELDS, STAGE_FIELDS } from './wire.js';
 
@@ -107,11 +108,12 @@ export class PeriodicStore {
    */
   async beatReplica(id: string, ttlMs: number): Promise<void> {
     const now = await serverTime(this.client);
-    await this.client
-      .multi()
-      .zremrangebyscore(this.keys.replicas, '-inf', now)
-      .zadd(this.keys.replicas, now + ttlMs, id)
-      .exec();
+    await execChecked(
+      this.client
+        .multi()
+        .zremrangebyscore(this.keys.replicas, '-inf', now)
+        .zadd(this.keys.replicas, now + ttlMs, id),
+    );
   }
 
   /** Removes scheduler replica `id` from `p:replicas` (it stops). */

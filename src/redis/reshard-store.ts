@@ -10,6 +10,7 @@ import type { Redis } from 'ioredis';
 import { serverTime } from './connection.js';
 import { type GroupState, readGroupStates } from './group-state.js';
 import { type GroupList, leaseJobId, type QueueKeys, queueKeys } from './keys.js';
+import { execChecked } from './pipeline.js';
 import type { QueueStore } from './queue-store.js';
 import { LAYOUT, type Layout, readLayout } from './schema.js';
 import { packStrings, type StringValue } from './string-array.js';
@@ -139,10 +140,7 @@ export class ReshardStore {
     for (let i = 0; i < lists.length; i += PIPELINE) {
       const pipe = this.client.pipeline();
       for (const l of lists.slice(i, i + PIPELINE)) pipe.lrange(this.keys.groupList(l.group, l.list), start, stop);
-      for (const [err, ids] of (await pipe.exec()) ?? []) {
-        if (err) throw err;
-        out.push(ids as string[]);
-      }
+      for (const ids of await execChecked(pipe)) out.push(ids as string[]);
     }
     return out;
   }
@@ -168,10 +166,7 @@ export class ReshardStore {
     for (let i = 0; i < ids.length; i += PIPELINE) {
       const pipe = this.client.pipeline();
       for (const id of ids.slice(i, i + PIPELINE)) pipe.exists(this.keys.job(id));
-      for (const [err, n] of (await pipe.exec()) ?? []) {
-        if (err) throw err;
-        out.push(n === 1);
-      }
+      for (const n of await execChecked(pipe)) out.push(n === 1);
     }
     return out;
   }
@@ -185,8 +180,7 @@ export class ReshardStore {
     for (let i = 0; i < ids.length; i += PIPELINE) {
       const pipe = this.client.pipeline();
       for (const id of ids.slice(i, i + PIPELINE)) pipe.hmget(this.keys.job(id), 'tracker', 'group', 'ct');
-      for (const [err, rec] of (await pipe.exec()) ?? []) {
-        if (err) throw err;
+      for (const rec of await execChecked(pipe)) {
         const [tracker, group, ct] = rec as Array<string | null>;
         out.push({ tracker, group, ct });
       }
@@ -220,10 +214,9 @@ export class ReshardStore {
         pipe.lrangeBuffer(this.keys.logs(id), 0, -1);
         pipe.lrangeBuffer(this.keys.attempts(id), 0, -1);
       }
-      const read = (await pipe.exec()) ?? [];
+      const read = await execChecked(pipe);
       part.forEach((_, k) => {
-        const [[e1, hash], [e2, logs], [e3, attempts]] = [read[3 * k], read[3 * k + 1], read[3 * k + 2]];
-        if (e1 || e2 || e3) throw e1 ?? e2 ?? e3;
+        const [hash, logs, attempts] = [read[3 * k], read[3 * k + 1], read[3 * k + 2]];
         const fields: Buffer[] = [];
         for (const [f, v] of Object.entries(hash as Record<string, Buffer>)) fields.push(Buffer.from(f), v);
         out.push({ fields, logs: logs as Buffer[], attempts: attempts as Buffer[] });
@@ -342,6 +335,8 @@ export class ReshardLayout {
 
   /** Records the new count `to` and that no reshard is under way, at once. */
   async finish(to: number): Promise<void> {
-    await this.client.multi().hset(this.key, LAYOUT.shards, String(to)).hdel(this.key, LAYOUT.reshard, LAYOUT.reshardStep).exec();
+    await execChecked(
+      this.client.multi().hset(this.key, LAYOUT.shards, String(to)).hdel(this.key, LAYOUT.reshard, LAYOUT.reshardStep),
+    );
   }
 }

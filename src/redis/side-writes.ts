@@ -2,10 +2,12 @@
  * The writes an executor makes beside its script calls, each to one key and needing no atomicity
  * with anything else: a run's log lines (ctx.log), the staging of the children a run fans out
  * (ctx.fanOut, committed by the run's finish), and the deletion of a staging whose run will not
- * commit it. Log lines and deletions are batched into one pipeline per flush.
+ * commit it. Log lines and deletions are batched: one pipeline per shard per flush, since a
+ * Redis Cluster refuses a pipeline whose keys are in the slots of several nodes.
  */
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from './keys.js';
+import { execChecked } from './pipeline.js';
 
 /**
  * How long staged children wait for their run's finish (ms). A run that ends any other way has
@@ -19,19 +21,35 @@ export type SideWrite =
   | { kind: 'log'; keys: QueueKeys; id: string; line: string; maxLines: number }
   | { kind: 'dropStaging'; keys: QueueKeys; id: string; token: string };
 
-/** Sends `writes` in one pipeline. */
-export async function sendSideWrites(client: Redis, writes: readonly SideWrite[]): Promise<void> {
+/**
+ * Sends `writes`, all of one shard (their `keys`), in one pipeline; answers those Redis refused
+ * (a command of theirs answered an error: the others were applied), with the first refusal.
+ */
+export async function sendSideWrites(
+  client: Redis,
+  writes: readonly SideWrite[],
+): Promise<{ refused: SideWrite[]; err?: Error }> {
   const pipe = client.pipeline();
-  for (const w of writes) {
+  // (the write each command is of)
+  const of: number[] = [];
+  writes.forEach((w, i) => {
     if (w.kind === 'log') {
       const key = w.keys.logs(w.id);
       pipe.rpush(key, w.line);
       pipe.ltrim(key, -w.maxLines, -1);
+      of.push(i, i);
     } else {
       pipe.del(w.keys.fanStaging(w.id, w.token));
+      of.push(i);
     }
-  }
-  await pipe.exec();
+  });
+  const refused = new Set<number>();
+  let first: Error | undefined;
+  await execChecked(pipe, (command, err) => {
+    first ??= err;
+    refused.add(of[command]);
+  });
+  return { refused: [...refused].map((i) => writes[i]), err: first };
 }
 
 /**
@@ -52,5 +70,5 @@ export async function stageChildren(
   pipe.rpush(key, String(total));
   for (const c of chunks) pipe.rpush(key, c);
   pipe.pexpire(key, STAGING_TTL_MS);
-  for (const [err] of (await pipe.exec()) ?? []) if (err) throw err;
+  await execChecked(pipe);
 }

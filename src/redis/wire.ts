@@ -100,7 +100,16 @@ export const DELAY_MARK = '+';
  * A run's outcome as a finish call sends it (lua/finish.lua). `fannedOut`: a success whose run
  * staged children (ctx.fanOut); the finish submits them with the parent's success.
  */
-export const OUTCOME = { success: 's', failed: 'f', permanent: 'p', cancelled: 'c', released: 'r', fannedOut: 'o' } as const;
+export const OUTCOME = {
+  success: 's',
+  failed: 'f',
+  permanent: 'p',
+  cancelled: 'c',
+  released: 'r',
+  fannedOut: 'o',
+  /** The executor has no handler for the job's task: passed on to those that have one (includes/unhandled). */
+  unhandled: 'u',
+} as const;
 export type OutcomeCode = (typeof OUTCOME)[keyof typeof OUTCOME];
 
 /** Prefix of the outcome of a run whose start was not sent: the finish marks it started first. */
@@ -123,7 +132,7 @@ export const CHILD_FIELDS = {
 export const RUN_WIDTH = 4;
 
 /** The character a finish call answers each run's end state as. */
-export const END_CODES = { success: 's', waiting: 'w', cancelled: 'c', stuck: 'k', failed: 'f' } as const;
+export const END_CODES = { success: 's', waiting: 'w', cancelled: 'c', stuck: 'k', failed: 'f', delayed: 'd' } as const;
 /** The end code of a run the finish refused (its lease was lost). */
 export const END_REFUSED = '-';
 
@@ -258,6 +267,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   OUTCOME_CANCELLED: OUTCOME.cancelled,
   OUTCOME_RELEASED: OUTCOME.released,
   OUTCOME_FANNED_OUT: OUTCOME.fannedOut,
+  OUTCOME_UNHANDLED: OUTCOME.unhandled,
   UNSTARTED_PREFIX,
   CHILD_FIELDS,
   END_CODES,

@@ -42,7 +42,7 @@ describe('queue basics', () => {
     expect(counts.running).toBe(0);
   });
 
-  it('fails a job with a permanent error at once, and an unknown task without looping', async () => {
+  it('fails a job with a permanent error at once, and an unknown task with no grace without looping', async () => {
     const name = uniqueQueue();
     const q = queue(name);
     const a = await q.submit({ task: 'boom', maxRetries: 5 });
@@ -55,7 +55,7 @@ describe('queue basics', () => {
           throw new PermanentError('bad invoice');
         },
       },
-      { connection: redisUrl() },
+      { connection: redisUrl(), unknownTaskGraceMs: 0 },
     );
     track(w);
     w.on('failed', (job) => failed.push(job));

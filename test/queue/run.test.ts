@@ -87,7 +87,7 @@ describe('a run', () => {
     expect(steps).toEqual([50]);
   });
 
-  it('tells its owner once how it ended: a handler that throws fails, an unknown task fails for good', async () => {
+  it('tells its owner once how it ended: a handler that throws fails, an unknown task is unhandled (passed on)', async () => {
     const ended: Array<[string, string, string | undefined]> = [];
     const onEnd = (r: Run, o: { code: string; error?: Error }) => ended.push([r.job.task, o.code, o.error?.message]);
     const throwing = new Run(
@@ -108,7 +108,7 @@ describe('a run', () => {
     throwing.settleNow({ code: 'r' });
     expect(ended).toEqual([
       ['boom', 'f', 'bang'],
-      ['nope', 'p', expect.stringContaining('nope')],
+      ['nope', 'u', expect.stringContaining('nope')],
     ]);
   });
 
