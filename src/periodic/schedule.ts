@@ -95,6 +95,11 @@ export function scheduleTimer(s: ScheduleSpec, timezone: string | undefined): Sc
   };
 }
 
+/** A timer's exclusion test (a schedule's), or undefined for a plain timer. */
+export function excludesOf(timer: Timer): ((t: number) => boolean) | undefined {
+  return 'schedule' in timer ? (t) => (timer as ScheduleTimer).excludes(t) : undefined;
+}
+
 /** Most excluded stretches (or elapses, where a stretch's end is not certain) {@link nextRuns} passes over. */
 const MAX_PASSED = 10_000;
 
