@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Scheduler } from '../../src/index.js';
+import { nextRuns, scheduleTimer } from '../../src/periodic/schedule.js';
 import { elapses } from '../helpers/calendar.js';
 import { rota } from '../helpers/cli.js';
 import { closeAll, eventually, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
@@ -67,5 +68,15 @@ describe('upcoming', () => {
       '2026-06-01T10:02:00Z',
       '2026-06-01T10:03:00Z',
     ]);
+  });
+  it("nextRuns (the dashboard's next runs): jumps a weekend in one step, and stops at the runs a limit leaves", () => {
+    const weekend = scheduleTimer({ timers: ['*:0/5'], exclude: ['Sat,Sun'] }, 'UTC');
+    expect(nextRuns(weekend, ms('2026-12-05T00:00:00Z'), 2).map(iso)).toEqual(['2026-12-07T00:00:00Z', '2026-12-07T00:05:00Z']);
+    const limited = scheduleTimer({ timers: ['minutely'], limit: 5 }, 'UTC');
+    expect(nextRuns(limited, ms('2026-12-05T00:00:00Z'), 10, 3)).toHaveLength(2);
+    expect(nextRuns(limited, ms('2026-12-05T00:00:00Z'), 10, 5)).toEqual([]);
+    // a whole year excluded: found past it (the stretch followed day by day, in one walk)
+    const year = scheduleTimer({ timers: ['daily'], exclude: ['2027-01-01..2027-12-31'] }, 'UTC');
+    expect(nextRuns(year, ms('2026-12-31T00:00:00Z'), 2).map(iso)).toEqual(['2026-12-31T00:00:00Z', '2028-01-01T00:00:00Z']);
   });
 });
