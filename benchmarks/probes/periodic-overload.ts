@@ -74,7 +74,7 @@ for (const [cmd, a] of after) {
 }
 const per = Math.max(1, submitted);
 console.log(
-  `${n} tasks every 5 s, ${replicas} replica(s), ${seconds} s: ${submitted} occurrences submitted, ${missed} missed, about ${due} due, ${ran} run`,
+  `${n} tasks every 5 s, ${replicas} replica(s), ${seconds} s: ${submitted} occurrences submitted, ${missed} missed, about ${due} due while it ran (plus those due since the definitions, within the misfire grace), ${ran} run`,
 );
 console.log(
   `commands per submitted occurrence (inside scripts too): ${(calls / per).toFixed(1)}; script µs per submitted occurrence: ${(usec / per).toFixed(1)}`,
