@@ -1,7 +1,9 @@
 /**
  * Periodic scheduler benchmark: Rota's scheduler replicas against BullMQ job schedulers.
  *
- *   npx tsx benchmarks/scheduler.ts [--quick]
+ *   npx tsx benchmarks/scheduler.ts [--quick | --tiny] [--only burst|spread|idle|overload|bigburst|bullmq]
+ *     [--capacity 20000] [--big-burst 100000]
+ * (`--tiny`: every case at a few hundred tasks, to check that they run; its figures mean nothing.)
  *
  * Starts a private redis-server (or uses REDIS_URL), then:
  *  1. burst: 10,000 Rota tasks all due at the same second, every 5 s (`*:*:0/5`), 3 replicas in
@@ -9,7 +11,14 @@
  *  2. spread: 100,000 tasks spread over a minute (`*:*:SS`, SS = i mod 60), 3 replicas, one
  *     occurrence each;
  *  3. idle: Redis commands per minute sent by 3 idle replicas holding 10,000 tasks due tomorrow;
- *  4. peer: 10,000 BullMQ job schedulers due at the same second every 5 s (`upsertJobScheduler`
+ *  4. overload: one replica (its own process) holding 0.5×, 1.5× and 3× its capacity of tasks due
+ *     at the same second every 5 s (`--capacity N`: the tasks a replica stages and releases within
+ *     one 5-second period on this machine, default 20,000), for 4 occurrences: Redis commands
+ *     (those scripts run included, INFO commandstats) and script µs per occurrence submitted,
+ *     missed occurrences, and the submission lateness;
+ *  5. big burst: 100,000 tasks (`--big-burst N`) due in the same second, 3 replicas, one occurrence:
+ *     the p99 of submission lateness;
+ *  6. peer: 10,000 BullMQ job schedulers due at the same second every 5 s (`upsertJobScheduler`
  *     with a six-field cron `pattern` firing at seconds 0, 5, 10...) and a no-op worker at
  *     concurrency 1,000, for 4 occurrences.
  * Lateness: Rota = job submitted (server clock) minus occurrence; BullMQ = job processedOn minus
@@ -32,8 +41,13 @@ import { RedisServer } from '../test/helpers/redis-server.js';
 
 const REPLICA = new URL('../test/fixtures/scheduler-replica.ts', import.meta.url).pathname;
 const RESULTS = new URL('./results/', import.meta.url).pathname;
-const quick = process.argv.includes('--quick');
-/** `--only burst|spread|idle|bullmq` runs one case (for tuning); the results file is then not written. */
+const tiny = process.argv.includes('--tiny');
+const quick = tiny || process.argv.includes('--quick');
+const numArg = (name: string, def: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+};
+/** `--only burst|spread|idle|overload|bigburst|bullmq` runs one case (for tuning); the results file is then not written. */
 const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : null;
 const runs = (name: string) => only === null || only === name;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
@@ -159,6 +173,54 @@ async function rotaBurst(url: string, redis: Redis, n: number, rounds: number): 
   return { case: `burst: ${n} tasks due at the same second, every 5 s`, system: 'rota (3 replicas)', tasks: n, ...r };
 }
 
+/** INFO commandstats: every command's calls (those scripts run included), and the µs spent in script calls. */
+async function commandStats(redis: Redis): Promise<{ commands: number; scriptUs: number }> {
+  let commands = 0;
+  let scriptUs = 0;
+  for (const m of ((await redis.info('commandstats')) as string).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    if (/^(fcall|fcall_ro|evalsha|eval)$/.test(m[1])) scriptUs += Number(m[3]);
+    else if (m[1] !== 'info') commands += Number(m[2]);
+  }
+  return { commands, scriptUs };
+}
+
+interface OverloadResult extends Result {
+  /** Redis commands (inside scripts included) per occurrence submitted. */
+  commandsPerOccurrence: number;
+  /** Redis µs in scripts per occurrence submitted. */
+  scriptUsPerOccurrence: number;
+}
+
+/**
+ * One replica holding `n` tasks all due every 5 s, for `rounds` occurrences: what each submitted
+ * occurrence costs Redis (commands and script µs), the misses and the submission lateness.
+ */
+async function rotaOverload(url: string, redis: Redis, n: number, rounds: number, label: string): Promise<OverloadResult> {
+  const queue = `bench-over-${Date.now()}`;
+  const tasks = new PeriodicTasks(queue, { connection: url });
+  await define(tasks, n, () => '*:*:0/5');
+  const before = await commandStats(redis);
+  const procs = await replicas(url, queue, 1);
+  const from = Math.ceil((Date.now() + 1500) / 5000) * 5000;
+  const to = from + (rounds - 1) * 5000;
+  await sleep(to - Date.now() + 3000);
+  await stop(procs);
+  const after = await commandStats(redis);
+  // every occurrence the replica may have submitted while it ran (staged ahead of `from` too)
+  const all = await collect(redis, queue, n, from - 5000, to + 5000, () => grid(5000, 0, from - 5000, to + 5000));
+  const r = await collect(redis, queue, n, from, to, () => grid(5000, 0, from, to));
+  await tasks.close();
+  const submitted = Math.max(1, all.jobs);
+  return {
+    case: `overload: ${n} tasks (${label}) due at the same second, every 5 s`,
+    system: 'rota (1 replica)',
+    tasks: n,
+    ...r,
+    commandsPerOccurrence: (after.commands - before.commands) / submitted,
+    scriptUsPerOccurrence: (after.scriptUs - before.scriptUs) / submitted,
+  };
+}
+
 async function rotaSpread(url: string, redis: Redis, n: number): Promise<Result> {
   const queue = `bench-spread-${Date.now()}`;
   const tasks = new PeriodicTasks(queue, { connection: url });
@@ -260,9 +322,11 @@ async function main(): Promise<void> {
   const server = process.env.REDIS_URL ? null : await RedisServer.start();
   const url = process.env.REDIS_URL ?? server!.url;
   const redis = new Redis(url);
-  const burstN = quick ? 2000 : 10_000;
-  const spreadN = quick ? 10_000 : 100_000;
-  const idleMs = quick ? 10_000 : 60_000;
+  const burstN = tiny ? 200 : quick ? 2000 : 10_000;
+  const spreadN = tiny ? 300 : quick ? 10_000 : 100_000;
+  const idleMs = tiny ? 2000 : quick ? 10_000 : 60_000;
+  const capacity = numArg('capacity', tiny ? 200 : 20_000);
+  const bigBurstN = numArg('big-burst', tiny ? 500 : 100_000);
   const results: Result[] = [];
   try {
     console.log(`redis ${url}; burst ${burstN}, spread ${spreadN}, idle window ${idleMs} ms`);
@@ -279,20 +343,41 @@ async function main(): Promise<void> {
       results.push(await rotaSpread(url, redis, spreadN));
       console.log(results.at(-1));
     }
+    if (runs('overload')) {
+      for (const [factor, label] of [
+        [0.5, 'half the capacity'],
+        [1.5, '1.5 × the capacity'],
+        [3, '3 × the capacity'],
+      ] as const) {
+        await redis.flushall();
+        const o = await rotaOverload(url, redis, Math.round(capacity * factor), 4, label);
+        results.push(o);
+        console.log(o);
+      }
+    }
+    if (runs('bigburst')) {
+      await redis.flushall();
+      results.push(await rotaBurst(url, redis, bigBurstN, 1));
+      console.log(results.at(-1));
+    }
     await redis.flushall();
     const idle = runs('idle') ? await rotaIdle(url, redis, burstN, idleMs) : NaN;
     console.log(`idle: ${idle.toFixed(1)} Redis commands per minute from 3 replicas holding ${burstN} tasks`);
+    const cost = (r: Result) =>
+      'commandsPerOccurrence' in r
+        ? `${(r as OverloadResult).commandsPerOccurrence.toFixed(1)} | ${(r as OverloadResult).scriptUsPerOccurrence.toFixed(1)}`
+        : ' | ';
     const rows = results.map(
       (r) =>
-        `| ${r.case} | ${r.system} | ${r.lateness.p50} | ${r.lateness.p99} | ${r.lateness.max} | ${r.duplicates} | ${r.misses} | ${r.jobs}/${r.occurrences} |`,
+        `| ${r.case} | ${r.system} | ${r.lateness.p50} | ${r.lateness.p99} | ${r.lateness.max} | ${r.duplicates} | ${r.misses} | ${r.jobs}/${r.occurrences} | ${cost(r)} |`,
     );
     const table = [
-      '| case | system | p50 ms | p99 ms | max ms | duplicates | misses | jobs/occurrences |',
-      '|---|---|---|---|---|---|---|---|',
+      '| case | system | p50 ms | p99 ms | max ms | duplicates | misses | jobs/occurrences | commands/occurrence | script µs/occurrence |',
+      '|---|---|---|---|---|---|---|---|---|---|',
       ...rows,
     ].join('\n');
     console.log(`\n${table}\n\nidle: ${idle.toFixed(1)} commands/min (3 replicas, ${burstN} tasks)`);
-    if (only !== null) return;
+    if (only !== null || tiny) return;
     const at = new Date().toISOString();
     const body = JSON.stringify({ at, quick, results, idleCommandsPerMinute: idle }, null, 2);
     const stamp = at.replace(/[:]/g, '-').replace(/\..*$/, '');

@@ -35,6 +35,10 @@
   ARGV[12] how many of the runs, the last ones, are runs of fan-out children (their parents count
            them, see includes/children)
   ARGV[13] the runs' history counts (see includes/history), or '' for none
+  ARGV[14] the runs of periodic tasks, as one MessagePack array of strings, flat, two per run:
+           its number in ARGV[11] (from 1) and its task id; or '' (or absent) for none. A task
+           whose run ended is told (includes/periodic pRunEnded), so that a buffer-all backlog
+           releases its next run now
 
   Returns { finished time (ms), the end state of each run as one string of a character a run
             (END_CODES: s success, w waiting, c cancelled, k stuck, f failed, d delayed (an
@@ -50,6 +54,7 @@
 --- @include "includes/finishRuns"
 --- @include "includes/children"
 --- @include "includes/history"
+--- @include "includes/periodic"
 
 local prefix = ARGV[1]
 local retryDelay = num(ARGV[3])
@@ -104,6 +109,15 @@ end
 finishBatch(prefix)
 if childFrom <= #runs then flushChildren(prefix, now) end
 addHistory(prefix, now, ARGV[13] or '')
+if ARGV[14] and ARGV[14] ~= '' then
+  local tracked = cmsgpack.unpack(ARGV[14])
+  for k = 1, #tracked, 2 do
+    local code = states[tonumber(tracked[k])]
+    if code == END_CODES.success or code == END_CODES.failed or code == END_CODES.cancelled then
+      pRunEnded(prefix, tracked[k + 1])
+    end
+  end
+end
 -- A stuck job (or one passed on, delayed) is not runnable yet, so nobody was woken for it: wake
 -- one executor, whose take finds nothing due and answers the next due time, so it sleeps until
 -- the retry instead of until its fallback timer.

@@ -15,6 +15,7 @@
 --- @include "includes/wire"
 --- @include "includes/common"
 --- @include "includes/changes"
+--- @include "includes/periodic"
 --- @export parentOf, childStarted, childEnded, isChild, flushChildren
 
 -- The parent id of child `id` (what precedes its last '/').
@@ -89,8 +90,10 @@ local function flushChildren(prefix, now)
         if ended >= total and ended - endedBy < total then
           call('HSET', key, CHILD_FIELDS.ended, str(now))
           childrenDone(parent, total, s, f, x)
-          if f > 0 and c[4] and c[4] ~= '' then
-            periodicFailed(parent, c[4], c[5], f .. ' of ' .. total .. ' children failed')
+          if c[4] and c[4] ~= '' then
+            if f > 0 then periodicFailed(parent, c[4], c[5], f .. ' of ' .. total .. ' children failed') end
+            -- (the run of a periodic task has ended with its children)
+            pRunEnded(prefix, c[4])
           end
         end
       end

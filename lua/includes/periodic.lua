@@ -20,7 +20,7 @@
   A task's hash field `staged` lists the p:staged members its last stage added.
 ]]
 --- @include "includes/common"
---- @export pTokens, pTrimHistory, pLastFromHistory, pUnstage, pRemove, pWake
+--- @export pTokens, pTrimHistory, pLastFromHistory, pUnstage, pRemove, pWake, pRunEnded
 
 -- The p:nextrun scores of records' task ids (rec.id), in record order, with one ZMSCORE per 1000.
 local function pTokens(nextrunKey, recs)
@@ -114,4 +114,14 @@ end
 
 local function pWake(prefix)
   call('PUBLISH', prefix .. 'p:wake', '1')
+end
+
+-- A run of task `id` ended: when the task has a buffer-all backlog, its turn (the backlog's
+-- earliest member, in p:staged) comes due at its occurrence, and the schedulers are woken, so
+-- that the next run is released now rather than at the turn's next look (periodic-release
+-- still checks that no run of the task is active).
+local function pRunEnded(prefix, id)
+  local turn = call('ZRANGE', prefix .. 'p:bq:' .. id, 0, 0, 'WITHSCORES')
+  if not turn[1] then return end
+  if call('ZADD', prefix .. 'p:staged', 'XX', 'CH', turn[2], turn[1]) == 1 then pWake(prefix) end
 end

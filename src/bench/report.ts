@@ -49,6 +49,11 @@ export interface RunReport {
   primaries: Array<{ address: string; cpuUs: number | null; busyPct: number | null }>;
   /** Busiest primary's CPU over the idlest's (1 on a single server). */
   balance: number | null;
+  /**
+   * periodic: every occurrence the scheduler submitted during the phase (past capacity, the next
+   * occurrences' too), and Redis's commands and CPU over those. Absent for the other workloads.
+   */
+  occurrences?: { submitted: number; redisCommandsPer: number | null; redisCpuUsPer: number | null };
 }
 
 export interface SizingReport {
@@ -106,6 +111,15 @@ export function runReport(r: RunRecord): RunReport {
       busyPct: finite((cpu[i] / 1000 / phaseMs) * 100),
     })),
     balance: cpu.length > 1 ? finite(Math.max(...cpu) / Math.max(1, Math.min(...cpu))) : 1,
+    ...(res.extra.submitted !== undefined
+      ? {
+          occurrences: {
+            submitted: Number(res.extra.submitted),
+            redisCommandsPer: finite(res.extra.commandsPerOccurrence),
+            redisCpuUsPer: finite(res.extra.cpuUsPerOccurrence),
+          },
+        }
+      : {}),
   };
 }
 

@@ -15,7 +15,7 @@ import { addRun, type Finished as FinishReply, type FinishSettings, type QueueSt
 import { byShard } from '../redis/shards.js';
 import { type SideWrite, sendSideWrites } from '../redis/side-writes.js';
 import type { StringValue } from '../redis/string-array.js';
-import { OUTCOME } from '../redis/wire.js';
+import { OUTCOME, RUN_WIDTH } from '../redis/wire.js';
 import type { HeldJob } from './heartbeat.js';
 import { shardOf } from './job-shard.js';
 import { MAX_LOG_LINES } from './log-limits.js';
@@ -312,7 +312,10 @@ export class Delivery implements Outcomes {
     for (const f of sent) if (f.run.job.parent !== undefined) children++;
     const batch = children === 0 ? sent : childrenLast(sent);
     const runs: StringValue[] = [];
+    // (the runs of periodic tasks: their number in `runs` and their task, see QueueStore.finish)
+    const tracked: StringValue[] = [];
     for (const f of batch) {
+      if (f.run.job.tracker) tracked.push(String(runs.length / RUN_WIDTH + 1), f.run.job.tracker);
       let payload: string | Buffer = '';
       if (f.outcome.code === OUTCOME.success || f.outcome.code === OUTCOME.fannedOut) {
         try {
@@ -328,7 +331,7 @@ export class Delivery implements Outcomes {
     const reply = this.d.takes.carry(
       shard,
       want,
-      this.d.stores[shard].finish(this.d.settings, this.d.keep, want, runs, children, historyOf(batch)),
+      this.d.stores[shard].finish(this.d.settings, this.d.keep, want, runs, children, historyOf(batch), tracked),
     );
     let r: FinishReply;
     try {

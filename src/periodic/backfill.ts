@@ -10,7 +10,7 @@ import { ValidationError } from '../errors.js';
 import { checkOptions, whole } from '../options.js';
 import type { PeriodicStore } from '../redis/periodic-store.js';
 import type { Timer } from '../timers/index.js';
-import type { ScheduleTimer } from './schedule.js';
+import { excludesOf } from './schedule.js';
 
 /** How a backfill's runs overlap: `buffer-all` (default) one after another, in order; `allow` all at once. */
 export type BackfillOverlap = 'buffer-all' | 'allow';
@@ -23,8 +23,7 @@ export interface BackfillOptions {
   to: number | Date;
   /**
    * `buffer-all` (default): the runs are queued in the task's backlog and run one after another,
-   * in occurrence order (a scheduler replica releases each once the previous run ended, within
-   * its `bufferPollMs`). `allow`: all are submitted at once.
+   * in occurrence order (a scheduler replica releases each as the previous run ends). `allow`: all are submitted at once.
    */
   overlap?: BackfillOverlap;
   /** Submit occurrences that already ran too (each rerun is a new job, `<id>@<occurrence>#<n>`). */
@@ -81,24 +80,23 @@ export function checkBackfill(options: unknown, now: number): CheckedBackfill {
 }
 
 /**
- * The occurrences of `timer` in [from, to), ascending, in chunks of at most `size`. An interval
- * timer's occurrences are counted from `from`.
+ * The occurrences of `timer` in [from, to), ascending, in chunks of at most `size`: those of the
+ * timer's own grid (an interval's anchor + k × interval, whatever `from` is), as the scheduler
+ * plans them, so that each has the job id the scheduler gives it. Excluded ones are left out.
  * @throws {ValidationError} naming `to` when the range holds more than {@link MAX_BACKFILL}.
  */
 export function* occurrencesIn(timer: Timer, from: number, to: number, size: number): Generator<number[]> {
   let chunk: number[] = [];
   let count = 0;
-  // (a schedule, with several timers, bounds or exclusions, is walked through its next())
-  const excludes = 'excludes' in timer ? (timer as ScheduleTimer).excludes : undefined;
-  const step = excludes ? undefined : timer.intervalMs;
-  for (let t: number | null = step ? from : (timer.next(new Date(from - 1))?.getTime() ?? null); t !== null && t < to; ) {
+  const excludes = excludesOf(timer);
+  for (let t: number | null = timer.next(new Date(from - 1))?.getTime() ?? null; t !== null && t < to; ) {
     if (++count > MAX_BACKFILL) throw new ValidationError('to', `the range holds more than ${MAX_BACKFILL} occurrences`);
     if (!excludes?.(t)) chunk.push(t);
     if (chunk.length === size) {
       yield chunk;
       chunk = [];
     }
-    const n: number | null = step ? t + step : (timer.next(new Date(t))?.getTime() ?? null);
+    const n: number | null = timer.next(new Date(t))?.getTime() ?? null;
     // (a timer that does not advance ends the range)
     t = n !== null && n > t ? n : null;
   }

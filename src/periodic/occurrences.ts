@@ -38,6 +38,11 @@ export interface PlanInput {
   catchupWindow: number;
   /** An occurrence this much late (ms) or more means no scheduler ran: the catch-up policy applies. */
   misfireGraceMs: number;
+  /**
+   * Whether an occurrence is excluded (the task's schedule, see ./schedule.ts): `latest` takes
+   * the newest due occurrence that is not (and the last one, which the bounds record as excluded).
+   */
+  excludes?: (t: number) => boolean;
 }
 
 /** The timer's next occurrence after `t`; throws TimerStalledError when it is not after `t`. */
@@ -68,7 +73,7 @@ function walk(id: string, timer: Timer, first: number | null, now: number): { du
  * nextrun. Otherwise every occurrence from nextrun up to now is due. When the oldest of them is
  * less than `misfireGraceMs` late, the scheduler was merely busy (or took over a dead replica's
  * claim) and all are submitted. Otherwise no scheduler ran for a while, and the catch-up policy
- * picks: `latest` the last due occurrence; `all` those within `catchupWindow` (at most
+ * picks: `latest` the last due occurrence that is not excluded (and the last one, excluded); `all` those within `catchupWindow` (at most
  * {@link MAX_CATCHUP_RUNS}); `none` nothing (the task resumes with its next future occurrence).
  * The walk is bounded (MAX_WALK occurrences, WALK_BUDGET_MS): past the bound it starts again at
  * the catch-up window, and the occurrences skipped are counted as missed in one entry.
@@ -111,8 +116,13 @@ export function plan(p: PlanInput): Plan {
     case 'none':
       take = [];
       break;
-    default:
-      take = due.length ? [last] : [];
+    default: {
+      // the newest due occurrence that is not excluded; and the last one, excluded, is recorded
+      // as such (those between count as missed, in one entry)
+      let k = due.length - 1;
+      while (k >= 0 && p.excludes?.(due[k])) k--;
+      take = k >= 0 && k < due.length - 1 ? [due[k], last] : due.length ? [last] : [];
+    }
   }
   // Missed: the occurrences walked and not taken, and those skipped ahead: one entry, never naming
   // an occurrence that is taken.

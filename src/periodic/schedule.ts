@@ -23,6 +23,8 @@ export interface ScheduleTimer extends Timer {
   readonly schedule: ScheduleSpec;
   /** Whether occurrence `t` (ms) falls in an exclusion (it is recorded, not run). */
   excludes(t: number): boolean;
+  /** The end of the excluded stretch `t` falls in (see {@link Exclusions.excludedUntil}); `t` when none. */
+  excludedUntil(t: number): number;
 }
 
 /** Whether a stored `timer` field holds a whole schedule (JSON) rather than one timer spec. */
@@ -78,6 +80,7 @@ export function scheduleTimer(s: ScheduleSpec, timezone: string | undefined): Sc
     ...(timers.length === 1 && first.intervalMs !== undefined ? { intervalMs: first.intervalMs } : {}),
     schedule: s,
     excludes: (t) => exclusions?.excludes(t) ?? false,
+    excludedUntil: (t) => exclusions?.excludedUntil(t) ?? t,
     next(after: Date): Date | null {
       let from = after.getTime();
       if (startAt !== undefined && from < startAt - 1) from = startAt - 1;
@@ -90,6 +93,40 @@ export function scheduleTimer(s: ScheduleSpec, timezone: string | undefined): Sc
       return new Date(best);
     },
   };
+}
+
+/** A timer's exclusion test (a schedule's), or undefined for a plain timer. */
+export function excludesOf(timer: Timer): ((t: number) => boolean) | undefined {
+  return 'schedule' in timer ? (t) => (timer as ScheduleTimer).excludes(t) : undefined;
+}
+
+/** Most excluded stretches (or elapses, where a stretch's end is not certain) {@link nextRuns} passes over. */
+const MAX_PASSED = 10_000;
+
+/**
+ * The next runs of a task from its next occurrence `first` (included when not excluded), in
+ * time order: at most `count` and no more than its limit leaves (`runs` scheduled so far), none
+ * after `until`. Each excluded stretch is jumped over at once (a weekend excluded from a
+ * five-minute timer is one step, not 576).
+ */
+export function nextRuns(timer: Timer, first: number, count: number, runs = 0, until = Infinity): number[] {
+  const s = 'schedule' in timer ? (timer as ScheduleTimer) : null;
+  const limit = s?.schedule.limit;
+  const most = limit === undefined ? count : Math.min(count, Math.max(0, limit - runs));
+  const out: number[] = [];
+  let o: number | null = first;
+  for (let passed = 0; o !== null && o <= until && out.length < most && passed < MAX_PASSED; ) {
+    if (!s?.excludes(o)) {
+      out.push(o);
+      o = timer.next(new Date(o))?.getTime() ?? null;
+      continue;
+    }
+    passed++;
+    // the first elapse at or after the stretch's end (or the next one, when its end is not certain)
+    const end = s.excludedUntil(o);
+    o = timer.next(new Date(end > o ? end - 1 : o))?.getTime() ?? null;
+  }
+  return out;
 }
 
 /** The schedule timer of a stored `timer` field, or the plain timer when it holds one spec. */

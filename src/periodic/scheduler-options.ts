@@ -40,7 +40,11 @@ export interface SchedulerOptions {
   misfireGraceMs?: number;
   /** Longest idle sleep (ms) before looking again anyway: 1,000 to an hour; default 60,000. */
   fallbackWakeMs?: number;
-  /** A task holding a buffer-one run is looked at this often (ms) until its previous run ends: 100 to 60,000; default 1,000. */
+  /**
+   * A task holding a buffer-one run, or a buffer-all backlog, is looked at this often (ms) until
+   * its previous run ends: 100 to 60,000; default 1,000. (A buffer-all backlog's next run is also
+   * released as soon as an executor ends the previous one.)
+   */
   bufferPollMs?: number;
   /** Run history kept per task. */
   keepRuns?: KeepRuns;

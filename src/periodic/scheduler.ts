@@ -45,6 +45,7 @@ import { checkTimer } from './definition.js';
 import { type Plan, plan } from './occurrences.js';
 import { replicaHealth } from './replica-health.js';
 import { ReplicaBeat } from './replicas.js';
+import { excludesOf } from './schedule.js';
 
 import type { SchedulerEvents, SchedulerOptions } from './scheduler-options.js';
 
@@ -306,6 +307,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
                 catchup: c.catchup,
                 catchupWindow: c.catchupWindow,
                 misfireGraceMs: this.o.misfireGraceMs,
+                excludes: excludesOf(timer),
               });
         if (!c.enabled || (c.nextrun !== null && c.nextrun > now + this.o.lookaheadMs)) {
           // Claimed only for a trigger (a disabled task runs nothing else).

@@ -40,7 +40,7 @@ import {
   ruleOwner,
 } from './rules.js';
 import { type RunRecord, readRuns } from './runs.js';
-import { type ScheduleTimer, storedTimer } from './schedule.js';
+import { nextRuns, storedTimer } from './schedule.js';
 
 export type { BackfillOptions, BackfillOverlap, BackfillResult } from './backfill.js';
 export type { EmittedEvent, EventRule, EventRuleDefinition } from './rules.js';
@@ -339,7 +339,7 @@ export class PeriodicTasks {
     });
     const rows = await this.reads.taskSummaries(ids);
     ids.forEach((id, i) => {
-      const { nextrun, timer, timezone, task, group, enabled } = rows[i];
+      const { nextrun, timer, timezone, task, group, enabled, runs } = rows[i];
       if (!nextrun || !timer || enabled !== '1') return;
       let t: Timer;
       try {
@@ -347,15 +347,9 @@ export class PeriodicTasks {
       } catch {
         return;
       }
-      const excludes = 'excludes' in t ? (t as ScheduleTimer).excludes : () => false;
-      let o: number | null = Number(nextrun);
-      // (excluded occurrences are walked past, at most limit * 10 of them)
-      for (let k = 0, seen = 0; k < limit && seen < limit * 10 && o !== null && o <= until; seen++) {
-        if (!excludes(o)) {
-          out.push({ id, task: task!, group: group!, occurrence: o });
-          k++;
-        }
-        o = t.next(new Date(o))?.getTime() ?? null;
+      // (excluded stretches jumped over; no more than the task's limit leaves)
+      for (const o of nextRuns(t, Number(nextrun), limit, Number(runs) || 0, until)) {
+        out.push({ id, task: task!, group: group!, occurrence: o });
       }
     });
     return out.sort((a, b) => a.occurrence - b.occurrence || a.id.localeCompare(b.id)).slice(0, limit);

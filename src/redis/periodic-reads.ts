@@ -44,6 +44,8 @@ export interface TaskSummary {
   task: string | null;
   group: string | null;
   enabled: string | null;
+  /** Scheduled runs so far (for a limit). */
+  runs: string | null;
 }
 
 /** Pipelines `add` for each item; answers the replies in order (none for no items). */
@@ -186,9 +188,17 @@ export class PeriodicReads {
   /** Per task id: the fields the upcoming list needs. */
   async taskSummaries(ids: readonly string[]): Promise<TaskSummary[]> {
     const rows = (await each(this.client, ids, (p, id) =>
-      p.hmget(this.keys.task(id), 'nextrun', 'timer', 'timezone', 'task', 'group', 'enabled'),
+      p.hmget(this.keys.task(id), 'nextrun', 'timer', 'timezone', 'task', 'group', 'enabled', 'runs'),
     )) as Array<Array<string | null>>;
-    return rows.map(([nextrun, timer, timezone, task, group, enabled]) => ({ nextrun, timer, timezone, task, group, enabled }));
+    return rows.map(([nextrun, timer, timezone, task, group, enabled, runs]) => ({
+      nextrun,
+      timer,
+      timezone,
+      task,
+      group,
+      enabled,
+      runs,
+    }));
   }
 
   /** How many tasks each owner has. */

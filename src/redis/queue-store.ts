@@ -270,7 +270,9 @@ export class QueueStore {
    * finish.lua: ends a batch of runs (built with {@link addRun}), trims the finished sets to
    * their keep counts (-1: keep all), and takes up to `take` jobs for the slots freed. The last
    * `children` runs are those of fan-out children (their parents count them); `history` (built
-   * with historyFields, ./history.ts) is added to the queue's history. A replica timeout
+   * with historyFields, ./history.ts) is added to the queue's history; `tracked` lists the runs
+   * of periodic tasks (flat: the run's number in `runs` from 1, its task id), whose tasks are told
+   * that a run ended (a buffer-all backlog releases its next run). A replica timeout
    * that runs out does not reject: the answer says so ({@link Finished.unreplicated}).
    */
   async finish(
@@ -280,6 +282,7 @@ export class QueueStore {
     runs: StringValue[],
     children = 0,
     history: StringValue[] = [],
+    tracked: StringValue[] = [],
   ): Promise<Finished> {
     // The runs go as one argument: results are capped each, so a batch stays far below what Redis
     // takes in one argument. Binary-safe reply: the taken jobs hold their args (msgpack).
@@ -300,6 +303,7 @@ export class QueueStore {
         packStrings(runs, Infinity, 'runs'),
         children,
         history.length > 0 ? packStrings(history, Infinity, 'history') : '',
+        tracked.length > 0 ? packStrings(tracked, Infinity, 'tracked') : '',
       ],
       true,
     );

@@ -18,7 +18,17 @@ import { offsetLookup } from './zone.js';
 export interface Exclusions {
   readonly specs: readonly string[];
   excludes(t: number): boolean;
+  /**
+   * The end of the excluded stretch instant `t` (ms) falls in: the first instant after it that no
+   * exclusion covers (windows that touch or overlap are one stretch, followed for at most
+   * {@link MAX_STRETCH_WINDOWS} windows), or `t` itself when `t` is not excluded or the end is not
+   * certain (a zone change at the window's end): the caller then steps past `t` elapse by elapse.
+   */
+  excludedUntil(t: number): number;
 }
+
+/** Most windows {@link Exclusions.excludedUntil} follows through one stretch (days of a yearlong range, say). */
+export const MAX_STRETCH_WINDOWS = 1000;
 
 interface Wall {
   year: number;
@@ -128,29 +138,72 @@ export function parseExclusions(specs: readonly string[], timezone?: string): Ex
     const days = Math.floor(local / DAY);
     return { ...civil(days), second: local - days * DAY };
   };
-  return {
-    specs,
-    excludes(t: number): boolean {
-      const w = wall(t);
-      let yesterday: Wall | undefined;
-      for (const r of rules) {
-        if (!r.window) {
-          if (r.day(w)) return true;
-          continue;
-        }
-        const { from, to } = r.window;
-        if (from < to) {
-          if (w.second >= from && w.second < to && r.day(w)) return true;
-        } else {
-          // past midnight: the evening of a matching day, or the small hours after one
-          if (w.second >= from && r.day(w)) return true;
-          if (w.second < to) {
-            yesterday ??= { ...civil(Math.floor((t / 1000 + offset(Math.floor(t / 1000))) / DAY) - 1), second: 0 };
-            if (r.day(yesterday)) return true;
-          }
+  /** The UTC instant (s) of local second `local` (seconds since the epoch, wall clock), near instant `near` (s). */
+  const utcOf = (local: number, near: number): number => {
+    const guess = local - offset(near);
+    return local - offset(guess);
+  };
+  /** The end (s) of the windows of the rules that cover instant `t` (ms), or null when none does. */
+  const windowEnd = (t: number): number | null => {
+    const sec = Math.floor(t / 1000);
+    const w = wall(t);
+    const dayStart = Math.floor((sec + offset(sec)) / DAY) * DAY;
+    let end: number | null = null;
+    const cover = (localEnd: number) => {
+      const u = utcOf(localEnd, sec);
+      if (end === null || u > end) end = u;
+    };
+    for (const r of rules) {
+      if (!r.window) {
+        if (r.day(w)) cover(dayStart + DAY);
+        continue;
+      }
+      const { from, to } = r.window;
+      if (from < to) {
+        if (w.second >= from && w.second < to && r.day(w)) cover(dayStart + to);
+      } else {
+        if (w.second >= from && r.day(w)) cover(dayStart + DAY + to);
+        if (w.second < to && r.day({ ...civil(dayStart / DAY - 1), second: 0 })) cover(dayStart + to);
+      }
+    }
+    return end;
+  };
+  const excludes = (t: number): boolean => {
+    const w = wall(t);
+    let yesterday: Wall | undefined;
+    for (const r of rules) {
+      if (!r.window) {
+        if (r.day(w)) return true;
+        continue;
+      }
+      const { from, to } = r.window;
+      if (from < to) {
+        if (w.second >= from && w.second < to && r.day(w)) return true;
+      } else {
+        // past midnight: the evening of a matching day, or the small hours after one
+        if (w.second >= from && r.day(w)) return true;
+        if (w.second < to) {
+          yesterday ??= { ...civil(Math.floor((t / 1000 + offset(Math.floor(t / 1000))) / DAY) - 1), second: 0 };
+          if (r.day(yesterday)) return true;
         }
       }
-      return false;
+    }
+    return false;
+  };
+  return {
+    specs,
+    excludes,
+    excludedUntil(t: number): number {
+      let at = t;
+      for (let k = 0; k < MAX_STRETCH_WINDOWS; k++) {
+        const end = windowEnd(at);
+        if (end === null) break;
+        const next = end * 1000;
+        // (not past the true end: the second before it is still excluded)
+        if (next <= at || !excludes(next - 1000)) return at;
+        at = next;
+      }
+      return at;
     },
   };
 }

@@ -3,7 +3,6 @@ import { type PeriodicTaskDefinition, PeriodicTasks, Queue, Scheduler, Worker } 
 import { closeAll, eventually, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
 afterEach(closeAll);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const until = eventually;
 
 function setup(now?: () => number) {
@@ -21,33 +20,48 @@ function setup(now?: () => number) {
 }
 
 describe('overlap', () => {
-  it('skip: a 3 s job on a 1 s timer never has two runs at once, and skipped occurrences are recorded', async () => {
+  it('skip: a run that outlasts several occurrences of a 1 s timer: never two runs at once, the skipped occurrences recorded', async () => {
     const { name, tasks, scheduler } = setup();
     let running = 0;
     let most = 0;
+    // each run goes on until the test lets it end
+    const gates: Array<() => void> = [];
     const w = new Worker(
       name,
       {
         slow: async () => {
           running += 1;
           most = Math.max(most, running);
-          await sleep(3000);
+          await new Promise<void>((r) => gates.push(r));
           running -= 1;
         },
       },
       { connection: redisUrl(), concurrency: 4 },
     );
     track(w);
-    await tasks.upsert({ id: 'slow', task: 'slow', timer: 'every 1s', maxRuntime: 10_000 });
+    await tasks.upsert({ id: 'slow', task: 'slow', timer: 'every 1s', maxRuntime: 120_000 });
     await scheduler().start();
-    await sleep(7500);
+    const skippedAtLeast = (n: number) =>
+      until(async () => (await tasks.runs('slow', { limit: 100 })).filter((r) => r.status === 'skipped').length >= n, 20_000);
+    // the first run holds on while three occurrences are skipped
+    await until(async () => gates.length === 1);
+    await skippedAtLeast(3);
+    expect(gates.length).toBe(1);
+    gates.shift()!();
+    // then the next occurrence runs, alone, and more are skipped meanwhile
+    await until(async () => gates.length === 1, 20_000);
+    const skippedBefore = (await tasks.runs('slow', { limit: 100 })).filter((r) => r.status === 'skipped').length;
+    await skippedAtLeast(skippedBefore + 2);
+    expect(gates.length).toBe(1);
+    gates.shift()!();
+    await until(async () => (await tasks.runs('slow', { limit: 100 })).filter((r) => r.status === 'success').length === 2);
+    await w.close();
     expect(most).toBe(1);
     const runs = await tasks.runs('slow', { limit: 100 });
     const jobs = runs.filter((r) => r.jobId);
     const skipped = runs.filter((r) => r.status === 'skipped');
-    expect(jobs.length).toBeGreaterThanOrEqual(2);
-    expect(jobs.length).toBeLessThanOrEqual(3);
-    expect(skipped.length).toBeGreaterThanOrEqual(3);
+    expect(jobs.filter((r) => r.status === 'success')).toHaveLength(2);
+    expect(skipped.length).toBeGreaterThanOrEqual(5);
     for (const s of skipped) expect(s.occurrence % 1000).toBe(0);
     // no two runs overlap in time
     const spans = jobs
@@ -62,9 +76,9 @@ describe('overlap', () => {
     await tasks.upsert({ id: 'a', task: 'x', timer: 'every 1s', overlap: 'allow' });
     await tasks.upsert({ id: 'b', task: 'x', timer: 'every 1s', overlap: 'buffer-one' });
     await scheduler({ bufferPollMs: 100 }).start();
-    await sleep(4600);
-    const a = (await tasks.runs('a', { limit: 100 })).filter((r) => r.jobId);
-    expect(a.length).toBeGreaterThanOrEqual(4);
+    // (counts, not time: four of a's occurrences submitted, two of b's skipped)
+    await until(async () => (await tasks.runs('a', { limit: 100 })).filter((r) => r.jobId).length >= 4, 20_000);
+    await until(async () => (await tasks.runs('b', { limit: 100 })).filter((r) => r.status === 'skipped').length >= 2, 20_000);
     // b: one job waiting (never started: no executor), one occurrence buffered, the rest skipped
     const b = await tasks.runs('b', { limit: 100 });
     expect(b.filter((r) => r.jobId).length).toBe(1);
@@ -108,9 +122,10 @@ describe('overlap', () => {
     const { tasks, queue, scheduler } = setup();
     await tasks.upsert({ id: 'c', task: 'x', timer: 'every 1s', overlap: 'cancel-previous' });
     await scheduler().start();
-    await sleep(3600);
-    const jobs = (await tasks.runs('c', { limit: 100 })).filter((r) => r.jobId);
-    expect(jobs.length).toBeGreaterThanOrEqual(3);
+    const jobs = await until(async () => {
+      const r = (await tasks.runs('c', { limit: 100 })).filter((x) => x.jobId);
+      return r.length >= 3 ? r : null;
+    }, 20_000);
     expect(jobs[0].status).toBe('waiting');
     await until(async () => (await queue.getJob(jobs[1].jobId!))!.state === 'cancelled');
     for (const j of jobs.slice(1)) expect((await queue.getJob(j.jobId!))!.state).toBe('cancelled');

@@ -2,10 +2,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type Job, PeriodicTasks, Queue, Scheduler, Worker } from '../../src/index.js';
 import { pendingId } from '../../src/periodic/tasks.js';
 import { parseEntry } from '../../src/queue/events.js';
-import { closeAll, eventually, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
+import { periodicKeys } from '../../src/redis/keys.js';
+import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
 afterEach(closeAll);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const until = eventually;
 
 function setup() {
@@ -135,7 +135,7 @@ describe('event rules (Toucan)', () => {
 
 describe('owners, enable/disable, trigger', () => {
   it("removeByOwner removes all of an owner's tasks; disable stops firing and enable resumes; trigger runs once now", async () => {
-    const { tasks, queue, scheduler } = setup();
+    const { name, tasks, queue, scheduler } = setup();
     for (const id of ['a', 'b', 'c']) await tasks.upsert({ id, task: 'x', timer: 'daily', owner: 'chan-1' });
     await tasks.upsert({ id: 'd', task: 'x', timer: 'every 1s', owner: 'chan-2', overlap: 'allow' });
     expect((await tasks.removeByOwner('chan-1')).sort()).toEqual(['a', 'b', 'c']);
@@ -145,9 +145,13 @@ describe('owners, enable/disable, trigger', () => {
     await scheduler();
     await until(async () => (await tasks.runs('d')).length >= 2 && true, 5000);
     expect(await tasks.disable('d')).toBe(true);
-    await sleep(100);
     const n = (await tasks.runs('d', { limit: 100 })).length;
-    await sleep(800);
+    // nothing can fire any more: the task is neither due (p:nextrun) nor staged (p:staged)
+    const raw = rawClient();
+    const k = periodicKeys(name);
+    const firing = async () =>
+      (await raw.zscore(k.nextrun, 'd')) !== null || (await raw.zrange(k.staged, 0, -1)).some((m) => m.slice(1).startsWith('d@'));
+    expect(await firing()).toBe(false);
     expect((await tasks.runs('d', { limit: 100 })).length).toBe(n);
     const off = (await tasks.get('d'))!;
     expect(off.enabled).toBe(false);
@@ -156,8 +160,9 @@ describe('owners, enable/disable, trigger', () => {
     const trig = (await tasks.trigger('d'))!;
     const job = await until(() => queue.getJob(trig.jobId), 3000);
     expect(job.occurrence).toBe(trig.occurrence);
-    await sleep(500);
-    expect((await tasks.runs('d', { limit: 100 })).length).toBe(n + 1); // once, and still disabled
+    // the trigger served, the task is still disabled: due and staged nowhere, one run more
+    await until(async () => !(await firing()), 3000);
+    expect((await tasks.runs('d', { limit: 100 })).length).toBe(n + 1);
 
     expect(await tasks.enable('d')).toBe(true);
     await until(async () => (await tasks.runs('d', { limit: 100 })).length >= n + 3 && true, 6000);

@@ -55,4 +55,44 @@ describe('exclusions', () => {
       expect(() => parseExclusions([bad]), bad).toThrow(TimerSyntaxError);
     }
   });
+  it('excludedUntil: the end of the excluded stretch an instant falls in (touching windows are one stretch), checked minute by minute', () => {
+    const cases: Array<[string[], string]> = [
+      [['Sat,Sun'], 'UTC'],
+      [['Sun 00:00..12:00', 'Sat 22:00..02:00'], 'UTC'],
+      [['2026-12-24..2026-12-26', '*-12-27 00:00..09:00'], 'Europe/Paris'],
+      [['Sun 02:00..03:00', '*-10-04'], 'Australia/Sydney'],
+      [['Sun'], 'America/Havana'], // DST changes at midnight
+    ];
+    const probes = [
+      '2026-12-05T10:00:00Z',
+      '2026-12-06T01:30:00Z',
+      '2026-12-24T12:00:00Z',
+      '2026-04-04T15:30:00Z',
+      '2026-10-03T15:00:00Z',
+      '2026-03-08T04:59:59Z',
+      '2026-11-01T12:00:00Z',
+    ];
+    for (const [specs, zone] of cases) {
+      const e = parseExclusions(specs, zone);
+      for (const p of probes) {
+        const t = at(p);
+        const end = e.excludedUntil(t);
+        if (!e.excludes(t)) {
+          expect(end, `${specs} ${p}`).toBe(t);
+          continue;
+        }
+        // each minute up to the end is excluded, and its last second; the end is not (unless the
+        // end was not certain: then t)
+        for (let s = t; s < end; s += 60_000) expect(e.excludes(s), `${specs} ${p} ${new Date(s).toISOString()}`).toBe(true);
+        if (end > t) {
+          expect(e.excludes(end - 1000), `${specs} ${p} before the end`).toBe(true);
+          expect(e.excludes(end), `${specs} ${p} end`).toBe(false);
+        }
+      }
+    }
+    // a weekend is one stretch: Saturday 10:00 to Monday 00:00
+    expect(new Date(parseExclusions(['Sat,Sun'], 'UTC').excludedUntil(at('2026-12-05T10:00:00Z'))).toISOString()).toBe(
+      '2026-12-07T00:00:00.000Z',
+    );
+  });
 });

@@ -7,7 +7,7 @@
  */
 import type { PeriodicTask } from '../../periodic/definition.js';
 import { ruleOwner } from '../../periodic/rules.js';
-import { describeControls, type ScheduleTimer, scheduleOf, scheduleTimer } from '../../periodic/schedule.js';
+import { describeControls, nextRuns, scheduleOf, scheduleTimer } from '../../periodic/schedule.js';
 import type { RunRecord } from '../../periodic/tasks.js';
 import type { Timer } from '../../timers/index.js';
 import { zoneOffset } from '../../timers/zone.js';
@@ -67,16 +67,9 @@ export function zoned(ms: number, zone: string | undefined): string {
   }
 }
 
-/** The next `n` runs of a task from its planned next occurrence (past at most 10n excluded ones). */
-function nextRuns(t: PeriodicTask, timer: Timer, n: number): number[] {
-  const out: number[] = [];
-  const excludes = (timer as ScheduleTimer).excludes ?? (() => false);
-  let at = t.nextrun;
-  for (let seen = 0; at !== undefined && out.length < n && seen < n * 10; seen++) {
-    if (!excludes(at)) out.push(at);
-    at = timer.next(new Date(at))?.getTime();
-  }
-  return out;
+/** The next `n` runs of a task from its planned next occurrence (excluded stretches jumped over, within its limit). */
+function nextRunsOf(t: PeriodicTask, timer: Timer, n: number): number[] {
+  return t.nextrun === undefined ? [] : nextRuns(timer, t.nextrun, n, t.runs ?? 0);
 }
 
 /** A task's timer spec (or specs) as written. */
@@ -151,7 +144,7 @@ export async function periodicList(ctx: PageContext): Promise<Page> {
   const now = ctx.q.live.tick?.now ?? Date.now();
   const next = tasks.map((t) => {
     const timer = timerOf(t);
-    return typeof timer === 'string' ? [] : nextRuns(t, timer, 5);
+    return typeof timer === 'string' ? [] : nextRunsOf(t, timer, 5);
   });
   // The event rules' soonest pending runs (due time: their score).
   const ruleById = new Map(rules.map((r) => [r.id, r]));
@@ -246,7 +239,7 @@ ${runHistory(ctx, id, runs, limit)}`
   }
   const timer = timerOf(task);
   const zone = typeof timer === 'string' ? task.timezone : (timer.timezone ?? task.timezone);
-  const next = typeof timer === 'string' ? [] : nextRuns(task, timer, 5);
+  const next = typeof timer === 'string' ? [] : nextRunsOf(task, timer, 5);
   return {
     title: `Periodic ${id}`,
     nav: 'periodic',
