@@ -1,0 +1,59 @@
+--[[
+  Jumps of the server's clock, as a script notices them: the caller tells the server time it
+  expects (its estimate from its own monotonic clock, src/redis/server-clock.ts) and how far off
+  it may be. Either way, what it bounds is measured in the longest lease of the executors
+  registered (at most CLOCK_MAX_HOLD_MS):
+  - a forward jump sets `clock-jump` for that long: meanwhile no lease and no registry entry
+    counts as expired (every live executor beats within a third of its lease, and renews its
+    leases from the new time);
+  - a backward jump brings the leases set before it back to at most that long from the new time,
+    and the registry entries to three times that (their time to live), so that a dead executor's
+    runs are recovered a lease after the jump, not the jump plus a lease.
+]]
+--- @include "includes/common"
+--- @export clockCheck, clockJumped
+
+-- Leases, registry entries and executors read per call at most (the next executor to notice the
+-- jump brings back more).
+local CLOCK_BATCH = '10000'
+-- Longest hold after a forward jump (ms), whatever the leases.
+local CLOCK_MAX_HOLD_MS = 600000
+
+-- Brings the members of ZSET `key` scored after `cap` back to `cap` (the pad, at +inf, stays).
+local function capScores(key, cap)
+  local members = call('ZRANGEBYSCORE', key, '(' .. str(cap), '(+inf', 'LIMIT', '0', CLOCK_BATCH)
+  for _, member in ipairs(members) do call('ZADD', key, 'XX', str(cap), member) end
+end
+
+-- The longest lease (ms) of the registered executors and `lease` (the caller's own): each
+-- registry entry's info holds its time to live, three leases.
+local function longestLease(prefix, lease)
+  local ids = call('ZRANGE', prefix .. 'workers', '0', CLOCK_BATCH)
+  for _, id in ipairs(ids) do
+    local info = call('GET', prefix .. 'w:' .. id)
+    local ok, decoded = pcall(cjson.decode, info or '')
+    local ttl = ok and type(decoded) == 'table' and tonumber(decoded.ttlMs) or nil
+    if ttl and ttl / 3 > lease then lease = math.floor(ttl / 3) end
+  end
+  return math.min(lease, CLOCK_MAX_HOLD_MS)
+end
+
+-- Compares the server's time `now` with what the caller expected (`expectAt`, '' for nothing,
+-- within `tolerance` ms), and bounds what a jump does (see above); `lease`: the caller's (ms).
+local function clockCheck(prefix, now, expectAt, tolerance, lease)
+  if expectAt == nil or expectAt == '' then return end
+  local drift = now - tonumber(expectAt)
+  tolerance = tonumber(tolerance)
+  if drift > tolerance then
+    call('SET', prefix .. 'clock-jump', str(now), 'PX', str(longestLease(prefix, lease)))
+  elseif drift < -tolerance then
+    local longest = longestLease(prefix, lease)
+    capScores(prefix .. 'leases', now + longest)
+    capScores(prefix .. 'workers', now + 3 * longest)
+  end
+end
+
+-- Whether the server's clock jumped forward within the last lease (leases do not expire then).
+local function clockJumped(prefix)
+  return call('EXISTS', prefix .. 'clock-jump') == 1
+end
