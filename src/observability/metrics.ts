@@ -6,7 +6,7 @@
  * lateness (observed from the executors' events).
  */
 import { createServer, type Server } from 'node:http';
-import { Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Worker } from '../executor/worker.js';
 import { checkOptions, METRICS_OPTIONS } from '../options.js';
 import type { Job } from '../queue/job.js';
@@ -252,7 +252,14 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
       lateness.observe({ queue: queue.name, tracker: job.tracker }, Math.max(0, job.submitted - job.occurrence) / 1000);
     }
   };
+  const jumps = new Counter({
+    name: 'rota_server_clock_jumps_total',
+    help: "Jumps of the Redis server's clock (a second or more against the executor's monotonic clock) its executors noticed",
+    labelNames: ['queue', 'direction'],
+    registers: [registry],
+  });
   for (const w of opts.workers ?? []) {
+    w.on('clockJump', (j) => jumps.inc({ queue: queue.name, direction: j.jumpMs > 0 ? 'forward' : 'back' }));
     w.on('completed', observe);
     w.on('failed', observe);
     w.on('stuck', observe);

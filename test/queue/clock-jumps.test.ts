@@ -8,7 +8,15 @@
 import type { Redis } from 'ioredis';
 import { Redis as RedisClient } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type ClockJump, type Handlers, LeaseLostError, Queue, Worker, type WorkerOptions } from '../../src/index.js';
+import {
+  type ClockJump,
+  type Handlers,
+  LeaseLostError,
+  Queue,
+  serveMetrics,
+  Worker,
+  type WorkerOptions,
+} from '../../src/index.js';
 import { fakeClockMissing, SteppedClock } from '../helpers/faketime.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { closeAll, eventually, track, uniqueQueue, until } from '../helpers/setup.js';
@@ -66,6 +74,7 @@ describe.skipIf(missing !== null)(`a step of the Redis server's clock${missing ?
     await eventually(async () => starts.size === 10);
     const other = worker(name, handlers, { leaseMs: 1000, concurrency: 10, retryDelay: 100 });
     await other.run();
+    const metrics = track(await serveMetrics({ port: 0, host: '127.0.0.1', queue: q, workers: [holder, other] }));
     // Step just after a beat of the holder: its next one is 2 s away, the other's passes 0.5 s.
     const before = await beatOf(name, holder.id);
     await eventually(async () => (await beatOf(name, holder.id)) !== before);
@@ -81,6 +90,9 @@ describe.skipIf(missing !== null)(`a step of the Redis server's clock${missing ?
       expect(w.jumps.length, 'one step reported').toBeGreaterThanOrEqual(1);
       expect(w.jumps[0].jumpMs).toBeGreaterThan(HOUR_S * 1000 - 60_000);
     }
+    const body = await (await fetch(metrics.url)).text();
+    const counted = new RegExp(`rota_server_clock_jumps_total\\{queue="${name}",direction="forward"\\} (\\d+)`).exec(body);
+    expect(Number(counted?.[1])).toBe(holder.jumps.length + other.jumps.length);
   }, 40_000);
 
   it('forward: a retry is taken at its due time, not at the fallback wake', async () => {
