@@ -157,6 +157,7 @@ export const METRICS_OPTIONS = {
     'must be a Queue',
   ),
   workers: z.array(z.custom<object>((v) => typeof v === 'object' && v !== null, 'must be a Worker')).optional(),
+  schedulers: z.array(z.custom<object>((v) => typeof v === 'object' && v !== null, 'must be a Scheduler')).optional(),
   maxGroups: whole(1, 100_000).optional(),
 };
 

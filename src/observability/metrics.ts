@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Worker } from '../executor/worker.js';
 import { checkOptions, METRICS_OPTIONS } from '../options.js';
+import type { Scheduler } from '../periodic/scheduler.js';
 import type { Job } from '../queue/job.js';
 import type { Queue } from '../queue/queue.js';
 import type { GroupInfo } from '../queue/reader.js';
@@ -27,6 +28,8 @@ export interface MetricsOptions {
   queue: Queue<any>;
   /** Executors whose jobs' waits are observed. */
   workers?: Worker[];
+  /** Scheduler replicas whose jumps of the server's clock are counted (executors' are counted too). */
+  schedulers?: Scheduler[];
   /** At most this many groups get a depth series (the deepest are kept): 1 to 100,000; default 1,000. */
   maxGroups?: number;
 }
@@ -254,12 +257,14 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
   };
   const jumps = new Counter({
     name: 'rota_server_clock_jumps_total',
-    help: "Jumps of the Redis server's clock (a second or more against the executor's monotonic clock) its executors noticed",
+    help: "Jumps of the Redis server's clock (a second or more against their monotonic clock) the executors and schedulers noticed",
     labelNames: ['queue', 'direction'],
     registers: [registry],
   });
+  const countJump = (j: { jumpMs: number }) => jumps.inc({ queue: queue.name, direction: j.jumpMs > 0 ? 'forward' : 'back' });
+  for (const s of opts.schedulers ?? []) s.on('clockJump', countJump);
   for (const w of opts.workers ?? []) {
-    w.on('clockJump', (j) => jumps.inc({ queue: queue.name, direction: j.jumpMs > 0 ? 'forward' : 'back' }));
+    w.on('clockJump', countJump);
     w.on('completed', observe);
     w.on('failed', observe);
     w.on('stuck', observe);

@@ -13,6 +13,7 @@ import {
   type Handlers,
   LeaseLostError,
   Queue,
+  Scheduler,
   serveMetrics,
   Worker,
   type WorkerOptions,
@@ -138,4 +139,18 @@ describe.skipIf(missing !== null)(`a step of the Redis server's clock${missing ?
     expect(w.jumps[0]?.jumpMs).toBeLessThan(-(HOUR_S * 1000 - 60_000));
     expect(await q.counts()).toMatchObject({ success: 3 });
   }, 40_000);
+
+  it('back and forward: a scheduler replica reports each step', async () => {
+    const name = uniqueQueue('jump-sched');
+    const scheduler = track(new Scheduler(name, { connection: server.url, fallbackWakeMs: 1000 }));
+    const jumps: ClockJump[] = [];
+    scheduler.on('clockJump', (j) => jumps.push(j));
+    await scheduler.start();
+    // (its idle loop claims every second at least: each claim answers the server's time)
+    clock.step(-HOUR_S);
+    await until(scheduler, 'clockJump', () => jumps.length === 1, 10_000);
+    clock.step(HOUR_S);
+    await until(scheduler, 'clockJump', () => jumps.length === 2, 10_000);
+    expect(jumps.map((j) => Math.round(j.jumpMs / 60_000))).toEqual([-60, 60]);
+  }, 30_000);
 });
