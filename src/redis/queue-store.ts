@@ -365,6 +365,22 @@ export class QueueStore {
     return { lost, cancel, serverNow: Number(now) };
   }
 
+  /**
+   * Each job's state and the lease token of its last run (null for a job that does not exist),
+   * read on the shard's primary: whether a run's outcome is what ended the job.
+   */
+  async endedBy(ids: readonly string[]): Promise<Array<{ state: string | null; token: string | null }>> {
+    const pipeline = this.client.pipeline();
+    for (const id of ids) pipeline.hmget(this.keys.job(id), 'state', 'takeSeq');
+    const replies = (await pipeline.exec()) ?? [];
+    return ids.map((_, i) => {
+      const [err, fields] = replies[i] ?? [new Error('no reply')];
+      if (err) throw err;
+      const [state, token] = fields as Array<string | null>;
+      return { state, token };
+    });
+  }
+
   /** unregister.lua: removes the executor from the registry (its entry and its info); false when it was not registered. */
   async unregister(workerId: string): Promise<boolean> {
     return (await this.fcall<number>('unregister', this.keys.workers, [this.keys.prefix, workerId])) === 1;
