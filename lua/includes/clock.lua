@@ -41,8 +41,9 @@ end
 -- Compares the server's time `now` with what the caller expected (`expectAt`, '' for nothing,
 -- within `tolerance` ms), and bounds what a jump does (see above); `lease`: the caller's (ms).
 local function clockCheck(prefix, now, expectAt, tolerance, lease)
-  if expectAt == nil or expectAt == '' then return end
-  local drift = now - tonumber(expectAt)
+  local expected = tonumber(expectAt)
+  if not expected then return end
+  local drift = now - expected
   tolerance = tonumber(tolerance)
   if drift > tolerance then
     call('SET', prefix .. 'clock-jump', str(now), 'PX', str(longestLease(prefix, lease)))
