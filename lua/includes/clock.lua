@@ -13,7 +13,7 @@
 --- @include "includes/common"
 --- @export clockCheck, clockJumped
 
--- Leases, registry entries and executors read per call at most (the next executor to notice the
+-- Leases and registry entries brought back per call at most (the next executor to notice the
 -- jump brings back more).
 local CLOCK_BATCH = '10000'
 -- Longest hold after a forward jump (ms), whatever the leases.
@@ -25,17 +25,14 @@ local function capScores(key, cap)
   for _, member in ipairs(members) do call('ZADD', key, 'XX', str(cap), member) end
 end
 
--- The longest lease (ms) of the registered executors and `lease` (the caller's own): each
--- registry entry's info holds its time to live, three leases.
-local function longestLease(prefix, lease)
-  local ids = call('ZRANGE', prefix .. 'workers', '0', CLOCK_BATCH)
-  for _, id in ipairs(ids) do
-    local info = call('GET', prefix .. 'w:' .. id)
-    local ok, decoded = pcall(cjson.decode, info or '')
-    local ttl = ok and type(decoded) == 'table' and tonumber(decoded.ttlMs) or nil
-    if ttl and ttl / 3 > lease then lease = math.floor(ttl / 3) end
-  end
-  return math.min(lease, CLOCK_MAX_HOLD_MS)
+-- The longest lease (ms) of the registered executors and `lease` (the caller's own), from the
+-- registry entry expiring last, read against `expected` (the server's time had it not jumped): an
+-- entry's time to live is three leases, renewed every third of one, so what is left of it is at
+-- least two leases and at most three. (Their `w:<id>` info is no help: a jump expires it.)
+local function longestLease(prefix, expected, lease)
+  local last = call('ZRANGE', prefix .. 'workers', '-1', '-1', 'WITHSCORES')
+  local remaining = last[2] and tonumber(last[2]) - expected or 0
+  return math.min(math.max(lease, math.floor(remaining / 2)), CLOCK_MAX_HOLD_MS)
 end
 
 -- Compares the server's time `now` with what the caller expected (`expectAt`, '' for nothing,
@@ -46,9 +43,9 @@ local function clockCheck(prefix, now, expectAt, tolerance, lease)
   local drift = now - expected
   tolerance = tonumber(tolerance)
   if drift > tolerance then
-    call('SET', prefix .. 'clock-jump', str(now), 'PX', str(longestLease(prefix, lease)))
+    call('SET', prefix .. 'clock-jump', str(now), 'PX', str(longestLease(prefix, expected, lease)))
   elseif drift < -tolerance then
-    local longest = longestLease(prefix, lease)
+    local longest = longestLease(prefix, expected, lease)
     capScores(prefix .. 'leases', now + longest)
     capScores(prefix .. 'workers', now + 3 * longest)
   end

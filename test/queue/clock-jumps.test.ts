@@ -12,6 +12,7 @@ import {
   type ClockJump,
   type Handlers,
   LeaseLostError,
+  PeriodicTasks,
   Queue,
   Scheduler,
   serveMetrics,
@@ -145,8 +146,14 @@ describe.skipIf(missing !== null)(`a step of the Redis server's clock${missing ?
     const scheduler = track(new Scheduler(name, { connection: server.url, fallbackWakeMs: 1000 }));
     const jumps: ClockJump[] = [];
     scheduler.on('clockJump', (j) => jumps.push(j));
+    let fired = 0;
+    scheduler.on('fired', () => fired++);
     await scheduler.start();
-    // (its idle loop claims every second at least: each claim answers the server's time)
+    const tasks = track(new PeriodicTasks(name, { connection: server.url }));
+    await tasks.upsert({ id: 'tick', task: 'noop', timer: 'every 1s', overlap: 'allow' });
+    // Once it submitted an occurrence, its claims have told it the server's time (its idle loop
+    // claims every second at least: each claim answers the server's time).
+    await until(scheduler, 'fired', () => fired > 0, 10_000);
     clock.step(-HOUR_S);
     await until(scheduler, 'clockJump', () => jumps.length === 1, 10_000);
     clock.step(HOUR_S);
