@@ -19,8 +19,13 @@
   ARGV[9] lease (ms), optional: expired leases are left alone while the Redis server has been up
           for less than this, so that executors get one lease to heartbeat again after a Redis
           restart (every lease expires while the server is down)
+  ARGV[10] the server time the executor expects (ms, its own estimate; '': none), see includes/clock
+  ARGV[11] how far off that may be (ms); ARGV[10] and [11] are read only with ARGV[9] given
 
-  Returns { recovered job ids, removed finished jobs }.
+  No lease and no registry entry counts as expired within a lease of a forward jump of the
+  server's clock (includes/clock): the live executors renew theirs from the new time meanwhile.
+
+  Returns { recovered job ids, removed finished jobs, the server's time (ms) }.
 ]]
 --- @include "includes/common"
 --- @include "includes/changes"
@@ -28,6 +33,7 @@
 --- @include "includes/setWrites"
 --- @include "includes/finishJob"
 --- @include "includes/children"
+--- @include "includes/clock"
 
 local prefix = ARGV[1]
 local retryDelay = tonumber(ARGV[3])
@@ -42,6 +48,9 @@ if ARGV[9] and ARGV[9] ~= '' then
   local uptime = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or nil
   settled = uptime == nil or uptime * 1000 >= tonumber(ARGV[9])
 end
+if ARGV[9] and ARGV[9] ~= '' then clockCheck(prefix, now, ARGV[10], ARGV[11], tonumber(ARGV[9])) end
+local jumped = clockJumped(prefix)
+if jumped then settled = false end
 if settled then
   leasedJobs(prefix, function(id, member)
     victims[id], members[id] = 'lease expired', member
@@ -79,8 +88,10 @@ flushChildren(prefix, now)
 -- the next due time, so it sleeps until the retry instead of until its fallback timer.
 if #recovered > 0 then wake(prefix) end
 
-local gone = call('ZRANGEBYSCORE', prefix .. 'workers', '-inf', now)
-if #gone > 0 then call('ZREM', prefix .. 'workers', unpack(gone)) end
+if not jumped then
+  local gone = call('ZRANGEBYSCORE', prefix .. 'workers', '-inf', now)
+  if #gone > 0 then call('ZREM', prefix .. 'workers', unpack(gone)) end
+end
 
 local removed = 0
 local batch = tonumber(ARGV[8])
@@ -102,4 +113,4 @@ trimByAge('failed', ARGV[7])
 trimByAge('cancelled', ARGV[7])
 
 flushChanges(prefix, ARGV[2])
-return { recovered, removed }
+return { recovered, removed, now }

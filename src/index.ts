@@ -45,4 +45,5 @@ export type { TaskName, TaskSpec, UntypedTasks } from './queue/tasks.js';
 export type { SubmitSpec } from './queue/validate.js';
 export type { ConnectionOption } from './redis/connection.js';
 export { loadLibrary, ScriptLoadError } from './redis/library.js';
+export type { ClockJump } from './redis/server-clock.js';
 export * from './timers/index.js';

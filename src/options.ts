@@ -167,6 +167,7 @@ export const METRICS_OPTIONS = {
     .regex(/^(none|all|top:([1-9]\d{0,4}|100000))$/, 'must be none, all or top:N (N from 1 to 100000)')
     .optional(),
   sweepIntervalMs: whole(1000, 3_600_000, 'ms').optional(),
+  schedulers: z.array(z.custom<object>((v) => typeof v === 'object' && v !== null, 'must be a Scheduler')).optional(),
 };
 
 export const SHUTDOWN_OPTIONS = {

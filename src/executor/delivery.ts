@@ -347,10 +347,37 @@ export class Delivery implements Outcomes {
       return;
     }
     this.finishFailures = 0;
+    const refused: RunOutcome[] = [];
     batch.forEach((f, i) => {
       // a start applied by this call is stamped with its time, as the script did
       if (f.unstarted && f.applied === undefined) f.run.job.started = at;
-      this.delivered(f, states[i] ?? '');
+      const state = states[i] ?? '';
+      if (state === '' && f.applied !== undefined) refused.push(f);
+      else this.delivered(f, state);
+    });
+    if (refused.length > 0) await this.confirmApplied(shard, refused);
+  }
+
+  /**
+   * Resends refused of outcomes an earlier send applied: the replicas have this call (it was
+   * replicated), but the earlier send may have been applied on a primary that failed over
+   * since, its write lost. Each outcome counts as delivered only when its job still ended in
+   * that state by this run (its lease token); otherwise the run's outcome was lost, and it is
+   * reported as a refused completion (the job runs again, or ran elsewhere meanwhile).
+   */
+  private async confirmApplied(shard: number, refused: RunOutcome[]): Promise<void> {
+    let ended: Array<{ state: string | null; token: string | null }>;
+    try {
+      ended = await this.d.stores[shard].endedBy(refused.map((f) => f.run.job.id));
+    } catch (err) {
+      this.d.onError(err);
+      this.redeliver(refused);
+      return;
+    }
+    refused.forEach((f, i) => {
+      const { state, token } = ended[i];
+      if (state !== f.applied || token !== String(f.run.job.takeSeq)) f.applied = undefined;
+      this.delivered(f, '');
     });
   }
 

@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { MAX_TIMEOUT_MS } from '../queue/long-timer.js';
 import type { QueueStore } from '../redis/queue-store.js';
+import type { ServerClock } from '../redis/server-clock.js';
 import { rotaVersion } from '../version.js';
 import { ANSWER_MS, Answers } from './health.js';
 
@@ -15,6 +16,8 @@ export interface HeldJob {
 
 export interface HeartbeatDeps {
   store: QueueStore;
+  /** The shard's server clock: each beat is timed on it, and tells the script what time to expect. */
+  clock: ServerClock;
   workerId: string;
   leaseMs: number;
   concurrency: number;
@@ -82,13 +85,10 @@ export class Heartbeat {
     };
     try {
       const { lost, cancel } = await this.answers.follow(
-        this.d.store.heartbeat({
-          workerId: this.d.workerId,
-          leaseMs: this.d.leaseMs,
-          ttlMs: info.ttlMs,
-          info,
-          held,
-        }),
+        // (a jump of the server's clock by a beat period or more is noticed by the script itself)
+        this.d.clock.timed(this.everyMs, (expect) =>
+          this.d.store.heartbeat({ workerId: this.d.workerId, leaseMs: this.d.leaseMs, ttlMs: info.ttlMs, info, held, expect }),
+        ),
       );
       if (lost.length) this.d.onLost(lost);
       if (cancel.length) this.d.onCancel(cancel);

@@ -8,6 +8,7 @@
 import { submitCommitted } from '../queue/fanout.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import type { QueueStore } from '../redis/queue-store.js';
+import type { ServerClock } from '../redis/server-clock.js';
 
 /** How long finished jobs are kept: the newest `count`, each for at most `age` ms (-1: no bound). */
 export interface Keep {
@@ -17,6 +18,11 @@ export interface Keep {
 
 export interface RecovererDeps {
   store: QueueStore;
+  /**
+   * The shard's server clock: a pass tells the script what time to expect, and leaves leases
+   * alone within a lease of a forward jump (lua/includes/clock.lua).
+   */
+  clock: ServerClock;
   workerId: string;
   retryDelay: number;
   everyMs: number;
@@ -56,15 +62,20 @@ export class Recoverer {
     // While Redis is unreachable, skip passes rather than queue them for the reconnect.
     if (!own && this.d.store.client.status !== 'ready') return [];
     try {
-      const { recovered } = await this.d.store.recover({
-        retryDelay: this.d.retryDelay,
-        maxLeases: 1000,
-        ownWorkerId: own ? this.d.workerId : undefined,
-        keepSucceededAgeMs: this.d.keepSucceeded.age,
-        keepFailedAgeMs: this.d.keepFailed.age,
-        maxRemoved: 500,
-        leaseMs: this.d.leaseMs,
-      });
+      // (a jump by a third of a lease or more could expire live leases: the script notices it)
+      const tolerance = Math.floor((this.d.leaseMs ?? 0) / 3);
+      const { recovered } = await this.d.clock.timed(tolerance, (expect) =>
+        this.d.store.recover({
+          retryDelay: this.d.retryDelay,
+          maxLeases: 1000,
+          ownWorkerId: own ? this.d.workerId : undefined,
+          keepSucceededAgeMs: this.d.keepSucceeded.age,
+          keepFailedAgeMs: this.d.keepFailed.age,
+          maxRemoved: 500,
+          leaseMs: this.d.leaseMs,
+          expect,
+        }),
+      );
       // Children committed by an executor that died before it submitted them all.
       await submitCommitted(this.d.store);
       return recovered;

@@ -4,6 +4,7 @@
  */
 import type { EventEmitter } from 'node:events';
 import type { Job, JobState } from '../queue/job.js';
+import type { ClockJump } from '../redis/server-clock.js';
 import type { JobLogger } from './options.js';
 import type { Outcome } from './run.js';
 
@@ -18,6 +19,11 @@ export interface WorkerEvents {
   cancelled: [job: Job];
   /** A running job reported progress (ctx.progress; throttled, see `progressIntervalMs`). */
   progress: [job: Job, progress: number];
+  /**
+   * The Redis server's clock jumped against this process's monotonic clock (by a second or more;
+   * `jumpMs` positive forward) on shard `shard`: see docs/operations.md, Time.
+   */
+  clockJump: [jump: ClockJump & { shard: number }];
   /** Something went wrong outside a handler (Redis unreachable, a refused late completion...). */
   error: [error: Error];
 }

@@ -45,6 +45,8 @@ export interface TakerDeps {
   settings: FinishSettings;
   concurrency: number;
   fallbackWakeMs: number;
+  /** The server's time now (ms), as the executor estimates it: the queue's due times are the server's. */
+  serverNow?: () => number;
   outcomes: Outcomes;
   /** Runs in progress (each holds a slot). */
   running(): number;
@@ -87,8 +89,9 @@ export class Taker {
       sizer: this.sizer,
       fallbackWakeMs: d.fallbackWakeMs,
       wakeIn: (ms) => this.wakeIn(ms),
+      clock: { now: () => performance.now(), wall: d.serverNow ?? Date.now },
     });
-    this.turns = new ShardTurns(d.stores.length);
+    this.turns = new ShardTurns(d.stores.length, d.serverNow);
     this.blocking = d.stores.map(() => connect(d.connection, { blocking: true }).client);
     this.watches = d.stores.map(() => null);
   }
@@ -176,6 +179,15 @@ export class Taker {
     const w = this.slotWaiter;
     this.slotWaiter = null;
     w?.();
+  }
+
+  /**
+   * The server's clock jumped: a sleep until a due time was measured on the old time, so the
+   * loop wakes and takes again (its take answers the due time, and the sleep is set anew).
+   */
+  clockJumped(): void {
+    this.turns.wakeAll();
+    this.sleepWake?.();
   }
 
   /**

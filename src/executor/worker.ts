@@ -21,6 +21,7 @@ import { connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';
 import { QueueStore, subscribeCancels } from '../redis/queue-store.js';
+import { type ClockJump, ServerClock } from '../redis/server-clock.js';
 import { shardNumbers } from '../redis/shards.js';
 import { stageChildren } from '../redis/side-writes.js';
 import { Delivery } from './delivery.js';
@@ -82,6 +83,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   private readonly lostRuns = new Set<Run>();
   private readonly taker: Taker;
   private readonly delivery: Delivery;
+  /** Each shard's server clock, timed on this process's monotonic clock: notices its jumps (../redis/server-clock.ts). */
+  private readonly clocks: ServerClock[];
   /** One heartbeat and one recovery duty per shard. */
   private readonly heartbeats: Heartbeat[];
   private readonly recoverers: Recoverer[];
@@ -139,6 +142,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       retryDelay: opts.retryDelay,
     };
     const onError = (err: unknown) => this.emitError(err);
+    this.clocks = this.stores.map((_, shard) => new ServerClock((jump) => this.clockJumped(shard, jump)));
     this.delivery = new Delivery({
       client: this.client,
       stores: this.stores,
@@ -168,6 +172,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       settings,
       concurrency: opts.concurrency,
       fallbackWakeMs: opts.fallbackWakeMs,
+      // (the home shard's clock: the due times of every shard are compared with it)
+      serverNow: () => this.clocks[this.clocks.length - 1].now(),
       outcomes: this.delivery,
       running: () => this.runs.size,
       start: (job) => this.start(job),
@@ -187,6 +193,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       (store, shard) =>
         new Heartbeat({
           store,
+          clock: this.clocks[shard],
           workerId: this.id,
           leaseMs: opts.leaseMs,
           concurrency: opts.concurrency,
@@ -200,9 +207,10 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         }),
     );
     this.recoverers = this.stores.map(
-      (store) =>
+      (store, shard) =>
         new Recoverer({
           store,
+          clock: this.clocks[shard],
           workerId: this.id,
           retryDelay: opts.retryDelay,
           everyMs: Math.max(100, Math.floor(opts.leaseMs / 2)),
@@ -337,6 +345,16 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
    */
   get takeSize(): number {
     return this.taker.size;
+  }
+
+  /** Shard `shard`'s server clock jumped: an event and a warning; a sleep until a due time is set anew. */
+  private clockJumped(shard: number, jump: ClockJump): void {
+    this.taker.clockJumped();
+    this.opts.logger?.warn(
+      { worker: this.id, shard, jumpMs: jump.jumpMs, serverNow: new Date(jump.serverNow).toISOString() },
+      `the Redis server's clock jumped ${jump.jumpMs > 0 ? 'forward' : 'back'} by ${Math.abs(jump.jumpMs)} ms`,
+    );
+    this.emit('clockJump', { ...jump, shard });
   }
 
   private emitError(err: unknown): void {

@@ -7,9 +7,10 @@
  * otherwise: it has no authentication.
  */
 import { createServer, type Server } from 'node:http';
-import { Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Worker } from '../executor/worker.js';
 import { checkOptions, METRICS_OPTIONS } from '../options.js';
+import type { Scheduler } from '../periodic/scheduler.js';
 import type { Job } from '../queue/job.js';
 import type { Queue } from '../queue/queue.js';
 import type { GroupInfo } from '../queue/reader.js';
@@ -44,6 +45,8 @@ export interface MetricsOptions {
    * within it are answered from the last sweep. 1,000 to 3,600,000; default 10,000.
    */
   sweepIntervalMs?: number;
+  /** Scheduler replicas whose jumps of the server's clock are counted (executors' are counted too). */
+  schedulers?: Scheduler[];
 }
 
 export interface MetricsServer {
@@ -221,7 +224,16 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
       lateness.observe({ queue: queue.name, tracker: job.tracker }, Math.max(0, job.submitted - job.occurrence) / 1000);
     }
   };
+  const jumps = new Counter({
+    name: 'rota_server_clock_jumps_total',
+    help: "Jumps of the Redis server's clock (a second or more against their monotonic clock) the executors and schedulers noticed",
+    labelNames: ['queue', 'direction'],
+    registers: [registry],
+  });
+  const countJump = (j: { jumpMs: number }) => jumps.inc({ queue: queue.name, direction: j.jumpMs > 0 ? 'forward' : 'back' });
+  for (const s of opts.schedulers ?? []) s.on('clockJump', countJump);
   for (const w of opts.workers ?? []) {
+    w.on('clockJump', countJump);
     w.on('completed', observe);
     w.on('failed', observe);
     w.on('stuck', observe);

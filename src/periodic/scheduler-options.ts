@@ -1,5 +1,6 @@
 /** The options and events of a scheduler replica (./scheduler.ts). */
 import type { ConnectionOption } from '../redis/connection.js';
+import type { ClockJump } from '../redis/server-clock.js';
 
 /** How much run history is kept per task. */
 export interface KeepRuns {
@@ -70,5 +71,10 @@ export interface FiredInfo {
 
 export interface SchedulerEvents {
   fired: [info: FiredInfo];
+  /**
+   * The Redis server's clock jumped against this process's monotonic clock (by a second or more;
+   * `jumpMs` positive forward): see docs/operations.md, Time.
+   */
+  clockJump: [jump: ClockJump];
   error: [error: Error];
 }

@@ -37,6 +37,7 @@ import { checkQueueName } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';
 import { PeriodicStore, type StageRecord } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
+import { type ClockJump, ServerClock } from '../redis/server-clock.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
 import { applyBounds } from './bounds.js';
@@ -82,7 +83,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     keepCount: number;
     keepAge: number;
   };
-  private offset = 0;
+  /** The server's clock, timed on this process's monotonic clock: its jumps are noticed (../redis/server-clock.ts). */
+  private readonly clock = new ServerClock((jump) => this.clockJumped(jump));
   private closing = false;
   private loopDone: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
@@ -139,7 +141,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   /** The scheduler's clock: the injected one, or the Redis server's time as estimated here. */
   now(): number {
-    return this.injected ? this.injected() : Date.now() + this.offset;
+    return this.injected ? this.injected() : this.clock.now();
   }
 
   /**
@@ -191,6 +193,21 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const w = this.wakeUp;
     this.wakeUp = null;
     w?.();
+  }
+
+  /**
+   * The server's clock jumped: the sleeps measured on the old time are set anew (the loop claims
+   * again, the release timer is armed on the new time), and the jump is an event.
+   */
+  private clockJumped(jump: ClockJump): void {
+    const release = this.releaseTimer;
+    if (release) {
+      clearLongTimeout(release.timer);
+      this.releaseTimer = null;
+      this.planRelease(release.at);
+    }
+    this.wake();
+    this.emit('clockJump', jump);
   }
 
   private emitError(err: unknown): void {
@@ -251,7 +268,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   /** Claims due tasks; resolves the scheduler-clock now, the earliest nextrun left and the claimed tasks. */
   private async claim(): Promise<[number, number | null, Claimed[]]> {
-    const sent = Date.now();
+    const sent = performance.now();
     const claim = await this.store.claim({
       lookaheadMs: this.o.lookaheadMs,
       max: this.o.batchSize,
@@ -260,7 +277,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       keepCount: this.o.keepCount,
       keepAgeMs: this.o.keepAge,
     });
-    if (!this.injected) this.offset = claim.now - Math.round((sent + Date.now()) / 2);
+    if (!this.injected) this.clock.observe(claim.now, sent, performance.now());
     this.planRelease(claim.staged);
     return [claim.now, claim.earliest, claim.tasks.map(claimed)];
   }

@@ -42,6 +42,8 @@ export interface QueueKeys {
   seq: string;
   /** ZSET of fan-out parents whose committed children are not all submitted yet -> commit time. */
   fanouts: string;
+  /** STRING set for a lease after a forward jump of the server's clock (lua/includes/clock.lua): no lease expires meanwhile. */
+  clockJump: string;
   job(id: string): string;
   /**
    * LIST staging the children a run of job `id` with lease `token` fanned out (ctx.fanOut), until
@@ -97,6 +99,7 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     cancel: `${prefix}cancel`,
     seq: `${prefix}seq`,
     fanouts: `${prefix}fanouts`,
+    clockJump: `${prefix}clock-jump`,
     job: (id) => `${prefix}j:${id}`,
     fanStaging: (id, token) => `${prefix}fan:${token}:${id}`,
     fanned: (id) => `${prefix}fanned:${id}`,

@@ -14,6 +14,7 @@ import { type QueueKeys, queueKeys } from './keys.js';
 import type { Arg, Library } from './library.js';
 import { decodeEndStates, decodeTaken, packSubmits, type SubmitJob } from './queue-codec.js';
 import { ScriptRunner } from './script-runner.js';
+import type { ClockExpectation } from './server-clock.js';
 import { packStrings, type StringValue } from './string-array.js';
 import { WAKE_MEMBER } from './wire.js';
 
@@ -111,8 +112,13 @@ export interface RecoverOptions {
   keepFailedAgeMs: number;
   /** Most finished jobs removed per state. */
   maxRemoved: number;
-  /** Expired leases are left alone while Redis has been up for less than this (ms), when given. */
+  /**
+   * Expired leases are left alone while Redis has been up for less than this (ms), when given,
+   * and within this of a forward jump of the server's clock (includes/clock.lua).
+   */
   leaseMs?: number;
+  /** The server time the executor expects, to notice a jump of the server's clock (read with `leaseMs` only). */
+  expect?: ClockExpectation | null;
 }
 
 /** A group's settings to change. */
@@ -135,6 +141,8 @@ export interface Beat {
   info: object;
   /** The runs it holds, whose leases are extended. */
   held: ReadonlyArray<{ id: string; token: string }>;
+  /** The server time the executor expects, to notice a jump of the server's clock (includes/clock.lua). */
+  expect?: ClockExpectation | null;
 }
 
 /**
@@ -344,13 +352,37 @@ export class QueueStore {
    * heartbeat.lua: registers the executor and extends its leases; answers the runs lost (by id and
    * token: a job may be held twice, see Worker) and the ids of those to cancel.
    */
-  async heartbeat(b: Beat): Promise<{ lost: Array<{ id: string; token: string }>; cancel: string[] }> {
-    const args: Arg[] = [this.keys.prefix, b.workerId, b.leaseMs, b.ttlMs, JSON.stringify(b.info)];
+  async heartbeat(b: Beat): Promise<{ lost: Array<{ id: string; token: string }>; cancel: string[]; serverNow: number }> {
+    const args: Arg[] = [
+      this.keys.prefix,
+      b.workerId,
+      b.leaseMs,
+      b.ttlMs,
+      JSON.stringify(b.info),
+      b.expect?.at ?? '',
+      b.expect?.toleranceMs ?? '',
+    ];
     for (const h of b.held) args.push(h.id, h.token);
-    const [flat, cancel] = await this.fcall<[string[], string[]]>('heartbeat', this.keys.workers, args);
+    const [flat, cancel, now] = await this.fcall<[string[], string[], number]>('heartbeat', this.keys.workers, args);
     const lost: Array<{ id: string; token: string }> = [];
     for (let i = 0; i + 1 < flat.length; i += 2) lost.push({ id: flat[i], token: flat[i + 1] });
-    return { lost, cancel };
+    return { lost, cancel, serverNow: Number(now) };
+  }
+
+  /**
+   * Each job's state and the lease token of its last run (null for a job that does not exist),
+   * read on the shard's primary: whether a run's outcome is what ended the job.
+   */
+  async endedBy(ids: readonly string[]): Promise<Array<{ state: string | null; token: string | null }>> {
+    const pipeline = this.client.pipeline();
+    for (const id of ids) pipeline.hmget(this.keys.job(id), 'state', 'takeSeq');
+    const replies = (await pipeline.exec()) ?? [];
+    return ids.map((_, i) => {
+      const [err, fields] = replies[i] ?? [new Error('no reply')];
+      if (err) throw err;
+      const [state, token] = fields as Array<string | null>;
+      return { state, token };
+    });
   }
 
   /** unregister.lua: removes the executor from the registry (its entry and its info); false when it was not registered. */
@@ -359,8 +391,8 @@ export class QueueStore {
   }
 
   /** recover.lua: ends the runs whose lease expired, drops dead executors, removes old finished jobs. */
-  async recover(o: RecoverOptions): Promise<{ recovered: string[]; removed: number }> {
-    const [recovered, removed] = await this.fcall<[string[], number]>('recover', this.keys.leases, [
+  async recover(o: RecoverOptions): Promise<{ recovered: string[]; removed: number; serverNow: number }> {
+    const [recovered, removed, now] = await this.fcall<[string[], number, number]>('recover', this.keys.leases, [
       this.keys.prefix,
       this.maxEvents,
       o.retryDelay,
@@ -370,8 +402,10 @@ export class QueueStore {
       o.keepFailedAgeMs,
       o.maxRemoved,
       o.leaseMs ?? '',
+      o.expect?.at ?? '',
+      o.expect?.toleranceMs ?? '',
     ]);
-    return { recovered, removed: Number(removed) };
+    return { recovered, removed: Number(removed), serverNow: Number(now) };
   }
 
   /** cancel.lua: cancels a job; answers its state afterwards ('cancelling' for a run being aborted), or null when there is none. */

@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -66,4 +66,48 @@ export function fakeClockRedisEnv(c: FakeClock): NodeJS.ProcessEnv {
 /** Environment for a Node process on a fast clock (Node allocates with glibc and needs no stand-in). */
 export function fakeClockNodeEnv(c: FakeClock): NodeJS.ProcessEnv {
   return { LD_PRELOAD: LIBFAKETIME, FAKETIME: faketime(c), TZ: 'UTC' };
+}
+
+/**
+ * A clock a test steps while the server runs, as NTP or an operator steps a wall clock: the
+ * realtime clock moves by the offset the test sets, the monotonic clock does not. libfaketime
+ * reads the offset from a file on every call (FAKETIME_TIMESTAMP_FILE, FAKETIME_NO_CACHE).
+ */
+export class SteppedClock {
+  private readonly dir = mkdtempSync(join(tmpdir(), 'rota-clock-'));
+  private readonly file = join(this.dir, 'faketime');
+  private offsetS = 0;
+
+  constructor() {
+    this.write();
+  }
+
+  /** Environment for a redis-server on this clock (with the malloc stand-in libfaketime needs). */
+  redisEnv(): NodeJS.ProcessEnv {
+    return {
+      LD_PRELOAD: `${mallocShim()} ${LIBFAKETIME}`,
+      FAKETIME_TIMESTAMP_FILE: this.file,
+      FAKETIME_NO_CACHE: '1',
+      FAKETIME_DONT_FAKE_MONOTONIC: '1',
+      TZ: 'UTC',
+    };
+  }
+
+  /** Steps the clock by `seconds` (negative: back). */
+  step(seconds: number): void {
+    this.offsetS += seconds;
+    this.write();
+  }
+
+  /** Removes the offset file (the server on it must be stopped first). */
+  remove(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** Writes the offset under another name first, so the server never reads half a file. */
+  private write(): void {
+    const tmp = `${this.file}.tmp`;
+    writeFileSync(tmp, `${this.offsetS >= 0 ? '+' : ''}${this.offsetS}\n`);
+    renameSync(tmp, this.file);
+  }
 }

@@ -76,7 +76,7 @@ describe('leases', () => {
       info: {},
       held: [{ id, token }],
     });
-    expect(beat).toEqual({ lost: [], cancel: [id] });
+    expect(beat).toMatchObject({ lost: [], cancel: [id] });
     expect(await finish(q, raw, [[id, token, 's']])).toEqual(['cancelled']);
     expect(await leases(q, raw)).toEqual([]);
     expect(await q.counts()).toMatchObject({ cancelled: 1, running: 0 });

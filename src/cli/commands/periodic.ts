@@ -119,6 +119,7 @@ export function register(program: Command): void {
         const scheduler = new Scheduler(g.queue, { connection, id: o.id, shards });
         scheduler.on('error', (err) => log.warn({ err }, 'scheduler error'));
         scheduler.on('fired', (info) => log.debug(info, 'occurrence submitted'));
+        scheduler.on('clockJump', (jump) => log.warn(jump, "the Redis server's clock jumped"));
         // (the signal handlers come first: a signal while the replica starts stops it once started,
         // rather than killing the process with its registration left to expire)
         const signalled = new Promise<string>((resolve) => {
@@ -138,7 +139,10 @@ export function register(program: Command): void {
           const metrics =
             metricsPort === undefined
               ? undefined
-              : await serveMetricsFlags({ ...o, metricsPort }, { queue: new Queue(g.queue, { connection, shards }) });
+              : await serveMetricsFlags(
+                  { ...o, metricsPort },
+                  { queue: new Queue(g.queue, { connection, shards }), schedulers: [scheduler] },
+                );
           if (metrics) log.info({ url: metrics.url }, 'serving metrics');
           log.info(`${await signalled} received, stopping`);
           await Promise.all([scheduler.close(), metrics?.close()]);
