@@ -187,9 +187,14 @@ export class Delivery implements Outcomes {
     this.throttle.report(job, value);
   }
 
-  /** A run is over: its last progress goes now, before its outcome (on the same connection). */
+  /**
+   * A run is over: its last progress is sent now, ahead of its outcome on the same connection (a
+   * finish batch already scheduled in this turn would otherwise go first, and the progress script
+   * leaves a job that ended as it is).
+   */
   progressEnded(id: string): void {
     this.throttle.end(id);
+    if (this.progressWrites.waiting) this.progressWrites.flush();
   }
 
   /**

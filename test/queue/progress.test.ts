@@ -71,6 +71,33 @@ describe('progress', () => {
     expect(await streamProgress(q, job.id, 100)).toEqual([1, 50, 100]);
   });
 
+  it('keeps the last progress of runs that end together, sent ahead of their outcomes', async () => {
+    const name = uniqueQueue('progress-together');
+    const q = openQueue(name);
+    const jobs = await q.submitBulk(Array.from({ length: 200 }, (_, i) => ({ task: 'count', group: `g${i % 20}` })));
+    let done = 0;
+    const all = new Promise<void>((resolve) => {
+      const w = openWorker(
+        name,
+        {
+          // the first update goes at once, the last waits for the run's end (long interval)
+          count: (ctx) => {
+            ctx.progress(50);
+            ctx.progress(100);
+          },
+        },
+        { concurrency: 50, progressIntervalMs: 60_000 },
+      );
+      w.on('completed', () => {
+        if (++done === jobs.length) resolve();
+      });
+    });
+    await all;
+    await closeAll();
+    const read = await Promise.all(jobs.map((j) => openQueue(name).getJob(j.id)));
+    expect(read.filter((j) => j?.progress !== 100).map((j) => [j?.id, j?.progress])).toEqual([]);
+  });
+
   it('refuses a progress that is not a finite number', async () => {
     const name = uniqueQueue('progress');
     const q = openQueue(name);
