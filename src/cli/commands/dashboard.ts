@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { serveDashboard } from '../../dashboard/serve.js';
 import type { HealthServer } from '../../observability/health.js';
 import { EXIT_INVALID, EXIT_USAGE } from '../exit-codes.js';
+import { keepSecret } from '../secrets.js';
 import { CliError, globals, intOption, openTarget, readSecretFile, run, serveHealthPort } from '../support.js';
 
 /**
@@ -57,6 +58,7 @@ export function register(program: Command): void {
           const token =
             o.token ??
             (o.tokenFile !== undefined ? readSecretFile('--token-file', o.tokenFile) : process.env.ROTA_DASHBOARD_TOKEN);
+          keepSecret(token);
           // (each queue's shard count: --shards, else the count its layout records; a Cluster's nodes)
           const target = await openTarget(g, queues);
           let served: Awaited<ReturnType<typeof serveDashboard>>;

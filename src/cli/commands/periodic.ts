@@ -10,6 +10,7 @@ import { PeriodicTasks } from '../../periodic/tasks.js';
 import { Queue } from '../../queue/queue.js';
 import { parseTimer } from '../../timers/index.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
+import { printMessage } from '../secrets.js';
 import {
   CliError,
   globals,
@@ -61,8 +62,8 @@ function parseJson(value: string): unknown {
 /** Warns on stderr when no scheduler replica runs against the queue: nothing would submit the runs. */
 async function warnWithoutScheduler(tasks: PeriodicTasks, queue: string): Promise<void> {
   if ((await tasks.schedulers()).length > 0) return;
-  process.stderr.write(
-    `rota: warning: no scheduler replica is running for queue "${queue}"; the run happens only once one runs (rota scheduler --queue ${queue})\n`,
+  printMessage(
+    `warning: no scheduler replica is running for queue "${queue}"; the run happens only once one runs (rota scheduler --queue ${queue})`,
   );
 }
 
