@@ -40,6 +40,40 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Whether a TCP port on 127.0.0.1 can be listened on now. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** A Redis Cluster node's bus port is its port plus this. */
+export const CLUSTER_BUS_OFFSET = 10_000;
+
+/**
+ * The ports a Cluster node is given: its bus port (port + {@link CLUSTER_BUS_OFFSET}) must be a port
+ * too, and both stay below the kernel's ephemeral range (32,768 and up on Linux), where an outgoing
+ * connection could take one of them between the draw and the node's start.
+ */
+export const CLUSTER_PORTS = { min: 10_000, max: 32_767 - CLUSTER_BUS_OFFSET } as const;
+
+/**
+ * A port for a Redis Cluster node (see {@link CLUSTER_PORTS}) that is free on 127.0.0.1, with its
+ * bus port free too. `random` (0 to 1, as Math.random) picks the candidates.
+ * @throws {Error} when 1,000 candidates in a row were taken.
+ */
+export async function freeClusterPort(random: () => number = Math.random): Promise<number> {
+  const span = CLUSTER_PORTS.max - CLUSTER_PORTS.min + 1;
+  for (let tries = 0; tries < 1000; tries += 1) {
+    const port = CLUSTER_PORTS.min + Math.floor(random() * span);
+    if ((await portIsFree(port)) && (await portIsFree(port + CLUSTER_BUS_OFFSET))) return port;
+  }
+  throw new Error(`no free Cluster port (with its bus port) from ${CLUSTER_PORTS.min} to ${CLUSTER_PORTS.max}`);
+}
+
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -83,7 +117,8 @@ export class RedisServer {
 
   /** Starts a server and resolves once it answers PING. */
   static async start(opts: RedisServerOptions = {}): Promise<RedisServer> {
-    const port = opts.port ?? (await freePort());
+    // (a Cluster node needs its bus port free as well, see freeClusterPort)
+    const port = opts.port ?? (await (opts.cluster ? freeClusterPort() : freePort()));
     const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'rota-redis-'));
     const server = new RedisServer(port, dir, !opts.dir, opts);
     await server.restart();

@@ -13,7 +13,7 @@ import { EXIT_INVALID, EXIT_UNREACHABLE } from '../../src/cli/exit-codes.js';
 import type { GlobalOptions } from '../../src/cli/support.js';
 import { CliError, openClient, openTarget } from '../../src/cli/support.js';
 import { Queue } from '../../src/index.js';
-import { freePort, RedisServer } from '../helpers/redis-server.js';
+import { freeClusterPort, freePort, RedisServer } from '../helpers/redis-server.js';
 import { eventually } from '../helpers/setup.js';
 
 let secured: RedisServer;
@@ -77,7 +77,7 @@ beforeAll(async () => {
   tlsServer = await RedisServer.start({
     args: ['--tls-port', String(tlsPort), ...tlsFiles],
   });
-  tlsClusterPort = await freePort();
+  tlsClusterPort = await freeClusterPort();
   tlsCluster = await RedisServer.start({
     cluster: true,
     args: [

@@ -1,6 +1,9 @@
 /** Private Redis servers for tests (the implementation lives in src/dev for the demo too). */
 export {
+  CLUSTER_BUS_OFFSET,
+  CLUSTER_PORTS,
   chooseRedisSource,
+  freeClusterPort,
   findRedisSource,
   freePort,
   noRedisMessage,
