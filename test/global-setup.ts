@@ -3,10 +3,18 @@
  * redis-server, or a container where there is none and a Docker engine is), unless REDIS_URL names
  * one to use instead. On a machine with neither it stops the run at once with one line saying what
  * to install, before vitest reports anything else. It also bundles the CLI for the tests that run it.
+ *
+ * Every temporary file of the run lands in one folder of the run's own ($TMPDIR, which the test
+ * processes and what they start inherit): at the end, a `rota-*` entry left in it fails the run
+ * (a test that does not remove what it made, keys and secrets among them), and the folder is removed.
  */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { bundleCli } from './helpers/cli-bundle.js';
 import { findRedisSource, noRedisMessage, type RunningRedis, startRedis } from './helpers/redis-server.js';
+import { leftInRunTemp } from './helpers/run-temp.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -16,7 +24,19 @@ declare module 'vitest' {
   }
 }
 
+/** The run's temporary folder, and how many projects' setups use it. */
+const runTemp = { dir: '', users: 0 };
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // (vitest runs this once for each project, in one process: the first makes the folder, the last checks it)
+  if (runTemp.users === 0) {
+    runTemp.dir = mkdtempSync(join(tmpdir(), 'rota-test-run-'));
+    process.env.TMPDIR = runTemp.dir;
+    // (also when a teardown fails before the last one runs)
+    const dir = runTemp.dir;
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  runTemp.users += 1;
   let redis: RunningRedis = { url: process.env.REDIS_URL ?? '', destroy: async () => {} };
   if (!redis.url) {
     const source = await findRedisSource();
@@ -33,5 +53,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return async () => {
     await redis.destroy();
     cli.remove();
+    runTemp.users -= 1;
+    if (runTemp.users > 0) return;
+    const left = leftInRunTemp(readdirSync(runTemp.dir));
+    rmSync(runTemp.dir, { recursive: true, force: true });
+    if (left.length > 0) {
+      throw new Error(`the tests left ${left.length} temporary files behind (removed now): ${left.join(', ')}`);
+    }
   };
 }

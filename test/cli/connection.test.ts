@@ -4,7 +4,7 @@
  * Cluster node's URL gives a Cluster client carrying the URL's user and password and the TLS.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
@@ -114,6 +114,7 @@ afterAll(async () => {
   await secured?.destroy();
   await tlsServer?.destroy();
   await tlsCluster?.destroy();
+  rmSync(certs, { recursive: true, force: true });
 });
 
 const opts = (redis: string, more: Partial<GlobalOptions> = {}): GlobalOptions => ({ redis, queue: 'default', ...more });

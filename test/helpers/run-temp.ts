@@ -1,0 +1,6 @@
+/** What a test run may not leave in its temporary folder (see test/global-setup.ts). */
+
+/** The entries of the run's temporary folder that tests made and did not remove: Rota's `rota-*` files and folders. */
+export function leftInRunTemp(entries: string[]): string[] {
+  return entries.filter((name) => name.startsWith('rota-')).sort();
+}
