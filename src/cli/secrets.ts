@@ -28,15 +28,15 @@ export function keepSecret(value: string | undefined): void {
 
 /**
  * Remembers the secrets of a Redis URL: its password, and the value of each secret-named query
- * parameter. A value that is no URL at all (a file holding only a password) is kept whole.
+ * parameter. (What a `--redis-file` holds is kept whole besides, see readSecretFile: a file holding
+ * a password alone is masked too.)
  */
 export function keepUrlSecrets(value: string): void {
   let u: URL;
   try {
     u = new URL(value);
   } catch {
-    if (!value.includes('://')) keepSecret(value);
-    else keepSecret(/^[^:]+:\/\/[^@/]*:([^@/]*)@/.exec(value)?.[1]);
+    keepSecret(/^[^:]+:\/\/[^@/]*:([^@/]*)@/.exec(value)?.[1]);
     for (const m of value.matchAll(/[?&]([^=&#]+)=([^&#]*)/g)) if (SECRET_PARAM.test(m[1])) keepSecret(m[2]);
     return;
   }
@@ -50,7 +50,7 @@ export function keepUrlSecrets(value: string): void {
  */
 export function maskSecrets(text: string): string {
   let out = text
-    .replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s:@/"']*):[^\s@/"']*@/gi, `$1:${MASK}@`)
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s:@/"'[]*):[^\s@/"'[]*@/gi, `$1:${MASK}@`)
     .replace(/([?&]([^=&#\s"']+)=)([^&#\s"']*)/g, (all, head: string, name: string) =>
       SECRET_PARAM.test(name) ? `${head}${MASK}` : all,
     );
