@@ -8,7 +8,7 @@
  * processes and what they start inherit): at the end, a `rota-*` entry left in it fails the run
  * (a test that does not remove what it made, keys and secrets among them), and the folder is removed.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -24,19 +24,12 @@ declare module 'vitest' {
   }
 }
 
-/** The run's temporary folder, and how many projects' setups use it. */
-const runTemp = { dir: '', users: 0 };
-
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  // (vitest runs this once for each project, in one process: the first makes the folder, the last checks it)
-  if (runTemp.users === 0) {
-    runTemp.dir = mkdtempSync(join(tmpdir(), 'rota-test-run-'));
-    process.env.TMPDIR = runTemp.dir;
-    // (also when a teardown fails before the last one runs)
-    const dir = runTemp.dir;
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-  }
-  runTemp.users += 1;
+  // (vitest runs this once for each project: each makes a folder, inside the one before, and checks it)
+  const runTemp = mkdtempSync(join(tmpdir(), 'rota-test-run-'));
+  process.env.TMPDIR = runTemp;
+  // (removed also when a teardown before this one fails)
+  process.once('exit', () => rmSync(runTemp, { recursive: true, force: true }));
   let redis: RunningRedis = { url: process.env.REDIS_URL ?? '', destroy: async () => {} };
   if (!redis.url) {
     const source = await findRedisSource();
@@ -53,10 +46,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return async () => {
     await redis.destroy();
     cli.remove();
-    runTemp.users -= 1;
-    if (runTemp.users > 0) return;
-    const left = leftInRunTemp(readdirSync(runTemp.dir));
-    rmSync(runTemp.dir, { recursive: true, force: true });
+    if (!existsSync(runTemp)) return;
+    const left = leftInRunTemp(readdirSync(runTemp));
+    rmSync(runTemp, { recursive: true, force: true });
     if (left.length > 0) {
       throw new Error(`the tests left ${left.length} temporary files behind (removed now): ${left.join(', ')}`);
     }
