@@ -82,7 +82,7 @@ export function register(program: Command): void {
       3,
     )
     .option('--compare <peers>', `run the same workloads on ${PEERS.join(', ')} too (installed beside rota)`, compareOption)
-    .option('--force', 'run on a server whose maxmemory-policy evicts keys')
+    .option('--force', "run on a server whose maxmemory-policy evicts keys, or whose maxmemory the run's data could reach")
     .option('--json', 'print the report as one JSON object')
     .action(async (o: BenchFlags, cmd: Command) =>
       run(async () => {
