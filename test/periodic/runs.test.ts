@@ -141,23 +141,28 @@ describe('owners, enable/disable, trigger', () => {
     expect((await tasks.removeByOwner('chan-1')).sort()).toEqual(['a', 'b', 'c']);
     expect((await tasks.list()).map((t) => t.id)).toEqual(['d']);
     expect(await tasks.get('a')).toBeNull();
+    // (a witness every second: its runs show the scheduler passed the times d would have run at)
+    await tasks.upsert({ id: 'witness', task: 'x', timer: 'every 1s', overlap: 'allow' });
 
     await scheduler();
     await until(async () => (await tasks.runs('d')).length >= 2 && true, 5000);
     expect(await tasks.disable('d')).toBe(true);
     await sleep(100);
     const n = (await tasks.runs('d', { limit: 100 })).length;
-    await sleep(800);
+    const seen = (await tasks.runs('witness', { limit: 100 })).length;
+    await until(async () => (await tasks.runs('witness', { limit: 100 })).length >= seen + 2 && true, 6000);
     expect((await tasks.runs('d', { limit: 100 })).length).toBe(n);
     const off = (await tasks.get('d'))!;
     expect(off.enabled).toBe(false);
-    expect(await tasks.upcoming()).toEqual([]);
+    expect((await tasks.upcoming()).filter((u) => u.id === 'd')).toEqual([]);
 
     const trig = (await tasks.trigger('d'))!;
     const job = await until(() => queue.getJob(trig.jobId), 3000);
     expect(job.occurrence).toBe(trig.occurrence);
-    await sleep(500);
+    const after = (await tasks.runs('witness', { limit: 100 })).length;
+    await until(async () => (await tasks.runs('witness', { limit: 100 })).length >= after + 2 && true, 6000);
     expect((await tasks.runs('d', { limit: 100 })).length).toBe(n + 1); // once, and still disabled
+    expect(await tasks.remove('witness')).toBe(true);
 
     expect(await tasks.enable('d')).toBe(true);
     await until(async () => (await tasks.runs('d', { limit: 100 })).length >= n + 3 && true, 6000);
