@@ -11,9 +11,20 @@ export type AclRole = 'deploy' | 'producer' | 'executor' | 'scheduler' | 'dashbo
 /**
  * What every client sends: PING (the CLI's reachability check), INFO (ioredis's ready check, the
  * recovery pass's uptime), TIME, the library check (FUNCTION LIST) and FCALL, and on a Cluster the
- * slot map (CLUSTER SLOTS, INFO) and the slot of a shard's tag (CLUSTER KEYSLOT).
+ * slot map (CLUSTER SLOTS, INFO), the slot of a shard's tag (CLUSTER KEYSLOT) and the name of
+ * each node's connection (CLIENT SETNAME).
  */
-const CONNECT = ['ping', 'info', 'time', 'fcall', 'function|list', 'cluster|slots', 'cluster|info', 'cluster|keyslot'];
+const CONNECT = [
+  'ping',
+  'info',
+  'time',
+  'fcall',
+  'function|list',
+  'cluster|slots',
+  'cluster|info',
+  'cluster|keyslot',
+  'client|setname',
+];
 
 /**
  * The commands the library's functions call (lua/): Redis checks a script's commands against its

@@ -5,12 +5,46 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Queue, Worker } from '../../src/index.js';
 import { aclLines, commandsOf, RUNTIME_ROLES } from '../../src/redis/acl.js';
 import { loadLibrary } from '../../src/redis/library.js';
 import { rota } from '../helpers/cli.js';
+import { startCluster } from '../helpers/cluster.js';
 import { RedisServer } from '../helpers/redis-server.js';
+import { eventually } from '../helpers/setup.js';
+
+/** Applies the generated ACL lines to the server `admin` talks to (passwords s3cret and d3ploy). */
+async function applyAcl(admin: Redis): Promise<void> {
+  for (const line of aclLines()) {
+    const args = line
+      .split(/\s+/)
+      .slice(2)
+      .map((a) => (a === '>CHANGE-ME' ? '>s3cret' : a === '>CHANGE-ME-DEPLOY' ? '>d3ploy' : a));
+    await admin.call('ACL', 'SETUSER', ...args);
+  }
+}
+
+/** Submits a job and runs it to success through queue and executor clients `connect` makes. */
+async function submitAndRun(
+  connect: () => Redis | Cluster | string,
+  options: { durability?: 'replicated'; shards?: number } = {},
+) {
+  const queue = new Queue('acl-run', { connection: connect(), ...options });
+  const worker = new Worker('acl-run', { t: async () => 'ran' }, { connection: connect(), ...options });
+  try {
+    const job = await queue.submit({ task: 't', args: 'x' });
+    await new Promise<void>((resolve, reject) => {
+      worker.on('completed', (j) => j.id === job.id && resolve());
+      worker.on('error', reject);
+    });
+    expect(await queue.getJob(job.id)).toMatchObject({ state: 'success', result: 'ran' });
+  } finally {
+    await worker.close();
+    await queue.close();
+  }
+}
 
 const ROOT = new URL('../../', import.meta.url);
 const read = (dir: string) =>
@@ -69,13 +103,7 @@ describe('the CLI as the runtime user', () => {
   beforeAll(async () => {
     server = await RedisServer.start();
     admin = new Redis(server.url);
-    for (const line of aclLines()) {
-      const args = line
-        .split(/\s+/)
-        .slice(2)
-        .map((a) => (a === '>CHANGE-ME' ? '>s3cret' : a === '>CHANGE-ME-DEPLOY' ? '>d3ploy' : a));
-      await admin.call('ACL', 'SETUSER', ...args);
-    }
+    await applyAcl(admin);
     await loadLibrary(admin);
     await admin.call('ACL', 'LOG', 'RESET');
   });
@@ -102,4 +130,46 @@ describe('the CLI as the runtime user', () => {
     }
     expect(await admin.call('ACL', 'LOG')).toEqual([]);
   });
+});
+
+describe('the runtime user with replicated durability', () => {
+  it('submits and runs a job that waits for its replica (WAIT), with nothing refused', async () => {
+    const primary = await RedisServer.start();
+    const replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+    const admin = new Redis(primary.url);
+    try {
+      const replicaAdmin = new Redis(replica.url);
+      await eventually(async () => (await replicaAdmin.info('replication')).includes('master_link_status:up'), 20_000);
+      replicaAdmin.disconnect();
+      await applyAcl(admin);
+      await loadLibrary(admin);
+      await admin.call('ACL', 'LOG', 'RESET');
+      await submitAndRun(() => `redis://rota:s3cret@127.0.0.1:${primary.port}`, { durability: 'replicated' });
+      expect(await admin.call('ACL', 'LOG')).toEqual([]);
+    } finally {
+      admin.disconnect();
+      await replica.destroy();
+      await primary.destroy();
+    }
+  });
+});
+
+describe('the runtime user on a Redis Cluster', () => {
+  it('submits and runs a job on a sharded queue, with nothing refused on any node', async () => {
+    const cluster = await startCluster(3);
+    const admins = cluster.nodes.map((n) => new Redis(n.port, '127.0.0.1'));
+    try {
+      for (const a of admins) {
+        await applyAcl(a);
+        await loadLibrary(a);
+        await a.call('ACL', 'LOG', 'RESET');
+      }
+      const connect = () => new Cluster(cluster.startupNodes, { redisOptions: { username: 'rota', password: 's3cret' } });
+      await submitAndRun(connect, { shards: 3 });
+      for (const a of admins) expect(JSON.stringify(await a.call('ACL', 'LOG'))).toBe('[]');
+    } finally {
+      for (const a of admins) a.disconnect();
+      await cluster.destroy();
+    }
+  }, 60_000);
 });
