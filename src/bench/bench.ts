@@ -47,7 +47,32 @@ async function checkServer(input: BenchInput): Promise<{ warnings: string[]; fac
     );
   }
   if (facts.maxmemoryPolicy !== 'noeviction') warnings.push(`maxmemory-policy is ${facts.maxmemoryPolicy}, not noeviction`);
+  const planned = plannedBytes(input);
+  const room = roomOf(facts);
+  if (room !== undefined && planned > room) {
+    const mb = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+    const message = `the bench plans up to ${mb(planned)} of data, and ${input.store.address} has ${mb(Math.max(0, room))} left below its maxmemory (${mb(facts.maxmemory ?? 0)}, ${mb(facts.usedMemory ?? 0)} used)`;
+    if (!input.force) throw new BenchRefusal(`${message}: give fewer --jobs or a smaller --payload, or --force to run anyway`);
+    warnings.push(message);
+  }
   return { warnings, facts };
+}
+
+/**
+ * Bytes a job may take in Redis beside its payload, counted high: its hash, its place in the
+ * group's and the queue's indexes, its events and attempts, and each data structure's overhead.
+ */
+export const JOB_OVERHEAD_BYTES = 4096;
+
+/** The most data the run could hold at once, counted high: every workload's jobs, as if none were removed before the end. */
+export function plannedBytes(input: Pick<BenchInput, 'sizes' | 'workloads'>): number {
+  return input.workloads.length * input.sizes.jobs * (input.sizes.payloadBytes + JOB_OVERHEAD_BYTES);
+}
+
+/** The bytes the server can take before maxmemory, or undefined when it sets none or hides it. */
+function roomOf(facts: { maxmemory?: number; usedMemory?: number }): number | undefined {
+  if (!facts.maxmemory || facts.usedMemory === undefined) return undefined;
+  return facts.maxmemory - facts.usedMemory;
 }
 
 /** Draws progress: a bar on a terminal, a line per phase otherwise. */

@@ -21,6 +21,7 @@ import { register as registerPeriodic } from './commands/periodic.js';
 import { register as registerReshard } from './commands/reshard.js';
 import { register as registerWorker } from './commands/worker.js';
 import { EXIT_CODES_HELP, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
+import { keepUrlSecrets, maskSecrets, printMessage } from './secrets.js';
 import { CliError, type GlobalOptions, intOption, readSecretFile } from './support.js';
 
 /** Signature every command module exports. */
@@ -48,7 +49,7 @@ const COMMANDS: RegisterCommand[] = [
 function shortErrors(cmd: Command, path: string): void {
   cmd
     .showHelpAfterError(`(see: ${path} --help)`)
-    .configureOutput({ outputError: (message, write) => write(message.replace(/^error: /, 'rota: ')) });
+    .configureOutput({ outputError: (message, write) => write(maskSecrets(message.replace(/^error: /, 'rota: '))) });
   for (const sub of cmd.commands) shortErrors(sub, `${path} ${sub.name()}`);
 }
 
@@ -80,7 +81,10 @@ export function buildProgram(): Command {
     .addHelpText('after', `\n${EXIT_CODES_HELP}`)
     .exitOverride();
   for (const register of COMMANDS) register(program);
-  program.hook('preAction', () => readRedisFile(program));
+  program.hook('preAction', () => {
+    readRedisFile(program);
+    keepUrlSecrets((program.opts() as GlobalOptions).redis);
+  });
   shortErrors(program, 'rota');
   return program;
 }
@@ -109,7 +113,7 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CliError) {
-      process.stderr.write(`rota: ${err.message}\n`);
+      printMessage(err.message);
       return err.exitCode;
     }
     if (err instanceof CommanderError) {
@@ -121,6 +125,21 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     throw err;
   }
   return typeof process.exitCode === 'number' ? process.exitCode : EXIT_OK;
+}
+
+/**
+ * Exits with `code` once stdout and stderr have handed on all they were given: a pipe takes 64 KiB
+ * at a time, and `process.exit` before its reader has taken the rest would cut the output.
+ */
+function exitWhenWritten(code: number): void {
+  process.exitCode = code;
+  let open = 2;
+  const done = () => {
+    open -= 1;
+    if (open === 0) process.exit(code);
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
 }
 
 function invokedDirectly(): boolean {
@@ -142,11 +161,8 @@ if (invokedDirectly()) {
   // A command is done when main resolves (long-running ones resolve once they have stopped): exit
   // then, rather than wait for timers that libraries leave behind (ioredis's parser shrinks its
   // buffer for a second or two after a large reply, such as the library check's).
-  main().then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      process.stderr.write(`rota: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exit(1);
-    },
-  );
+  main().then(exitWhenWritten, (err: unknown) => {
+    printMessage(err instanceof Error ? err.message : String(err));
+    exitWhenWritten(1);
+  });
 }

@@ -10,6 +10,7 @@ import { clusterState, connectionError, guardDb, MAX_DB, maskUrl, pingPrimaries,
 import { readShardCount } from '../redis/schema.js';
 import { MAX_SHARDS } from '../redis/shards.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
+import { keepSecret, printMessage } from './secrets.js';
 
 /** Options every command can read with `command.optsWithGlobals()`. */
 export interface GlobalOptions {
@@ -259,16 +260,16 @@ export async function withQueue(
   });
 }
 
-/** Runs an action, turning known errors into a message on stderr and an exit status. */
+/** Runs an action, turning known errors into a message on stderr (secrets masked) and an exit status. */
 export async function run(fn: () => Promise<void>): Promise<void> {
   try {
     await fn();
   } catch (err) {
     if (err instanceof CliError) {
-      process.stderr.write(`rota: ${err.message}\n`);
+      printMessage(err.message);
       process.exitCode = err.exitCode;
     } else if (err instanceof RotaError) {
-      process.stderr.write(`rota: ${err.message}\n`);
+      printMessage(err.message);
       // (Redis refusing a write for memory is Redis's refusal, not a bad value; a bulk submit
       // stopped by it carries it as its cause)
       const full = err instanceof RedisFullError || err.cause instanceof RedisFullError;
@@ -317,6 +318,9 @@ export function readSecretFile(flag: string, path: string): string {
   }
   const secret = text.replace(/\r?\n$/, '');
   if (secret.trim() === '') throw new CliError(`${flag}: ${path} is empty`, EXIT_INVALID);
+  // (what the file holds is a secret as a whole: a URL's password, or a password alone, or a token)
+  keepSecret(secret);
+  keepSecret(secret.trim());
   return secret;
 }
 

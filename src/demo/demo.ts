@@ -5,12 +5,12 @@
  * jobs, a live view, and a summary showing the light tenants were served during the flood.
  */
 
-import { type RunningRedis, startRedis } from '../dev/redis-server.js';
+import { type RunningRedis, startPrivateRedis } from '../dev/redis-server.js';
 import { Worker } from '../executor/worker.js';
 import { PeriodicTasks, Scheduler } from '../periodic/index.js';
 import type { Handlers } from '../queue/context.js';
 import { Queue } from '../queue/queue.js';
-import type { ConnectionOption } from '../redis/connection.js';
+import { type ConnectionOption, maskUrl } from '../redis/connection.js';
 import { percentile, render, type TenantView } from './view.js';
 
 export interface DemoOptions {
@@ -43,9 +43,9 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoSummary> {
   let connection = opts.redis;
   if (connection === undefined || connection === '') {
     // a local redis-server, or a container where there is none; else one line saying what to do
-    server = await startRedis({}, undefined, 'demo');
+    server = await startPrivateRedis();
     connection = server.url;
-    out.write(`started a private redis-server on ${server.url}\n`);
+    out.write(`started a private redis-server on ${maskUrl(server.url)}\n`);
   }
   const queueName = server ? 'demo' : `demo-${Date.now().toString(36)}`;
   const shards = opts.shards;

@@ -6,6 +6,7 @@
  * container instead (testcontainers, a development dependency, imported only then).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { accessSync, constants, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,8 @@ export interface RedisServerOptions {
   args?: string[];
   /** More environment variables for the server process (e.g. a faked clock's). */
   env?: NodeJS.ProcessEnv;
+  /** The password the server asks of every client (`requirepass`); its URL carries it. */
+  password?: string;
 }
 
 /** Finds a free TCP port on 127.0.0.1. */
@@ -38,6 +41,40 @@ export async function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** Whether a TCP port on 127.0.0.1 can be listened on now. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** A Redis Cluster node's bus port is its port plus this. */
+export const CLUSTER_BUS_OFFSET = 10_000;
+
+/**
+ * The ports a Cluster node is given: its bus port (port + {@link CLUSTER_BUS_OFFSET}) must be a port
+ * too, and both stay below the kernel's ephemeral range (32,768 and up on Linux), where an outgoing
+ * connection could take one of them between the draw and the node's start.
+ */
+export const CLUSTER_PORTS = { min: 10_000, max: 32_767 - CLUSTER_BUS_OFFSET } as const;
+
+/**
+ * A port for a Redis Cluster node (see {@link CLUSTER_PORTS}) that is free on 127.0.0.1, with its
+ * bus port free too. `random` (0 to 1, as Math.random) picks the candidates.
+ * @throws {Error} when 1,000 candidates in a row were taken.
+ */
+export async function freeClusterPort(random: () => number = Math.random): Promise<number> {
+  const span = CLUSTER_PORTS.max - CLUSTER_PORTS.min + 1;
+  for (let tries = 0; tries < 1000; tries += 1) {
+    const port = CLUSTER_PORTS.min + Math.floor(random() * span);
+    if ((await portIsFree(port)) && (await portIsFree(port + CLUSTER_BUS_OFFSET))) return port;
+  }
+  throw new Error(`no free Cluster port (with its bus port) from ${CLUSTER_PORTS.min} to ${CLUSTER_PORTS.max}`);
 }
 
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
@@ -70,6 +107,7 @@ export class RedisServer {
   private readonly cluster: boolean;
   private readonly extraArgs: string[];
   private readonly env?: NodeJS.ProcessEnv;
+  private readonly password?: string;
 
   private constructor(port: number, dir: string, ownsDir: boolean, opts: RedisServerOptions) {
     this.port = port;
@@ -79,11 +117,13 @@ export class RedisServer {
     this.cluster = opts.cluster ?? false;
     this.extraArgs = opts.args ?? [];
     this.env = opts.env;
+    this.password = opts.password;
   }
 
   /** Starts a server and resolves once it answers PING. */
   static async start(opts: RedisServerOptions = {}): Promise<RedisServer> {
-    const port = opts.port ?? (await freePort());
+    // (a Cluster node needs its bus port free as well, see freeClusterPort)
+    const port = opts.port ?? (await (opts.cluster ? freeClusterPort() : freePort()));
     const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'rota-redis-'));
     const server = new RedisServer(port, dir, !opts.dir, opts);
     await server.restart();
@@ -92,7 +132,8 @@ export class RedisServer {
 
   /** The URL clients connect with. */
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    const auth = this.password === undefined ? '' : `:${encodeURIComponent(this.password)}@`;
+    return `redis://${auth}127.0.0.1:${this.port}`;
   }
 
   /** The server's process id, while it runs. */
@@ -117,6 +158,7 @@ export class RedisServer {
       ...settingArgs(this.appendfsync),
     ];
     if (this.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'));
+    if (this.password !== undefined) args.push('--requirepass', this.password);
     args.push(...this.extraArgs);
     // Its own process group, so a Ctrl-C in the terminal reaches the program, which then stops
     // the server after it has closed its connections; and it never outlives this process.
@@ -256,15 +298,25 @@ export async function startRedis(
     throw new Error(`a Redis with these options needs a local redis-server: ${noRedisMessage(forWhat)}`);
   }
   const { GenericContainer, Wait } = await import('testcontainers');
+  const auth = opts.password === undefined ? [] : ['--requirepass', opts.password];
   const container = await new GenericContainer(REDIS_IMAGE)
     .withExposedPorts(6379)
-    .withCommand(['redis-server', ...settingArgs(opts.appendfsync), ...(opts.args ?? [])])
+    .withCommand(['redis-server', ...settingArgs(opts.appendfsync), ...auth, ...(opts.args ?? [])])
     .withWaitStrategy(Wait.forLogMessage('Ready to accept connections'))
     .start();
+  const userinfo = opts.password === undefined ? '' : `:${encodeURIComponent(opts.password)}@`;
   return {
-    url: `redis://${container.getHost()}:${container.getMappedPort(6379)}`,
+    url: `redis://${userinfo}${container.getHost()}:${container.getMappedPort(6379)}`,
     destroy: async () => {
       await container.stop();
     },
   };
+}
+
+/**
+ * The private Redis of `rota demo` and `rota bench` without `--redis`: on 127.0.0.1 only, with a
+ * random password that its URL carries, so that other users of the machine cannot reach it.
+ */
+export function startPrivateRedis(forWhat: 'tests' | 'demo' = 'demo'): Promise<RunningRedis> {
+  return startRedis({ password: randomBytes(24).toString('base64url') }, undefined, forWhat);
 }

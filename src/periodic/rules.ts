@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
-import { packValue, zodError } from '../queue/validate.js';
+import { DEFAULT_MAX_RETRIES, packValue, zodError } from '../queue/validate.js';
 import { unpackValue } from '../redis/job-codec.js';
 import type { Arg } from '../redis/library.js';
 import { MAX_DELAY_MS } from '../redis/wire.js';
@@ -28,6 +28,7 @@ export interface EventRuleDefinition<A = unknown> {
   /** The jobs' args: what `SubmitSpec.args` takes (nested at most 100 levels deep). */
   args?: A;
   priority?: Priority;
+  /** Retries of each run after failures (default 3, as a job's). */
   maxRetries?: number;
 }
 
@@ -104,7 +105,7 @@ export function checkRule(def: EventRuleDefinition, maxArgsBytes: number): { del
       'priority',
       def.priority ?? 'low',
       'maxRetries',
-      def.maxRetries ?? 0,
+      def.maxRetries ?? DEFAULT_MAX_RETRIES,
     ],
   };
 }

@@ -5,6 +5,9 @@ import { PayloadTooLargeError, ValidationError } from '../errors.js';
 import { GROUP_DUE_MARK, MAX_DELAY_MS } from '../redis/wire.js';
 import type { Priority } from './job.js';
 
+/** The retries a job gets when its spec gives none; an event rule's runs get as many. */
+export const DEFAULT_MAX_RETRIES = 3;
+
 /** What a caller submits. */
 export interface SubmitSpec<A = unknown> {
   /** Name of the handler that runs it (1–200 bytes). */
@@ -276,7 +279,7 @@ export function checkSpec(given: SubmitSpec, argsLimit: number, where = ''): Che
     priority: spec.priority ?? 'low',
     subject: spec.subject,
     submitter: spec.submitter,
-    maxRetries: spec.maxRetries ?? 3,
+    maxRetries: spec.maxRetries ?? DEFAULT_MAX_RETRIES,
     id: spec.id,
     maxRuntime: spec.maxRuntime,
     delay: spec.delay,

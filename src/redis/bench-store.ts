@@ -20,6 +20,10 @@ export interface ServerFacts {
   role: string;
   /** INFO memory's `maxmemory_policy`, `unknown` when hidden. */
   maxmemoryPolicy: string;
+  /** INFO memory's `maxmemory` in bytes: 0 for no limit, undefined when hidden. */
+  maxmemory?: number;
+  /** INFO memory's `used_memory` in bytes, undefined when hidden. */
+  usedMemory?: number;
 }
 
 /** The bench's access to one server, or to every primary of a Cluster. */
@@ -62,6 +66,8 @@ export class BenchStore {
       version: info.valkey_version ?? info.redis_version ?? 'unknown',
       role: info.role ?? 'unknown',
       maxmemoryPolicy: info.maxmemory_policy ?? 'unknown',
+      maxmemory: bytesOf(info.maxmemory),
+      usedMemory: bytesOf(info.used_memory),
     };
   }
 
@@ -118,4 +124,9 @@ export class BenchStore {
       } while (cursor !== '0');
     }
   }
+}
+
+/** A byte count of INFO, or undefined when absent or not a number. */
+function bytesOf(value: string | undefined): number | undefined {
+  return value !== undefined && /^\d+$/.test(value) ? Number(value) : undefined;
 }

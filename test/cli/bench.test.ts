@@ -184,6 +184,27 @@ describe('rota bench', () => {
     }
   }, 60_000);
 
+  it('refuses a run whose data could reach maxmemory unless --force, and writes nothing', async () => {
+    const small = await RedisServer.start({ args: ['--maxmemory', '4mb'] });
+    const c = new Redis(small.url);
+    try {
+      await c.set('app:keep', 'v');
+      const r = await rota(['--redis', small.url, 'bench', ...SMALL, '--jobs', '5000', '--workload', 'ingest']);
+      expect(r.code, r.stderr).toBe(EXIT_INVALID);
+      expect(r.stderr).toMatch(
+        /plans up to [\d.]+ MiB of data, and 127\.0\.0\.1:\d+ has [\d.]+ MiB left below its maxmemory.*--force to run anyway\n$/,
+      );
+      expect(await c.keys('*')).toEqual(['app:keep']);
+      // (a run that fits is not refused)
+      const fits = await rota(['--redis', small.url, 'bench', ...SMALL, '--jobs', '100', '--workload', 'ingest', '--json']);
+      expect(fits.code, fits.stderr).toBe(0);
+      expect(await c.keys('*')).toEqual(['app:keep']);
+    } finally {
+      c.disconnect();
+      await small.destroy();
+    }
+  }, 60_000);
+
   it('refuses a bad or unreachable URL, and bad flags, with one line', async () => {
     const bad = await rota(['--redis', 'not a url', 'bench']);
     expect(bad.code).toBe(EXIT_INVALID);

@@ -1,8 +1,8 @@
 /** The `rota` CLI, run from source, against the test Redis: output and exit codes, errors included. */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { BIN, rota } from '../helpers/cli.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
@@ -53,6 +53,7 @@ describe('rota CLI', () => {
     const name = uniqueQueue('cli');
     const q = ['--redis', redisUrl(), '--queue', name];
     const dir = mkdtempSync(join(tmpdir(), 'rota-cli-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const tasks = join(dir, 'tasks.mjs');
     writeFileSync(
       tasks,

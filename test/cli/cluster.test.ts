@@ -4,11 +4,11 @@
  * draining every shard, a scheduler replica, the dashboard); a cluster that lost a primary is
  * reported, not waited on.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from '../../src/cli/exit-codes.js';
 import { PeriodicTasks, Queue } from '../../src/index.js';
 import { queueKeys } from '../../src/redis/keys.js';
@@ -107,6 +107,7 @@ describe('rota on a Redis Cluster', () => {
 
   it('runs an executor that drains every shard', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rota-cli-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'tasks.mjs');
     writeFileSync(file, "export default { ok: async () => 'ok' };\n");
     const worker = new NodeProcess(BIN, [...q, 'worker', '--tasks', file, '--concurrency', '4']);

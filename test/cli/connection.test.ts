@@ -4,7 +4,7 @@
  * Cluster node's URL gives a Cluster client carrying the URL's user and password and the TLS.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
@@ -13,7 +13,7 @@ import { EXIT_INVALID, EXIT_UNREACHABLE } from '../../src/cli/exit-codes.js';
 import type { GlobalOptions } from '../../src/cli/support.js';
 import { CliError, openClient, openTarget } from '../../src/cli/support.js';
 import { Queue } from '../../src/index.js';
-import { freePort, RedisServer } from '../helpers/redis-server.js';
+import { freeClusterPort, freePort, RedisServer } from '../helpers/redis-server.js';
 import { eventually } from '../helpers/setup.js';
 
 let secured: RedisServer;
@@ -77,7 +77,7 @@ beforeAll(async () => {
   tlsServer = await RedisServer.start({
     args: ['--tls-port', String(tlsPort), ...tlsFiles],
   });
-  tlsClusterPort = await freePort();
+  tlsClusterPort = await freeClusterPort();
   tlsCluster = await RedisServer.start({
     cluster: true,
     args: [
@@ -114,6 +114,7 @@ afterAll(async () => {
   await secured?.destroy();
   await tlsServer?.destroy();
   await tlsCluster?.destroy();
+  rmSync(certs, { recursive: true, force: true });
 });
 
 const opts = (redis: string, more: Partial<GlobalOptions> = {}): GlobalOptions => ({ redis, queue: 'default', ...more });

@@ -4,7 +4,7 @@
  * `--redis-file` and `--token-file` keep the password and the token out of the process list, and
  * a database the server does not have is refused (status 3) rather than written to database 0.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -27,6 +27,7 @@ beforeAll(async () => {
 afterAll(async () => {
   admin.disconnect();
   await server.destroy();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 const secretUrl = () => `redis://:${PASSWORD}@127.0.0.1:${server.port}`;
@@ -46,6 +47,35 @@ describe('secrets the CLI is given', () => {
       expect(r.stderr).toMatch(/^rota: --redis: "redis:\/\/\*\*\*@.*" is not a URL/);
       expect(r.stderr + r.stdout).not.toContain(PASSWORD);
     }
+  });
+
+  it('does not show a --redis-file that holds a password and no URL', async () => {
+    const file = join(dir, 'password-only');
+    writeFileSync(file, `${PASSWORD}\n`);
+    const r = await rota(['--redis-file', file, 'stats']);
+    expect(r.code).toBe(EXIT_INVALID);
+    expect(r.stderr).toMatch(/^rota: --redis: "\*\*\*" is not a URL/);
+    expect(r.stderr + r.stdout).not.toContain(PASSWORD);
+  });
+
+  it('masks a password given as a query parameter of the URL, in every message', async () => {
+    const closed = await freePort();
+    for (const url of [
+      `redis://127.0.0.1:${closed}/?password=${PASSWORD}`,
+      `redis://127.0.0.1:${server.port}/?password=${PASSWORD}`,
+      `redis://u:${PASSWORD}@127.0.0.1:${closed}/?token=${PASSWORD}`,
+      `redis://127.0.0.1:${closed}/9999?password=${PASSWORD}`,
+    ]) {
+      const r = await rota(['--redis', url, 'stats']);
+      expect(r.code, `${url}: ${r.stderr}`).not.toBe(0);
+      expect(r.stderr, url).toMatch(/^rota: /);
+      expect(r.stderr + r.stdout, url).not.toContain(PASSWORD);
+    }
+    const file = join(dir, 'query-url');
+    writeFileSync(file, `redis://127.0.0.1:${closed}/?password=${PASSWORD}`);
+    const fromFile = await rota(['--redis-file', file, 'stats']);
+    expect(fromFile.code).not.toBe(0);
+    expect(fromFile.stderr + fromFile.stdout).not.toContain(PASSWORD);
   });
 
   it('reads the Redis URL from --redis-file, and refuses it beside --redis', async () => {

@@ -3,11 +3,11 @@
  * is not given, `--shards` (or ROTA_SHARDS) overrides it and a count the queue does not have is
  * refused, and every command adds up or reaches across the shards.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler } from '../../src/index.js';
 import { shardOfGroup } from '../../src/redis/shards.js';
 import { BIN, rota, servedPage } from '../helpers/cli.js';
@@ -173,6 +173,7 @@ describe('rota on a sharded queue', () => {
     const other = uniqueQueue('cli-shards');
     const o = ['--redis', redisUrl(), '--queue', other];
     const dir = mkdtempSync(join(tmpdir(), 'rota-cli-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'tasks.mjs');
     writeFileSync(file, "export default { ok: async () => 'ok', bad: async () => { throw new Error('no'); } };\n");
     const sharded = new Queue(other, { connection: redisUrl(), shards: SHARDS });

@@ -9,9 +9,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** Debian's libfaketime (package faketime), for this machine's architecture. */
 const LIBFAKETIME = [
@@ -32,13 +33,16 @@ export function fakeClockMissing(): string | null {
 }
 
 /**
- * Builds test/helpers/malloc-shim.c, once per machine and source: under a name with the source's
- * hash in the temporary directory, written under another name first, so parallel builds are safe.
+ * Builds test/helpers/malloc-shim.c, once per checkout and source: under a name with the source's
+ * hash in node_modules/.cache (a build product kept between runs, not a temporary file), written
+ * under another name first, so parallel builds are safe.
  */
 function mallocShim(): string {
   const src = new URL('./malloc-shim.c', import.meta.url).pathname;
   const hash = createHash('sha256').update(readFileSync(src)).digest('hex').slice(0, 16);
-  const out = join(tmpdir(), `rota-malloc-shim-${hash}.so`);
+  const cache = fileURLToPath(new URL('../../node_modules/.cache/', import.meta.url));
+  mkdirSync(cache, { recursive: true });
+  const out = join(cache, `rota-malloc-shim-${hash}.so`);
   if (!existsSync(out)) {
     const tmp = `${out}.${process.pid}`;
     execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', tmp, src, '-ldl']);

@@ -1,7 +1,10 @@
 /** Private Redis servers for tests (the implementation lives in src/dev for the demo too). */
 export {
+  CLUSTER_BUS_OFFSET,
+  CLUSTER_PORTS,
   chooseRedisSource,
   findRedisSource,
+  freeClusterPort,
   freePort,
   noRedisMessage,
   REDIS_IMAGE,

@@ -3,11 +3,11 @@
  * faults (a stopped Redis server, SIGTERM with a job in flight, a wedged take loop).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { STALL_AFTER_MS } from '../../src/executor/health.js';
 import { Queue, Scheduler, ValidationError, Worker } from '../../src/index.js';
 import { type HealthServer, serveHealth } from '../../src/observability/health.js';
@@ -201,6 +201,7 @@ describe('rota worker --health-port', () => {
     const name = uniqueQueue('health');
     const q = ['--redis', redisUrl(), '--queue', name];
     const dir = mkdtempSync(join(tmpdir(), 'rota-health-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const tasks = join(dir, 'tasks.mjs');
     const gate = join(dir, 'gate');
     writeFileSync(

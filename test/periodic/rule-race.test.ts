@@ -37,6 +37,18 @@ describe('event rules written by one script', () => {
     expect(runs.map((t) => [t.id, t.nextrun])).toEqual([[planned[0], at + rule.delayMs]]);
   });
 
+  it("gives a rule's runs a job's default retries (3) when the rule names none", async () => {
+    const tasks = track(new PeriodicTasks(uniqueQueue('rule-retries'), { connection: redisUrl() }));
+    await tasks.rule({ id: 'plain', after: 'signup', delay: 'PT1H', task: 'nudge' });
+    await tasks.rule({ id: 'once', after: 'signup', delay: 'PT1H', task: 'nudge', maxRetries: 0 });
+    expect((await tasks.getRule('plain'))?.maxRetries).toBe(3);
+    expect((await tasks.getRule('once'))?.maxRetries).toBe(0);
+    await tasks.emit({ event: 'signup', subject: 'u1' });
+    const runs = await tasks.list({ owner: 'rule:plain' });
+    expect(runs.map((t) => t.maxRetries)).toEqual([3]);
+    expect((await tasks.list({ owner: 'rule:once' })).map((t) => t.maxRetries)).toEqual([0]);
+  });
+
   it('removeRule removes the record, the memberships and the pending runs; concurrent calls remove it once', async () => {
     const tasks = track(new PeriodicTasks(uniqueQueue('rule-remove'), { connection: redisUrl() }));
     await tasks.rule({ id: 'nudge', after: 'ev.1', delay: 'PT1H', task: 'nudge' });

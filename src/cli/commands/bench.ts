@@ -12,7 +12,7 @@ import type { Endpoint, SystemName } from '../../bench/peers/types.js';
 import { WORKLOADS, type Workload } from '../../bench/plan.js';
 import { describeReport } from '../../bench/report.js';
 import { runRunnerChild } from '../../bench/runner.js';
-import { type RunningRedis, startRedis } from '../../dev/redis-server.js';
+import { type RunningRedis, startPrivateRedis } from '../../dev/redis-server.js';
 import { BenchStore } from '../../redis/bench-store.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from '../exit-codes.js';
 import { CliError, type Client, connectionOf, globals, intOption, openClient, printJson, run } from '../support.js';
@@ -82,7 +82,7 @@ export function register(program: Command): void {
       3,
     )
     .option('--compare <peers>', `run the same workloads on ${PEERS.join(', ')} too (installed beside rota)`, compareOption)
-    .option('--force', 'run on a server whose maxmemory-policy evicts keys')
+    .option('--force', "run on a server whose maxmemory-policy evicts keys, or whose maxmemory the run's data could reach")
     .option('--json', 'print the report as one JSON object')
     .action(async (o: BenchFlags, cmd: Command) =>
       run(async () => {
@@ -110,13 +110,13 @@ export function register(program: Command): void {
           at = { options, nodes, shards };
         } else {
           try {
-            server = await startRedis({}, undefined, 'demo');
+            server = await startPrivateRedis();
           } catch (err) {
             throw new CliError((err as Error).message.replace('The demo needs', 'rota bench needs'), EXIT_UNREACHABLE);
           }
           const u = new URL(server.url);
           client = new Redis(server.url);
-          at = { options: { host: u.hostname, port: Number(u.port) }, shards };
+          at = { options: { host: u.hostname, port: Number(u.port), password: decodeURIComponent(u.password) }, shards };
         }
         client.on('error', () => {});
         const stop = async () => {

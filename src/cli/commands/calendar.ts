@@ -7,6 +7,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { parseTimer, type Timer, TimerSyntaxError } from '../../timers/index.js';
 import { isValidTimeZone } from '../../timers/zone.js';
 import { EXIT_INVALID } from '../exit-codes.js';
+import { printMessage } from '../secrets.js';
 import { zonedIso } from '../times.js';
 
 interface CalendarOptions {
@@ -83,7 +84,7 @@ export function register(program: Command): void {
           invalid = true;
           // (errors go to stderr, prefixed as every command's; --json also gives the spec's line)
           if (opts.json) process.stdout.write(JSON.stringify({ spec, error: err.message }) + '\n');
-          process.stderr.write(`rota: failed to parse ${JSON.stringify(spec)}: ${err.message}\n`);
+          printMessage(`failed to parse ${JSON.stringify(spec)}: ${err.message}`);
           return;
         }
         const next = elapses(timer, from, opts.iterations);

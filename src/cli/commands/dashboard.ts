@@ -4,6 +4,7 @@ import { serveDashboard } from '../../dashboard/serve.js';
 import type { HealthServer } from '../../observability/health.js';
 import { EXIT_INVALID, EXIT_USAGE } from '../exit-codes.js';
 import { healthHostOption, serveHealthFlags } from '../observability-flags.js';
+import { keepSecret } from '../secrets.js';
 import { CliError, globals, intOption, openTarget, readSecretFile, run } from '../support.js';
 
 /**
@@ -67,6 +68,7 @@ export function register(program: Command): void {
           const token =
             o.token ??
             (o.tokenFile !== undefined ? readSecretFile('--token-file', o.tokenFile) : process.env.ROTA_DASHBOARD_TOKEN);
+          keepSecret(token);
           // (each queue's shard count: --shards, else the count its layout records; a Cluster's nodes)
           const target = await openTarget(g, queues);
           let served: Awaited<ReturnType<typeof serveDashboard>>;

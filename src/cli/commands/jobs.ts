@@ -4,6 +4,7 @@ import { FINAL_STATES, JOB_STATES, type Job, type JobState } from '../../queue/j
 import type { CleanOptions } from '../../queue/queue.js';
 import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../../timers/duration.js';
 import { EXIT_INVALID, EXIT_NOT_FOUND, EXIT_USAGE } from '../exit-codes.js';
+import { printMessage } from '../secrets.js';
 import { CliError, intOption, iso, printJson, printTable, withQueue } from '../support.js';
 import { durationOption } from './durations.js';
 
@@ -86,7 +87,7 @@ export function register(program: Command): void {
             delay: o.delay,
             runAt: o.at,
           });
-          if (existed) process.stderr.write(`rota: job ${job.id} already existed (${job.state}); nothing was submitted\n`);
+          if (existed) printMessage(`job ${job.id} already existed (${job.state}); nothing was submitted`);
           if (g.json) printJson(printable(job));
           else process.stdout.write(`${job.id}\n`);
         }),

@@ -1,6 +1,7 @@
 /** `rota periodic backfill ID --from ISO --to ISO`: run now what a task would have run over a past range. */
 import { type Command, InvalidArgumentError } from 'commander';
 import type { PeriodicTasks } from '../../periodic/tasks.js';
+import { printMessage } from '../secrets.js';
 import { type CliError, printJson } from '../support.js';
 
 /** An ISO-8601 time (or ms since the epoch) read into ms. */
@@ -37,8 +38,8 @@ export function registerBackfill(periodic: Command, withTasks: WithTasks, notFou
         if (json) return printJson(r);
         process.stdout.write(`${id}: ${r.occurrences} occurrences, ${r.submitted} submitted, ${r.alreadyRan} had run already\n`);
         if (overlap === 'buffer-all' && r.submitted > 0 && (await tasks.schedulers()).length === 0) {
-          process.stderr.write(
-            `rota: warning: no scheduler replica is running for queue "${queue}"; buffer-all runs start only once one runs (rota scheduler --queue ${queue})\n`,
+          printMessage(
+            `warning: no scheduler replica is running for queue "${queue}"; buffer-all runs start only once one runs (rota scheduler --queue ${queue})`,
           );
         }
       }),

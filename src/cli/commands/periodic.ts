@@ -19,6 +19,7 @@ import {
   serveHealthFlags,
   serveMetricsFlags,
 } from '../observability-flags.js';
+import { printMessage } from '../secrets.js';
 import { CliError, globals, intOption, openClient, openTarget, printJson, printTable, run, shardsOf } from '../support.js';
 import { timeFormat } from '../times.js';
 import { registerBackfill } from './periodic-backfill.js';
@@ -59,8 +60,8 @@ function parseJson(value: string): unknown {
 /** Warns on stderr when no scheduler replica runs against the queue: nothing would submit the runs. */
 async function warnWithoutScheduler(tasks: PeriodicTasks, queue: string): Promise<void> {
   if ((await tasks.schedulers()).length > 0) return;
-  process.stderr.write(
-    `rota: warning: no scheduler replica is running for queue "${queue}"; the run happens only once one runs (rota scheduler --queue ${queue})\n`,
+  printMessage(
+    `warning: no scheduler replica is running for queue "${queue}"; the run happens only once one runs (rota scheduler --queue ${queue})`,
   );
 }
 

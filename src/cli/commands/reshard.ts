@@ -1,6 +1,7 @@
 /** The reshard command: changes a queue's shard count (procedure: docs/operations.md). */
 import type { Command } from 'commander';
 import { type ReshardReport, reshard } from '../../queue/reshard.js';
+import { printMessage } from '../secrets.js';
 import { globals, intOption, openClient, printJson, run } from '../support.js';
 
 /** What a reshard did, in one line. */
@@ -39,7 +40,7 @@ export function register(program: Command): void {
             onProgress: (moved) => {
               if (Date.now() - said < 5000) return;
               said = Date.now();
-              process.stderr.write(`rota: ${moved} jobs moved so far\n`);
+              printMessage(`${moved} jobs moved so far`);
             },
           });
           if (g.json) printJson(report);
