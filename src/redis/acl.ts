@@ -94,6 +94,7 @@ const READS = [
   'hexists',
   'smembers',
   'scard',
+  'sscan',
   'lrange',
   'zcount',
   'zmscore',
