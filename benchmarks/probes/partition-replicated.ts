@@ -6,8 +6,8 @@
  * but not `success` afterwards, or followed by another run, and acknowledged submits missing.
  * Needs root and `ip netns` (it creates and removes its own namespaces, veth pair and rules).
  *
- * Usage: sudo node --import tsx benchmarks/probes/partition-replicated.ts [--runs 1] [--jobs 400]
- *          [--per-second 20] [--partition 15000]
+ * Usage: sudo node --import tsx benchmarks/probes/partition-replicated.ts [--runs 1] [--jobs 800]
+ *          [--per-second 40] [--run-ms 200] [--partition 15000]
  */
 import { partitionUnavailable, runPartition } from '../../test/fixtures/partition.js';
 import { arg } from './lab.js';
@@ -20,8 +20,9 @@ if (why) {
 const runs = arg('runs', 1);
 for (let i = 0; i < runs; i++) {
   const counts = await runPartition({
-    jobs: arg('jobs', 400),
-    perSecond: arg('per-second', 20),
+    jobs: arg('jobs', 800),
+    perSecond: arg('per-second', 40),
+    runMs: arg('run-ms', 200),
     partitionMs: arg('partition', 15_000),
     log: (line) => console.error(`[run ${i + 1}] ${line}`),
   });
