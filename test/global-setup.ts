@@ -25,8 +25,11 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  // (vitest runs this once for each project: each makes a folder, inside the one before, and checks it)
-  const runTemp = mkdtempSync(join(tmpdir(), 'rota-test-run-'));
+  // (vitest runs this once for each project: each makes a folder of its own beside the others, in
+  // the system's temporary folder, and checks it; nested, their paths outgrew what a unix socket
+  // path may hold, and Chromium could not start)
+  process.env.ROTA_SYSTEM_TMPDIR ??= tmpdir();
+  const runTemp = mkdtempSync(join(process.env.ROTA_SYSTEM_TMPDIR, 'rota-test-run-'));
   process.env.TMPDIR = runTemp;
   // (removed also when a teardown before this one fails)
   process.once('exit', () => rmSync(runTemp, { recursive: true, force: true }));
