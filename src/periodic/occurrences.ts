@@ -23,6 +23,11 @@ export interface Plan {
 export const MAX_WALK = 10_000;
 /** Longest one walk over a task's occurrences may take (ms of real time); a plan walks at most twice. */
 export const WALK_BUDGET_MS = 10;
+/**
+ * Occurrences a walk always reaches before its time budget applies, so that the plan of a short
+ * outage never depends on the machine's load (a slow first call cut it short under load).
+ */
+export const MIN_WALK = 256;
 /** Most occurrences `catchup: 'all'` submits at once. */
 export const MAX_CATCHUP_RUNS = 1000;
 
@@ -53,7 +58,7 @@ function nextOf(id: string, timer: Timer, t: number): number | null {
 }
 
 /**
- * The occurrences from `first` up to `now`, stopping after MAX_WALK of them or WALK_BUDGET_MS;
+ * The occurrences from `first` up to `now`, stopping after MAX_WALK of them or, past MIN_WALK, WALK_BUDGET_MS;
  * `rest` is the first occurrence not walked (null: none).
  */
 function walk(id: string, timer: Timer, first: number | null, now: number): { due: number[]; rest: number | null } {
@@ -63,7 +68,7 @@ function walk(id: string, timer: Timer, first: number | null, now: number): { du
   while (o !== null && o <= now && due.length < MAX_WALK) {
     due.push(o);
     o = nextOf(id, timer, o);
-    if (performance.now() - started > WALK_BUDGET_MS) break;
+    if (due.length >= MIN_WALK && performance.now() - started > WALK_BUDGET_MS) break;
   }
   return { due, rest: o };
 }

@@ -2,7 +2,7 @@
  * Catch-up `latest` and exclusions: after an outage that ends inside an exclusion, the newest
  * missed occurrence that is not excluded runs (the newest, excluded, is recorded as such).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PeriodicTasks, Queue, Scheduler } from '../../src/index.js';
 import { plan } from '../../src/periodic/occurrences.js';
 import { excludesOf, scheduleTimer } from '../../src/periodic/schedule.js';
@@ -32,6 +32,28 @@ describe("catchup: 'latest' with exclusions", () => {
     // none excluded: the newest, as before
     const r = plan({ ...input, nextrun: ms('2026-12-03T01:00:00Z'), now: ms('2026-12-03T10:30:00Z') });
     expect(r.occurrences.map(iso)).toEqual(['2026-12-03T10:00:00.000Z']);
+  });
+
+  it('plans a short outage the same on a slow machine: the walk time budget applies past MIN_WALK occurrences only', () => {
+    const timer = scheduleTimer({ timers: ['*:00'], exclude: ['Sat,Sun'] }, 'UTC');
+    // every reading of the clock is 50 ms after the one before: each occurrence "takes" longer than the budget
+    let t = 0;
+    const slow = vi.spyOn(performance, 'now').mockImplementation(() => (t += 50));
+    try {
+      const p = plan({
+        timer,
+        catchup: 'latest',
+        catchupWindow: 3_600_000,
+        misfireGraceMs: 15_000,
+        excludes: excludesOf(timer),
+        nextrun: ms('2026-12-04T21:00:00Z'),
+        now: ms('2026-12-05T10:30:00Z'),
+      });
+      expect(p.occurrences.map(iso)).toEqual(['2026-12-04T23:00:00.000Z', '2026-12-05T10:00:00.000Z']);
+      expect(p.missed).toEqual({ count: 12, first: ms('2026-12-04T21:00:00Z'), last: ms('2026-12-05T09:00:00Z') });
+    } finally {
+      slow.mockRestore();
+    }
   });
 
   it('a scheduler back on Saturday runs Friday 23:00 of a task excluding the weekend, and records Saturday 10:00 as excluded', async () => {
