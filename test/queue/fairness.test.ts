@@ -106,8 +106,9 @@ describe('fair selection', () => {
     const name = uniqueQueue();
     const q = queue(name);
     const groups = ['a', 'b', 'c', 'd', 'e', 'f'];
-    const jobs = await q.submitBulk(groups.flatMap((g) => Array.from({ length: 50 }, () => ({ task: 'noop', group: g }))));
+    // (all three wait for work before any is submitted: one started late could find none left)
     await startChildren(name, 3, 2);
+    const jobs = await q.submitBulk(groups.flatMap((g) => Array.from({ length: 50 }, () => ({ task: 'noop', group: g }))));
     await waitAllFinal(q, jobs.length);
     const ordered = ((await Promise.all(jobs.map((j) => q.getJob(j.id)))) as Job[]).sort((a, b) => a.takeSeq! - b.takeSeq!);
     expect(new Set(ordered.map((j) => j.worker)).size).toBe(3);
