@@ -12,25 +12,12 @@
  * passes are flags of its command (from `rota <command> --help`). The KEDA query itself runs
  * against a real Prometheus in test/packaging/keda-query.test.ts.
  */
-import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse } from 'yaml';
 import { rota } from '../helpers/cli.js';
-
-const DIR = join(import.meta.dirname, '../../deploy/kubernetes');
-
-// biome-ignore lint/suspicious/noExplicitAny: manifests are read as plain objects
-type Obj = Record<string, any>;
-
-/** The objects `kubectl kustomize` builds from `folder`, and what it printed on stderr. */
-function build(folder: string): { objs: Obj[]; stderr: string } {
-  const out = spawnSync('kubectl', ['kustomize', join(DIR, folder)], { encoding: 'utf8' });
-  if (out.status !== 0)
-    throw new Error(`kubectl kustomize ${folder} failed (kustomize v5, kubectl 1.27+, needed):\n${out.stderr}`);
-  return { objs: parseAllDocuments(out.stdout).map((d) => d.toJS() as Obj), stderr: out.stderr };
-}
+import { kustomize, MANIFESTS, type Obj } from '../helpers/kustomize.js';
 
 /** The schema model of `obj`'s apiVersion and kind. */
 async function modelOf(obj: Obj): Promise<new (o: Obj) => { validate(): void }> {
@@ -80,9 +67,9 @@ function selectorsOf(obj: Obj): Array<[string, Obj]> {
   return out;
 }
 
-const FOLDERS = ['base', ...readdirSync(join(DIR, 'overlays')).map((o) => `overlays/${o}`)];
+const FOLDERS = ['base', ...readdirSync(join(MANIFESTS, 'overlays')).map((o) => `overlays/${o}`)];
 /** The labels the base puts on every object and pod (its `labels`). */
-const ADDED_LABELS = (parse(readFileSync(join(DIR, 'base/kustomization.yaml'), 'utf8')).labels as Obj[]).flatMap((l) =>
+const ADDED_LABELS = (parse(readFileSync(join(MANIFESTS, 'base/kustomization.yaml'), 'utf8')).labels as Obj[]).flatMap((l) =>
   Object.keys(l.pairs),
 );
 /** The probes docs/operations.md gives (its yaml block of startupProbe, readinessProbe, livenessProbe). */
@@ -94,7 +81,7 @@ const DOC_PROBES = (() => {
 })();
 
 describe('Kubernetes manifests', () => {
-  const builds = Object.fromEntries(FOLDERS.map((f) => [f, build(f)]));
+  const builds = Object.fromEntries(FOLDERS.map((f) => [f, kustomize(f)]));
   const base = builds.base.objs;
   const keda = builds['overlays/keda'].objs;
 
