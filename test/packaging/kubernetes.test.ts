@@ -9,10 +9,13 @@
  * otherwise); a grace period past the shutdown timeout; non-root with a read-only root filesystem
  * and no service-account token; disruption budgets and topology spread for executors and
  * schedulers; a PodMonitor that selects every pod serving metrics; and the flags each container
- * passes are flags of its command (from `rota <command> --help`). The KEDA query itself runs
- * against a real Prometheus in test/packaging/keda-query.test.ts.
+ * passes are flags of its command (from `rota <command> --help`). The ScaledObject that
+ * docs/kubernetes.md shows is the one shipped, and the overlays of one's own it gives build to
+ * what it says. The KEDA query itself runs against a real Prometheus in
+ * test/packaging/keda-query.test.ts.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -72,6 +75,30 @@ const FOLDERS = ['base', ...readdirSync(join(MANIFESTS, 'overlays')).map((o) => 
 const ADDED_LABELS = (parse(readFileSync(join(MANIFESTS, 'base/kustomization.yaml'), 'utf8')).labels as Obj[]).flatMap((l) =>
   Object.keys(l.pairs),
 );
+/** The yaml blocks of a doc, unindented. */
+function yamlBlocks(doc: string): string[] {
+  const text = readFileSync(join(import.meta.dirname, '../../docs', doc), 'utf8');
+  return [...text.matchAll(/^( *)```yaml\n([\s\S]*?)^\1```/gm)].map(([, indent, body]) =>
+    body!.replaceAll(new RegExp(`^${indent}`, 'gm'), ''),
+  );
+}
+
+/**
+ * What an overlay of a user's own gives: `kustomization` (a doc's, naming the manifests as
+ * `../../deploy/kubernetes/...`) built in a folder two below one that holds the repository's deploy/.
+ */
+function buildOwn(kustomization: string): { objs: Obj[]; stderr: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'rota-overlay-'));
+  try {
+    symlinkSync(join(MANIFESTS, '..'), join(dir, 'deploy'));
+    mkdirSync(join(dir, 'mine', 'overlay'), { recursive: true });
+    writeFileSync(join(dir, 'mine', 'overlay', 'kustomization.yaml'), kustomization);
+    return kustomize(join(dir, 'mine', 'overlay'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** The probes docs/operations.md gives (its yaml block of startupProbe, readinessProbe, livenessProbe). */
 const DOC_PROBES = (() => {
   const doc = readFileSync(join(import.meta.dirname, '../../docs/operations.md'), 'utf8');
@@ -226,6 +253,35 @@ describe('Kubernetes manifests', () => {
     expect(trigger.metadata.threshold).toBe(argValue(worker.args, '--concurrency'));
     expect(named(keda, 'Deployment', 'rota-worker').spec.replicas).toBeUndefined();
     expect(named(base, 'Deployment', 'rota-worker').spec.replicas).toBe(2);
+  });
+
+  it('are described as they are in docs/kubernetes.md, and its overlays of one’s own build to what it says', async () => {
+    const blocks = yamlBlocks('kubernetes.md');
+    const shipped = parse(readFileSync(join(MANIFESTS, 'components/keda/scaledobject.yaml'), 'utf8'));
+    const documented = blocks.map((b) => parse(b)).filter((o) => o?.kind === 'ScaledObject');
+    expect(documented).toEqual([shipped]);
+
+    const own = blocks.filter((b) => /^kind: Kustomization$/m.test(b)).map(buildOwn);
+    expect(own).toHaveLength(2);
+    for (const { objs, stderr } of own) {
+      expect(stderr).toBe('');
+      for (const obj of objs) {
+        const Model = await modelOf(obj);
+        expect(() => new Model(obj).validate(), `${obj.kind} ${obj.metadata.name}`).not.toThrow();
+      }
+    }
+    // kube-prometheus-stack's: the PodMonitor labelled with the release, its selector as shipped
+    const [labelled, annotated] = own.map((b) => b.objs);
+    const monitor = named(labelled!, 'PodMonitor', 'rota');
+    expect(monitor.metadata.labels.release).toBe('kube-prometheus-stack');
+    expect(monitor.spec).toEqual(named(builds['overlays/keda'].objs, 'PodMonitor', 'rota').spec);
+    // the annotation path's: no PodMonitor, the trigger asking another Prometheus about queue emails
+    expect(annotated!.some((o) => o.kind === 'PodMonitor')).toBe(false);
+    const trigger = named(annotated!, 'ScaledObject', 'rota-worker').spec.triggers[0].metadata;
+    expect(trigger.serverAddress).toBe('http://prometheus-server.monitoring.svc');
+    expect(trigger.query.trimEnd()).toBe(
+      shipped.spec.triggers[0].metadata.query.replaceAll('queue="default"', 'queue="emails"').trimEnd(),
+    );
   });
 
   it('pass only flags their commands have', async () => {
