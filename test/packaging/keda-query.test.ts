@@ -144,14 +144,14 @@ describe('the KEDA overlay’s query, on a real Prometheus scraping real executo
     scheduler = new RotaProcess([...common, 'scheduler', ...metrics]);
     targets = { executors: await Promise.all(executors.map((e) => e.target())), scheduler: await scheduler.target() };
     prometheus = await startPrometheus(config([...targets.executors, targets.scheduler]));
-  });
+  }, 180_000);
 
   afterAll(async () => {
     await Promise.all([...executors, scheduler].filter(Boolean).map((p) => p.stop()));
     await prometheus?.destroy();
     await queue?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  }, 120_000);
 
   it('gives the backlog while executors run: jobs running, runnable and due within the minute', async () => {
     await queue.submitBulk([
@@ -165,7 +165,7 @@ describe('the KEDA overlay’s query, on a real Prometheus scraping real executo
     const v = await settle(QUERY, (r) => r.length === 1 && r[0]!.value === expected, 'the backlog while executors run');
     expect(numberOf(v)).toBe(expected);
     expect(numberOf(await prometheus.query(`max(rota_queue_running_jobs{queue="${QUEUE}"})`))).toBe(EXECUTORS * SLOTS);
-  });
+  }, 120_000);
 
   it('still gives it once the executors are gone, from the scheduler’s metrics', async () => {
     await Promise.all(executors.map((e) => e.stop()));
@@ -178,7 +178,7 @@ describe('the KEDA overlay’s query, on a real Prometheus scraping real executo
     );
     const v = await settle(QUERY, (r) => r.length === 1 && r[0]!.value === expected, 'the backlog from the scheduler');
     expect(numberOf(v)).toBe(NOW + SOON);
-  });
+  }, 120_000);
 
   it('gives the other terms when one term’s series is missing, where the bare sum gives nothing', async () => {
     await prometheus.reload(config([...targets.executors, targets.scheduler], ['rota_queue_due_soon_jobs']));
@@ -188,7 +188,7 @@ describe('the KEDA overlay’s query, on a real Prometheus scraping real executo
     expect(numberOf(await prometheus.query(QUERY))).toBe(NOW);
     expect(BARE).not.toMatch(/vector/);
     expect(await prometheus.query(BARE)).toEqual([]);
-  });
+  }, 120_000);
 
   it('gives 0, not nothing, when every target is down', async () => {
     await scheduler.stop();
@@ -196,5 +196,5 @@ describe('the KEDA overlay’s query, on a real Prometheus scraping real executo
     await settle(`rota_queue_runnable_jobs{queue="${QUEUE}"}`, (r) => r.length === 0, 'the gauges gone');
     expect(numberOf(await prometheus.query(QUERY))).toBe(0);
     expect(await prometheus.query(BARE)).toEqual([]);
-  });
+  }, 120_000);
 });
