@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { rota } from '../helpers/cli.js';
-import { kustomize, MANIFESTS, type Obj } from '../helpers/kustomize.js';
+import { kustomize, MANIFESTS, type Obj, otherKubectls } from '../helpers/kustomize.js';
 
 /** The schema model of `obj`'s apiVersion and kind. */
 async function modelOf(obj: Obj): Promise<new (o: Obj) => { validate(): void }> {
@@ -123,6 +123,16 @@ describe('Kubernetes manifests', () => {
         const Model = await modelOf(obj);
         expect(() => new Model(obj).validate(), `${folder}: ${obj.kind} ${obj.metadata.name}`).not.toThrow();
         expect(obj.metadata.labels?.['app.kubernetes.io/part-of'], `${folder}: ${obj.kind} ${obj.metadata.name}`).toBe('rota');
+      }
+    }
+  });
+
+  it('build the same with the oldest kubectl they support, 1.27, and the newest, where installed beside kubectl', () => {
+    const others = otherKubectls();
+    const minors = [...others.keys()].filter((m) => m >= 27).sort((a, b) => a - b);
+    for (const minor of new Set([minors[0], minors.at(-1)].filter((m) => m !== undefined))) {
+      for (const folder of FOLDERS) {
+        expect(kustomize(folder, others.get(minor)), `kubectl 1.${minor}: ${folder}`).toEqual(builds[folder]);
       }
     }
   });
