@@ -320,10 +320,10 @@ export class Delivery implements Outcomes {
     // (the runs of periodic tasks: their number in `runs` and their task, see QueueStore.finish)
     const tracked: StringValue[] = [];
     // (the runs of jobs with a dedup key: their number, group and key, released as they end)
-    let dedups: StringValue[] | undefined;
+    const dedups: StringValue[] = [];
     for (const f of batch) {
       if (f.run.job.tracker) tracked.push(String(runs.length / RUN_WIDTH + 1), f.run.job.tracker);
-      if (f.run.job.dedupKey !== undefined) (dedups ??= []).push(String(runs.length / RUN_WIDTH + 1), f.run.job.group, f.run.job.dedupKey);
+      if (f.run.job.dedupKey !== undefined) dedups.push(String(runs.length / RUN_WIDTH + 1), f.run.job.group, f.run.job.dedupKey);
       let payload: string | Buffer = '';
       if (f.outcome.code === OUTCOME.success || f.outcome.code === OUTCOME.fannedOut) {
         try {

@@ -55,7 +55,13 @@ function packDedups(jobs: readonly SubmitJob[]): Buffer | '' {
     const d = s.dedup;
     if (!d) return;
     fields ??= [];
-    fields.push(String(k + 1), d.key, DEDUP_UNTIL[d.until], d.ttl !== undefined ? String(d.ttl) : '', `${d.replace ? 'r' : ''}${d.extend ? 'x' : ''}`);
+    fields.push(
+      String(k + 1),
+      d.key,
+      DEDUP_UNTIL[d.until],
+      d.ttl !== undefined ? String(d.ttl) : '',
+      `${d.replace ? 'r' : ''}${d.extend ? 'x' : ''}`,
+    );
   });
   return fields ? packStrings(fields, Infinity, 'dedup') : '';
 }
@@ -76,7 +82,11 @@ export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed
     fields.push(s.id!, packDescription(d, s.packedArgs, s.trace), s.group, s.priority);
     if (due) fields.push(s.runAt !== undefined ? String(s.runAt) : s.delay !== undefined ? `${DELAY_MARK}${s.delay}` : '');
   }
-  return { packed: packStrings(fields, limit, 'specs'), width: due ? SUBMIT_FIELDS.length : SUBMIT_WIDTH, dedups: packDedups(jobs) };
+  return {
+    packed: packStrings(fields, limit, 'specs'),
+    width: due ? SUBMIT_FIELDS.length : SUBMIT_WIDTH,
+    dedups: packDedups(jobs),
+  };
 }
 
 /**

@@ -243,7 +243,10 @@ describe('deduplication', () => {
       expect((err as ValidationError).field, JSON.stringify(dedup)).toBe(field);
     }
     const bulk = await q
-      .submitBulk([{ task: 't', dedup: { key: 'ok' } }, { task: 't', dedup: { key: 'k', ttl: -1 } }])
+      .submitBulk([
+        { task: 't', dedup: { key: 'ok' } },
+        { task: 't', dedup: { key: 'k', ttl: -1 } },
+      ])
       .catch((e: unknown) => e);
     expect((bulk as ValidationError).field).toBe('specs[1].dedup.ttl');
     expect(await allKeys(name)).toEqual(before);
