@@ -1,7 +1,8 @@
 /** Deduplication (submit's `dedup`): unique until start or end, throttle, debounce, and the paths that release a key. */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type Job, type SubmitSpec, ValidationError } from '../../src/index.js';
-import { closeAll, eventually, openQueue, openWorker, rawClient, uniqueQueue, until } from '../helpers/setup.js';
+import { type Job, reshard, type SubmitSpec, ValidationError } from '../../src/index.js';
+import { shardOfGroup, shardTag } from '../../src/redis/shards.js';
+import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 
 afterEach(closeAll);
 const raw = rawClient();
@@ -250,5 +251,44 @@ describe('deduplication', () => {
       .catch((e: unknown) => e);
     expect((bulk as ValidationError).field).toBe('specs[1].dedup.ttl');
     expect(await allKeys(name)).toEqual(before);
+  });
+
+  it('keeps a sharded queue’s keys in their group’s shard, and moves them with their jobs in a reshard', async () => {
+    const name = uniqueQueue();
+    const groups = Array.from({ length: 8 }, (_, i) => `tenant-${i}`);
+    const specs = (tag: string): SubmitSpec[] =>
+      groups.flatMap((group) => [
+        { task: 't', group, args: tag, dedup: { key: 'same' } },
+        { task: 't', group, args: tag, delay: 600_000, dedup: { key: 'later', ttl: 600_000, replace: true } },
+      ]);
+    let q = openQueue(name, { shards: 2 });
+    const first = await q.submitBulk(specs('a'));
+    expect(new Set(first.map((j) => j.id)).size).toBe(first.length);
+    const keysIn = async (shards: number) => {
+      const out: string[] = [];
+      for (let i = 0; i <= shards; i++) {
+        for (const k of await raw.keys(`${shardTag(name, i, shards)}:dd:*`)) out.push(`${i} ${k.slice(k.indexOf(':dd:') + 4)}`);
+      }
+      return out.sort();
+    };
+    const expected = (shards: number) =>
+      groups
+        .flatMap((g) => [`${shardOfGroup(g, shards)} ${g.length}:${g}same`, `${shardOfGroup(g, shards)} ${g.length}:${g}later`])
+        .sort();
+    expect(await keysIn(2)).toEqual(expected(2));
+    expect((await q.submitBulk(specs('b'))).map((j) => j.id)).toEqual(first.map((j) => j.id));
+    await q.close();
+
+    const ttlBefore = await raw.pttl(`${shardTag(name, shardOfGroup('tenant-0', 2), 2)}:dd:8:tenant-0later`);
+    await reshard(redisUrl(), name, { to: 3, batch: 5 });
+    expect(await keysIn(3)).toEqual(expected(3));
+    const ttlAfter = await raw.pttl(`${shardTag(name, shardOfGroup('tenant-0', 3), 3)}:dd:8:tenant-0later`);
+    expect(ttlAfter).toBeGreaterThan(0);
+    expect(ttlAfter).toBeLessThanOrEqual(ttlBefore);
+    q = openQueue(name, { shards: 3 });
+    const again = await q.submitBulk(specs('c'));
+    expect(again.map((j) => j.id)).toEqual(first.map((j) => j.id));
+    // the delayed ones were replaced where they are now
+    expect(again.filter((j) => j.deduplicated === 'replaced').map((j) => j.args)).toEqual(groups.map(() => 'c'));
   });
 });
