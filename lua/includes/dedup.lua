@@ -115,8 +115,10 @@ local function dedupJob(prefix, batch, jobKey, f, i, state, runAt, d, submitted,
     end
     if d.replace and PENDING[holderState] then
       local answer, due = replaceHolder(prefix, batch, holder, holderState, f, i, runAt, now)
+      deduplicated(holder, due == true and 'waiting' or holderState, d.key, answer == DEDUP_REPLACED)
       return answer, holder, due
     end
+    deduplicated(holder, holderState, d.key, false)
     return DEDUP_DUPLICATE, holder
   end
   local id = f[i + AT_ID]

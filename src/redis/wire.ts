@@ -234,6 +234,8 @@ export const EVENT_PROGRESS_FIELD = 'g';
 export const EVENT_TIMER_FAILED_FIELD = 't';
 /** Periodic tasks that ended (no occurrence left): JSON list of task ids (`periodic.ended` events). */
 export const EVENT_PERIODIC_ENDED_FIELD = 'n';
+/** Submits deduplicated (lua/includes/dedup): `[holder's job id, its state, the dedup key, 1 when replaced else 0]` each. */
+export const EVENT_DEDUPLICATED_FIELD = 'u';
 /** Periodic tasks paused because a run failed (`pauseOnFailure`): `[job id, task id, occurrence, note]` each. */
 export const EVENT_PERIODIC_PAUSED_FIELD = 'z';
 
@@ -306,6 +308,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   EVENT_TIMER_FAILED_FIELD,
   EVENT_PERIODIC_ENDED_FIELD,
   EVENT_PERIODIC_PAUSED_FIELD,
+  EVENT_DEDUPLICATED_FIELD,
   HISTORY_SKIPPED,
   HISTORY_MISSED,
   HISTORY_REPLACED,

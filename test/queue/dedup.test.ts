@@ -2,7 +2,17 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type Job, reshard, type SubmitSpec, ValidationError } from '../../src/index.js';
 import { shardOfGroup, shardTag } from '../../src/redis/shards.js';
-import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
+import {
+  closeAll,
+  eventually,
+  openQueue,
+  openWorker,
+  rawClient,
+  redisUrl,
+  streamEvents,
+  uniqueQueue,
+  until,
+} from '../helpers/setup.js';
 
 afterEach(closeAll);
 const raw = rawClient();
@@ -131,6 +141,9 @@ describe('deduplication', () => {
     expect(b.id).toBe(a.id);
     expect(b.deduplicated).toBe('replaced');
     expect(b.args).toEqual({ v: 2 });
+    expect((await streamEvents(name)).filter((e) => e.event === 'deduplicated').map((e) => [e.id, e.state, e.dedup])).toEqual([
+      [a.id, 'delayed', { key: 'd', replaced: true }],
+    ]);
     expect(b.runAt).toBeGreaterThanOrEqual(a.submitted + 120_000);
     expect(Number(await raw.zscore(`{rota:${name}}:delayed`, a.id))).toBe(b.runAt);
     expect((await q.counts()).delayed).toBe(1);
@@ -176,6 +189,12 @@ describe('deduplication', () => {
     expect(jobs[3].args).toBe('a');
     const counts = await q.counts();
     expect(counts.waiting + counts.delayed).toBe(4);
+    // each duplicate is a `deduplicated` event of the job that holds its key
+    const events = (await streamEvents(name)).filter((e) => e.event === 'deduplicated');
+    expect(events.map((e) => [e.id, e.state, e.dedup])).toEqual([
+      [first.id, 'waiting', { key: 'old', replaced: false }],
+      [jobs[0].id, 'waiting', { key: 'new', replaced: false }],
+    ]);
   });
 
   it('a caller-given id that exists wins over the dedup key', async () => {
@@ -216,6 +235,28 @@ describe('deduplication', () => {
     expect(b.id).not.toBe(a.id);
     await q.clean({ state: 'cancelled' });
     expect(await raw.get(`{rota:${name}}:dd:7:defaultk`)).toBe(`e${b.id}`);
+  });
+
+  it('takes over a key whose holder is gone, and replaces no holder already taken', async () => {
+    const name = uniqueQueue();
+    const q = openQueue(name);
+    const a = await q.submit({ task: 't', dedup: { key: 'gone' } });
+    // (its hash lost by whatever means: the key it left names no job)
+    await raw.del(`{rota:${name}}:j:${a.id}`);
+    const b = await q.submit({ task: 't', dedup: { key: 'gone' } });
+    expect(b.id).not.toBe(a.id);
+    expect(await raw.get(`{rota:${name}}:dd:7:defaultgone`)).toBe(`e${b.id}`);
+
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    openWorker(name, { slow: () => held, t: async () => undefined });
+    const c = await q.submit({ task: 'slow', args: 1, dedup: { key: 'busy', replace: true } });
+    await eventually(async () => (await q.getJob(c.id))?.state === 'running');
+    const d = await q.submit({ task: 'slow', args: 2, dedup: { key: 'busy', replace: true } });
+    expect(d).toMatchObject({ id: c.id, deduplicated: true, args: 1, state: 'running' });
+    release();
   });
 
   it('refuses bad dedup options with a ValidationError naming the field, writing nothing', async () => {
