@@ -131,8 +131,8 @@ const specSchema = z.object({
       z.number().int('must be a whole number of ms since the epoch').nonnegative().max(MAX_DELAY_MS, LATEST_DUE),
     ])
     .optional(),
-  args: z.unknown().optional(),
   dedup: dedupSchema.optional(),
+  args: z.unknown().optional(),
 });
 
 /** The fields a {@link SubmitSpec} may have. */
