@@ -69,6 +69,16 @@ describe('deduplication', () => {
     expect(jobs[4].id).toBe(jobs[1].id);
     expect(jobs.map((j) => j.deduplicated ?? false)).toEqual([false, false, false, false, true]);
     expect((await dedupKeys(name)).length).toBe(4);
+    // any text: the group's length is counted in bytes, and a key may hold NUL, newlines, `:`
+    const odd = await q.submitBulk([
+      { task: 't', group: 'ü', dedup: { key: '\u0000:\nk' } },
+      { task: 't', group: 'ü', dedup: { key: '\u0000:\nk' } },
+      { task: 't', group: 'üü', dedup: { key: '\u0000:\nk' } },
+    ]);
+    expect(odd[1].id).toBe(odd[0].id);
+    expect(odd[2].id).not.toBe(odd[0].id);
+    expect(await raw.get(`{rota:${name}}:dd:2:ü\u0000:\nk`)).toBe(`e${odd[0].id}`);
+    expect(await raw.get(`{rota:${name}}:dd:4:üü\u0000:\nk`)).toBe(`e${odd[2].id}`);
   });
 
   it('with until start, holds while the job waits, and lets a new one in once it runs', async () => {
