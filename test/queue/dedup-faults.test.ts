@@ -2,7 +2,8 @@
  * Deduplication under faults: real executor processes killed with SIGKILL mid-run, a private
  * redis-server. A dedup key is taken in the submit's script and released in the script that ends
  * its job (finish, or the recovery of a lost lease), so no process can die between a job's end and
- * its key's release: these tests check that what each script leaves holds whoever dies when.
+ * its key's release, nor between a job's write and its key's: these tests check that what each
+ * script leaves holds whoever dies when (executors mid-run, a producer mid-stream of bulks).
  */
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -107,4 +108,32 @@ describe('deduplication under kill -9', () => {
     await eventually('the new job ran', async () => (await q.getJob(fresh.id))?.state === 'success');
     expect(await c.exists(key)).toBe(0);
   }, 60_000);
+
+  it('a producer killed mid-stream leaves every key naming one pending job, and no job without its key', async () => {
+    const { url, c, q, name } = await setup();
+    const producer = new NodeProcess(new URL('../fixtures/dedup-producer.ts', import.meta.url).pathname, [], {
+      REDIS_URL: url,
+      QUEUE: name,
+      KEYS: '10',
+    });
+    cleanups.push(() => producer.kill());
+    await producer.waitFor((m) => m.type === 'submitted' && Number(m.n) >= 5, 60_000);
+    await producer.kill();
+    expect(producer.received().filter((m) => m.type === 'error')).toEqual([]);
+    // (each submit is one script: whatever bulk the kill cut, no key is half taken)
+    const jobs = await q.jobs({ state: 'delayed', limit: 1000 });
+    const waiting = await q.jobs({ state: 'waiting', limit: 1000 });
+    expect(jobs.length).toBe(20);
+    expect(waiting.length).toBe(20);
+    for (const j of [...jobs, ...waiting]) {
+      const key = `{rota:${name}}:dd:1:${j.group}${j.dedupKey}`;
+      expect(await c.get(key)).toBe(`${j.dedupKey!.startsWith('plain-') ? 's' : 'e'}${j.id}`);
+    }
+    expect((await c.keys(`{rota:${name}}:dd:*`)).length).toBe(40);
+    // the debounced jobs hold the args of the last bulk applied, all of them (one script a bulk)
+    expect(new Set(jobs.map((j) => j.args)).size).toBe(1);
+    expect(jobs.every((j) => j.dedupKey!.startsWith('debounce-'))).toBe(true);
+    const counts = await q.counts();
+    expect([counts.delayed, counts.waiting]).toEqual([20, 20]);
+  }, 90_000);
 });
