@@ -18,6 +18,7 @@
 --- @include "includes/leases"
 --- @include "includes/groupChanges"
 --- @include "includes/children"
+--- @include "includes/dedup"
 
 local prefix = ARGV[1]
 local expected = ARGV[3]
@@ -66,6 +67,7 @@ local function cancel(id)
   now = now or nowMs()
   call('HSET', jobKey, 'state', 'cancelled', 'finished', now)
   call('ZADD', prefix .. 'done:cancelled', now, id)
+  releaseDedupOf(prefix, id, true)
   left(state)
   changed(id, 'cancelled')
   if isChild(prefix, id) then childEnded(id, false, 'cancelled') end

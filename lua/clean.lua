@@ -1,5 +1,5 @@
 --[[
-  One step of a clean: removes finished jobs of one final state (their hash and log list) that
+  One step of a clean: removes finished jobs of one final state (their hash, log list and a dedup key they hold) that
   finished at or before a time, optionally only those of one group, visiting at most a batch of
   the state's set (see includes/finishedScan). The caller repeats it with the cursor it answers
   until it answers none, so that no call holds Redis for long.
@@ -19,6 +19,7 @@
 --- @include "includes/common"
 --- @include "includes/changes"
 --- @include "includes/finishedScan"
+--- @include "includes/dedup"
 
 local prefix = ARGV[1]
 local state = ARGV[3]
@@ -38,7 +39,8 @@ local score, skip = walkFinished(key, untilMs, ARGV[6], tonumber(ARGV[7]), tonum
     if g and g ~= group then return false end
   end
   gone[#gone + 1] = id
-  -- (a member without its job is dropped uncounted)
+  -- (a member without its job is dropped uncounted; a throttle's dedup key goes with its job)
+  releaseDedupOf(prefix, id, false)
   if call('DEL', jobKey, prefix .. 'log:' .. id, prefix .. 'att:' .. id) > 0 then removed = removed + 1 end
   return true
 end)

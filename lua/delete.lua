@@ -1,6 +1,6 @@
 --[[
   Deletes jobs: each job's every key (its hash, its log lines, its attempts, its fan-out staging and its
-  committed children not submitted yet) and its entry in the list or set that holds it, and its
+  committed children not submitted yet, its dedup key while it holds it) and its entry in the list or set that holds it, and its
   count. A scheduled or running job is left as it is (its executor holds a lease on it: cancel it
   first, then delete it once it ended); so is a job not in the expected state, when one is given.
   A fan-out child deleted before it ended counts as cancelled on its parent, so that the parent's
@@ -21,6 +21,7 @@
 --- @include "includes/jobs"
 --- @include "includes/groupChanges"
 --- @include "includes/children"
+--- @include "includes/dedup"
 
 local prefix = ARGV[1]
 local expected = ARGV[3]
@@ -64,6 +65,7 @@ for i = 4, #ARGV do
       if known then
         local keys = { jobKey, prefix .. 'log:' .. id, prefix .. 'att:' .. id, prefix .. 'fanned:' .. id }
         if job[4] then keys[5] = prefix .. 'fan:' .. job[4] .. ':' .. id end
+        releaseDedupOf(prefix, id, false)
         call('DEL', unpack(keys))
         call('ZREM', prefix .. 'fanouts', id)
         left(state)

@@ -39,6 +39,9 @@
            its number in ARGV[11] (from 1) and its task id; or '' (or absent) for none. A task
            whose run ended is told (includes/periodic pRunEnded), so that a buffer-all backlog
            releases its next run now
+  ARGV[15] (absent when none) the runs of jobs with a dedup key, as one MessagePack array of
+           strings, flat, three per run: its number in ARGV[11] (from 1), its group and its key;
+           the keys of those that ended are released (see includes/dedup)
 
   Returns { finished time (ms), the end state of each run as one string of a character a run
             (END_CODES: s success, w waiting, c cancelled, k stuck, f failed, d delayed (an
@@ -55,6 +58,7 @@
 --- @include "includes/children"
 --- @include "includes/history"
 --- @include "includes/periodic"
+--- @include "includes/dedup"
 
 local prefix = ARGV[1]
 local retryDelay = num(ARGV[3])
@@ -118,6 +122,7 @@ if ARGV[14] and ARGV[14] ~= '' then
     end
   end
 end
+if ARGV[15] then releaseRuns(prefix, ARGV[15], runs, states) end
 -- A stuck job (or one passed on, delayed) is not runnable yet, so nobody was woken for it: wake
 -- one executor, whose take finds nothing due and answers the next due time, so it sleeps until
 -- the retry instead of until its fallback timer.

@@ -34,6 +34,7 @@
 --- @include "includes/finishJob"
 --- @include "includes/children"
 --- @include "includes/clock"
+--- @include "includes/dedup"
 
 local prefix = ARGV[1]
 local retryDelay = tonumber(ARGV[3])
@@ -73,6 +74,7 @@ for id, reason in pairs(victims) do
     local worker = call('HGET', jobKey, 'worker')
     local state = finishJob(at, jobKey, id, job, OUTCOME_FAILED, reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
     recovered[#recovered + 1] = id
+    if state == 'failed' or state == 'cancelled' then releaseDedupOf(prefix, id, true) end
     if isChild(prefix, id) then childEnded(id, job[2] == 'running', state) end
     -- the children its run staged, if any, are not committed
     call('DEL', prefix .. 'fan:' .. job[1] .. ':' .. id)

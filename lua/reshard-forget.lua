@@ -1,7 +1,7 @@
 --[[
   Forgets the jobs a shard took out (reshard-out.lua) once the caller has copied them to their
   destinations (reshard-in.lua), while the queue's shard count changes (rota reshard): deletes
-  their hashes and logs here, and empties `moving` (see includes/reshard). Nothing is done unless
+  their hashes, logs and the dedup keys they hold here, and empties `moving` (see includes/reshard). Nothing is done unless
   `moving` holds exactly the jobs named, in their order (another reshard of the queue may have
   forgotten them and taken others out meanwhile).
 
@@ -13,6 +13,7 @@
 ]]
 --- @include "includes/common"
 --- @include "includes/reshard"
+--- @include "includes/dedup"
 
 local prefix = ARGV[1]
 local moving = prefix .. 'moving'
@@ -26,6 +27,7 @@ for k, movingEntry in ipairs(entries) do
   local jobKey = prefix .. 'j:' .. id
   keys[#keys + 1], keys[#keys + 2], keys[#keys + 3] = jobKey, prefix .. 'log:' .. id, prefix .. 'att:' .. id
 end
+for k = 1, #ids do releaseDedupOf(prefix, ids[k], false) end
 for k = 1, #keys, 1000 do call('DEL', unpack(keys, k, math.min(#keys, k + 999))) end
 call('DEL', moving)
 return #entries

@@ -3,7 +3,8 @@
   queue's shard count changes (rota reshard, src/queue/reshard.ts): each job's hash and logs as
   they were, and its place: the back of its group's list (`:h`, `:l`: as submit.lua adds a job;
   `:r`), or its set with its score (`delayed`: its due time; `done:<state>`: its finished time);
-  its group's counters and the state counts follow (no event: its state does not change).
+  its group's counters and the state counts follow (no event: its state does not change), and
+  its dedup key while it holds one (includes/dedup).
   A job already here (the same `submitted` and description: a step done before) is not added
   again. Nothing is written when another job holds one of the ids.
 
@@ -20,6 +21,7 @@
 --- @include "includes/changes"
 --- @include "includes/groupChanges"
 --- @include "includes/addJob"
+--- @include "includes/dedup"
 
 local prefix = ARGV[1]
 local f = cmsgpack.unpack(ARGV[2])
@@ -51,6 +53,7 @@ if #held > 0 then return { 0, held } end
 
 local batch = newJobBatch()
 local added = 0
+local now = nowMs()
 for _, at in ipairs(starts) do
   if fresh[at] then
     local id, place, score, nf = f[at], f[at + 1], f[at + 2], tonumber(f[at + 3])
@@ -65,6 +68,7 @@ for _, at in ipairs(starts) do
     if m > 0 then sendChunks('RPUSH', prefix .. 'log:' .. id, f, logs + m - 1, 1000, logs) end
     local a = tonumber(f[logs + m])
     if a > 0 then sendChunks('RPUSH', prefix .. 'att:' .. id, f, logs + m + a, 1000, logs + m + 1) end
+    arriveDedup(prefix, id, now)
     if place == ':h' or place == ':l' then
       enqueueLater(prefix, batch, id, group, place == ':h')
     else

@@ -14,8 +14,12 @@
           job id, description, group, priority (see includes/addJob), with 5 fields its due time
           ('' none; ms, or DELAY_MARK and a delay in ms).
           One argument instead of one per field spares the client and the server an argument each.
+  ARGV[5] (absent when no job of the call has one) the jobs' dedup keys, as one MessagePack array
+          of strings, flat, DEDUP_FIELDS per job that has one (see includes/dedup)
 
-  Returns { submitted time (ms), added flag per job (1 added, 0 existed) }; or, writing nothing,
+  Returns { submitted time (ms), answer per job (1 added, 0 its id existed, 2 deduplicated, 3
+  deduplicated and the holder replaced), and with dedup keys false and, flat, the position (from
+  1) and holder's id of each job deduplicated }; or, writing nothing,
   { submitted time, {}, position (from 1) of the first job whose id is a planned periodic
   occurrence (staged ahead, not submitted yet): that id is reserved for it }.
 ]]
@@ -23,6 +27,7 @@
 --- @include "includes/changes"
 --- @include "includes/groupChanges"
 --- @include "includes/addJob"
+--- @include "includes/dedup"
 
 local prefix = ARGV[1]
 local width = num(ARGV[3])
@@ -31,7 +36,6 @@ local now = nowMs()
 local submitted = str(now)
 local batch = newJobBatch()
 local flags = {}
-local added = 0
 -- One EXISTS for the whole batch: when none of its ids exists (the usual case), a job needs no
 -- check of its own, only one against an id repeated inside the batch.
 local jobKeys = {}
@@ -54,6 +58,8 @@ local function dueTime(i)
 end
 local seen = {}
 local enqueued, earliest = 0, nil
+-- (jobs with a dedup key, by position; see includes/dedup)
+local dedups, holders = ARGV[5] and dedupSpecs(ARGV[5]), nil
 for k, key in ipairs(jobKeys) do
   local i = (k - 1) * width
   local id = f[i + AT_ID]
@@ -63,7 +69,17 @@ for k, key in ipairs(jobKeys) do
     if runAt and runAt > now then state = 'delayed' end
   end
   local a
-  if not fresh then
+  local dedup = dedups and dedups[k]
+  if dedup then
+    local holder, due
+    a, holder, due = dedupJob(prefix, batch, key, f, i, state, runAt, dedup, submitted, now)
+    seen[id] = true
+    if holder then
+      holders = holders or {}
+      holders[#holders + 1], holders[#holders + 2] = k, holder
+      if due == true then enqueued = enqueued + 1 elseif due and (not earliest or due < earliest) then earliest = due end
+    end
+  elseif not fresh then
     a = writeJob(key, submitted, f, i, state, false, runAt)
   elseif seen[id] then
     a = 0
@@ -71,7 +87,7 @@ for k, key in ipairs(jobKeys) do
     seen[id] = true
     a = writeJob(key, submitted, f, i, state, true, runAt)
   end
-  if a == 1 then
+  if a == DEDUP_ADDED then
     if state then
       call('ZADD', prefix .. 'delayed', str(runAt), id)
       changed(id, 'delayed')
@@ -82,7 +98,6 @@ for k, key in ipairs(jobKeys) do
     end
   end
   flags[k] = a
-  added = added + a
 end
 flushJobs(prefix, batch)
 if enqueued > 0 then wake(prefix) end
@@ -92,4 +107,5 @@ if earliest and not woken then
   if tonumber(head[2]) == earliest then wake(prefix) end
 end
 flushChanges(prefix, ARGV[2])
+if holders then return { now, flags, false, holders } end
 return { now, flags }

@@ -42,7 +42,7 @@ export { type CleanOptions, Queue, type RetryFailedOptions } from './queue/queue
 export type { GroupInfo, QueueStats, WorkerInfo } from './queue/reader.js';
 export { type ReshardOptions, type ReshardReport, reshard } from './queue/reshard.js';
 export type { TaskName, TaskSpec, UntypedTasks } from './queue/tasks.js';
-export type { SubmitSpec } from './queue/validate.js';
+export type { DedupOptions, SubmitSpec } from './queue/validate.js';
 export type { ConnectionOption } from './redis/connection.js';
 export { loadLibrary, ScriptLoadError } from './redis/library.js';
 export type { ClockJump } from './redis/server-clock.js';

@@ -7,7 +7,7 @@
 --- @include "includes/common"
 --- @include "includes/periodicPause"
 --- @export countDelta, changedList, changed, left, arrived, periodicFailed, timerFailed, childrenDone
---- @export periodicEnded, flushChanges
+--- @export periodicEnded, deduplicated, flushChanges
 
 -- Collected state changes of one script call; flushed as one stream entry: the ids per state
 -- (in the order states first occur), and the changes that carry an error. The lists per state
@@ -35,6 +35,10 @@ local periodicEnds = {}
 -- cancelled } (see includes/children).
 local childrenEnded = {}
 
+-- Submits deduplicated in this call: { holder's id, its state, key, 1 replaced or 0 }
+-- (see includes/dedup).
+local deduplicates = {}
+
 onBeginCall(function()
   for i = 1, #stateOrder do
     local state = stateOrder[i]
@@ -50,6 +54,7 @@ onBeginCall(function()
   if next(childrenEnded) then childrenEnded = {} end
   if next(timerFailures) then timerFailures = {} end
   if next(periodicEnds) then periodicEnds = {} end
+  if next(deduplicates) then deduplicates = {} end
 end)
 
 -- The list of ids that entered `state` in this call, for a caller about to add one or more
@@ -103,6 +108,10 @@ local function childrenDone(parent, total, success, failed, cancelled)
   childrenEnded[#childrenEnded + 1] = { parent, total, success, failed, cancelled }
 end
 
+local function deduplicated(id, state, key, replaced)
+  deduplicates[#deduplicates + 1] = { id, state, key, replaced and 1 or 0 }
+end
+
 -- The XADD argument list of flushChanges (reused: the library keeps it across calls).
 local entry = { 'XADD', false, 'MAXLEN', '~', false, '*' }
 
@@ -119,7 +128,8 @@ local function flushChanges(prefix, maxEvents)
   for state, d in pairs(countDelta) do
     if d ~= 0 then call('HINCRBY', prefix .. 'counts', state, str(d)) end
   end
-  if num(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0 and #timerFailures == 0 and #periodicEnds == 0) then
+  if num(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0 and #timerFailures == 0 and #periodicEnds == 0
+    and #deduplicates == 0) then
     return
   end
   local a, n = entry, 6
@@ -144,6 +154,9 @@ local function flushChanges(prefix, maxEvents)
   end
   if #paused > 0 then
     a[n + 1], a[n + 2], n = EVENT_PERIODIC_PAUSED_FIELD, cjson.encode(paused), n + 2
+  end
+  if #deduplicates > 0 then
+    a[n + 1], a[n + 2], n = EVENT_DEDUPLICATED_FIELD, cjson.encode(deduplicates), n + 2
   end
   call(unpack(a, 1, n))
 end

@@ -319,8 +319,11 @@ export class Delivery implements Outcomes {
     const runs: StringValue[] = [];
     // (the runs of periodic tasks: their number in `runs` and their task, see QueueStore.finish)
     const tracked: StringValue[] = [];
+    // (the runs of jobs with a dedup key: their number, group and key, released as they end)
+    const dedups: StringValue[] = [];
     for (const f of batch) {
       if (f.run.job.tracker) tracked.push(String(runs.length / RUN_WIDTH + 1), f.run.job.tracker);
+      if (f.run.job.dedupKey !== undefined) dedups.push(String(runs.length / RUN_WIDTH + 1), f.run.job.group, f.run.job.dedupKey);
       let payload: string | Buffer = '';
       if (f.outcome.code === OUTCOME.success || f.outcome.code === OUTCOME.fannedOut) {
         try {
@@ -336,7 +339,7 @@ export class Delivery implements Outcomes {
     const reply = this.d.takes.carry(
       shard,
       want,
-      this.d.stores[shard].finish(this.d.settings, this.d.keep, want, runs, children, historyOf(batch), tracked),
+      this.d.stores[shard].finish(this.d.settings, this.d.keep, want, runs, children, historyOf(batch), tracked, dedups),
     );
     let r: FinishReply;
     try {

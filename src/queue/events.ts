@@ -4,6 +4,7 @@ import type { ConnectionOption } from '../redis/connection.js';
 import { streamEntries } from '../redis/event-stream.js';
 import {
   EVENT_CHILDREN_ENDED_FIELD,
+  EVENT_DEDUPLICATED_FIELD,
   EVENT_ERRORS_FIELD,
   EVENT_PERIODIC_ENDED_FIELD,
   EVENT_PERIODIC_FAILED_FIELD,
@@ -37,15 +38,18 @@ export interface QueueEvent {
    * per parent). `'progress'` when a running job reported progress. `'periodic.ended'` when a
    * periodic task's schedule ran out (past its endAt, out of runs, a one-shot done; no job: `id`
    * is the task id, `state` is `success`). `'periodic.paused'` when the failed run `id` disabled
-   * its task (`pauseOnFailure`); `error` is the task's note.
+   * its task (`pauseOnFailure`); `error` is the task's note. `'deduplicated'` when a submit added
+   * no job because job `id` (in `state`) holds its dedup key (`dedup`).
    */
-  event?: 'periodic.failed' | 'periodic.paused' | 'children.ended' | 'progress' | 'periodic.ended';
+  event?: 'periodic.failed' | 'periodic.paused' | 'children.ended' | 'progress' | 'periodic.ended' | 'deduplicated';
   /** For periodic.failed and periodic.paused: the periodic task id and the occurrence (planned time, ms) of the run; for periodic.ended the task. */
   periodic?: { task: string; occurrence?: number };
   /** For children.ended: how many children the parent had, and how each ended. */
   children?: { total: number; success: number; failed: number; cancelled: number };
   /** For progress: the value the handler reported (ctx.progress). */
   progress?: number;
+  /** For deduplicated: the dedup key, and whether the submit replaced the job's args (dedup.replace). */
+  dedup?: { key: string; replaced: boolean };
 }
 
 /** Parses one stream entry's fields into events (key layout: docs/architecture.md). */
@@ -104,6 +108,10 @@ export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
       for (const [id, task, occurrence, note] of JSON.parse(fields[i + 1]) as Array<[string, string, number | false, string]>) {
         const periodic = occurrence === false ? { task } : { task, occurrence };
         out.push({ streamId, id, state: 'failed', event: 'periodic.paused', error: note, periodic });
+      }
+    } else if (field === EVENT_DEDUPLICATED_FIELD) {
+      for (const [id, state, key, replaced] of JSON.parse(fields[i + 1]) as Array<[string, JobState, string, number]>) {
+        out.push({ streamId, id, state, event: 'deduplicated', dedup: { key, replaced: replaced === 1 } });
       }
     } else if (field === EVENT_PROGRESS_FIELD) {
       for (const [id, progress] of JSON.parse(fields[i + 1]) as Array<[string, number]>) {

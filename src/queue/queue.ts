@@ -149,6 +149,9 @@ export class Queue<T extends object = UntypedTasks> {
 
   /**
    * Submits one job. With an `id` that already exists, resolves to the existing job and creates nothing.
+   * With a `dedup` key that a job of the same group holds, resolves to that job, marked
+   * `deduplicated` (`'replaced'` when `dedup.replace` gave it this submit's args), and creates
+   * nothing (see docs/jobs.md, Deduplication).
    * The submit() calls a process makes together (in one synchronous run, or continuing from
    * replies that arrived together) go to Redis in one script call, and so do those made while
    * that call is unanswered (they go in the next); each job is still written or refused on its own.
@@ -180,7 +183,8 @@ export class Queue<T extends object = UntypedTasks> {
    * of up to 1,000 jobs on an unsharded queue is all or none, and on a sharded queue all or none
    * within each shard. When a call fails, the calls of its shard after it are not made, and the
    * {@link BulkSubmitError} lists the jobs that were written (by the calls before it and by the
-   * other shards).
+   * other shards). Each job is deduplicated as {@link submit} does it, a duplicate of an earlier
+   * job of the same bulk included.
    * @throws {ValidationError} when a field is bad, or an id is that of a periodic occurrence
    * staged ahead of its time; nothing is written then (in a bulk of several calls: nothing of
    * that call and the calls of its shard after it).

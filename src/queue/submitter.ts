@@ -187,11 +187,20 @@ export class Submitter {
     const r: SubmitReply = await store.submit(checked, MAX_SUBMIT_BYTES);
     if (r.reserved !== undefined) return r.reserved;
     const submitted = r.submitted;
-    // Ids that existed already are read back together (one round trip on the pipelined connection).
+    // Ids that existed already, and the jobs that hold the dedup keys of those deduplicated, are
+    // read back together (one round trip on the pipelined connection).
     const existing = new Map<number, Job>();
     const reads: Promise<void>[] = [];
     r.added.forEach((added, i) => {
-      if (!added) reads.push(this.reader.readJob(store.keys.shard, checked[i].id!).then((job) => void existing.set(i, job!)));
+      if (added) return;
+      const holder = r.deduplicated?.get(i);
+      reads.push(
+        this.reader.readJob(store.keys.shard, holder?.id ?? checked[i].id!).then((job) => {
+          if (!job) return;
+          if (holder) job.deduplicated = holder.replaced ? 'replaced' : true;
+          existing.set(i, job);
+        }),
+      );
     });
     await Promise.all(reads);
     return checked.map((c, i): Job => {
@@ -199,8 +208,10 @@ export class Submitter {
       if (known) return known;
       // (as submit.lua decides: a due time still to come makes the job delayed)
       const runAt = c.runAt ?? (c.delay !== undefined ? submitted + c.delay : undefined);
+      // (a holder gone before it was read back: the job as this submit described it, by its id)
+      const holder = r.deduplicated?.get(i);
       return {
-        id: c.id!,
+        id: holder?.id ?? c.id!,
         task: c.task,
         group: c.group,
         args: c.args,
@@ -213,6 +224,12 @@ export class Submitter {
         submitted,
         maxRuntime: c.maxRuntime,
         runAt,
+        ...(c.dedup && {
+          dedupKey: c.dedup.key,
+          dedupUntil: c.dedup.until,
+          ...(c.dedup.ttl !== undefined && { dedupExpires: submitted + c.dedup.ttl }),
+        }),
+        ...(holder && { deduplicated: holder.replaced ? ('replaced' as const) : (true as const) }),
       };
     });
   }

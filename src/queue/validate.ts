@@ -38,6 +38,39 @@ export interface SubmitSpec<A = unknown> {
    * `delayed` until then (a time past runs it at once). Not with `delay`.
    */
   runAt?: Date | number;
+  /** Deduplication: a second job of this group and key is not added (see {@link DedupOptions}). */
+  dedup?: DedupOptions;
+}
+
+/**
+ * A submit's deduplication (docs/jobs.md, Deduplication): while a job of the same group holds
+ * `key`, a submit with that key adds no job and answers the job that holds it, marked
+ * `deduplicated`. Which of the holder's states hold the key is `until`'s; a TTL bounds it.
+ */
+export interface DedupOptions {
+  /** The producer's key, 1–200 bytes of any characters; scoped to the job's group. */
+  key: string;
+  /**
+   * How long the key holds at most (ms from the submit, 1 to 2^31 - 1 ms); with `extend`, from
+   * the latest duplicate. Without it the key holds as long as `until` says.
+   */
+  ttl?: number;
+  /**
+   * Which of the holder's states hold the key: `'start'` while it is waiting or delayed (not yet
+   * taken), `'end'` until it ends (success, failed or cancelled), `'ttl'` for the whole TTL
+   * whatever its state (throttle: at most one job per key per TTL). Default `'ttl'` with a TTL,
+   * `'end'` without.
+   */
+  until?: 'start' | 'end' | 'ttl';
+  /**
+   * Debounce: a duplicate that finds the holder pending (waiting or delayed) replaces its args,
+   * task, subject, submitter, retries and run time limit with its own and, for a delayed holder,
+   * its due time with the duplicate's (none: it waits now). A waiting holder keeps its place, and
+   * is replaced only when the duplicate has its priority.
+   */
+  replace?: boolean;
+  /** A duplicate restarts the key's TTL (its own `ttl`) from its submit. */
+  extend?: boolean;
 }
 
 /**
@@ -68,6 +101,17 @@ const bytes = (max: number, base = z.string()) =>
   base.refine((s) => s.length * 3 <= max || Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
 const nonEmpty = (max: number) => bytes(max, z.string().min(1, 'must not be empty'));
 
+/** Longest dedup TTL (ms): what `PEXPIRE` and a job hash's expiry field take without surprise. */
+const MAX_DEDUP_TTL_MS = 2 ** 31 - 1;
+
+const dedupSchema = z.strictObject({
+  key: nonEmpty(200),
+  ttl: z.number().int('must be a whole number of ms').min(1).max(MAX_DEDUP_TTL_MS).optional(),
+  until: z.enum(['start', 'end', 'ttl']).optional(),
+  replace: z.boolean().optional(),
+  extend: z.boolean().optional(),
+});
+
 const specSchema = z.object({
   task: nonEmpty(200),
   group: nonEmpty(200).optional(),
@@ -87,6 +131,7 @@ const specSchema = z.object({
       z.number().int('must be a whole number of ms since the epoch').nonnegative().max(MAX_DELAY_MS, LATEST_DUE),
     ])
     .optional(),
+  dedup: dedupSchema.optional(),
   args: z.unknown().optional(),
 });
 
@@ -243,6 +288,21 @@ export interface CheckedSpec extends SubmitSpec {
   packedArgs: Buffer;
   /** The due time as ms since the epoch (a Date made a number). */
   runAt?: number;
+  /** The dedup options with `until` filled in. */
+  dedup?: CheckedDedup;
+}
+
+/** Dedup options that passed validation. */
+export type CheckedDedup = Omit<DedupOptions, 'until'> & { until: 'start' | 'end' | 'ttl' };
+
+/** Checks the dedup options that zod read: a TTL for `until: 'ttl'` and for `extend`. */
+function checkDedup(d: DedupOptions | undefined, where: string): CheckedDedup | undefined {
+  if (d === undefined) return undefined;
+  const field = (f: string) => `${where ? `${where}.` : ''}dedup.${f}`;
+  const until = d.until ?? (d.ttl !== undefined ? 'ttl' : 'end');
+  if (until === 'ttl' && d.ttl === undefined) throw new ValidationError(field('until'), "is 'ttl', which needs a ttl");
+  if (d.extend && d.ttl === undefined) throw new ValidationError(field('extend'), 'needs a ttl (the TTL it restarts)');
+  return { key: d.key, ttl: d.ttl, until, replace: d.replace, extend: d.extend };
 }
 
 /** Validates one spec; `where` prefixes field names (e.g. `specs[3]`). */
@@ -272,6 +332,7 @@ export function checkSpec(given: SubmitSpec, argsLimit: number, where = ''): Che
     );
   }
   const packedArgs = packValue(spec.args, argsLimit, where ? `${where}.args` : 'args');
+  const dedup = checkDedup(spec.dedup, where);
   return {
     task: spec.task,
     group: spec.group ?? 'default',
@@ -285,6 +346,7 @@ export function checkSpec(given: SubmitSpec, argsLimit: number, where = ''): Che
     delay: spec.delay,
     runAt: spec.runAt instanceof Date ? spec.runAt.getTime() : spec.runAt,
     packedArgs,
+    ...(dedup && { dedup }),
   };
 }
 

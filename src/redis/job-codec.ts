@@ -4,7 +4,7 @@
  * the stores and the scripts' callers; the field orders come from ./wire.ts.
  */
 import { pack, Unpackr, unpack, unpackMultiple } from 'msgpackr';
-import { CHILD_FIELDS, DESCRIPTION } from './wire.js';
+import { CHILD_FIELDS, DEDUP_UNTIL, DESCRIPTION } from './wire.js';
 
 /**
  * Where a job is in its life. Final states: success, failed, cancelled. `delayed`: submitted with
@@ -65,6 +65,18 @@ export interface Job<A = unknown, R = unknown> {
   parent?: string;
   /** For a job that fanned out (ctx.fanOut): its children by state. */
   children?: ChildCounts;
+  /** The deduplication key it was submitted with (submit's `dedup.key`, scoped to its group). */
+  dedupKey?: string;
+  /** What its dedup key holds for: until it starts, until it ends, or for the whole TTL (`dedup.until`). */
+  dedupUntil?: 'start' | 'end' | 'ttl';
+  /** When its dedup key's TTL runs out (ms, server clock), when it has one. */
+  dedupExpires?: number;
+  /**
+   * Set on the job a submit answers when the submit added no job because this one holds its dedup
+   * key (`true`), or did so and replaced this pending job's args (`'replaced'`, dedup.replace).
+   * Never stored: only a submit's answer has it.
+   */
+  deduplicated?: true | 'replaced';
   /**
    * Its runs, newest first: the current or last one, then the earlier ones (failures retried,
    * runs lost with their executor, failed or cancelled runs put back), the last 25 at most. Read
@@ -104,7 +116,7 @@ export interface ChildCounts {
 }
 
 export type JobDescription = Pick<Job, 'task' | 'group' | 'priority' | 'maxRetries'> &
-  Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence' | 'parent'>>;
+  Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence' | 'parent' | 'dedupKey'>>;
 
 /**
  * Where a job read back keeps the trace context (a W3C traceparent) its submit stored, when a
@@ -237,12 +249,15 @@ const NUMBER_FIELDS = new Set([
   'progress',
   'pid',
 ]);
+/** The job hash's dedup fields (see lua/includes/dedup) as the Job's. */
+const DEDUP_UNTIL_OF: Record<string, Job['dedupUntil']> = {};
+for (const [until, code] of Object.entries(DEDUP_UNTIL)) DEDUP_UNTIL_OF[code] = until as Job['dedupUntil'];
 /**
  * Hash fields that copy the description for the scripts' hot paths (see lua/includes/addJob),
  * and the scripts' own bookkeeping of the passes of a job its executor had no handler for
  * (lua/includes/unhandled): no field of a Job.
  */
-const COPIES = new Set<string>(['group', 'tracker', 'occurrence', 'unhandled', 'passes']);
+const COPIES = new Set<string>(['group', 'tracker', 'occurrence', 'unhandled', 'passes', 'dd']);
 
 /** The child count of each hash field (CHILD_FIELDS). */
 const CHILD_COUNT = new Map<string, keyof typeof CHILD_FIELDS>(
@@ -293,6 +308,8 @@ export function decodeJob(id: string, flat: Buffer[]): Job {
     const value = raw.toString();
     if (value === '') continue;
     if (NUMBER_FIELDS.has(field)) job[field] = Number(value);
+    else if (field === 'ddm') job.dedupUntil = DEDUP_UNTIL_OF[value];
+    else if (field === 'ddx') job.dedupExpires = Number(value);
     else if (field === 'cancel') job.cancelRequested = value === '1';
     else job[field] = value;
   }

@@ -6,6 +6,7 @@
 import { assignDescription, type Job, type JobDescription, type JobState, type Priority, packDescription } from './job-codec.js';
 import { packStrings, type StringValue } from './string-array.js';
 import {
+  DEDUP_UNTIL,
   DELAY_MARK,
   END_CODES,
   END_REFUSED,
@@ -31,6 +32,38 @@ export interface SubmitJob extends Omit<JobDescription, 'tracker' | 'occurrence'
   delay?: number;
   /** The trace context (traceparent) of the submit's span, when a tracer made one. */
   trace?: string;
+  /** Its deduplication (see lua/includes/dedup); its key goes in the description too (`dedupKey`). */
+  dedup?: SubmitDedup;
+}
+
+/** A submitted job's deduplication, as submit.lua gets it (checked: src/queue/validate.ts). */
+export interface SubmitDedup {
+  key: string;
+  until: keyof typeof DEDUP_UNTIL;
+  ttl?: number;
+  replace?: boolean;
+  extend?: boolean;
+}
+
+/**
+ * The dedup list of a submit call (submit.lua ARGV[5], DEDUP_FIELDS per job that has a dedup
+ * key), or '' when no job of the call has one.
+ */
+function packDedups(jobs: readonly SubmitJob[]): Buffer | '' {
+  let fields: StringValue[] | undefined;
+  jobs.forEach((s, k) => {
+    const d = s.dedup;
+    if (!d) return;
+    fields ??= [];
+    fields.push(
+      String(k + 1),
+      d.key,
+      DEDUP_UNTIL[d.until],
+      d.ttl !== undefined ? String(d.ttl) : '',
+      `${d.replace ? 'r' : ''}${d.extend ? 'x' : ''}`,
+    );
+  });
+  return fields ? packStrings(fields, Infinity, 'dedup') : '';
 }
 
 /**
@@ -40,15 +73,20 @@ export interface SubmitJob extends Omit<JobDescription, 'tracker' | 'occurrence'
  * some job of the call has a due time (runAt: ms, or DELAY_MARK and a delay; '' for the others).
  * Refuses, with a PayloadTooLargeError naming `specs`, a list over `limit` bytes.
  */
-export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed: Buffer; width: number } {
+export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed: Buffer; width: number; dedups: Buffer | '' } {
   const due = jobs.some((s) => s.runAt !== undefined || s.delay !== undefined);
   const fields: StringValue[] = [];
   // (in the order of SUBMIT_FIELDS)
   for (const s of jobs) {
-    fields.push(s.id!, packDescription(s, s.packedArgs, s.trace), s.group, s.priority);
+    const d = s.dedup ? { ...s, dedupKey: s.dedup.key } : s;
+    fields.push(s.id!, packDescription(d, s.packedArgs, s.trace), s.group, s.priority);
     if (due) fields.push(s.runAt !== undefined ? String(s.runAt) : s.delay !== undefined ? `${DELAY_MARK}${s.delay}` : '');
   }
-  return { packed: packStrings(fields, limit, 'specs'), width: due ? SUBMIT_FIELDS.length : SUBMIT_WIDTH };
+  return {
+    packed: packStrings(fields, limit, 'specs'),
+    width: due ? SUBMIT_FIELDS.length : SUBMIT_WIDTH,
+    dedups: packDedups(jobs),
+  };
 }
 
 /**

@@ -16,7 +16,7 @@ import { decodeEndStates, decodeTaken, packSubmits, type SubmitJob } from './que
 import { ScriptRunner } from './script-runner.js';
 import type { ClockExpectation } from './server-clock.js';
 import { packStrings, type StringValue } from './string-array.js';
-import { WAKE_MEMBER } from './wire.js';
+import { SUBMIT_ANSWER, WAKE_MEMBER } from './wire.js';
 
 export { addRun, decodeEndStates, decodeTaken, packSubmits, type SubmitJob } from './queue-codec.js';
 
@@ -40,10 +40,19 @@ export interface QueueStoreOptions {
   resharding?: boolean;
 }
 
-/** The answer of a submit: when it was submitted and, per job, whether it was added (false: its id existed). */
+/**
+ * The answer of a submit: when it was submitted and, per job, whether it was added (false: its id
+ * existed, or it was deduplicated: `deduplicated` then names the job that holds its key, by
+ * position, and whether the duplicate replaced it).
+ */
 export type SubmitReply =
-  | { submitted: number; added: boolean[]; reserved?: undefined }
-  /** Nothing was written: the job at `reserved` (from 0) has the id of a staged periodic occurrence. */
+  | {
+      submitted: number;
+      added: boolean[];
+      deduplicated?: Map<number, { id: string; replaced: boolean }>;
+      reserved?: undefined;
+    }
+  /** Nothing was written: the job at position `reserved` (from 0) has an id reserved for a staged periodic occurrence. */
   | { submitted: number; added?: undefined; reserved: number };
 
 /** What an executor's takes ask for, fixed for the executor (kept by it, passed to every take). */
@@ -236,16 +245,26 @@ export class QueueStore {
    * than `limit` bytes; writes nothing when an id is reserved for a staged periodic occurrence.
    */
   async submit(jobs: readonly SubmitJob[], limit: number): Promise<SubmitReply> {
-    const { packed, width } = packSubmits(jobs, limit);
-    const [submitted, flags, reserved] = await this.fcall<[number, number[], number?]>('submit', this.keys.marker, [
-      this.keys.prefix,
-      this.maxEvents,
-      width,
-      packed,
-    ]);
+    const { packed, width, dedups } = packSubmits(jobs, limit);
+    const args: Arg[] = [this.keys.prefix, this.maxEvents, width, packed];
+    if (dedups !== '') args.push(dedups);
+    const [submitted, flags, reserved, holders] = await this.fcall<[number, number[], number?, string[]?]>(
+      'submit',
+      this.keys.marker,
+      args,
+    );
     if (reserved) return { submitted, reserved: reserved - 1 };
     await this.replicated();
-    return { submitted, added: flags.map((f) => f === 1) };
+    const reply: SubmitReply = { submitted, added: flags.map((f) => f === SUBMIT_ANSWER.added) };
+    if (holders && holders.length > 0) {
+      // (flat: position from 1, holder's id)
+      reply.deduplicated = new Map();
+      for (let i = 0; i < holders.length; i += 2) {
+        const at = Number(holders[i]) - 1;
+        reply.deduplicated.set(at, { id: String(holders[i + 1]), replaced: flags[at] === SUBMIT_ANSWER.replaced });
+      }
+    }
+    return reply;
   }
 
   /** take.lua: takes up to `n` jobs fairly for an executor, leased to it. */
@@ -280,7 +299,9 @@ export class QueueStore {
    * `children` runs are those of fan-out children (their parents count them); `history` (built
    * with historyFields, ./history.ts) is added to the queue's history; `tracked` lists the runs
    * of periodic tasks (flat: the run's number in `runs` from 1, its task id), whose tasks are told
-   * that a run ended (a buffer-all backlog releases its next run). A replica timeout
+   * that a run ended (a buffer-all backlog releases its next run); `dedups` lists the runs of jobs
+   * with a dedup key (flat: the run's number in `runs` from 1, its group, its key), whose keys are
+   * released when they end (see lua/includes/dedup). A replica timeout
    * that runs out does not reject: the answer says so ({@link Finished.unreplicated}).
    */
   async finish(
@@ -291,30 +312,28 @@ export class QueueStore {
     children = 0,
     history: StringValue[] = [],
     tracked: StringValue[] = [],
+    dedups: StringValue[] = [],
   ): Promise<Finished> {
+    const args: Arg[] = [
+      this.keys.prefix,
+      this.maxEvents,
+      s.retryDelay,
+      keep.succeeded,
+      keep.failed,
+      take,
+      s.workerId,
+      s.countingScheme[0],
+      s.countingScheme[1],
+      s.leaseMs,
+      packStrings(runs, Infinity, 'runs'),
+      children,
+      history.length > 0 ? packStrings(history, Infinity, 'history') : '',
+      tracked.length > 0 ? packStrings(tracked, Infinity, 'tracked') : '',
+    ];
+    if (dedups.length > 0) args.push(packStrings(dedups, Infinity, 'dedups'));
     // The runs go as one argument: results are capped each, so a batch stays far below what Redis
     // takes in one argument. Binary-safe reply: the taken jobs hold their args (msgpack).
-    const [at, codes, flat, due] = await this.fcall<[number, Buffer, ...RawTake]>(
-      'finish',
-      this.keys.leases,
-      [
-        this.keys.prefix,
-        this.maxEvents,
-        s.retryDelay,
-        keep.succeeded,
-        keep.failed,
-        take,
-        s.workerId,
-        s.countingScheme[0],
-        s.countingScheme[1],
-        s.leaseMs,
-        packStrings(runs, Infinity, 'runs'),
-        children,
-        history.length > 0 ? packStrings(history, Infinity, 'history') : '',
-        tracked.length > 0 ? packStrings(tracked, Infinity, 'tracked') : '',
-      ],
-      true,
-    );
+    const [at, codes, flat, due] = await this.fcall<[number, Buffer, ...RawTake]>('finish', this.keys.leases, args, true);
     const finished: Finished = {
       finishedAt: Number(at),
       states: decodeEndStates(codes.toString()),

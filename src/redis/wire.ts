@@ -13,7 +13,7 @@
  * first client to use the queue; a client of another version refuses the queue
  * (SchemaMismatchError).
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /**
  * Longest delay a job may have (ms), and its latest due time (`runAt`): 9,999,999,999,999 ms,
@@ -84,7 +84,25 @@ export const DESCRIPTION = [
   'tracker',
   'occurrence',
   'parent',
+  'dedupKey',
 ] as const;
+
+/**
+ * Deduplication (a submit's `dedup`, see lua/includes/dedup): what a dedup key holds the key
+ * `dd:<group bytes>:<group><key>` for, as the first character of the key's value (the holder's
+ * job id follows), and of the job hash's field `ddm`: until the job starts, until it ends, or for
+ * its whole TTL whatever the job's state.
+ */
+export const DEDUP_UNTIL = { start: 's', end: 'e', ttl: 't' } as const;
+/**
+ * The fields of a submit call's dedup list (submit.lua ARGV[5]), per job that has a dedup key:
+ * its position in the call's jobs (from 1), its key, DEDUP_UNTIL code, TTL (ms, '' none), and
+ * what a duplicate does to the job it meets: `r` replace it while it is pending, `x` restart the
+ * key's TTL, `rx` both ('' neither).
+ */
+export const DEDUP_FIELDS = ['at', 'key', 'until', 'ttl', 'debounce'] as const;
+/** What a submit answers per job (submit.lua): added, its id existed, deduplicated, deduplicated and the existing job replaced. */
+export const SUBMIT_ANSWER = { added: 1, existed: 0, deduplicated: 2, replaced: 3 } as const;
 
 /**
  * The fields of a job in a submit call's list, in order (see lua/includes/addJob): the first
@@ -216,6 +234,8 @@ export const EVENT_PROGRESS_FIELD = 'g';
 export const EVENT_TIMER_FAILED_FIELD = 't';
 /** Periodic tasks that ended (no occurrence left): JSON list of task ids (`periodic.ended` events). */
 export const EVENT_PERIODIC_ENDED_FIELD = 'n';
+/** Submits deduplicated (lua/includes/dedup): `[holder's job id, its state, the dedup key, 1 when replaced else 0]` each. */
+export const EVENT_DEDUPLICATED_FIELD = 'u';
 /** Periodic tasks paused because a run failed (`pauseOnFailure`): `[job id, task id, occurrence, note]` each. */
 export const EVENT_PERIODIC_PAUSED_FIELD = 'z';
 
@@ -260,6 +280,12 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   SUBMIT_FIELDS,
   SUBMIT_WIDTH,
   DELAY_MARK,
+  DEDUP_UNTIL,
+  DEDUP_FIELDS,
+  DEDUP_ADDED: SUBMIT_ANSWER.added,
+  DEDUP_EXISTED: SUBMIT_ANSWER.existed,
+  DEDUP_DUPLICATE: SUBMIT_ANSWER.deduplicated,
+  DEDUP_REPLACED: SUBMIT_ANSWER.replaced,
   RUN_WIDTH,
   OUTCOME_SUCCESS: OUTCOME.success,
   OUTCOME_FAILED: OUTCOME.failed,
@@ -282,6 +308,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   EVENT_TIMER_FAILED_FIELD,
   EVENT_PERIODIC_ENDED_FIELD,
   EVENT_PERIODIC_PAUSED_FIELD,
+  EVENT_DEDUPLICATED_FIELD,
   HISTORY_SKIPPED,
   HISTORY_MISSED,
   HISTORY_REPLACED,

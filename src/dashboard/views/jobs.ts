@@ -4,7 +4,7 @@
  * its attempts, with the job actions (./job-actions.ts) and retry of every failed job matching the filter.
  */
 import { JOB_STATES } from '../../queue/job.js';
-import { type ChildCounts, unpackDescription } from '../../redis/job-codec.js';
+import { type ChildCounts, type Job, unpackDescription } from '../../redis/job-codec.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, counted, type Html, html, pretty, time } from '../html.js';
 import { isFirstPage, readJobs } from '../shards.js';
@@ -94,6 +94,12 @@ ${pager(ctx, start, read.next, read.more)}`
   };
 }
 
+/** A job's dedup key, what it holds for, and until when (see docs/jobs.md, Deduplication). */
+function dedupLine(job: Job, now: number): Html {
+  const holds = job.dedupUntil === 'start' ? 'until it starts' : job.dedupUntil === 'ttl' ? 'for its TTL' : 'until it ends';
+  return html`<span class="mono dedup-key">${job.dedupKey ?? ''}</span> (held ${holds}${job.dedupExpires !== undefined ? html`, at most until ${time(job.dedupExpires)} (${ago(job.dedupExpires, now)})` : ''})`;
+}
+
 /**
  * A fan-out parent's children by state, each count linking to the jobs list of that state (its
  * children's ids are `<parent>/<index>`, so they are found by id from the parent's page).
@@ -144,6 +150,7 @@ ${row('executor', job.worker ?? '–')}
 ${job.subject ? row('subject', job.subject) : ''}${job.submitter ? row('submitter', job.submitter) : ''}
 ${job.tracker ? row('periodic task', html`<a href="${ctx.base}/periodic/${encodeURIComponent(job.tracker)}">${job.tracker}</a>`) : ''}
 ${job.maxRuntime ? row('max runtime', `${job.maxRuntime} ms`) : ''}
+${job.dedupKey !== undefined ? row('dedup key', dedupLine(job, now)) : ''}
 </table>
 <h2>Timeline</h2>
 <ol class="timeline">
