@@ -33,6 +33,7 @@
 --- @include "includes/leases"
 --- @include "includes/setWrites"
 --- @include "includes/finishJob"
+--- @include "includes/jobs"
 --- @include "includes/children"
 --- @include "includes/clock"
 
@@ -71,10 +72,10 @@ for id, reason in pairs(victims) do
   local jobKey = prefix .. 'j:' .. id
   local job = call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
   if job[2] == 'running' or job[2] == 'scheduled' then
-    local held = call('HMGET', jobKey, 'worker', 'task')
+    local held = call('HMGET', jobKey, 'worker', 'd')
     local state = finishJob(at, jobKey, id, job, OUTCOME_FAILED, reason .. ' (executor ' .. (held[1] or '?') .. ')', retryDelay)
     recovered[#recovered + 1] = id
-    labels[#labels + 1] = held[2] or ''
+    labels[#labels + 1] = held[2] and jobTask(held[2]) or ''
     labels[#labels + 1] = job[4] or ''
     if isChild(prefix, id) then childEnded(id, job[2] == 'running', state) end
     -- the children its run staged, if any, are not committed

@@ -300,11 +300,15 @@ export class PeriodicStore {
   }> {
     const [earliest, submitted, skipped, cancels, flat] = await this.queue.scripts.fcall<
       [string, number, number, string[], Array<string | number>]
-    >(
-      'periodic-release',
-      this.keys.staged,
-      [this.keys.prefix, this.queue.maxEvents, o.now ?? '', o.max, o.bufferPollMs, o.misfireGraceMs, o.keepAgeMs],
-    );
+    >('periodic-release', this.keys.staged, [
+      this.keys.prefix,
+      this.queue.maxEvents,
+      o.now ?? '',
+      o.max,
+      o.bufferPollMs,
+      o.misfireGraceMs,
+      o.keepAgeMs,
+    ]);
     const outcomes: Array<{ task: string; code: string; count: number }> = [];
     for (let i = 0; i + 2 < flat.length; i += 3)
       outcomes.push({ task: String(flat[i]), code: String(flat[i + 1]), count: Number(flat[i + 2]) });
