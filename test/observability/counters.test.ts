@@ -47,7 +47,9 @@ describe('metrics counters', () => {
     expect(await queue.cancel(later.id)).toBe('cancelled');
 
     const ended: Job[] = [];
-    for (const e of ['completed', 'failed', 'cancelled'] as const) worker.on(e, (j) => ended.push(j));
+    worker.on('completed', (j) => ended.push(j));
+    worker.on('failed', (j) => ended.push(j));
+    worker.on('cancelled', (j) => ended.push(j));
     worker.on('started', (j) => {
       if (j.task === 'hold') void queue.cancel(j.id);
     });
