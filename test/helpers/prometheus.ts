@@ -1,4 +1,8 @@
-/** Reading Prometheus' text format in tests: samples by name and labels, and the metric families served. */
+/**
+ * Reading Prometheus' text format in tests: samples by name and labels, the metric families
+ * served; and the table of every metric in docs/metrics.md.
+ */
+import { readFileSync } from 'node:fs';
 
 /** One sample line: its name, labels and value. */
 export interface Sample {
@@ -32,4 +36,14 @@ export function families(body: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const m of body.matchAll(/^# TYPE (\S+) (\S+)$/gm)) out.set(m[1], m[2]);
   return out;
+}
+
+/** The table's rows: metric -> { type, labels }. */
+export function documentedMetrics(): Map<string, { type: string; labels: string[] }> {
+  const text = readFileSync(new URL('../../docs/metrics.md', import.meta.url), 'utf8');
+  const rows = new Map<string, { type: string; labels: string[] }>();
+  for (const m of text.matchAll(/^\| `(rota_\w+)` \| (\w+) \| ([^|]+) \|/gm)) {
+    rows.set(m[1], { type: m[2], labels: m[3].split(',').map((l) => l.trim().replace(/\*$/, '')) });
+  }
+  return rows;
 }
