@@ -26,7 +26,7 @@ export function samples(body: string): Sample[] {
 }
 
 /** The value of the sample `name` whose labels are exactly `labels`; undefined when none. */
-export function valueOf(body: string, name: string, labels: Record<string, string>): number | undefined {
+export function sampleValue(body: string, name: string, labels: Record<string, string>): number | undefined {
   const want = JSON.stringify(Object.entries(labels).sort());
   return samples(body).find((s) => s.name === name && JSON.stringify(Object.entries(s.labels).sort()) === want)?.value;
 }

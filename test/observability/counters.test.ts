@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Job, PeriodicTasks, Queue, Scheduler, serveMetrics, Worker } from '../../src/index.js';
-import { valueOf } from '../helpers/prometheus.js';
+import { sampleValue } from '../helpers/prometheus.js';
 import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue, until } from '../helpers/setup.js';
 import { settings, storeOf } from '../helpers/store.js';
 
@@ -59,9 +59,9 @@ describe('metrics counters', () => {
 
     const body = await eventually(async () => {
       const b = await (await fetch(metrics.url)).text();
-      return valueOf(b, 'rota_queue_jobs_cancelled_total', { queue: name, task: 'hold' }) === 1 && b;
+      return sampleValue(b, 'rota_queue_jobs_cancelled_total', { queue: name, task: 'hold' }) === 1 && b;
     }, 20_000);
-    const at = (metric: string, task: string, group: string) => valueOf(body, metric, { queue: name, task, group });
+    const at = (metric: string, task: string, group: string) => sampleValue(body, metric, { queue: name, task, group });
     expect(at('rota_jobs_submitted_total', 'ok', 'lost')).toBe(1);
     expect(at('rota_jobs_submitted_total', 'ok', 'a')).toBe(3);
     expect(at('rota_jobs_submitted_total', 'boom', 'b')).toBe(1);
@@ -76,7 +76,7 @@ describe('metrics counters', () => {
     expect(at('rota_jobs_failed_total', 'boom', 'b')).toBe(1);
     expect(at('rota_jobs_failed_total', 'ok', 'a')).toBeUndefined();
     // the delayed job cancelled at once and the run cancelled, from the tally
-    expect(valueOf(body, 'rota_queue_jobs_cancelled_total', { queue: name, task: 'ok' })).toBe(1);
+    expect(sampleValue(body, 'rota_queue_jobs_cancelled_total', { queue: name, task: 'ok' })).toBe(1);
   });
 
   it('have no group label with groups none', async () => {
@@ -92,8 +92,8 @@ describe('metrics counters', () => {
     ]);
     await until(worker, 'completed', () => done.length === 2, 20_000);
     const body = await (await fetch(metrics.url)).text();
-    expect(valueOf(body, 'rota_jobs_succeeded_total', { queue: name, task: 'ok' })).toBe(2);
-    expect(valueOf(body, 'rota_jobs_submitted_total', { queue: name, task: 'ok' })).toBe(2);
+    expect(sampleValue(body, 'rota_jobs_succeeded_total', { queue: name, task: 'ok' })).toBe(2);
+    expect(sampleValue(body, 'rota_jobs_submitted_total', { queue: name, task: 'ok' })).toBe(2);
     expect(body).not.toContain('tenant-');
   });
 
@@ -115,7 +115,7 @@ describe('metrics counters', () => {
     now += 1000;
     await tasks.trigger('s');
     const occ = (task: string, outcome: string, body: string) =>
-      valueOf(body, 'rota_periodic_occurrences_total', { queue: name, task, outcome });
+      sampleValue(body, 'rota_periodic_occurrences_total', { queue: name, task, outcome });
     let b = '';
     const body = await eventually(async () => {
       b = await (await fetch(metrics.url)).text();
