@@ -29,6 +29,8 @@ export interface CounterSources {
   grouped: boolean;
   /** The `group` label a job of `group` counts under (a group outside the top N: ""). */
   groupLabel(group: string): string;
+  /** Resolves once the group labels of this scrape's sweep are known (a group's series may go then). */
+  settleGroups(): Promise<unknown>;
   /** The queue's cancelled jobs per task so far, from the last sweep. */
   cancelled(): Promise<ReadonlyMap<string, number>>;
 }
@@ -62,7 +64,16 @@ export function registerCounters(s: CounterSources): JobCounters {
   const counters = Object.fromEntries(
     Object.entries(JOB_COUNTERS).map(([key, [metric, help]]) => [
       key,
-      new Counter({ name: metric, help, labelNames, registers: [s.registry] }),
+      new Counter({
+        name: metric,
+        help,
+        labelNames,
+        registers: [s.registry],
+        // (a scrape shows the series of the groups of its own sweep)
+        async collect() {
+          if (s.grouped) await s.settleGroups();
+        },
+      }),
     ]),
   ) as Record<keyof typeof JOB_COUNTERS, Counter>;
   // (per group label, the tasks it has series of: a group's series go when it leaves the top N)

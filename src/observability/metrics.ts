@@ -143,6 +143,9 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     schedulers: opts.schedulers ?? [],
     grouped: labels !== 'none',
     groupLabel: (group) => waitLabels(group).group ?? '',
+    settleGroups: async () => {
+      if (typeof labels === 'object') await snapshot();
+    },
     cancelled: async () => (await snapshot()).cancelled,
   });
 
