@@ -18,6 +18,7 @@
 --- @include "includes/leases"
 --- @include "includes/groupChanges"
 --- @include "includes/children"
+--- @include "includes/tally"
 
 local prefix = ARGV[1]
 local expected = ARGV[3]
@@ -68,6 +69,7 @@ local function cancel(id)
   call('ZADD', prefix .. 'done:cancelled', now, id)
   left(state)
   changed(id, 'cancelled')
+  tallyCancelled(prefix, job[3])
   if isChild(prefix, id) then childEnded(id, false, 'cancelled') end
   return 'done'
 end
