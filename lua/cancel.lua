@@ -19,6 +19,7 @@
 --- @include "includes/groupChanges"
 --- @include "includes/children"
 --- @include "includes/dedup"
+--- @include "includes/tally"
 
 local prefix = ARGV[1]
 local expected = ARGV[3]
@@ -70,6 +71,7 @@ local function cancel(id)
   releaseDedupOf(prefix, id, true)
   left(state)
   changed(id, 'cancelled')
+  tallyCancelled(prefix, job[3])
   if isChild(prefix, id) then childEnded(id, false, 'cancelled') end
   return 'done'
 end

@@ -10,7 +10,7 @@
 
   Returns { now (ms), counts as a flat list state, n, ..., entries of `delayed` due by now +
             ARGV[3] (jobs and the entries of groups parked at their rate alike), { executor id,
-            info JSON, ... } }
+            info JSON, ... }, the `tally` hash as a flat list field, n, ... (includes/tally) }
   Flagged no-writes: it runs while Redis refuses writes (maxmemory reached, a replica).
 ]]
 --- @flags no-writes
@@ -31,4 +31,4 @@ for i = 1, #ids do
   end
 end
 
-return { now, counts, due, executors }
+return { now, counts, due, executors, call('HGETALL', prefix .. 'tally') }

@@ -35,10 +35,12 @@
           its task (so that an older event arriving late is still recognised as older)
 
   Returns { earliest p:staged score afterwards ('' when none), jobs submitted, occurrences
-            skipped, ids of jobs to cancel (cancel-previous) }.
+            skipped, ids of jobs to cancel (cancel-previous), per job task and outcome the
+            occurrences (flat: task, 's' submitted | 'k' skipped | 'm' missed, n, ...) }.
 ]]
 --- @include "includes/wire"
 --- @include "includes/common"
+--- @include "includes/jobs"
 --- @include "includes/changes"
 --- @include "includes/groupChanges"
 --- @include "includes/addJob"
@@ -121,6 +123,19 @@ local submitted, skipped = 0, 0
 local lastOut, heldOut = {}, {}
 local cancels = {}
 local catchup = {}
+-- job task -> outcome code -> occurrences
+local outcomes = {}
+
+-- Counts an occurrence of planned job `jobId` (read before it goes) under its task and `kind`.
+local function count(jobId, kind)
+  local task = jobTask(call('HGET', prefix .. 'j:' .. jobId, 'd') or '') or ''
+  local t = outcomes[task]
+  if not t then
+    t = {}
+    outcomes[task] = t
+  end
+  t[kind] = (t[kind] or 0) + 1
+end
 
 -- Submits entry e's job: `waiting`, submitted now, into its group.
 local function submit(e)
@@ -132,6 +147,7 @@ local function submit(e)
   end
   enqueueLater(prefix, batch, e[3], e[8], e[7])
   submitted = submitted + 1
+  count(e[3], 's')
   -- the overlap policies read the last job at release; an `allow` task's comes from its history
   if not e[6] and e[2] ~= OVERLAP_CODE.allow then lastOut[e[4]] = e[3] end
 end
@@ -146,6 +162,7 @@ end
 
 local function skip(jobId, task, occ)
   skipped = skipped + 1
+  count(jobId, 'k')
   drop(jobId, task, occ, HISTORY_SKIPPED .. occ)
 end
 
@@ -188,6 +205,7 @@ for i, e in ipairs(entries) do
       end
     end
     if missed then
+      count(jobId, 'm')
       drop(jobId, task, occ, HISTORY_MISSED .. occ .. '@1@' .. occ)
     elseif code == OVERLAP_CODE.allow then
       submit(e)
@@ -280,4 +298,10 @@ end
 if submitted > 0 then wake(prefix) end
 flushChanges(prefix, ARGV[2])
 local first = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return { first[2] or '', submitted, skipped, cancels }
+local counted = {}
+for task, t in pairs(outcomes) do
+  for kind, n in pairs(t) do
+    counted[#counted + 1], counted[#counted + 2], counted[#counted + 3] = task, kind, n
+  end
+end
+return { first[2] or '', submitted, skipped, cancels, counted }

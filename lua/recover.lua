@@ -25,13 +25,15 @@
   No lease and no registry entry counts as expired within a lease of a forward jump of the
   server's clock (includes/clock): the live executors renew theirs from the new time meanwhile.
 
-  Returns { recovered job ids, removed finished jobs, the server's time (ms) }.
+  Returns { recovered job ids, removed finished jobs, the server's time (ms), the recovered jobs'
+  tasks and groups (task, group, ... in the order of their ids) }.
 ]]
 --- @include "includes/common"
 --- @include "includes/changes"
 --- @include "includes/leases"
 --- @include "includes/setWrites"
 --- @include "includes/finishJob"
+--- @include "includes/jobs"
 --- @include "includes/children"
 --- @include "includes/clock"
 --- @include "includes/dedup"
@@ -65,16 +67,18 @@ if mine ~= '' then
   end)
 end
 
-local recovered = {}
+local recovered, labels = {}, {}
 local at = beginFinishes(prefix, now)
 for id, reason in pairs(victims) do
   local jobKey = prefix .. 'j:' .. id
   local job = call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
   if job[2] == 'running' or job[2] == 'scheduled' then
-    local worker = call('HGET', jobKey, 'worker')
-    local state = finishJob(at, jobKey, id, job, OUTCOME_FAILED, reason .. ' (executor ' .. (worker or '?') .. ')', retryDelay)
+    local held = call('HMGET', jobKey, 'worker', 'd')
+    local state = finishJob(at, jobKey, id, job, OUTCOME_FAILED, reason .. ' (executor ' .. (held[1] or '?') .. ')', retryDelay)
     recovered[#recovered + 1] = id
     if state == 'failed' or state == 'cancelled' then releaseDedupOf(prefix, id, true) end
+    labels[#labels + 1] = held[2] and jobTask(held[2]) or ''
+    labels[#labels + 1] = job[4] or ''
     if isChild(prefix, id) then childEnded(id, job[2] == 'running', state) end
     -- the children its run staged, if any, are not committed
     call('DEL', prefix .. 'fan:' .. job[1] .. ':' .. id)
@@ -115,4 +119,4 @@ trimByAge('failed', ARGV[7])
 trimByAge('cancelled', ARGV[7])
 
 flushChanges(prefix, ARGV[2])
-return { recovered, removed, now }
+return { recovered, removed, now, labels }

@@ -44,7 +44,7 @@ for i = 1, #records, 2 do
 end
 for _, id in ipairs(call('ZRANGE', prefix .. 'workers', '0', '-1')) do keys[#keys + 1] = prefix .. 'w:' .. id end
 for _, name in ipairs({ 'meta', 'rotation', 'seq', 'marker', 'delayed', 'leases', 'counts', 'groups', 'limited', 'events',
-  'workers', 'fanouts', 'done:success', 'done:failed', 'done:cancelled' }) do
+  'workers', 'fanouts', 'done:success', 'done:failed', 'done:cancelled', 'tally' }) do
   keys[#keys + 1] = prefix .. name
 end
 for k = 1, #keys, 1000 do call('DEL', unpack(keys, k, math.min(#keys, k + 999))) end

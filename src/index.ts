@@ -27,7 +27,14 @@ export {
 export type { Health, HealthCheck } from './executor/health.js';
 export type { Keep } from './executor/recoverer.js';
 export { installShutdownHandlers, type ShutdownOptions } from './executor/shutdown.js';
-export { type JobLogger, LeaseLostError, Worker, type WorkerEvents, type WorkerOptions } from './executor/worker.js';
+export {
+  type JobLogger,
+  LeaseLostError,
+  type RecoveredJob,
+  Worker,
+  type WorkerEvents,
+  type WorkerOptions,
+} from './executor/worker.js';
 export { createLogger } from './observability/logger.js';
 export { type MetricsOptions, type MetricsServer, serveMetrics } from './observability/metrics.js';
 export * from './periodic/index.js';

@@ -27,6 +27,7 @@
 --- @include "includes/setWrites"
 --- @include "includes/attempts"
 --- @include "includes/unhandled"
+--- @include "includes/tally"
 --- @export GROUP_READ, beginFinishes, finishJob, finishBatch
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
 -- may be retried, and so may a fan-out whose staging is gone); the end of any other run reads the
@@ -94,6 +95,7 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
   elseif outcome == OUTCOME_CANCELLED then
     state = 'cancelled'
     a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
+    tallyCancelled(prefix, call('HGET', jobKey, 'd'))
   elseif outcome == OUTCOME_FANNED_OUT and commitFanOut(at, jobKey, id, job[1]) then
     state = 'success'
     a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS

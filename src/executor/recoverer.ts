@@ -33,7 +33,16 @@ export interface RecovererDeps {
   leaseMs?: number;
   keepSucceeded: Required<Keep>;
   keepFailed: Required<Keep>;
+  /** The jobs a pass recovered (their lease expired, or their marks were this executor's own). */
+  onRecovered?(jobs: RecoveredJob[]): void;
   onError(err: unknown): void;
+}
+
+/** A job a recovery pass ended as a failed attempt: its id, task and group. */
+export interface RecoveredJob {
+  id: string;
+  task: string;
+  group: string;
 }
 
 export class Recoverer {
@@ -64,7 +73,7 @@ export class Recoverer {
     try {
       // (a jump by a third of a lease or more could expire live leases: the script notices it)
       const tolerance = Math.floor((this.d.leaseMs ?? 0) / 3);
-      const { recovered } = await this.d.clock.timed(tolerance, (expect) =>
+      const { recovered, labels } = await this.d.clock.timed(tolerance, (expect) =>
         this.d.store.recover({
           retryDelay: this.d.retryDelay,
           maxLeases: 1000,
@@ -76,6 +85,7 @@ export class Recoverer {
           expect,
         }),
       );
+      if (recovered.length > 0) this.d.onRecovered?.(recovered.map((id, i) => ({ id, ...labels[i] })));
       // Children committed by an executor that died before it submitted them all.
       await submitCommitted(this.d.store);
       return recovered;

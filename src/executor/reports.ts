@@ -6,9 +6,12 @@ import type { EventEmitter } from 'node:events';
 import type { Job, JobState } from '../queue/job.js';
 import type { ClockJump } from '../redis/server-clock.js';
 import type { JobLogger } from './options.js';
+import type { RecoveredJob } from './recoverer.js';
 import type { Outcome } from './run.js';
 
 export interface WorkerEvents {
+  /** A run's handler was called (a job taken but handed back, or ended before its handler ran, never starts). */
+  started: [job: Job];
   /** A job ended `success`. */
   completed: [job: Job, result: unknown];
   /** A job ended `failed` (retries used up, permanent error, timeout or unknown task). */
@@ -17,6 +20,13 @@ export interface WorkerEvents {
   stuck: [job: Job, error: Error];
   /** A job ended `cancelled`. */
   cancelled: [job: Job];
+  /**
+   * This executor's recovery pass ended these jobs' runs as failed attempts (their lease had
+   * expired, or, at its start, they were still marked with its own id): each is stuck for a
+   * retry, or failed when its retries are used up. Every pass of every executor is atomic, so a
+   * job's recovery is told by one executor only.
+   */
+  recovered: [jobs: RecoveredJob[]];
   /** A running job reported progress (ctx.progress; throttled, see `progressIntervalMs`). */
   progress: [job: Job, progress: number];
   /**

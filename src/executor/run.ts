@@ -33,6 +33,8 @@ export interface RunHooks {
    * the run's span, when it is traced (the children store it).
    */
   fanOut(job: Job, items: readonly unknown[], options: FanOutOptions, trace?: string): Promise<number>;
+  /** The handler is about to be called. */
+  began?(job: Job): void;
   /** Starts the run's span, when tracing is on (see src/queue/tracing.ts). */
   trace?(job: Job): RunSpan | null;
 }
@@ -157,6 +159,7 @@ export class Run {
   private begin(): void {
     if (this.outcome) return;
     this.began = performance.now();
+    this.hooks.began?.(this.job);
     if (this.job.maxRuntime) this.addTimer(() => this.abort('timeout'), this.job.maxRuntime);
     let returned: unknown;
     try {

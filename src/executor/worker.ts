@@ -36,6 +36,7 @@ import { Taker } from './taker.js';
 
 export type { Health, HealthCheck } from './health.js';
 export type { JobLogger, WorkerOptions } from './options.js';
+export type { RecoveredJob } from './recoverer.js';
 export { LeaseLostError, type WorkerEvents } from './reports.js';
 
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
@@ -108,6 +109,9 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         await stageChildren(this.client, this.stores[shardOf(j)].keys, j.id, String(j.takeSeq), children.total, children.chunks);
       }
       return children.total;
+    },
+    began: (j) => {
+      if (this.listenerCount('started') > 0) this.emit('started', { ...j, state: 'running' });
     },
     trace: tracingAvailable ? (j) => startRunSpan(this.name, j, (j as { [TRACE]?: string })[TRACE]) : undefined,
   };
@@ -217,6 +221,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
           leaseMs: opts.leaseMs,
           keepSucceeded: opts.keepSucceeded,
           keepFailed: opts.keepFailed,
+          onRecovered: (jobs) => this.emit('recovered', jobs),
           onError,
         }),
     );

@@ -46,6 +46,8 @@ export interface Snapshot {
   autoscale: Autoscale;
   /** The groups that get series, as {@link GroupLabels} picks them (none: empty). */
   groups: GroupInfo[];
+  /** Jobs that ended cancelled so far, per task, summed over shards (a count that only grows). */
+  cancelled: Map<string, number>;
 }
 
 /** The sums of a shard's autoscaling sweep of its groups. */
@@ -107,22 +109,24 @@ export class MetricsSweep {
   }
 
   private async sweep(): Promise<Snapshot> {
-    const [autoscale, counts] = await this.readAutoscale();
+    const [autoscale, counts, cancelled] = await this.readAutoscale();
     const labels = this.opts.groups;
     const groups = labels === 'none' ? [] : await pick(await this.readGroups(), labels);
-    return { counts, autoscale, groups };
+    return { counts, autoscale, groups, cancelled };
   }
 
   /** The shards' figures and a bounded part of each shard's autoscaling sweep, shard after shard. */
-  private async readAutoscale(): Promise<[Autoscale, Record<JobState, number>]> {
+  private async readAutoscale(): Promise<[Autoscale, Record<JobState, number>, Map<string, number>]> {
     const budget = this.opts.autoscaleFields ?? AUTOSCALE_SWEEP_FIELDS;
     const step = Math.min(budget, this.opts.stepFields ?? STEP_FIELDS);
     const out: Autoscale = { runnable: 0, held: 0, oldestWait: 0, running: 0, dueSoon: 0, slots: 0, busySlots: 0 };
     const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
     // (an executor registers in every shard it takes from: its slots count once)
     const executors = new Map<string, Record<string, unknown>>();
+    const cancelled = new Map<string, number>();
     for (const [i, store] of this.opts.stores.entries()) {
       const shard = await store.shard({ maxExecutors: MAX_EXECUTORS, dueWindowMs: DUE_WINDOW_MS });
+      for (const [task, n] of shard.cancelled) cancelled.set(task, (cancelled.get(task) ?? 0) + n);
       const sweep = this.autoscale[i];
       let read = 0;
       let parkedDue = 0;
@@ -157,7 +161,7 @@ export class MetricsSweep {
       out.slots += Number(info.concurrency) || 0;
       out.busySlots += Number(info.running) || 0;
     }
-    return [out, counts];
+    return [out, counts, cancelled];
   }
 
   /**

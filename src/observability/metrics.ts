@@ -3,7 +3,7 @@
  * autoscaling gauges (runnable jobs, oldest runnable wait, running jobs, executor slots, jobs due
  * soon), optionally per group the queue depth and rate limits, all from one shared sweep of Redis
  * made at most once per `sweepIntervalMs` (./metrics-sweep.ts); submit-to-start waits and
- * periodic lateness (observed from the executors' events). It binds 127.0.0.1 unless told
+ * periodic lateness (observed from the executors' events); the counters of ./counters.ts. It binds 127.0.0.1 unless told
  * otherwise: it has no authentication.
  */
 import { createServer, type Server } from 'node:http';
@@ -17,6 +17,7 @@ import type { GroupInfo } from '../queue/reader.js';
 import { MetricsStore } from '../redis/metrics-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { shardNumbers } from '../redis/shards.js';
+import { registerCounters } from './counters.js';
 import { listen } from './listen.js';
 import { type Autoscale, type GroupLabels, MetricsSweep, type Snapshot } from './metrics-sweep.js';
 
@@ -28,10 +29,13 @@ export interface MetricsOptions {
    * Prometheus in a pod scrapes the pod's address: bind 0.0.0.0 there.
    */
   host?: string;
-  /** Queue whose counts and group depths are exported (of any task map: it is only read). */
+  /**
+   * Queue whose counts and group depths are exported (of any task map), and whose own submits
+   * are counted (`rota_jobs_submitted_total`: pass the producer's Queue to count its jobs).
+   */
   // biome-ignore lint/suspicious/noExplicitAny: a typed Queue<Tasks> is no Queue (its submits take less), and metrics never submit.
   queue: Queue<any>;
-  /** Executors whose jobs' waits are observed. */
+  /** Executors whose jobs' waits are observed and whose runs and recoveries are counted. */
   workers?: Worker[];
   /**
    * Which groups get series of their own (a `group` label, whose values are group names):
@@ -45,7 +49,7 @@ export interface MetricsOptions {
    * within it are answered from the last sweep. 1,000 to 3,600,000; default 10,000.
    */
   sweepIntervalMs?: number;
-  /** Scheduler replicas whose jumps of the server's clock are counted (executors' are counted too). */
+  /** Scheduler replicas whose occurrences and jumps of the server's clock are counted (executors' jumps are counted too). */
   schedulers?: Scheduler[];
 }
 
@@ -123,6 +127,7 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
       for (const group of labelled) {
         if (!kept.has(group)) {
           wait.remove({ queue: queue.name, group });
+          jobCounters.dropGroup(group);
           labelled.delete(group);
         }
       }
@@ -130,6 +135,19 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     }
     return s;
   };
+
+  const jobCounters = registerCounters({
+    registry,
+    queue,
+    workers: opts.workers ?? [],
+    schedulers: opts.schedulers ?? [],
+    grouped: labels !== 'none',
+    groupLabel: (group) => waitLabels(group).group ?? '',
+    settleGroups: async () => {
+      if (typeof labels === 'object') await snapshot();
+    },
+    cancelled: async () => (await snapshot()).cancelled,
+  });
 
   new Gauge({
     name: 'rota_jobs',

@@ -1,7 +1,15 @@
 /** Periodic tasks: the store ({@link PeriodicTasks}) and the scheduler replicas ({@link Scheduler}). */
 
 export type { CatchupPolicy, OverlapPolicy, PeriodicTask, PeriodicTaskDefinition } from './definition.js';
-export { type FiredInfo, type KeepRuns, Scheduler, type SchedulerEvents, type SchedulerOptions } from './scheduler.js';
+export {
+  type FiredInfo,
+  type KeepRuns,
+  type OccurrenceCount,
+  type OccurrenceOutcome,
+  Scheduler,
+  type SchedulerEvents,
+  type SchedulerOptions,
+} from './scheduler.js';
 export {
   type BackfillOptions,
   type BackfillOverlap,

@@ -69,8 +69,24 @@ export interface FiredInfo {
   lost: number;
 }
 
+/** What became of a periodic occurrence. */
+export type OccurrenceOutcome = 'submitted' | 'skipped' | 'missed' | 'excluded';
+
+/** Occurrences of periodic tasks whose jobs have task `task` that came to `outcome`. */
+export interface OccurrenceCount {
+  task: string;
+  outcome: OccurrenceOutcome;
+  count: number;
+}
+
 export interface SchedulerEvents {
   fired: [info: FiredInfo];
+  /**
+   * Occurrences this replica settled, per job task: submitted, skipped by the overlap policy,
+   * missed (the catch-up policy dropped them after downtime) or excluded (an exclusion or the
+   * schedule's bounds passed over them). Each occurrence is settled by one replica only.
+   */
+  occurrences: [counts: OccurrenceCount[]];
   /**
    * The Redis server's clock jumped against this process's monotonic clock (by a second or more;
    * `jumpMs` positive forward): see docs/operations.md, Time.

@@ -48,9 +48,19 @@ import { replicaHealth } from './replica-health.js';
 import { ReplicaBeat } from './replicas.js';
 import { excludesOf } from './schedule.js';
 
-import type { SchedulerEvents, SchedulerOptions } from './scheduler-options.js';
+import type { OccurrenceCount, OccurrenceOutcome, SchedulerEvents, SchedulerOptions } from './scheduler-options.js';
 
-export type { FiredInfo, KeepRuns, SchedulerEvents, SchedulerOptions } from './scheduler-options.js';
+export type {
+  FiredInfo,
+  KeepRuns,
+  OccurrenceCount,
+  OccurrenceOutcome,
+  SchedulerEvents,
+  SchedulerOptions,
+} from './scheduler-options.js';
+
+/** The outcomes periodic-release answers by code. */
+const RELEASE_OUTCOMES: Record<string, OccurrenceOutcome> = { s: 'submitted', k: 'skipped', m: 'missed' };
 
 const sleep = (ms: number) => new Promise<void>((r) => setLongTimeout(r, ms));
 /** Planning gives the event loop a turn at least this often (ms), so a slow timer blocks nothing for long. */
@@ -300,6 +310,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    */
   private async commit(claimed: Claimed[], now: number): Promise<number | null> {
     const records: StageRecord[] = [];
+    // per record: its job task, and its occurrences missed and excluded
+    const settled: Array<{ task: string; missed: number; excluded: number }> = [];
     let slice = performance.now();
     for (const c of claimed) {
       if (performance.now() - slice > PLAN_SLICE_MS) {
@@ -350,11 +362,21 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       const bounded =
         timer && !failure ? applyBounds(c.id, timer, p, c.triggered, c.runs) : { plan: p, excluded: [], dues: [], runs: c.runs };
       records.push(stageRecord(c, bounded, failure));
+      settled.push({ task: c.raw.task, missed: p.missed?.count ?? 0, excluded: bounded.excluded.length });
     }
     if (records.length === 0) return null;
     const { earliest, staged, committed } = await this.store.stage(records);
     const lost = committed.filter((ok) => !ok).length;
     if (lost) this.emit('fired', { submitted: 0, skipped: 0, lost });
+    if (this.listenerCount('occurrences') > 0) {
+      const counts: OccurrenceCount[] = [];
+      settled.forEach((r, i) => {
+        if (!committed[i]) return;
+        if (r.missed > 0) counts.push({ task: r.task, outcome: 'missed', count: r.missed });
+        if (r.excluded > 0) counts.push({ task: r.task, outcome: 'excluded', count: r.excluded });
+      });
+      if (counts.length > 0) this.emit('occurrences', counts);
+    }
     this.planRelease(staged);
     return earliest;
   }
@@ -414,6 +436,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           }
         }
         if (submitted || skipped) this.emit('fired', { submitted, skipped, lost: 0 });
+        if (released.outcomes.length > 0 && this.listenerCount('occurrences') > 0)
+          this.emit(
+            'occurrences',
+            released.outcomes.map((o) => ({ task: o.task, outcome: RELEASE_OUTCOMES[o.code] ?? 'missed', count: o.count })),
+          );
         const next = released.earliest;
         if (next !== null && next <= this.now()) continue;
         if (this.releaseAgain) continue;

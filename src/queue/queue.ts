@@ -208,6 +208,19 @@ export class Queue<T extends object = UntypedTasks> {
     }
   }
 
+  /**
+   * Calls `listener` with the jobs each submit of this Queue object wrote (submit and
+   * submitBulk; not a job an existing id answered, nor jobs other processes or objects wrote),
+   * once Redis has answered (a listener's throw is ignored). Answers a function that stops the calls.
+   * @example
+   * const stop = queue.onSubmitted((jobs) => submitted.inc(jobs.length));
+   */
+  onSubmitted(listener: (jobs: readonly Job[]) => void): () => void {
+    const once = (jobs: readonly Job[]) => listener(jobs);
+    this.submitter.onAdded.add(once);
+    return () => void this.submitter.onAdded.delete(once);
+  }
+
   /** Reads a job back, or null when there is none (never submitted, or removed by retention). */
   async getJob<A = unknown>(id: string): Promise<Job<A> | null> {
     return this.reader.getJob<A>(id);

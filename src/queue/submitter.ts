@@ -87,6 +87,8 @@ export class Submitter {
    * a caller's tests cannot hold them back.
    */
   private readonly batchers: Batcher<PendingSubmit>[];
+  /** Told of the jobs each write added (not those an existing id answered). */
+  readonly onAdded = new Set<(jobs: readonly Job[]) => void>();
 
   constructor(
     private readonly shards: number,
@@ -203,7 +205,7 @@ export class Submitter {
       );
     });
     await Promise.all(reads);
-    return checked.map((c, i): Job => {
+    const jobs = checked.map((c, i): Job => {
       const known = existing.get(i);
       if (known) return known;
       // (as submit.lua decides: a due time still to come makes the job delayed)
@@ -232,5 +234,16 @@ export class Submitter {
         ...(holder && { deduplicated: holder.replaced ? ('replaced' as const) : (true as const) }),
       };
     });
+    if (this.onAdded.size > 0) {
+      const added = jobs.filter((_, i) => r.added[i]);
+      // (a listener's throw must not fail submits that were written)
+      if (added.length > 0)
+        for (const listener of this.onAdded) {
+          try {
+            listener(added);
+          } catch {}
+        }
+    }
+    return jobs;
   }
 }

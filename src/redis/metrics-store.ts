@@ -20,6 +20,8 @@ export interface ShardRead {
   dueEntries: number;
   /** Live executors registered in the shard, with their info as stored (JSON). */
   executors: Array<{ id: string; info: Record<string, unknown> }>;
+  /** Jobs that ended cancelled so far, per task (the shard's `tally`, lua/includes/tally.lua). */
+  cancelled: Map<string, number>;
 }
 
 /** What one step of lua/metrics-autoscale.lua reads of a shard's groups. */
@@ -52,7 +54,7 @@ export class MetricsStore {
   /** metrics-shard.lua: the shard's counts, entries due within `dueWindowMs`, and at most `maxExecutors` live executors. */
   async shard(o: { maxExecutors: number; dueWindowMs: number }): Promise<ShardRead> {
     const k = this.queue.keys;
-    const [now, counts, due, executors] = await this.queue.scripts.fcall<[number, string[], number, string[]]>(
+    const [now, counts, due, executors, tally] = await this.queue.scripts.fcall<[number, string[], number, string[], string[]]>(
       'metrics-shard',
       k.counts,
       [k.prefix, o.maxExecutors, o.dueWindowMs],
@@ -69,7 +71,11 @@ export class MetricsStore {
       }
       ex.push({ id: executors[i], info });
     }
-    return { now: Number(now), counts: c, dueEntries: Math.max(0, Number(due)), executors: ex };
+    const cancelled = new Map<string, number>();
+    for (let i = 0; i < tally.length; i += 2) {
+      if (tally[i].startsWith('cancelled:')) cancelled.set(tally[i].slice('cancelled:'.length), Number(tally[i + 1]));
+    }
+    return { now: Number(now), counts: c, dueEntries: Math.max(0, Number(due)), executors: ex, cancelled };
   }
 
   /** metrics-autoscale.lua: one step (about `fields` fields) of the autoscaling sweep of the shard's groups. */

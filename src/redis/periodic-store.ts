@@ -286,7 +286,8 @@ export class PeriodicStore {
   /**
    * periodic-release: submits up to `max` staged occurrences that are due (at `now`, default the
    * server clock) through their overlap policies; answers the earliest staged score left, the
-   * jobs submitted, the occurrences skipped, and the jobs to cancel (cancel-previous). A released
+   * jobs submitted, the occurrences skipped, the jobs to cancel (cancel-previous), and the
+   * occurrences per job task and outcome. A released
    * event-rule run's history is kept `keepAgeMs` after its task goes (-1: forever).
    */
   async release(o: { now?: number; max: number; bufferPollMs: number; misfireGraceMs: number; keepAgeMs: number }): Promise<{
@@ -294,13 +295,24 @@ export class PeriodicStore {
     submitted: number;
     skipped: number;
     cancels: string[];
+    /** Per job task and outcome code ('s' submitted, 'k' skipped, 'm' missed), the occurrences. */
+    outcomes: Array<{ task: string; code: string; count: number }>;
   }> {
-    const [earliest, submitted, skipped, cancels] = await this.queue.scripts.fcall<[string, number, number, string[]]>(
-      'periodic-release',
-      this.keys.staged,
-      [this.keys.prefix, this.queue.maxEvents, o.now ?? '', o.max, o.bufferPollMs, o.misfireGraceMs, o.keepAgeMs],
-    );
-    return { earliest: scoreOf(earliest), submitted: Number(submitted), skipped: Number(skipped), cancels };
+    const [earliest, submitted, skipped, cancels, flat] = await this.queue.scripts.fcall<
+      [string, number, number, string[], Array<string | number>]
+    >('periodic-release', this.keys.staged, [
+      this.keys.prefix,
+      this.queue.maxEvents,
+      o.now ?? '',
+      o.max,
+      o.bufferPollMs,
+      o.misfireGraceMs,
+      o.keepAgeMs,
+    ]);
+    const outcomes: Array<{ task: string; code: string; count: number }> = [];
+    for (let i = 0; i + 2 < flat.length; i += 3)
+      outcomes.push({ task: String(flat[i]), code: String(flat[i + 1]), count: Number(flat[i + 2]) });
+    return { earliest: scoreOf(earliest), submitted: Number(submitted), skipped: Number(skipped), cancels, outcomes };
   }
 }
 

@@ -410,8 +410,10 @@ export class QueueStore {
   }
 
   /** recover.lua: ends the runs whose lease expired, drops dead executors, removes old finished jobs. */
-  async recover(o: RecoverOptions): Promise<{ recovered: string[]; removed: number; serverNow: number }> {
-    const [recovered, removed, now] = await this.fcall<[string[], number, number]>('recover', this.keys.leases, [
+  async recover(
+    o: RecoverOptions,
+  ): Promise<{ recovered: string[]; labels: Array<{ task: string; group: string }>; removed: number; serverNow: number }> {
+    const [recovered, removed, now, flat] = await this.fcall<[string[], number, number, string[]]>('recover', this.keys.leases, [
       this.keys.prefix,
       this.maxEvents,
       o.retryDelay,
@@ -424,7 +426,8 @@ export class QueueStore {
       o.expect?.at ?? '',
       o.expect?.toleranceMs ?? '',
     ]);
-    return { recovered, removed: Number(removed), serverNow: Number(now) };
+    const labels = recovered.map((_, i) => ({ task: String(flat[2 * i] ?? ''), group: String(flat[2 * i + 1] ?? '') }));
+    return { recovered, labels, removed: Number(removed), serverNow: Number(now) };
   }
 
   /** cancel.lua: cancels a job; answers its state afterwards ('cancelling' for a run being aborted), or null when there is none. */
