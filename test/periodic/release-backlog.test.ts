@@ -32,8 +32,7 @@ async function staged() {
   s.destroy();
   clock = T;
   const store = new PeriodicStore(new QueueStore(client, name, { maxEvents: 10_000 }));
-  const release = (now: number) =>
-    store.release({ now, max: 1, bufferPollMs: 1000, misfireGraceMs: GRACE, keepAgeMs: -1 });
+  const release = (now: number) => store.release({ now, max: 1, bufferPollMs: 1000, misfireGraceMs: GRACE, keepAgeMs: -1 });
   const statuses = async () => {
     const out: string[] = [];
     for (const id of ['a', 'b', 'c']) for (const r of await tasks.runs(id)) out.push(`${r.occurrence - T}:${r.status}`);
