@@ -24,11 +24,11 @@ async function staged() {
   let clock = T - 1000;
   const tasks = track(new PeriodicTasks(name, { connection: redisUrl(), now: () => clock }));
   for (const id of ['a', 'b', 'c']) await tasks.upsert({ id, task: 'x', timer: '*:*:0/5', overlap: 'allow' });
-  const s = new Scheduler(name, { connection: redisUrl(), now: () => clock, misfireGraceMs: GRACE });
+  const s = track(new Scheduler(name, { connection: redisUrl(), now: () => clock, misfireGraceMs: GRACE }));
   await s.start();
   const client = new Redis(redisUrl());
   track({ close: async () => client.disconnect() });
-  await eventually(async () => (await client.zcard(periodicKeys(name).staged)) === 3);
+  await eventually(async () => (await client.zcard(periodicKeys(name).staged)) === 3, 30_000);
   s.destroy();
   clock = T;
   const store = new PeriodicStore(new QueueStore(client, name, { maxEvents: 10_000 }));
