@@ -202,6 +202,7 @@ async function rotaBigBurst(url: string, redis: Redis, n: number): Promise<Resul
   await define(tasks, n, () => daily(at));
   if (Date.now() > at - 3000)
     throw new Error(`big burst: the definitions ended too late for ${new Date(at).toISOString()}; raise --big-burst-margin`);
+  console.log(`  (big burst: ${n} tasks defined in ${Date.now() - t0} ms, due at ${new Date(at).toISOString()})`);
   const deadline = at + 120_000;
   while (Date.now() < deadline && Number((await redis.hget(qk.counts, 'waiting')) ?? 0) < n) await sleep(200);
   await stop(procs);
