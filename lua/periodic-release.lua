@@ -14,12 +14,18 @@
                        (a member already in the backlog is that turn: no catch-up applies to it)
   (an upper-case code: the same, for an event rule's pending-run task whose last run this is; the
   task goes once the run is released, and its run history expires ARGV[7] ms later).
-  Submitting flips the planned job to `waiting` and pushes it into its group. An occurrence more
-  than ARGV[6] ms past its due time (its p:staged score: the occurrence, or later with jitter;
-  no replica ran meanwhile) follows its task's catch-up policy: `none` drops
+  Submitting flips the planned job to `waiting` and pushes it into its group. An occurrence that
+  was more than ARGV[6] ms (the misfire grace) past its due time (its p:staged score: the
+  occurrence, or later with jitter) when the releases resumed after a pause longer than the grace
+  (no replica released meanwhile: p:live `since`) follows its task's catch-up policy: `none` drops
   it as missed, `latest` keeps only the newest such occurrence of the task (and none when the
   task's next occurrence is past as well, since planning that one submits the latest), `all`
-  keeps those within the task's catchupWindow.
+  keeps those within the task's catchupWindow. One that is late only because the releases are
+  behind (more due than the replicas release, releases never pausing that long) is submitted:
+  the schedulers were busy, not down.
+  p:live (HASH) holds `at`, the time of the last release that found occurrences due, and `since`,
+  when the releases' current unbroken run began (a pause longer than the grace, or the clock
+  moving back past `since`, begins a new one).
   Any replica may call this at any time; each staged occurrence is released once, as this call
   takes it out of p:staged.
 
@@ -67,6 +73,16 @@ if #due == 0 then
   return { first[2] or '', 0, 0, {} }
 end
 
+-- When the releases' unbroken run began (see above); this call continues it.
+local liveKey = prefix .. 'p:live'
+local live = call('HMGET', liveKey, 'since', 'at')
+local since, lastAt = tonumber(live[1]), tonumber(live[2])
+if not since or not lastAt or now - lastAt > grace or now < since then since = now end
+call('HSET', liveKey, 'since', since, 'at', now)
+-- Whether the i-th due occurrence was already past its grace when the releases resumed: no
+-- replica ran at it, and the catch-up policy applies.
+local function misfired(i) return dueAt[i] + grace < since end
+
 -- A member (`<code><task id>@<occurrence>|<h|l><group>`) read into { member, policy code (lower
 -- case), job id, task id, occurrence, task gone (upper-case code), high priority, group }.
 local LOWER = {}
@@ -89,7 +105,7 @@ for i, m in ipairs(due) do
     watched[task] = true
     watchedOrder[#watchedOrder + 1] = task
   end
-  if now - dueAt[i] > grace then newestLate[task] = i end
+  if misfired(i) then newestLate[task] = i end
 end
 
 -- Whether the run of job `id` has not ended: the job has not, or it fanned out (ctx.fanOut) and
@@ -187,7 +203,7 @@ for i, e in ipairs(entries) do
     done[member] = true
     local missed = false
     local queued = code == OVERLAP_CODE['buffer-all'] and call('ZSCORE', prefix .. 'p:bq:' .. task, member)
-    if now - dueAt[i] > grace and held[task] ~= member and not queued then
+    if misfired(i) and held[task] ~= member and not queued then
       -- no replica ran at the occurrence: the task's catch-up policy decides
       local c = catchup[task]
       if not c then

@@ -29,7 +29,9 @@
             occurrences (comma-separated, in their order; '' when each is due at its occurrence:
             jitter makes them later, and the job records it as `jitterDue`), the task's scheduled runs
             counted so far ('' leaves it), '1' when the task ends with this plan (a periodic.ended
-            event)
+            event), and the task's field `staged` as the claim read it (a valid token means it is
+            still the task's: only a stage with the token, or a change that rewrites the score,
+            writes it)
 
   Returns { earliest p:nextrun score afterwards ('' when none), earliest p:staged score ('' when
             none), per task 1 (committed) or 0 (claim gone: committed elsewhere, changed or removed) }.
@@ -122,8 +124,8 @@ for r = 1, #recs do
     local tk = prefix .. 'p:t:' .. id
     -- `staged` lists the task's unreleased occurrences (for pUnstage): this stage's and those
     -- of earlier stages still waiting
-    local before = call('HGET', tk, 'staged')
-    if before and before ~= '' then
+    local before = f.staged
+    if before ~= '' then
       local olds = {}
       for m in string.gmatch(before, '[^,]+') do olds[#olds + 1] = m end
       local present = call('ZMSCORE', prefix .. 'p:staged', unpack(olds))
@@ -135,7 +137,7 @@ for r = 1, #recs do
       -- nothing of the rule's run is left to release (its occurrence was missed)
       pRemove(prefix, id, true)
     else
-      if #members > 0 or before then fields[#fields + 1] = 'staged'; fields[#fields + 1] = table.concat(members, ',') end
+      if #members > 0 or before ~= '' then fields[#fields + 1] = 'staged'; fields[#fields + 1] = table.concat(members, ',') end
       call('HSET', tk, unpack(fields))
     end
     if newNext ~= '' and enabled == '1' then

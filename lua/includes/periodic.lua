@@ -16,6 +16,7 @@
     p:buf           HASH  task id -> p:staged member of the run buffer-one holds back
     p:bf:<id>       HASH  backfill ledger: occurrence (ms) -> backfills of it (periodic-backfill)
     p:bq:<id>       ZSET  buffer-all backlog: p:staged member -> occurrence (periodic-release)
+    p:live          HASH  since, at: when the releases' unbroken run began, and the last (periodic-release)
     p:wake          pub/sub channel schedulers listen on
   A task's hash field `staged` lists the p:staged members its last stage added.
 ]]

@@ -58,6 +58,7 @@ export function claimedPart(t: ClaimedTask): ClaimedPart {
     priority: t.priority,
     maxRetries: t.maxRetries,
     maxRuntime: t.maxRuntime,
+    staged: t.staged,
   };
 }
 

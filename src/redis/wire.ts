@@ -184,13 +184,14 @@ export const CLAIM_FIELDS = [
   'rule',
   'period',
   'runs',
+  'staged',
 ] as const;
 
 /**
  * The fields of a periodic-stage record, in order: the claim's id and token, the plan the
  * scheduler computed (the trigger served, the new nextrun and period, missed occurrences, the
  * occurrences to stage), then the task's fields as the claim read them (`storedPeriod` is its
- * `period`).
+ * `period`; `staged` its unreleased staged members, so that the stage reads nothing of the task).
  */
 export const STAGE_FIELDS = [
   'id',
@@ -219,6 +220,7 @@ export const STAGE_FIELDS = [
   'dues',
   'runs',
   'ended',
+  'staged',
 ] as const;
 
 /**
