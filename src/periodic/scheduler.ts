@@ -41,7 +41,7 @@ import { type ClockJump, ServerClock } from '../redis/server-clock.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
 import { applyBounds } from './bounds.js';
-import { type Claimed, claimed, stageRecord } from './claimed.js';
+import { type Claimed, claimed, shiftedTimer, stageRecord } from './claimed.js';
 import { checkTimer } from './definition.js';
 import { type Plan, plan } from './occurrences.js';
 import { replicaHealth } from './replica-health.js';
@@ -279,7 +279,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
     if (!this.injected) this.clock.observe(claim.now, sent, performance.now());
     this.planRelease(claim.staged);
-    return [claim.now, claim.earliest, claim.tasks.map(claimed)];
+    return [claim.now, claim.earliest, claim.tasks.map((t) => claimed(t, claim.epoch))];
   }
 
   private timerOf(spec: string, timezone: string): Timer {
@@ -312,7 +312,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       let failure = '';
       let timer: Timer | null = null;
       try {
-        timer = this.timerOf(c.timer, c.timezone);
+        timer = shiftedTimer(this.timerOf(c.timer, c.timezone), c.gridShift);
         p =
           c.nextrun === null
             ? { occurrences: [], nextrun: null, period: 0, missed: null }

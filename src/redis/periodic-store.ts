@@ -40,6 +40,7 @@ type ClaimedPart = Pick<
     | 'dues'
     | 'runs'
     | 'ended'
+    | 'idSuffix'
   >
 >;
 
@@ -67,6 +68,8 @@ export interface Claim {
   earliest: number | null;
   staged: number | null;
   tasks: ClaimedTask[];
+  /** Backward jumps of the server's clock counted (p:clock; lua/includes/periodicClock.lua). */
+  epoch: number;
 }
 
 /** A task's timer as periodic-upsert writes it. */
@@ -249,7 +252,9 @@ export class PeriodicStore {
     keepAgeMs: number;
   }): Promise<Claim> {
     // Binary-safe: the reply holds the tasks' args (msgpack).
-    const [now, first, staged, flat] = await this.queue.scripts.fcall<[Buffer | number, Buffer, Buffer, Array<Buffer | number>]>(
+    const [now, first, staged, flat, epoch] = await this.queue.scripts.fcall<
+      [Buffer | number, Buffer, Buffer, Array<Buffer | number>, Buffer | number]
+    >(
       'periodic-claim',
       this.keys.nextrun,
       [this.keys.prefix, o.lookaheadMs, o.max, o.claimTtlMs, o.now ?? '', o.keepCount, o.keepAgeMs],
@@ -265,7 +270,7 @@ export class PeriodicStore {
       });
       tasks.push(t as ClaimedTask);
     }
-    return { now: Number(String(now)), earliest: scoreOf(first), staged: scoreOf(staged), tasks };
+    return { now: Number(String(now)), earliest: scoreOf(first), staged: scoreOf(staged), tasks, epoch: Number(String(epoch)) };
   }
 
   /**

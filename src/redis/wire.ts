@@ -13,7 +13,7 @@
  * first client to use the queue; a client of another version refuses the queue
  * (SchemaMismatchError).
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /**
  * Longest delay a job may have (ms), and its latest due time (`runAt`): 9,999,999,999,999 ms,
@@ -166,6 +166,8 @@ export const CLAIM_FIELDS = [
   'rule',
   'period',
   'runs',
+  'kind',
+  'gs',
 ] as const;
 
 /**
@@ -201,6 +203,7 @@ export const STAGE_FIELDS = [
   'dues',
   'runs',
   'ended',
+  'idSuffix',
 ] as const;
 
 /**
