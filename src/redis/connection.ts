@@ -302,9 +302,7 @@ function maskParams(text: string): string {
  * what an executor logs pass through it.
  */
 export function maskText(text: string): string {
-  return maskParams(
-    text.replace(/\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:@/"'[]{0,256}):[^\s@/"'[]{0,1024}@/gi, `$1:${MASK}@`),
-  );
+  return maskParams(text.replace(/\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:@/"'[]{0,256}):[^\s@/"'[]{0,1024}@/gi, `$1:${MASK}@`));
 }
 
 /**

@@ -203,4 +203,3 @@ describe.skipIf(missing !== null)(`a step of the Redis server's clock${missing ?
     await expect(q.submit({ task: 'noop', id: after[0].id })).rejects.toThrow(/reserved|periodic/);
   }, 60_000);
 });
-
