@@ -20,7 +20,8 @@
 
   Returns { now, earliest score left after the claims ('' when none), earliest p:staged score
             ('' when none), per claimed task: id, token, then the CLAIM_FIELDS (src/redis/wire.ts),
-            the clock's epoch (backward jumps counted) }. Besides
+            the clock's epoch (backward jumps counted), 1 while interval tasks are still being
+            moved back after a backward jump (claim again at once), else 0 }. Besides
   what the scheduler needs to plan, they hold what periodic-stage needs to stage the jobs, so
   that it does not read the task again: a valid token also means none of them changed since
   (only periodic-stage itself writes period, and only with the token). The reply holds args
@@ -38,8 +39,12 @@ else
   local t = call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local epoch
-if ARGV[5] == '' then epoch = pClockCheck(prefix, now) else epoch = pEpoch(prefix) end
+local epoch, walking
+if ARGV[5] == '' then
+  epoch, walking = pClockCheck(prefix, now)
+else
+  epoch, walking = pEpoch(prefix), false
+end
 local _, shift = pEpoch(prefix)
 local token = now + tonumber(ARGV[4])
 local due = call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
@@ -63,4 +68,4 @@ end
 for i = 1, #claims, 1000 do call('ZADD', KEYS[1], unpack(claims, i, math.min(#claims, i + 999))) end
 local first = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local staged = call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
-return { now, first[2] or '', staged[2] or '', out, epoch }
+return { now, first[2] or '', staged[2] or '', out, epoch, walking and 1 or 0 }

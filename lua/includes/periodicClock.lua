@@ -54,7 +54,7 @@ end
 
 -- Called by every claim with the server's time `now`: counts a backward jump once (the claim that
 -- first sees the time before the latest claim's, whichever replica sends it), and takes a step of
--- the walk that shifts every interval task. Answers the epoch.
+-- the walk that shifts every interval task. Answers the epoch, and whether the walk goes on.
 local function pClockCheck(prefix, now)
   local key = prefix .. 'p:clock'
   local c = call('HMGET', key, 'hw', 'epoch', 'shift', 'walk')
@@ -68,7 +68,12 @@ local function pClockCheck(prefix, now)
   if walk then
     local step = call('SSCAN', prefix .. 'p:all', walk, 'COUNT', WALK_STEP)
     for _, id in ipairs(step[2]) do pShift(prefix, id, shift) end
-    if step[1] == '0' then call('HDEL', key, 'walk') else call('HSET', key, 'walk', step[1]) end
+    if step[1] == '0' then
+      call('HDEL', key, 'walk')
+      walk = nil
+    else
+      call('HSET', key, 'walk', step[1])
+    end
   end
-  return epoch
+  return epoch, walk ~= nil
 end

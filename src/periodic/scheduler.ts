@@ -223,9 +223,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       let claimed: Claimed[];
       let earliest: number | null;
       let now: number;
+      let walking: boolean;
       try {
         this.onRedis = true;
-        [now, earliest, claimed] = await this.claim();
+        [now, earliest, claimed, walking] = await this.claim();
         failures = 0;
       } catch (err) {
         if (this.closing) break;
@@ -243,7 +244,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         }
       }
       this.onRedis = false;
-      if (claimed.length >= this.o.batchSize || this.woken) continue;
+      // (walking: interval tasks are being moved back after a backward jump, a step a claim)
+      if (claimed.length >= this.o.batchSize || this.woken || walking) continue;
       const wait = Math.max(
         1,
         Math.min(this.o.fallbackWakeMs, earliest === null ? this.o.fallbackWakeMs : earliest - this.o.lookaheadMs - this.now()),
@@ -266,8 +268,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
   }
 
-  /** Claims due tasks; resolves the scheduler-clock now, the earliest nextrun left and the claimed tasks. */
-  private async claim(): Promise<[number, number | null, Claimed[]]> {
+  /**
+   * Claims due tasks; resolves the scheduler-clock now, the earliest nextrun left, the claimed
+   * tasks, and whether interval tasks are still being moved back after a backward clock jump.
+   */
+  private async claim(): Promise<[number, number | null, Claimed[], boolean]> {
     const sent = performance.now();
     const claim = await this.store.claim({
       lookaheadMs: this.o.lookaheadMs,
@@ -279,7 +284,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
     if (!this.injected) this.clock.observe(claim.now, sent, performance.now());
     this.planRelease(claim.staged);
-    return [claim.now, claim.earliest, claim.tasks.map((t) => claimed(t, claim.epoch))];
+    return [claim.now, claim.earliest, claim.tasks.map((t) => claimed(t, claim.epoch)), claim.walking];
   }
 
   private timerOf(spec: string, timezone: string): Timer {

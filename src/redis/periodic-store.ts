@@ -70,6 +70,8 @@ export interface Claim {
   tasks: ClaimedTask[];
   /** Backward jumps of the server's clock counted (p:clock; lua/includes/periodicClock.lua). */
   epoch: number;
+  /** Interval tasks are still being moved back after a backward jump: claim again at once. */
+  walking: boolean;
 }
 
 /** A task's timer as periodic-upsert writes it. */
@@ -252,8 +254,8 @@ export class PeriodicStore {
     keepAgeMs: number;
   }): Promise<Claim> {
     // Binary-safe: the reply holds the tasks' args (msgpack).
-    const [now, first, staged, flat, epoch] = await this.queue.scripts.fcall<
-      [Buffer | number, Buffer, Buffer, Array<Buffer | number>, Buffer | number]
+    const [now, first, staged, flat, epoch, walking] = await this.queue.scripts.fcall<
+      [Buffer | number, Buffer, Buffer, Array<Buffer | number>, Buffer | number, Buffer | number]
     >(
       'periodic-claim',
       this.keys.nextrun,
@@ -270,7 +272,7 @@ export class PeriodicStore {
       });
       tasks.push(t as ClaimedTask);
     }
-    return { now: Number(String(now)), earliest: scoreOf(first), staged: scoreOf(staged), tasks, epoch: Number(String(epoch)) };
+    return { now: Number(String(now)), earliest: scoreOf(first), staged: scoreOf(staged), tasks, epoch: Number(String(epoch)), walking: String(walking) === '1' };
   }
 
   /**

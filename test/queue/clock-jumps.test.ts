@@ -170,6 +170,8 @@ describe.skipIf(missing !== null)(`a step of the Redis server's clock${missing ?
     const tasks = track(new PeriodicTasks(name, { connection: server.url }));
     await tasks.upsert({ id: 'iv', task: 'noop', timer: 'every 2s', overlap: 'allow' });
     await tasks.upsert({ id: 'cal', task: 'noop', timer: '*:*:0/2', overlap: 'allow' });
+    // (more interval tasks than one step of the walk that moves them back: it spans claims)
+    for (let i = 0; i < 450; i++) await tasks.upsert({ id: `h${i}`, task: 'noop', timer: 'every 1h' });
     const history = async (id: string) => {
       const flat = await raw.zrange(`{rota:${name}}:p:h:${id}`, 0, -1, 'WITHSCORES');
       const out: Array<{ id: string; at: number }> = [];
@@ -198,6 +200,11 @@ describe.skipIf(missing !== null)(`a step of the Redis server's clock${missing ?
     expect(await raw.hget(`{rota:${name}}:p:clock`, 'epoch')).toBe('1');
     expect(Math.round(Number(await raw.hget(`{rota:${name}}:p:clock`, 'shift')) / 60_000)).toBe(60);
     expect(jumps.length).toBeGreaterThanOrEqual(1);
+    // Every interval task was moved back by the jump, once; the calendar task was not.
+    const shift = await raw.hget(`{rota:${name}}:p:clock`, 'shift');
+    await eventually(async () => (await raw.hexists(`{rota:${name}}:p:clock`, 'walk')) === 0, 20_000);
+    for (let i = 0; i < 450; i += 50) expect(await raw.hmget(`{rota:${name}}:p:t:h${i}`, 'gs', 'ss')).toEqual([shift, shift]);
+    expect(Number(await raw.hget(`{rota:${name}}:p:t:cal`, 'gs'))).toBe(0);
     // A run's id in the new form is reserved, as the plain one is.
     const q = track(new Queue(name, { connection: server.url }));
     await expect(q.submit({ task: 'noop', id: after[0].id })).rejects.toThrow(/reserved|periodic/);
