@@ -272,7 +272,14 @@ export class PeriodicStore {
       });
       tasks.push(t as ClaimedTask);
     }
-    return { now: Number(String(now)), earliest: scoreOf(first), staged: scoreOf(staged), tasks, epoch: Number(String(epoch)), walking: String(walking) === '1' };
+    return {
+      now: Number(String(now)),
+      earliest: scoreOf(first),
+      staged: scoreOf(staged),
+      tasks,
+      epoch: Number(String(epoch)),
+      walking: String(walking) === '1',
+    };
   }
 
   /**
