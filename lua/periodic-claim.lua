@@ -6,7 +6,8 @@
   replica claims them. Any change to a task (upsert, enable, disable, trigger, remove) rewrites
   or removes its score, so a valid token also means the task's timer is as the claim read it.
   Stale index entries (task gone) are dropped. The claimed tasks' run histories are trimmed here,
-  ahead of their occurrences.
+  ahead of their occurrences. On the server's clock, a claim also watches it for backward jumps
+  and takes a step of the shift of interval tasks after one (includes/periodicClock).
 
   KEYS[1] p:nextrun  (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -18,7 +19,9 @@
   ARGV[7] run history: age kept (ms, -1: forever)
 
   Returns { now, earliest score left after the claims ('' when none), earliest p:staged score
-            ('' when none), per claimed task: id, token, then the CLAIM_FIELDS (src/redis/wire.ts) }. Besides
+            ('' when none), per claimed task: id, token, then the CLAIM_FIELDS (src/redis/wire.ts),
+            the clock's epoch (backward jumps counted), 1 while interval tasks are still being
+            moved back after a backward jump (claim again at once), else 0 }. Besides
   what the scheduler needs to plan, they hold what periodic-stage needs to stage the jobs, so
   that it does not read the task again: a valid token also means none of them changed since
   (only periodic-stage itself writes period, and only with the token). The reply holds args
@@ -26,6 +29,7 @@
 ]]
 --- @include "includes/wire"
 --- @include "includes/periodic"
+--- @include "includes/periodicClock"
 
 local prefix = ARGV[1]
 local now
@@ -35,11 +39,20 @@ else
   local t = call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+local epoch, walking
+if ARGV[5] == '' then
+  epoch, walking = pClockCheck(prefix, now)
+else
+  epoch, walking = pEpoch(prefix), false
+end
+local _, shift = pEpoch(prefix)
 local token = now + tonumber(ARGV[4])
 local due = call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
 local claims = {}
 for _, id in ipairs(due) do
+  -- (an interval task due before the walk after a backward jump reached it is shifted first)
+  if shift > 0 then pShift(prefix, id, shift) end
   local t = call('HMGET', prefix .. 'p:t:' .. id, unpack(CLAIM_FIELDS))
   if not t[2] then
     call('ZREM', KEYS[1], id)
@@ -55,4 +68,4 @@ end
 for i = 1, #claims, 1000 do call('ZADD', KEYS[1], unpack(claims, i, math.min(#claims, i + 999))) end
 local first = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local staged = call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
-return { now, first[2] or '', staged[2] or '', out }
+return { now, first[2] or '', staged[2] or '', out, epoch, walking and 1 or 0 }

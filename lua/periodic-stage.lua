@@ -29,9 +29,10 @@
             occurrences (comma-separated, in their order; '' when each is due at its occurrence:
             jitter makes them later, and the job records it as `jitterDue`), the task's scheduled runs
             counted so far ('' leaves it), '1' when the task ends with this plan (a periodic.ended
-            event), and the task's field `staged` as the claim read it (a valid token means it is
+            event), the task's field `staged` as the claim read it (a valid token means it is
             still the task's: only a stage with the token, or a change that rewrites the score,
-            writes it)
+            writes it), and what the occurrences' job ids end with (`~<epoch>` for an interval
+            task after a backward jump of the server's clock, includes/periodicClock; '' otherwise)
 
   Returns { earliest p:nextrun score afterwards ('' when none), earliest p:staged score ('' when
             none), per task 1 (committed) or 0 (claim gone: committed elsewhere, changed or removed) }.
@@ -92,7 +93,8 @@ for r = 1, #recs do
       local k = 0
       for occ in string.gmatch(f.occurrences, '[^,]+') do
         k = k + 1
-        local jobId = id .. '@' .. occ
+        -- (a trigger's run keeps the id its trigger answered)
+        local jobId = id .. '@' .. occ .. (occ == triggered and '' or f.idSuffix)
         description.occurrence = tonumber(occ)
         local d = packDescription(description, f.args)
         local due = dues[k]

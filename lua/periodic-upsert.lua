@@ -23,6 +23,7 @@
 ]]
 --- @include "includes/wire"
 --- @include "includes/periodic"
+--- @include "includes/periodicClock"
 
 local prefix = ARGV[1]
 local id = ARGV[2]
@@ -51,7 +52,8 @@ if ARGV[7] ~= '' then
 end
 local nextrun = ARGV[4]
 local sameTimer = not created and old[1] == new['timer'] and old[2] == new['timezone']
-if sameTimer and old[3] and old[3] ~= '' then nextrun = old[3] end
+local kept = sameTimer and old[3] and old[3] ~= ''
+if kept then nextrun = old[3] end
 -- occurrences staged under another timer, or for a task now disabled, do not run
 if not created and (not sameTimer or ARGV[5] ~= '1') then pUnstage(prefix, id) end
 if old[4] and old[4] ~= '' and old[4] ~= new['owner'] then
@@ -63,6 +65,15 @@ if created then
 end
 fields[#fields + 1] = 'nextrun'
 fields[#fields + 1] = nextrun
+if not kept then
+  -- a next occurrence of the timer's own grid: no shift of the server's clock is in it
+  -- (includes/periodicClock)
+  local _, shift = pEpoch(prefix)
+  fields[#fields + 1] = 'gs'
+  fields[#fields + 1] = '0'
+  fields[#fields + 1] = 'ss'
+  fields[#fields + 1] = str(shift)
+end
 fields[#fields + 1] = 'enabled'
 fields[#fields + 1] = ARGV[5]
 local immediate = created and ARGV[3] == '1' and new['immediately'] == '1'

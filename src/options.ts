@@ -168,6 +168,7 @@ export const METRICS_OPTIONS = {
     .optional(),
   sweepIntervalMs: whole(1000, 3_600_000, 'ms').optional(),
   schedulers: z.array(z.custom<object>((v) => typeof v === 'object' && v !== null, 'must be a Scheduler')).optional(),
+  onError: func<(err: Error) => void>().optional(),
 };
 
 export const SHUTDOWN_OPTIONS = {

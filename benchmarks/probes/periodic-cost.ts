@@ -77,6 +77,7 @@ for (let round = 0; round < rounds; round++) {
       dues: '',
       runs: '',
       ended: '',
+      idSuffix: '',
     }),
   );
   await phase('stage', async () => {

@@ -93,7 +93,7 @@ export async function serveHealthFlags(o: HealthFlags & { healthPort: number }, 
 /** Serves the metrics as the flags say; a port in use is a CliError (EXIT_INVALID). */
 export async function serveMetricsFlags(
   o: MetricsFlags & { metricsPort: number },
-  rest: Pick<MetricsOptions, 'queue' | 'workers' | 'schedulers'>,
+  rest: Pick<MetricsOptions, 'queue' | 'workers' | 'schedulers' | 'onError'>,
 ): Promise<MetricsServer> {
   const host = o.metricsHost ?? DEFAULT_HOST;
   try {

@@ -4,14 +4,12 @@
  * prints passes through, {@link maskSecrets}, which shows each of them as `***`.
  */
 
-/** What a masked secret is shown as. */
-export const MASK = '***';
+import { MASK, maskText, SECRET_PARAM } from '../redis/connection.js';
+
+export { MASK };
 
 /** Secrets shorter than this are masked where they sit in a URL only (a one-letter one would mask every such letter). */
 const MIN_LOOSE_LENGTH = 3;
-
-/** Query parameters of a URL whose values are secrets (`redis://host?password=...`). */
-const SECRET_PARAM = /^(password|pass|pwd|passwd|secret|token|auth|key)$/i;
 
 const known = new Set<string>();
 
@@ -49,11 +47,7 @@ export function keepUrlSecrets(value: string): void {
  * value of each secret-named query parameter, and every secret remembered by {@link keepSecret}.
  */
 export function maskSecrets(text: string): string {
-  let out = text
-    .replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s:@/"'[]*):[^\s@/"'[]*@/gi, `$1:${MASK}@`)
-    .replace(/([?&]([^=&#\s"']+)=)([^&#\s"']*)/g, (all, head: string, name: string) =>
-      SECRET_PARAM.test(name) ? `${head}${MASK}` : all,
-    );
+  let out = maskText(text);
   // (the longest first, so that a secret holding another is masked whole)
   for (const secret of [...known].sort((a, b) => b.length - a.length)) {
     if (secret.length >= MIN_LOOSE_LENGTH) out = out.split(secret).join(MASK);

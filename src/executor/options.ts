@@ -9,7 +9,7 @@ import { ValidationError } from '../errors.js';
 import { checkOptions, WORKER_OPTIONS } from '../options.js';
 import type { Handlers } from '../queue/context.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replication } from '../queue/options.js';
-import type { ConnectionOption } from '../redis/connection.js';
+import { type ConnectionOption, maskFields, maskText } from '../redis/connection.js';
 import { checkShards } from '../redis/shards.js';
 import { STALL_AFTER_MS } from './health.js';
 import type { Keep } from './recoverer.js';
@@ -76,7 +76,7 @@ export interface WorkerOptions {
   replicaAcks?: number;
   /** The queue's shard count (see QueueOptions.shards); default 1. The executor takes from every shard in turn. */
   shards?: number;
-  /** Where to log job state changes (debug) and failures (warn): a pino logger or alike; default none. */
+  /** Where to log job state changes (debug) and failures (warn): a pino logger or alike; default none. Secrets in URLs (passwords, `?password=`) are masked in every line. */
   logger?: JobLogger;
   /** Start taking jobs at once; default true. Otherwise call {@link Worker.run}. */
   autorun?: boolean;
@@ -99,6 +99,19 @@ export interface WorkerOptions {
 export interface JobLogger {
   debug(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
+}
+
+/**
+ * `logger` with every line's message and fields (strings, errors) passed through {@link maskText}, as what
+ * the CLI prints is: an error quoting a URL with a password (a handler's, a connection's) is
+ * logged as `scheme://user:***@host`.
+ */
+export function maskedLogger(logger: JobLogger): JobLogger {
+  const mask = (msg?: string) => (msg === undefined ? msg : maskText(msg));
+  return {
+    debug: (obj, msg) => logger.debug(maskFields(obj), mask(msg)),
+    warn: (obj, msg) => logger.warn(maskFields(obj), mask(msg)),
+  };
 }
 
 /** An executor's options checked, with every default filled in. */
@@ -148,7 +161,7 @@ export function executorSettings(workerOptions: WorkerOptions): ExecutorSettings
     maxEvents: options.maxEvents ?? DEFAULT_MAX_EVENTS,
     replication: replication(options),
     shards: checkShards(options.shards),
-    logger: options.logger,
+    logger: options.logger && maskedLogger(options.logger),
     autorun: options.autorun ?? true,
     progressIntervalMs: options.progressIntervalMs ?? 1000,
     unknownTaskGraceMs: options.unknownTaskGraceMs ?? DEFAULT_UNKNOWN_TASK_GRACE_MS,

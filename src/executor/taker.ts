@@ -138,8 +138,10 @@ export class Taker {
           break;
         case 'wait':
           // for a take to answer or a slot to free up (each wakes the loop)
-          // (a take in flight answers or is given up within LATE_TAKE_MS; slots held by runs may take any time)
-          this.onRuns = this.plan.inFlight === 0;
+          // (with shards, a take in flight answers or is given up within LATE_TAKE_MS; with one, it
+          // waits on Redis as long as Redis takes, an outage rather than a stall; slots held by
+          // runs may take any time)
+          this.onRuns = this.plan.inFlight === 0 || this.d.stores.length === 1;
           await this.wakeUp();
           this.onRuns = false;
       }
@@ -236,7 +238,9 @@ export class Taker {
     this.turns.sent(shard);
     // A take its shard does not answer (its primary failing over) stops holding slots after a
     // while, so that the other shards' jobs go on meanwhile; what it brings late gets the slots
-    // free then, and the rest is released.
+    // free then, and the rest is released. With one shard there is no other to serve: the take
+    // holds its slots until it is answered (else a take answered late on a loaded server handed
+    // back, as `waiting` again, jobs that finish calls' takes had found room for meanwhile).
     let settled = false;
     const settle = () => {
       if (settled) return;
@@ -244,7 +248,7 @@ export class Taker {
       this.plan.settled(want);
       this.wakeLoop();
     };
-    const late = setTimeout(settle, LATE_TAKE_MS);
+    const late = this.d.stores.length > 1 ? setTimeout(settle, LATE_TAKE_MS) : undefined;
     void reply
       .then(
         ({ jobs, nextDue: due }) => {

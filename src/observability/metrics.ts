@@ -14,6 +14,7 @@ import type { Scheduler } from '../periodic/scheduler.js';
 import type { Job } from '../queue/job.js';
 import type { Queue } from '../queue/queue.js';
 import type { GroupInfo } from '../queue/reader.js';
+import { maskText } from '../redis/connection.js';
 import { MetricsStore } from '../redis/metrics-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { shardNumbers } from '../redis/shards.js';
@@ -51,6 +52,12 @@ export interface MetricsOptions {
   sweepIntervalMs?: number;
   /** Scheduler replicas whose occurrences and jumps of the server's clock are counted (executors' jumps are counted too). */
   schedulers?: Scheduler[];
+  /**
+   * Told of a scrape that failed (a Redis error, say): the response is a 500 that says only that
+   * the scrape failed, and the detail goes here. Default: one line on stderr, its URLs' secrets
+   * masked.
+   */
+  onError?: (err: Error) => void;
 }
 
 export interface MetricsServer {
@@ -257,6 +264,8 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     w.on('stuck', observe);
   }
 
+  const reportError =
+    opts.onError ?? ((err: Error) => process.stderr.write(`rota metrics: a scrape failed: ${maskText(err.message)}\n`));
   const server: Server = createServer((req, res) => {
     if (req.url !== '/metrics') {
       res.writeHead(404).end('see /metrics\n');
@@ -264,7 +273,11 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     }
     registry.metrics().then(
       (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
-      (err: Error) => res.writeHead(500).end(`${err.message}\n`),
+      (err: Error) => {
+        // (the detail stays here: an error's text may name servers, keys or a user)
+        res.writeHead(500, { 'content-type': 'text/plain' }).end('the scrape failed; see the server log\n');
+        reportError(err);
+      },
     );
   });
   const bound = await listen(server, opts.port, opts.host);

@@ -3,6 +3,7 @@
  * the stage record (periodic-stage) that commits its plan.
  */
 import { type ClaimedTask, claimedPart, type StageRecord } from '../redis/periodic-store.js';
+import type { Timer } from '../timers/index.js';
 import type { Bounded } from './bounds.js';
 import { type CatchupPolicy, DEFAULT_CATCHUP_WINDOW } from './definition.js';
 
@@ -19,12 +20,16 @@ export interface Claimed {
   enabled: boolean;
   /** Scheduled runs so far (for `limit`). */
   runs: number;
+  /** How far its grid moved back after backward jumps of the server's clock (ms; intervals only). */
+  gridShift: number;
+  /** What its occurrences' job ids end with: `~<epoch>` for an interval task once the clock went back, else ''. */
+  idSuffix: string;
   /** The task's fields as the claim read them, which the stage takes as they are. */
   raw: ClaimedTask;
 }
 
 /** A task the claim answered, read into a {@link Claimed}. */
-export function claimed(t: ClaimedTask): Claimed {
+export function claimed(t: ClaimedTask, epoch: number): Claimed {
   return {
     id: t.id,
     token: t.token,
@@ -36,7 +41,24 @@ export function claimed(t: ClaimedTask): Claimed {
     triggered: t.triggered === '' ? null : Number(t.triggered),
     enabled: t.enabled === '1',
     runs: Number(t.runs) || 0,
+    gridShift: Number(t.gs) || 0,
+    idSuffix: t.kind === 'interval' && epoch > 0 ? `~${epoch}` : '',
     raw: t,
+  };
+}
+
+/**
+ * `timer` with its grid moved `shiftMs` earlier (an interval task's after backward jumps of the
+ * server's clock): its elapses are the timer's, less the shift.
+ */
+export function shiftedTimer(timer: Timer, shiftMs: number): Timer {
+  if (shiftMs === 0) return timer;
+  return {
+    ...timer,
+    next(after: Date): Date | null {
+      const n = timer.next(new Date(after.getTime() + shiftMs));
+      return n === null ? null : new Date(n.getTime() - shiftMs);
+    },
   };
 }
 
@@ -60,5 +82,6 @@ export function stageRecord(c: Claimed, b: Bounded, failure: string): StageRecor
     ended: p.nextrun === null && c.nextrun !== null && c.enabled && c.raw.rule === '' && !failure ? '1' : '',
     ...claimedPart(c.raw),
     failure,
+    idSuffix: c.idSuffix,
   };
 }

@@ -73,7 +73,9 @@ export function scheduleTimer(s: ScheduleSpec, timezone: string | undefined): Sc
   const { startAt, endAt } = s;
   const first = timers[0];
   return {
-    kind: first.kind,
+    // (an interval only when every timer is one: a list's calendar instants never move, see
+    // lua/includes/periodicClock.lua)
+    kind: timers.find((t) => t.kind !== 'interval')?.kind ?? 'interval',
     spec: encodeSchedule(s),
     normalized: timers.map((t) => t.normalized).join(' | '),
     timezone: first.timezone,

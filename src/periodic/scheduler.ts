@@ -41,7 +41,7 @@ import { type ClockJump, ServerClock } from '../redis/server-clock.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
 import { applyBounds } from './bounds.js';
-import { type Claimed, claimed, stageRecord } from './claimed.js';
+import { type Claimed, claimed, shiftedTimer, stageRecord } from './claimed.js';
 import { checkTimer } from './definition.js';
 import { type Plan, plan } from './occurrences.js';
 import { replicaHealth } from './replica-health.js';
@@ -233,9 +233,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       let claimed: Claimed[];
       let earliest: number | null;
       let now: number;
+      let walking: boolean;
       try {
         this.onRedis = true;
-        [now, earliest, claimed] = await this.claim();
+        [now, earliest, claimed, walking] = await this.claim();
         failures = 0;
       } catch (err) {
         if (this.closing) break;
@@ -253,7 +254,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         }
       }
       this.onRedis = false;
-      if (claimed.length >= this.o.batchSize || this.woken) continue;
+      // (walking: interval tasks are being moved back after a backward jump, a step a claim)
+      if (claimed.length >= this.o.batchSize || this.woken || walking) continue;
       const wait = Math.max(
         1,
         Math.min(this.o.fallbackWakeMs, earliest === null ? this.o.fallbackWakeMs : earliest - this.o.lookaheadMs - this.now()),
@@ -276,8 +278,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
   }
 
-  /** Claims due tasks; resolves the scheduler-clock now, the earliest nextrun left and the claimed tasks. */
-  private async claim(): Promise<[number, number | null, Claimed[]]> {
+  /**
+   * Claims due tasks; resolves the scheduler-clock now, the earliest nextrun left, the claimed
+   * tasks, and whether interval tasks are still being moved back after a backward clock jump.
+   */
+  private async claim(): Promise<[number, number | null, Claimed[], boolean]> {
     const sent = performance.now();
     const claim = await this.store.claim({
       lookaheadMs: this.o.lookaheadMs,
@@ -289,7 +294,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     });
     if (!this.injected) this.clock.observe(claim.now, sent, performance.now());
     this.planRelease(claim.staged);
-    return [claim.now, claim.earliest, claim.tasks.map(claimed)];
+    return [claim.now, claim.earliest, claim.tasks.map((t) => claimed(t, claim.epoch)), claim.walking];
   }
 
   private timerOf(spec: string, timezone: string): Timer {
@@ -324,7 +329,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       let failure = '';
       let timer: Timer | null = null;
       try {
-        timer = this.timerOf(c.timer, c.timezone);
+        timer = shiftedTimer(this.timerOf(c.timer, c.timezone), c.gridShift);
         p =
           c.nextrun === null
             ? { occurrences: [], nextrun: null, period: 0, missed: null }

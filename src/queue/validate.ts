@@ -75,11 +75,12 @@ export interface DedupOptions {
 
 /**
  * The ids the scheduler gives periodic runs, `<task id>@<occurrence>` (task ids as
- * src/periodic/definition.ts allows them), a backfill's rerun of an occurrence `...#<n>`, and
+ * src/periodic/definition.ts allows them), an interval run after a backward jump of the server's
+ * clock `...~<epoch>`, a backfill's rerun of an occurrence `...#<n>`, and
  * their fan-out children's `.../<n>`: reserved, so that no caller's submit takes a run's place
  * before the scheduler (or a backfill) submits it.
  */
-const PERIODIC_RUN_ID = /^[A-Za-z0-9._:-]{1,200}@\d+(?:#\d+)?(?:\/\d+)*$/;
+const PERIODIC_RUN_ID = /^[A-Za-z0-9._:-]{1,200}@\d+(?:~\d+)?(?:#\d+)?(?:\/\d+)*$/;
 
 /**
  * The ids fan-out gives a parent's children, `<parent id>/<index>`: reserved, so that no

@@ -63,6 +63,7 @@ const SCRIPTS = [
   'sismember',
   'smembers',
   'srem',
+  'sscan',
   'unlink',
   'xadd',
   'xrevrange',

@@ -262,21 +262,71 @@ function duplicateCluster(cluster: Cluster, extra: RedisOptions): Cluster {
   return cluster.duplicate([], options);
 }
 
+/** What a masked secret is shown as. */
+export const MASK = '***';
+
+/** Query parameters of a URL whose values are secrets (`redis://host?password=...`). */
+export const SECRET_PARAM = /^(password|pass|pwd|passwd|secret|token|auth|key)$/i;
+
 /**
- * `url` with its password replaced by `***`. Of a string that does not parse as a URL, what comes
- * before its last `@` after the scheme (where a user and password would be) is replaced by `***`.
+ * `url` with its password and the values of its secret-named query parameters
+ * ({@link SECRET_PARAM}: `?password=`, `?token=`...) replaced by `***`. Of a string that does not
+ * parse as a URL, what comes before its last `@` after the scheme (where a user and password would
+ * be) is replaced by `***`, and so are those parameters' values.
  */
 export function maskUrl(url: string): string {
   try {
     const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString().replace(/\/$/, '');
+    if (u.password) u.password = MASK;
+    // (the query is rewritten by hand: URLSearchParams would re-encode the parameters kept)
+    return maskParams(u.toString()).replace(/\/$/, '');
   } catch {
     const at = url.lastIndexOf('@');
-    if (at < 0) return url;
+    if (at < 0) return maskParams(url);
     const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(url)?.[0] ?? '';
-    return `${scheme}***${url.slice(at)}`;
+    return maskParams(`${scheme}${MASK}${url.slice(at)}`);
   }
+}
+
+/** `text` with the value of every secret-named query parameter (`?password=...`, `&token=...`) masked. */
+function maskParams(text: string): string {
+  // (each part bounded, so that a long text costs a linear scan)
+  return text.replace(/([?&]([^=&#?\s"']{1,64})=)([^&#\s"']*)/g, (all, head: string, name: string) =>
+    SECRET_PARAM.test(name) ? `${head}${MASK}` : all,
+  );
+}
+
+/**
+ * `text` (a log line, an error message) with the secrets of every URL in it masked: the password
+ * (`scheme://user:***@`) and the values of secret-named query parameters. What the CLI prints and
+ * what an executor logs pass through it.
+ */
+export function maskText(text: string): string {
+  return maskParams(text.replace(/\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:@/"'[]{0,256}):[^\s@/"'[]{0,1024}@/gi, `$1:${MASK}@`));
+}
+
+/**
+ * A log line's field with its URLs' secrets masked ({@link maskText}): a string, or an error (a
+ * copy of it, its message and stack masked, its class and own fields kept); anything else as it is.
+ */
+export function maskValue(value: unknown): unknown {
+  if (typeof value === 'string') return maskText(value);
+  if (!(value instanceof Error)) return value;
+  const copy = Object.assign(Object.create(Object.getPrototypeOf(value)) as Error, value);
+  for (const key of ['message', 'stack'] as const) {
+    const text = value[key];
+    if (text !== undefined) Object.defineProperty(copy, key, { value: maskText(text), writable: true, configurable: true });
+  }
+  if (value.cause !== undefined)
+    Object.defineProperty(copy, 'cause', { value: maskValue(value.cause), writable: true, configurable: true });
+  return copy;
+}
+
+/** A log line's fields, each masked as {@link maskValue} does. */
+export function maskFields(obj: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) out[k] = maskValue(v);
+  return out;
 }
 
 /** What each cause of a failed connection means, by its code. */

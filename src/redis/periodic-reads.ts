@@ -17,9 +17,12 @@ export interface StagedMember {
   group: string;
 }
 
-/** Reads a `p:staged` member: `<overlap code><task id>@<occurrence>|<h|l><group>` (see lua/periodic-stage.lua). */
+/**
+ * Reads a `p:staged` member: `<overlap code><task id>@<occurrence>[~<epoch>]|<h|l><group>` (see
+ * lua/periodic-stage.lua).
+ */
 export function parseStaged(member: string): StagedMember | null {
-  const m = /^.(([^|@]*)@(\d+))\|.(.*)$/s.exec(member);
+  const m = /^.(([^|@]*)@(\d+)(?:~\d+)?)\|.(.*)$/s.exec(member);
   return m ? { jobId: m[1], id: m[2], occurrence: Number(m[3]), group: m[4] } : null;
 }
 

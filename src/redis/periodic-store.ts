@@ -40,6 +40,7 @@ type ClaimedPart = Pick<
     | 'dues'
     | 'runs'
     | 'ended'
+    | 'idSuffix'
   >
 >;
 
@@ -68,6 +69,10 @@ export interface Claim {
   earliest: number | null;
   staged: number | null;
   tasks: ClaimedTask[];
+  /** Backward jumps of the server's clock counted (p:clock; lua/includes/periodicClock.lua). */
+  epoch: number;
+  /** Interval tasks are still being moved back after a backward jump: claim again at once. */
+  walking: boolean;
 }
 
 /** A task's timer as periodic-upsert writes it. */
@@ -250,7 +255,9 @@ export class PeriodicStore {
     keepAgeMs: number;
   }): Promise<Claim> {
     // Binary-safe: the reply holds the tasks' args (msgpack).
-    const [now, first, staged, flat] = await this.queue.scripts.fcall<[Buffer | number, Buffer, Buffer, Array<Buffer | number>]>(
+    const [now, first, staged, flat, epoch, walking] = await this.queue.scripts.fcall<
+      [Buffer | number, Buffer, Buffer, Array<Buffer | number>, Buffer | number, Buffer | number]
+    >(
       'periodic-claim',
       this.keys.nextrun,
       [this.keys.prefix, o.lookaheadMs, o.max, o.claimTtlMs, o.now ?? '', o.keepCount, o.keepAgeMs],
@@ -266,7 +273,14 @@ export class PeriodicStore {
       });
       tasks.push(t as ClaimedTask);
     }
-    return { now: Number(String(now)), earliest: scoreOf(first), staged: scoreOf(staged), tasks };
+    return {
+      now: Number(String(now)),
+      earliest: scoreOf(first),
+      staged: scoreOf(staged),
+      tasks,
+      epoch: Number(String(epoch)),
+      walking: String(walking) === '1',
+    };
   }
 
   /**

@@ -185,6 +185,8 @@ export const CLAIM_FIELDS = [
   'period',
   'runs',
   'staged',
+  'kind',
+  'gs',
 ] as const;
 
 /**
@@ -221,6 +223,7 @@ export const STAGE_FIELDS = [
   'runs',
   'ended',
   'staged',
+  'idSuffix',
 ] as const;
 
 /**

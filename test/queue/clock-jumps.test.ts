@@ -160,4 +160,53 @@ describe.skipIf(missing !== null)(`a step of the Redis server's clock${missing ?
     await until(scheduler, 'clockJump', () => jumps.length === 2, 10_000);
     expect(jumps.map((j) => Math.round(j.jumpMs / 60_000))).toEqual([-60, 60]);
   }, 30_000);
+
+  it('back: an interval task goes on at its interval, a calendar task runs nothing again, and two replicas count the jump once', async () => {
+    const name = uniqueQueue('jump-iv');
+    const replicas = [1, 2].map(() => track(new Scheduler(name, { connection: server.url, fallbackWakeMs: 1000 })));
+    const jumps: ClockJump[] = [];
+    for (const s of replicas) s.on('clockJump', (j) => jumps.push(j));
+    await Promise.all(replicas.map((s) => s.start()));
+    const tasks = track(new PeriodicTasks(name, { connection: server.url }));
+    await tasks.upsert({ id: 'iv', task: 'noop', timer: 'every 2s', overlap: 'allow' });
+    await tasks.upsert({ id: 'cal', task: 'noop', timer: '*:*:0/2', overlap: 'allow' });
+    // (more interval tasks than one step of the walk that moves them back: it spans claims)
+    for (let i = 0; i < 450; i++) await tasks.upsert({ id: `h${i}`, task: 'noop', timer: 'every 1h' });
+    const history = async (id: string) => {
+      const flat = await raw.zrange(`{rota:${name}}:p:h:${id}`, 0, -1, 'WITHSCORES');
+      const out: Array<{ id: string; at: number }> = [];
+      for (let i = 0; i < flat.length; i += 2) out.push({ id: flat[i], at: Number(flat[i + 1]) });
+      return out;
+    };
+    await eventually(async () => (await history('iv')).length >= 2 && (await history('cal')).length >= 2, 15_000);
+    const [before] = (await raw.time()).map(Number);
+    clock.step(-HOUR_S);
+    // The interval task goes on every 2 s on its grid moved back an hour, under new ids.
+    const after = await eventually(async () => {
+      const h = (await history('iv')).filter((e) => e.id.endsWith('~1'));
+      return h.length >= 3 && h;
+    }, 20_000);
+    const gaps = after.slice(1).map((e, i) => e.at - after[i].at);
+    expect(gaps.every((g) => g === 2000)).toBe(true);
+    for (const e of after) expect(e.id).toBe(`iv@${e.at}~1`);
+    // (those instants are an hour before the jump's: the task's elapsed time, not a replay of its last hour)
+    expect(after[0].at).toBeLessThan(before * 1000 - HOUR_S * 1000 + 60_000);
+    // The calendar task has nothing in the hour the clock went back over: its next occurrence is after its last.
+    // (its runs' entries: a `~missed` entry records occurrences passed over, no run)
+    const cal = (await history('cal')).filter((e) => e.id.startsWith('cal@'));
+    expect(cal.length).toBeGreaterThanOrEqual(2);
+    expect(cal.filter((e) => e.at < before * 1000 - 30 * 60_000)).toEqual([]);
+    // Each replica noticed the jump; it was counted once, and its size kept.
+    expect(await raw.hget(`{rota:${name}}:p:clock`, 'epoch')).toBe('1');
+    expect(Math.round(Number(await raw.hget(`{rota:${name}}:p:clock`, 'shift')) / 60_000)).toBe(60);
+    expect(jumps.length).toBeGreaterThanOrEqual(1);
+    // Every interval task was moved back by the jump, once; the calendar task was not.
+    const shift = await raw.hget(`{rota:${name}}:p:clock`, 'shift');
+    await eventually(async () => (await raw.hexists(`{rota:${name}}:p:clock`, 'walk')) === 0, 20_000);
+    for (let i = 0; i < 450; i += 50) expect(await raw.hmget(`{rota:${name}}:p:t:h${i}`, 'gs', 'ss')).toEqual([shift, shift]);
+    expect(Number(await raw.hget(`{rota:${name}}:p:t:cal`, 'gs'))).toBe(0);
+    // A run's id in the new form is reserved, as the plain one is.
+    const q = track(new Queue(name, { connection: server.url }));
+    await expect(q.submit({ task: 'noop', id: after[0].id })).rejects.toThrow(/reserved|periodic/);
+  }, 60_000);
 });

@@ -142,7 +142,11 @@ export function register(program: Command): void {
               ? undefined
               : await serveMetricsFlags(
                   { ...o, metricsPort },
-                  { queue: new Queue(g.queue, { connection, shards }), schedulers: [scheduler] },
+                  {
+                    queue: new Queue(g.queue, { connection, shards }),
+                    schedulers: [scheduler],
+                    onError: (err) => log.warn({ err }, 'a metrics scrape failed'),
+                  },
                 );
           if (metrics) log.info({ url: metrics.url }, 'serving metrics');
           log.info(`${await signalled} received, stopping`);

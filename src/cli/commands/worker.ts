@@ -112,7 +112,11 @@ export function register(program: Command): void {
             if (metricsPort !== undefined) {
               metrics = await serveMetricsFlags(
                 { ...o, metricsPort },
-                { queue: new Queue(g.queue, { connection, shards }), workers: [worker] },
+                {
+                  queue: new Queue(g.queue, { connection, shards }),
+                  workers: [worker],
+                  onError: (err) => log.warn({ err }, 'a metrics scrape failed'),
+                },
               );
               log.info({ url: metrics.url }, 'serving metrics');
             }
