@@ -13,5 +13,6 @@ export {
   type PeriodicTasksOptions,
   type RunRecord,
   type RunStatus,
+  type SchedulerReplica,
   type UpcomingRun,
 } from './tasks.js';

@@ -142,6 +142,8 @@ export interface PeriodicKeys {
   wake: string;
   /** ZSET: live scheduler replica id -> when its entry expires (ms, server clock). */
   replicas: string;
+  /** STRING: a scheduler replica's record (JSON: host, pid, started, claims, lateness...), with the entry's TTL. */
+  replica(id: string): string;
   /** SET: ids of every event rule. */
   rules: string;
   /** HASH: a periodic task. */
@@ -180,6 +182,7 @@ export function periodicKeys(name: string): PeriodicKeys {
     event: (e) => `${prefix}p:ev:${e}`,
     backfilled: (id) => `${prefix}p:bf:${id}`,
     backlog: (id) => `${prefix}p:bq:${id}`,
+    replica: (id) => `${prefix}p:rep:${id}`,
   };
 }
 
