@@ -67,6 +67,8 @@ export interface QueueKeys {
   historyMinute(minute: number): string;
   /** HASH of the runs that ended in day `day` (since the epoch, UTC), per task; expires after 91 days. */
   historyDay(day: number): string;
+  /** HASH of the runs that ended in minute `minute`, per group (the fairness view); expires after 2 h. */
+  historyGroups(minute: number): string;
 }
 
 const LEASE_MEMBER = new RegExp(`^\\d+[${SCHEDULED_MARK}${RUNNING_MARK}\\${CANCEL_MARK}]([\\s\\S]*)$`);
@@ -112,6 +114,7 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     rateLog: (g) => `${prefix}g:${g}:rl`,
     historyMinute: (m) => `${prefix}hist:m:${m}`,
     historyDay: (d) => `${prefix}hist:d:${d}`,
+    historyGroups: (m) => `${prefix}hist:g:${m}`,
   };
 }
 

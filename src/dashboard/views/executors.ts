@@ -9,7 +9,7 @@ import type { SchedulerReplica } from '../../periodic/tasks.js';
 import type { ExecutorRun } from '../../redis/dashboard-detail-store.js';
 import { unpackDescription } from '../../redis/job-codec.js';
 import type { Page, PageContext } from '../context.js';
-import { ago, count, html } from '../html.js';
+import { ago, count, html, name } from '../html.js';
 
 /** Runs in progress read at most per shard. */
 export const MAX_RUNS = 2000;
@@ -33,7 +33,7 @@ function replicasSection(r: { now: number; total: number; replicas: SchedulerRep
 <table class="replicas"><thead><tr><th>id</th><th>host</th><th>pid</th><th>version</th><th>started</th><th>last beat</th><th title="tasks claimed and not committed yet, at its last beat">claims held</th><th title="tasks it claimed since it started">claimed</th><th title="occurrences its releases submitted since it started">released</th><th title="how long after the occurrence its last release ran">lateness</th><th title="the largest lateness within the last minute">max 1 min</th></tr></thead>
 <tbody>${r.replicas.map(
     (p) =>
-      html`<tr data-replica="${p.id}"><td class="mono name" title="${p.id}">${p.id}</td><td class="name" title="${p.host ?? ''}">${p.host ?? '–'}</td><td>${p.pid ?? '–'}</td><td class="version">${p.version ?? '–'}</td><td>${ago(p.started ?? undefined, r.now)}</td><td>${ago(p.lastBeat ?? undefined, r.now)}</td><td class="num">${shown(p.claims)}</td><td class="num">${shown(p.claimed)}</td><td class="num">${shown(p.released)}</td><td class="num">${late(p.lateMs)}</td><td class="num">${late(p.maxLateMs)}</td></tr>`,
+      html`<tr data-replica="${p.id}"><td class="mono">${name(p.id)}</td><td>${p.host === null ? '–' : name(p.host)}</td><td>${p.pid ?? '–'}</td><td class="version">${p.version ?? '–'}</td><td>${ago(p.started ?? undefined, r.now)}</td><td>${ago(p.lastBeat ?? undefined, r.now)}</td><td class="num">${shown(p.claims)}</td><td class="num">${shown(p.claimed)}</td><td class="num">${shown(p.released)}</td><td class="num">${late(p.lateMs)}</td><td class="num">${late(p.maxLateMs)}</td></tr>`,
   )}</tbody></table>
 ${r.total === 0 ? html`<p class="empty">No live scheduler replica: nothing submits the periodic tasks' runs.</p>` : ''}
 ${r.replicas.length < r.total ? html`<p class="muted">${count(r.replicas.length)} of ${count(r.total)} replicas are shown.</p>` : ''}`;
@@ -71,8 +71,8 @@ export async function executors(ctx: PageContext): Promise<Page> {
       const tasks = Array.isArray(e.info.tasks) ? e.info.tasks.map(text) : [];
       const more = Number(e.info.moreTasks) || 0;
       const runs = byWorker.get(e.id) ?? [];
-      return html`<tr data-executor="${e.id}"><td class="mono">${e.id}</td><td>${text(e.info.host)}</td><td>${text(e.info.pid)}</td><td class="version">${text(e.info.version) || '–'}</td>
-<td class="tasks">${tasks.length ? tasks.map((name, i) => html`${i ? ', ' : ''}<span class="task">${name}</span>`) : '–'}${more ? html` <small>and ${count(more)} more</small>` : ''}</td>
+      return html`<tr data-executor="${e.id}"><td class="mono">${name(e.id)}</td><td>${name(text(e.info.host))}</td><td>${text(e.info.pid)}</td><td class="version">${text(e.info.version) || '–'}</td>
+<td class="tasks">${tasks.length ? tasks.map((task, i) => html`${i ? ', ' : ''}<span class="task">${name(task)}</span>`) : '–'}${more ? html` <small>and ${count(more)} more</small>` : ''}</td>
 <td class="num">${text(e.info.concurrency)}</td><td class="num">${read < total ? Math.max(runs.length, Number(e.info.running) || 0) : runs.length}</td><td>${ago(Number(e.info.started) || undefined, now)}</td><td>${Number.isFinite(ttl) ? ago(e.expiry - ttl, now) : html`registration expires ${ago(e.expiry, now)}`}</td></tr>
 <tr class="executor-runs"><td colspan="9">${
         runs.length
@@ -80,7 +80,7 @@ export async function executors(ctx: PageContext): Promise<Page> {
               .slice(0, RUNS_SHOWN)
               .map(
                 (r) =>
-                  html`<li><a class="mono" href="${ctx.base}/jobs/${encodeURIComponent(r.id)}">${r.id}</a> <span class="task">${taskOf(r)}</span> · ${r.group} · <span class="state state-${r.state}">${r.state}</span>${r.started !== undefined ? html` · started ${ago(r.started, now)}` : ''}</li>`,
+                  html`<li><a class="mono" href="${ctx.base}/jobs/${encodeURIComponent(r.id)}">${r.id}</a> <span class="task">${name(taskOf(r))}</span> · ${name(r.group)} · <span class="state state-${r.state}">${r.state}</span>${r.started !== undefined ? html` · started ${ago(r.started, now)}` : ''}</li>`,
               )}</ul>${runs.length > RUNS_SHOWN ? html`<small>and ${count(runs.length - RUNS_SHOWN)} more</small>` : ''}`
           : html`<span class="muted">no job running</span>`
       }</td></tr>`;
