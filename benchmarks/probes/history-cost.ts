@@ -43,7 +43,7 @@ async function finishPhase(name: string, history: (runs: number) => ReturnType<t
 await finishPhase('warm', () => []);
 // A batch's runs spread over `fields` buckets of one task (1 ms, 2 ms, 4 ms...).
 const counts = (n: number) =>
-  historyFields(Array.from({ length: n }, (_, i) => ({ task: 'noop', ms: 2 ** (i % fields), failed: false })));
+  historyFields(Array.from({ length: n }, (_, i) => ({ task: 'noop', group: 'g', ms: 2 ** (i % fields), failed: false })));
 const phases: number[] = [];
 for (const name of ['without', 'with', 'without2', 'with2'])
   phases.push(await finishPhase(name, name.startsWith('with') && !name.startsWith('without') ? counts : () => []));

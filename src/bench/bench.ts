@@ -5,10 +5,13 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { availableParallelism, loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { BenchStore } from '../redis/bench-store.js';
 import { checkPeers } from './peers/open.js';
 import type { Endpoint, SystemName } from './peers/types.js';
 import type { BenchPlan, BenchSizes, RunnerMessage, RunRecord, Workload } from './plan.js';
+import { Progress, type ProgressOut } from './progress.js';
 import { type BenchReport, comparison, REPORT_VERSION, runReport, sizing } from './report.js';
 import type { ExecutorEntry } from './workloads/common.js';
 
@@ -31,7 +34,9 @@ export interface BenchInput {
   /** How to start this program as a bench child: the script and arguments before the role (`runner`, `executor`). */
   child: ExecutorEntry;
   /** Progress lines go here (stderr). */
-  progress: NodeJS.WriteStream;
+  progress: ProgressOut;
+  /** The progress's clock (ms; default performance.now). */
+  now?: () => number;
 }
 
 /** Refuses a replica, and an evicting `maxmemory-policy` unless forced; answers the warnings. */
@@ -75,21 +80,36 @@ function roomOf(facts: { maxmemory?: number; usedMemory?: number }): number | un
   return facts.maxmemory - facts.usedMemory;
 }
 
-/** Draws progress: a bar on a terminal, a line per phase otherwise. */
-function progressOf(out: NodeJS.WriteStream) {
-  const tty = Boolean(out.isTTY);
-  return {
-    phase(m: Extract<RunnerMessage, { type: 'phase' }>) {
-      const label = `${m.workload} on ${m.system}`;
-      if (!tty) return void out.write(`rota bench: [${m.step + 1}/${m.steps}] ${label}\n`);
-      const width = 30;
-      const filled = Math.round((m.step / m.steps) * width);
-      out.write(`\r\x1b[2K[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${m.step + 1}/${m.steps} ${label}`);
-    },
-    end() {
-      if (tty) out.write('\r\x1b[2K');
-    },
-  };
+/**
+ * The median PING round trip, with what this process saw meanwhile: how late its event loop ran
+ * (the median delay of a 1 ms timer, ms) and the CPU it used (% of the ping's wall time). A busy
+ * client's round trips are long because its event loop answers late, not because the network is slow.
+ */
+async function timedPing(store: BenchStore): Promise<{ pingMs: number; lagMs: number; cpuPct: number }> {
+  const lag = monitorEventLoopDelay({ resolution: 1 });
+  lag.enable();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const pingMs = await store.pingMs(15);
+  const wall = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  lag.disable();
+  // (the histogram's delays include its 1 ms resolution)
+  const lagMs = Math.max(0, lag.percentile(50) / 1e6 - 1);
+  return { pingMs, lagMs, cpuPct: wall > 0 ? ((cpu.user + cpu.system) / 1000 / wall) * 100 : 0 };
+}
+
+/**
+ * The slow-ping warning, naming the likelier cause: this machine's CPU when the event loop ran
+ * late by a good part of the round trip or the machine's load exceeds its cores, else the network.
+ */
+export function slowPingWarning(pingMs: number, lagMs: number, cpuPct: number, loadPerCore: number): string {
+  const seen = `event loop ${lagMs.toFixed(2)} ms late, this process at ${cpuPct.toFixed(0)}% CPU, load ${loadPerCore.toFixed(2)} a core`;
+  const cpuBound = lagMs >= pingMs / 4 || loadPerCore > 1;
+  const cause = cpuBound
+    ? "this machine's CPU is the likelier cause: the client answers late (run rota bench on a less loaded machine)"
+    : 'the network is the likelier cause: the client answers at once (run rota bench near the server)';
+  return `the round trip to the server is ${pingMs.toFixed(2)} ms: it, not Redis, bounds the figures; ${cause} (${seen})`;
 }
 
 /** Removes the namespace's keys (twice: the second sweep catches writes that were in flight); answers those left. */
@@ -108,12 +128,8 @@ async function sweep(store: BenchStore, ns: string): Promise<number> {
 export async function runBench(input: BenchInput, onSignal: () => Promise<void>): Promise<BenchReport> {
   const { warnings, facts } = await checkServer(input);
   await checkPeers(input.systems);
-  const pingMs = await input.store.pingMs();
-  if (pingMs > SLOW_PING_MS) {
-    warnings.push(
-      `the round trip to the server is ${pingMs.toFixed(2)} ms: it, not Redis, bounds the figures (run rota bench near the server)`,
-    );
-  }
+  const { pingMs, lagMs, cpuPct } = await timedPing(input.store);
+  if (pingMs > SLOW_PING_MS) warnings.push(slowPingWarning(pingMs, lagMs, cpuPct, loadavg()[0] / availableParallelism()));
   const namespace = `rota-bench-${randomBytes(4).toString('hex')}`;
   const plan: BenchPlan = {
     at: input.at,
@@ -123,7 +139,7 @@ export async function runBench(input: BenchInput, onSignal: () => Promise<void>)
     sizes: input.sizes,
     executorEntry: { script: input.child.script, args: [...input.child.args, 'executor'] },
   };
-  const progress = progressOf(input.progress);
+  const progress = new Progress(input.progress, input.now);
   const records: RunRecord[] = [];
   let runner: ChildProcess | undefined;
   let keysLeft = 0;
@@ -147,6 +163,7 @@ export async function runBench(input: BenchInput, onSignal: () => Promise<void>)
       let done = false;
       runner.on('message', (m: RunnerMessage) => {
         if (m.type === 'phase') progress.phase(m);
+        else if (m.type === 'progress') progress.jobs(m.done, m.total);
         else if (m.type === 'record') records.push(m.record);
         else if (m.type === 'done') done = true;
         else if (!stopping) reject(new Error(m.message));

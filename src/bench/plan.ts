@@ -43,11 +43,15 @@ export interface RunRecord {
   primaries: string[];
   /** Latency: the calibrated maximum, of which the run took half. */
   maxJobsPerSec?: number;
+  /** Fairness: the same tenants without the flood (the light tenants alone, then the backlog alone). */
+  baseline?: RunResult;
 }
 
 /** Messages from the runner process to the CLI. */
 export type RunnerMessage =
   | { type: 'phase'; workload: Workload; system: SystemName; step: number; steps: number }
+  /** Jobs done so far in the current step, of `total` planned when known (sent a few times a second at most). */
+  | { type: 'progress'; done: number; total?: number }
   | { type: 'record'; record: RunRecord }
   | { type: 'done' }
   | { type: 'error'; message: string };

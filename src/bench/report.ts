@@ -54,6 +54,48 @@ export interface RunReport {
    * occurrences' too), and Redis's commands and CPU over those. Absent for the other workloads.
    */
   occurrences?: { submitted: number; redisCommandsPer: number | null; redisCpuUsPer: number | null };
+  /**
+   * fairness: the same tenants without the flood (the light tenants' waits alone, the backlog's
+   * rate alone), and the verdict on the two. Absent for the other workloads.
+   */
+  baseline?: { p50Ms: number | null; p99Ms: number | null; jobsPerSec: number };
+  verdict?: FairnessVerdict;
+}
+
+/** The fairness verdict, as `npm run bench` gives it (benchmarks/report.ts). */
+export interface FairnessVerdict {
+  /** Light tenants' p99 beside the flood over their p99 alone (fair: at most {@link FAIR_WAIT_RATIO}). */
+  waitRatio: number | null;
+  /** The heavy tenant's rate beside the light tenants over its rate alone (fair: at least {@link FAIR_RATE_SHARE}). */
+  rateShare: number | null;
+  fair: boolean | null;
+  text: string;
+}
+
+/** The light tenants wait at most this many times as long beside the flood as alone. */
+export const FAIR_WAIT_RATIO = 2;
+/** The heavy tenant drains at least this share of its rate alone beside the light tenants. */
+export const FAIR_RATE_SHARE = 0.95;
+
+/** The verdict on a fairness run and its baseline. */
+export function fairnessVerdict(
+  system: string,
+  flood: { p99Ms: number | null; jobsPerSec: number },
+  alone: { p99Ms: number | null; jobsPerSec: number },
+): FairnessVerdict {
+  const waitRatio = flood.p99Ms !== null && alone.p99Ms ? flood.p99Ms / alone.p99Ms : null;
+  const rateShare = alone.jobsPerSec > 0 ? flood.jobsPerSec / alone.jobsPerSec : null;
+  const fair = waitRatio === null || rateShare === null ? null : waitRatio <= FAIR_WAIT_RATIO && rateShare >= FAIR_RATE_SHARE;
+  const wait =
+    waitRatio === null
+      ? 'light tenants: no wait measured'
+      : `light tenants wait ${ms(flood.p99Ms)} ms p99 beside the flood, ${ms(alone.p99Ms)} ms alone (${waitRatio.toFixed(2)}×, fair at ≤ ${FAIR_WAIT_RATIO}×)`;
+  const rate =
+    rateShare === null
+      ? 'the heavy tenant: no rate measured'
+      : `the heavy tenant drains at ${(rateShare * 100).toFixed(1)}% of its rate alone (fair at ≥ ${FAIR_RATE_SHARE * 100}%)`;
+  const word = fair === null ? 'not measured' : fair ? 'FAIR' : 'NOT FAIR';
+  return { waitRatio, rateShare, fair, text: `fairness on ${system}: ${word}: ${wait}; ${rate}` };
 }
 
 export interface SizingReport {
@@ -111,6 +153,7 @@ export function runReport(r: RunRecord): RunReport {
       busyPct: finite((cpu[i] / 1000 / phaseMs) * 100),
     })),
     balance: cpu.length > 1 ? finite(Math.max(...cpu) / Math.max(1, Math.min(...cpu))) : 1,
+    ...(r.baseline ? fairnessOf(res, r.baseline, r.system) : {}),
     ...(res.extra.submitted !== undefined
       ? {
           occurrences: {
@@ -120,6 +163,14 @@ export function runReport(r: RunRecord): RunReport {
           },
         }
       : {}),
+  };
+}
+
+function fairnessOf(flood: RunRecord['result'], alone: NonNullable<RunRecord['baseline']>, system: string) {
+  const baseline = { p50Ms: finite(alone.extra.p50Ms), p99Ms: finite(alone.extra.p99Ms), jobsPerSec: alone.jobsPerSec };
+  return {
+    baseline,
+    verdict: fairnessVerdict(system, { p99Ms: finite(flood.extra.p99Ms), jobsPerSec: flood.jobsPerSec }, baseline),
   };
 }
 
@@ -186,20 +237,26 @@ export function describeReport(rep: BenchReport): string {
   out.push(
     table(
       ['workload', 'system', 'jobs/s', 'p50 ms', 'p99 ms', 'redis µs/job', 'cmds/job', 'client µs/job', ''],
-      rep.runs.map((r) => [
-        r.workload,
-        r.system,
-        fmt(r.jobsPerSec),
-        ms(r.p50Ms),
-        ms(r.p99Ms),
-        num(r.redisCpuUsPerJob),
-        num(r.redisCommandsPerJob),
-        num(r.clientCpuUsPerJob),
-        [r.capped ? 'capped' : '', r.duplicates ? `${r.duplicates} DUPLICATES` : ''].filter(Boolean).join(' '),
+      rep.runs.flatMap((r) => [
+        [
+          r.workload,
+          r.system,
+          fmt(r.jobsPerSec),
+          ms(r.p50Ms),
+          ms(r.p99Ms),
+          num(r.redisCpuUsPerJob),
+          num(r.redisCommandsPerJob),
+          num(r.clientCpuUsPerJob),
+          [r.capped ? 'capped' : '', r.duplicates ? `${r.duplicates} DUPLICATES` : ''].filter(Boolean).join(' '),
+        ],
+        ...(r.baseline
+          ? [[' alone', r.system, fmt(r.baseline.jobsPerSec), ms(r.baseline.p50Ms), ms(r.baseline.p99Ms), '', '', '', '']]
+          : []),
       ]),
     ),
   );
-  out.push('  (p50/p99: latency = pickup, fairness = light tenant wait beside a flood, periodic = lateness)');
+  out.push('  (p50/p99: latency = pickup, fairness = light tenant wait beside a flood, alone = without it, periodic = lateness)');
+  for (const r of rep.runs) if (r.verdict) out.push(r.verdict.text);
   if (rep.runs.some((r) => r.redisCpuUsPerJob === null || r.redisCommandsPerJob === null)) {
     out.push('  (hidden: this server does not show its CPU or INFO commandstats, as some managed services do)');
   }
@@ -247,4 +304,78 @@ export function describeReport(rep: BenchReport): string {
   }
   if (rep.keysLeft) out.push(`warning: ${rep.keysLeft} keys of ${rep.namespace} could not be removed`);
   return `${out.join('\n')}\n`;
+}
+
+/** What a figure of the report is, and so how finely it is given in `--json`. */
+export type Unit = 'jobs/s' | 'ms' | 'µs' | 'ratio' | '%' | 's' | 'count';
+
+/** Decimal places by unit: jobs/s and counts whole, ms to 0.01, µs and % to 0.1, ratios to 0.01, seconds to 0.01. */
+const PLACES: Record<Unit, number> = { 'jobs/s': 0, count: 0, ms: 2, µs: 1, '%': 1, ratio: 2, s: 2 };
+
+/** `v` rounded to what a figure of `unit` means (null stays null). */
+export function round<T extends number | null>(unit: Unit, v: T): T {
+  if (v === null || !Number.isFinite(v)) return v;
+  const f = 10 ** PLACES[unit];
+  return (Math.round((v as number) * f) / f) as T;
+}
+
+/** The report with every figure rounded to its unit ({@link round}), as `--json` prints it. */
+export function roundedReport(rep: BenchReport): BenchReport {
+  const runs = rep.runs.map(
+    (r): RunReport => ({
+      ...r,
+      seconds: round('s', r.seconds),
+      jobsPerSec: round('jobs/s', r.jobsPerSec),
+      p50Ms: round('ms', r.p50Ms),
+      p99Ms: round('ms', r.p99Ms),
+      maxJobsPerSec: round('jobs/s', r.maxJobsPerSec),
+      redisCpuUsPerJob: round('µs', r.redisCpuUsPerJob),
+      redisCommandsPerJob: round('ratio', r.redisCommandsPerJob),
+      redisBusyPct: round('%', r.redisBusyPct),
+      clientCpuUsPerJob: round('µs', r.clientCpuUsPerJob),
+      primaries: r.primaries.map((p) => ({ ...p, cpuUs: round('count', p.cpuUs), busyPct: round('%', p.busyPct) })),
+      balance: round('ratio', r.balance),
+      ...(r.occurrences
+        ? {
+            occurrences: {
+              ...r.occurrences,
+              redisCommandsPer: round('ratio', r.occurrences.redisCommandsPer),
+              redisCpuUsPer: round('µs', r.occurrences.redisCpuUsPer),
+            },
+          }
+        : {}),
+      ...(r.baseline
+        ? {
+            baseline: {
+              p50Ms: round('ms', r.baseline.p50Ms),
+              p99Ms: round('ms', r.baseline.p99Ms),
+              jobsPerSec: round('jobs/s', r.baseline.jobsPerSec),
+            },
+          }
+        : {}),
+      ...(r.verdict
+        ? {
+            verdict: {
+              ...r.verdict,
+              waitRatio: round('ratio', r.verdict.waitRatio),
+              rateShare: round('ratio', r.verdict.rateShare),
+            },
+          }
+        : {}),
+    }),
+  );
+  return {
+    ...rep,
+    server: { ...rep.server, pingMs: round('ms', rep.server.pingMs) },
+    runs,
+    comparison: rep.comparison.map((c) => ({ ...c, jobsPerSec: round('ratio', c.jobsPerSec), p99Ms: round('ratio', c.p99Ms) })),
+    sizing: rep.sizing
+      ? {
+          ...rep.sizing,
+          jobsPerSec: round('jobs/s', rep.sizing.jobsPerSec),
+          redisCorePct: round('%', rep.sizing.redisCorePct),
+          keepUpJobsPerSec: round('jobs/s', rep.sizing.keepUpJobsPerSec),
+        }
+      : null,
+  };
 }

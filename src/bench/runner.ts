@@ -18,6 +18,40 @@ import { calibrate, runLatency } from './workloads/latency.js';
 import { runPeriodic } from './workloads/periodic.js';
 
 const send = (m: RunnerMessage) => process.send!(m);
+/** Progress messages are sent this often at most (ms). */
+const PROGRESS_EVERY_MS = 250;
+
+/** A context's `onJobs`: sends the jobs done to the CLI, a few times a second at most. */
+function progressSender(total: number | undefined): (done: number) => void {
+  let last = 0;
+  return (done) => {
+    const t = performance.now();
+    if (t - last < PROGRESS_EVERY_MS) return;
+    last = t;
+    send({ type: 'progress', done, total });
+  };
+}
+
+/** The jobs a workload's step runs, when known ahead (drain: the jobs; fairness: the backlog, the light tenants' few besides). */
+function plannedJobs(workload: Workload, jobs: number): number | undefined {
+  return workload === 'drain' || workload === 'fairness' ? jobs : undefined;
+}
+
+/** The fairness workload's parameters at the plan's sizes (flood: with the backlog; noflood: the baseline). */
+function fairnessParams(plan: BenchPlan, mode: 'flood' | 'noflood', capMs: number) {
+  const s = plan.sizes;
+  return {
+    mode,
+    heavyJobs: s.jobs,
+    jobMs: s.handlerMs || 10,
+    concurrency: s.concurrency,
+    lightTenants: 10,
+    lightEveryMs: 50,
+    // (noflood: the light tenants alone, as long as the latency workload runs)
+    lightMs: mode === 'noflood' ? Math.max(1000, s.durationS * 1000) : 0,
+    capMs,
+  };
+}
 
 /** A client for INFO and cleanup: a Cluster's when the endpoint names nodes. */
 function clientOf(at: Endpoint): Redis | Cluster {
@@ -64,20 +98,21 @@ async function runOne(plan: BenchPlan, ctx: RunContext, workload: Workload): Pro
       });
       return { ...base, result, maxJobsPerSec: max };
     }
-    case 'fairness':
-      return {
-        ...base,
-        result: await runFairness(ctx, {
-          mode: 'flood',
-          heavyJobs: s.jobs,
-          jobMs: s.handlerMs || 10,
-          concurrency: s.concurrency,
-          lightTenants: 10,
-          lightEveryMs: 50,
-          lightMs: 0,
-          capMs,
-        }),
-      };
+    case 'fairness': {
+      const result = await runFairness(ctx, fairnessParams(plan, 'flood', capMs));
+      // The baseline: the same tenants without the flood, on a queue of its own.
+      const queue = `${ctx.queue}-alone`;
+      const adapter = await openSystem(ctx.system, plan.at, queue);
+      try {
+        const baseline = await runFairness(
+          { ...ctx, queue, adapter, onJobs: progressSender(s.jobs) },
+          fairnessParams(plan, 'noflood', capMs),
+        );
+        return { ...base, result, baseline };
+      } finally {
+        await adapter.close();
+      }
+    }
     case 'periodic':
       return { ...base, result: await runPeriodic(ctx, { tasks: s.jobs, concurrency: s.concurrency, capMs }) };
   }
@@ -110,6 +145,7 @@ export async function runPlan(plan: BenchPlan): Promise<void> {
           padding: paddingFor(plan.sizes.payloadBytes),
           handlerMs: plan.sizes.handlerMs,
           executorEntry: plan.executorEntry,
+          onJobs: progressSender(plannedJobs(workload, plan.sizes.jobs)),
         };
         let record: Omit<RunRecord, 'primaries'>;
         try {

@@ -103,3 +103,11 @@ export function pretty(v: unknown): string {
   if (v === undefined) return '–';
   return JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x), 2) ?? String(v);
 }
+
+/**
+ * A name (group, task, executor, host...) that never wraps mid-word: one line, cut with an
+ * ellipsis past the column's width (style.css, `.name`), the whole name in its tooltip.
+ */
+export function name(text: string): Html {
+  return html`<span class="name" title="${text}">${text}</span>`;
+}

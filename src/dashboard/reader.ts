@@ -15,6 +15,7 @@ import type { RotaError } from '../errors.js';
 import type { DashboardStore, Tick } from '../redis/dashboard-store.js';
 import { checkLayout } from '../redis/schema.js';
 import { shardOfGroup } from '../redis/shards.js';
+import { Fairness } from './fairness.js';
 import { GroupIndex } from './group-index.js';
 import { QueueHistory } from './history.js';
 import { mergeTicks, type ShardStores } from './shards.js';
@@ -71,6 +72,8 @@ export class QueueLive implements ShardStores {
   point?: RatePoint;
   /** The queue's history (processed, failed, run times), read from Redis. */
   readonly history: QueueHistory;
+  /** The groups page's fairness view, read from the per-group history. */
+  readonly fairness: Fairness;
   readonly groups: GroupIndex;
   /** Commands the view refreshes may still spend (one more a tick per shard, at most one a shard ahead). */
   tokens = 1;
@@ -98,6 +101,7 @@ export class QueueLive implements ShardStores {
       (shard, cursor) => stores[shard].detail.held(cursor, HELD_SWEEP_COUNT),
     );
     this.history = new QueueHistory(stores.map((s) => s.history));
+    this.fairness = new Fairness(stores.map((s) => s.history));
   }
 }
 

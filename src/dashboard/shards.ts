@@ -74,15 +74,11 @@ export interface ShardedGroupsRead extends GroupsRead {
 
 /**
  * The page's groups as they are now over every shard: a group's counts (waiting, running, stuck)
- * added up over the shards that hold it, its settings its own shard's; the takes of the fairness
- * view and the runs in progress added up over the shards.
+ * added up over the shards that hold it, its settings its own shard's; the runs in progress
+ * added up over the shards.
  */
-export async function readGroups(
-  q: ShardStores,
-  names: readonly string[],
-  o: { events: number; maxTakes: number },
-): Promise<ShardedGroupsRead> {
-  const reads = await Promise.all(q.stores.map((s) => s.groups(names, o)));
+export async function readGroups(q: ShardStores, names: readonly string[]): Promise<ShardedGroupsRead> {
+  const reads = await Promise.all(q.stores.map((s) => s.groups(names)));
   if (reads.length === 1) return { ...reads[0], byShard: [reads[0].rows] };
   const rows = names.map((name, k): GroupRow => {
     const parts = reads.map((r) => r.rows[k]);
@@ -99,19 +95,13 @@ export async function readGroups(
       parkedUntil: parked.length ? Math.max(...parked) : undefined,
     };
   });
-  const shares = new Map<string, number>();
   const running = new Map<string, number>();
   for (const r of reads) {
-    for (const [g, n] of r.shares) shares.set(g, (shares.get(g) ?? 0) + n);
     for (const [g, n] of r.running) running.set(g, (running.get(g) ?? 0) + n);
   }
-  const since = reads.map((r) => r.since).filter((at) => at !== undefined);
   return {
     now: Math.max(...reads.map((r) => r.now)),
     rows,
-    shares,
-    takes: reads.reduce((n, r) => n + r.takes, 0),
-    since: since.length ? Math.min(...since) : undefined,
     running,
     byShard: reads.map((r) => r.rows),
   };

@@ -95,7 +95,7 @@ function historyOf(batch: RunOutcome[]): StringValue[] {
   for (const f of batch) {
     if (f.counted || f.released || f.run.ranMs === undefined) continue;
     f.counted = true;
-    runs.push({ task: f.run.job.task, ms: f.run.ranMs, failed: FAILING.has(f.outcome.code) });
+    runs.push({ task: f.run.job.task, group: f.run.job.group, ms: f.run.ranMs, failed: FAILING.has(f.outcome.code) });
   }
   return runs.length > 0 ? historyFields(runs) : [];
 }

@@ -21,5 +21,6 @@ export {
   type PeriodicTasksOptions,
   type RunRecord,
   type RunStatus,
+  type SchedulerReplica,
   type UpcomingRun,
 } from './tasks.js';

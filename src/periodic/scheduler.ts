@@ -45,7 +45,7 @@ import { type Claimed, claimed, shiftedTimer, stageRecord } from './claimed.js';
 import { checkTimer } from './definition.js';
 import { type Plan, plan } from './occurrences.js';
 import { replicaHealth } from './replica-health.js';
-import { ReplicaBeat } from './replicas.js';
+import { Lateness, ReplicaBeat } from './replicas.js';
 import { excludesOf } from './schedule.js';
 
 import type { OccurrenceCount, OccurrenceOutcome, SchedulerEvents, SchedulerOptions } from './scheduler-options.js';
@@ -116,6 +116,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private lastProgress = performance.now();
   /** The loop waits on Redis (a claim or a commit in flight): an outage, not a stall. */
   private onRedis = false;
+  /** What the replica's record shows (./replicas.ts): claims held now, claimed and released since start, lateness. */
+  private readonly counts = { claims: 0, claimed: 0, released: 0 };
+  private readonly lateness = new Lateness();
 
   /**
    * @throws {ValidationError} naming the first bad option or the queue name; nothing is opened then.
@@ -146,7 +149,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     );
     this.keys = this.store.keys;
     this.subscriber = connect(options.connection, { blocking: true, subscriber: true }).client;
-    this.beat = new ReplicaBeat(this.store, this.id);
+    this.beat = new ReplicaBeat(this.store, this.id, () => ({ ...this.counts }), this.lateness);
   }
 
   /** The scheduler's clock: the injected one, or the Redis server's time as estimated here. */
@@ -246,11 +249,15 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         continue;
       }
       if (claimed.length) {
+        this.counts.claims = claimed.length;
+        this.counts.claimed += claimed.length;
         try {
           earliest = (await this.commit(claimed, now)) ?? earliest;
         } catch (err) {
           // The claims expire and another pass (or replica) commits these tasks.
           this.emitError(err);
+        } finally {
+          this.counts.claims = 0;
         }
       }
       this.onRedis = false;
@@ -395,7 +402,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const timer = setLongTimeout(
       () => {
         this.releaseTimer = null;
-        this.track(this.release());
+        this.track(this.release(at));
       },
       Math.max(0, at - this.now()),
     );
@@ -407,8 +414,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     void p.finally(() => this.inflight.delete(p));
   }
 
-  /** Releases every staged occurrence that is due, then plans the next release. */
-  private async release(): Promise<void> {
+  /**
+   * Releases every staged occurrence that is due, then plans the next release. `due`: when the
+   * earliest of them was due (scheduler clock), if known; the lateness of a release that submits
+   * or skips something is measured from it.
+   */
+  private async release(due?: number | null): Promise<void> {
     if (this.releasing) {
       this.releaseAgain = true;
       return;
@@ -433,6 +444,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
           return;
         }
         const { submitted, skipped } = released;
+        this.counts.released += submitted;
+        if ((submitted || skipped) && typeof due === 'number') this.lateness.observe(this.now() - due);
+        due = released.earliest;
         for (const id of released.cancels) {
           try {
             await this.store.queue.cancel(id);
@@ -473,8 +487,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     const deadline = Date.now() + this.o.lookaheadMs + 1000; // in real time, whatever the clock does
     while (this.stagedAt !== null && this.stagedAt <= until && Date.now() < deadline) {
-      await sleep(Math.min(Math.max(0, this.stagedAt - this.now()), deadline - Date.now()));
-      await this.release();
+      const due = this.stagedAt;
+      await sleep(Math.min(Math.max(0, due - this.now()), deadline - Date.now()));
+      await this.release(due);
     }
     await this.beat.stop();
     this.lag.stop();

@@ -11,7 +11,7 @@ import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/options.js'
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { unpackDescription } from '../redis/job-codec.js';
 import { checkQueueName, type PeriodicKeys, periodicKeys } from '../redis/keys.js';
-import { PeriodicReads, parseStaged } from '../redis/periodic-reads.js';
+import { PeriodicReads, parseStaged, type ReplicaEntry } from '../redis/periodic-reads.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
@@ -46,6 +46,53 @@ export type { BackfillOptions, BackfillOverlap, BackfillResult } from './backfil
 export type { EmittedEvent, EventRule, EventRuleDefinition } from './rules.js';
 export { pendingId } from './rules.js';
 export type { RunRecord, RunStatus } from './runs.js';
+
+/** Scheduler replicas {@link PeriodicTasks.replicas} reads at most. */
+export const MAX_REPLICAS = 1000;
+
+/** A live scheduler replica, as {@link PeriodicTasks.replicas} gives it (null: not recorded). */
+export interface SchedulerReplica {
+  id: string;
+  host: string | null;
+  pid: number | null;
+  /** When it started (ms since the epoch). */
+  started: number | null;
+  version: string | null;
+  /** Its last beat (server clock, ms). */
+  lastBeat: number | null;
+  /** When its entry expires unless it beats again (server clock, ms). */
+  expires: number;
+  /** Tasks it held claimed, not yet committed, at its last beat. */
+  claims: number | null;
+  /** Tasks it claimed since it started. */
+  claimed: number | null;
+  /** Occurrences its releases submitted since it started. */
+  released: number | null;
+  /** How late its last release that submitted or skipped something ran (ms after the occurrence was due). */
+  lateMs: number | null;
+  /** The largest such lateness within the last minute (ms). */
+  maxLateMs: number | null;
+}
+
+function replicaOf(e: ReplicaEntry): SchedulerReplica {
+  const r = e.record ?? {};
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  const str = (v: unknown) => (typeof v === 'string' ? v : null);
+  return {
+    id: e.id,
+    host: str(r.host),
+    pid: num(r.pid),
+    started: num(r.started),
+    version: str(r.version),
+    lastBeat: num(r.beat),
+    expires: e.expiry,
+    claims: num(r.claims),
+    claimed: num(r.claimed),
+    released: num(r.released),
+    lateMs: num(r.lateMs),
+    maxLateMs: num(r.maxLateMs),
+  };
+}
 
 /** Options of {@link PeriodicTasks}. */
 export interface PeriodicTasksOptions {
@@ -309,6 +356,17 @@ export class PeriodicTasks {
    */
   async schedulers(): Promise<string[]> {
     return this.reads.replicas();
+  }
+
+  /**
+   * The scheduler replicas running against this queue, by id, with what each records at its beat
+   * (every 5 s): host, pid, start, last beat, claims held, lateness. At most {@link MAX_REPLICAS}
+   * are read (`total` counts them all), so the call's work is bounded however many run. A replica
+   * of a build that keeps no record is listed with its id and expiry only.
+   */
+  async replicas(): Promise<{ now: number; total: number; replicas: SchedulerReplica[] }> {
+    const { now, total, replicas } = await this.reads.replicaRecords(MAX_REPLICAS);
+    return { now, total, replicas: replicas.map(replicaOf) };
   }
 
   /**

@@ -15,7 +15,16 @@ import type { QueueEvent } from './events.js';
 import { FINAL_STATES, type Job, type JobState } from './job.js';
 import { type BulkResult, JobActions, type JobTarget } from './job-actions.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type QueueOptions, replication } from './options.js';
-import { checkJobId, firstAnswer, type GroupInfo, QueueReader, type QueueStats, shardsOfJob, type WorkerInfo } from './reader.js';
+import {
+  checkJobId,
+  firstAnswer,
+  type GroupInfo,
+  type MAX_LEASES_READ,
+  QueueReader,
+  type QueueStats,
+  shardsOfJob,
+  type WorkerInfo,
+} from './reader.js';
 import { Submitter } from './submitter.js';
 import type { JobOf, SubmitOf, TaskName, UntypedTasks } from './tasks.js';
 import { startSubmitSpan } from './tracing.js';
@@ -424,7 +433,10 @@ export class Queue<T extends object = UntypedTasks> {
     // (its periodic runs, in the home shard, follow the same settings)
     await Promise.all(this.storesOfGroup(group).map((s) => s.group(group, change)));
   }
-  /** Live executors (whose heartbeat has not expired). */
+  /**
+   * Live executors (whose heartbeat has not expired), each with the jobs it holds now, read from
+   * the queue's leases (at most {@link MAX_LEASES_READ} runs a shard) rather than its last heartbeat.
+   */
   async workers(): Promise<WorkerInfo[]> {
     return this.reader.workers();
   }

@@ -50,8 +50,18 @@ export interface WorkerInfo {
   pid: number;
   started: number;
   concurrency: number;
+  /**
+   * Runs it holds now (scheduled or running), counted from the queue's leases at the time of the
+   * call; when a shard holds more than {@link MAX_LEASES_READ} runs, at least what its last
+   * heartbeat said.
+   */
   running: number;
+  /** The ids of the jobs it holds now, the earliest lease expiry first (those read within the bound). */
+  jobs: string[];
 }
+
+/** Runs in progress {@link Queue.workers} reads at most per shard (with their executor), so the call's work is bounded. */
+export const MAX_LEASES_READ = 2000;
 
 /** Most bytes of a job id a read, cancel or retry looks up (a caller's id is at most 200, a fan-out child's or periodic run's longer). */
 const MAX_JOB_ID_BYTES = 1000;
@@ -300,8 +310,24 @@ export class QueueReader {
     const out = new Map<string, WorkerInfo>();
     for (const r of this.reads) {
       for (const { id, info } of await r.workers(now, new Set(out.keys()))) {
-        out.set(id, { id, ...(info as Omit<WorkerInfo, 'id'>) });
+        out.set(id, { ...(info as Omit<WorkerInfo, 'id' | 'jobs'>), id, jobs: [] });
       }
+    }
+    // What each holds now, from the leases (a heartbeat's count is up to a third of a lease old).
+    const held = new Map<string, string[]>();
+    let complete = true;
+    for (const r of this.reads) {
+      const { total, runs } = await r.runsInProgress(MAX_LEASES_READ);
+      if (runs.length < total) complete = false;
+      for (const run of runs) {
+        const mine = held.get(run.worker);
+        if (mine) mine.push(run.id);
+        else held.set(run.worker, [run.id]);
+      }
+    }
+    for (const w of out.values()) {
+      w.jobs = held.get(w.id) ?? [];
+      w.running = complete ? w.jobs.length : Math.max(w.jobs.length, Number(w.running) || 0);
     }
     return [...out.values()];
   }

@@ -1,10 +1,11 @@
 /**
  * The dashboard's reads for its detail views, on one queue shard: why a waiting job waits
- * (lua/dashboard-job-wait.lua), the runs in progress by executor
- * (lua/dashboard-executor-runs.lua), and the server's report (./server-store.ts). Named
- * arguments in, a decoded reply out.
+ * (lua/dashboard-job-wait.lua), the runs in progress by executor (./job-read-store.ts, which
+ * `Queue.workers` shares), and the server's report (./server-store.ts). Named arguments in, a
+ * decoded reply out.
  */
 import { decodeGroupState, type GroupState } from './group-state.js';
+import { type ExecutorRun, JobReadStore } from './job-read-store.js';
 import type { QueueStore } from './queue-store.js';
 import { type ServerReport, serverReport } from './server-store.js';
 
@@ -26,17 +27,7 @@ export interface JobWait {
   parkedUntil?: number;
 }
 
-/** A run in progress. */
-export interface ExecutorRun {
-  id: string;
-  /** The executor that holds it. */
-  worker: string;
-  state: string;
-  group: string;
-  /** The packed description (task, ...). */
-  d: Buffer;
-  started?: number;
-}
+export type { ExecutorRun } from './job-read-store.js';
 
 const text = (b: Buffer | null | undefined) => (b ? b.toString() : '');
 
@@ -83,27 +74,8 @@ export class DashboardDetailStore {
     return serverReport(this.queue.client, slowEntries);
   }
 
-  /** dashboard-executor-runs.lua: up to `max` runs in progress, how many there are in all, and the server time (ms). */
-  async executorRuns(max: number): Promise<{ now: number; total: number; runs: ExecutorRun[] }> {
-    const k = this.queue.keys;
-    const [now, total, flat] = await this.queue.scripts.fcall<[number, number, Buffer[]]>(
-      'dashboard-executor-runs',
-      k.leases,
-      [k.prefix, max],
-      true,
-    );
-    const runs: ExecutorRun[] = [];
-    for (let i = 0; i + 6 <= flat.length; i += 6) {
-      const started = text(flat[i + 5]);
-      runs.push({
-        id: text(flat[i]),
-        worker: text(flat[i + 1]),
-        state: text(flat[i + 2]),
-        group: text(flat[i + 3]),
-        d: flat[i + 4],
-        started: started ? Number(started) : undefined,
-      });
-    }
-    return { now: Number(now), total: Number(total), runs };
+  /** The runs in progress ({@link JobReadStore.runsInProgress}). */
+  executorRuns(max: number): Promise<{ now: number; total: number; runs: ExecutorRun[] }> {
+    return new JobReadStore(this.queue).runsInProgress(max);
   }
 }

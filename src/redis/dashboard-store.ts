@@ -92,16 +92,10 @@ export interface GroupRow {
   parkedUntil?: number;
 }
 
-/** The groups page's read: its rows, and the share of recent takes per group. */
+/** The groups page's read: its rows, and the runs in progress per group. */
 export interface GroupsRead {
   now: number;
   rows: GroupRow[];
-  /** Takes per group among the recent takes counted. */
-  shares: Map<string, number>;
-  /** Takes counted. */
-  takes: number;
-  /** Time of the oldest events entry read (ms). */
-  since?: number;
   /** Runs in progress of every group that has some (a group with runs and nothing waiting has no record). */
   running: Map<string, number>;
 }
@@ -301,14 +295,12 @@ export class DashboardStore {
     };
   }
 
-  /** dashboard-groups.lua: the page's groups as they are now, and the share of the last takes per group. */
-  async groups(names: readonly string[], o: { events: number; maxTakes: number }): Promise<GroupsRead> {
+  /** dashboard-groups.lua: the page's groups as they are now, and the runs in progress per group. */
+  async groups(names: readonly string[]): Promise<GroupsRead> {
     const k = this.queue.keys;
-    const [now, rows, shares, takes, since, runs] = await this.queue.scripts.fcall<
-      [number, Array<[Buffer | null, number, number | null, number | null]>, Buffer[], number, number | null, Buffer[]]
-    >('dashboard-groups', k.groups, [k.prefix, o.events, o.maxTakes, ...names], true);
-    const m = new Map<string, number>();
-    for (let i = 0; i < shares.length; i += 2) m.set(shares[i].toString(), Number(shares[i + 1]));
+    const [now, rows, runs] = await this.queue.scripts.fcall<
+      [number, Array<[Buffer | null, number, number | null, number | null]>, Buffer[]]
+    >('dashboard-groups', k.groups, [k.prefix, ...names], true);
     const running = new Map<string, number>();
     for (let i = 0; i < runs.length; i += 2) running.set(runs[i].toString(), Number(runs[i + 1]));
     return {
@@ -319,9 +311,6 @@ export class DashboardStore {
         oldest: oldest === null ? undefined : Number(oldest),
         parkedUntil: parked === null || parked === undefined ? undefined : Number(parked),
       })),
-      shares: m,
-      takes: Number(takes),
-      since: since === null ? undefined : Number(since),
       running,
     };
   }

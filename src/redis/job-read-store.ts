@@ -1,7 +1,8 @@
 /**
  * The queue's reads: one shard's jobs by state, one job and its logs, counts, group states,
- * finished-job figures and the executor registry, each a few plain commands (no script: a read
- * changes nothing). Every key it reads comes from ./keys.ts; callers outside src/redis/ know no
+ * finished-job figures, the executor registry, each a few plain commands, and the runs in
+ * progress by executor (lua/dashboard-executor-runs.lua, a read-only script: it reads each leased
+ * job's executor in the same call). Every key it reads comes from ./keys.ts; callers outside src/redis/ know no
  * key. It shares its shard's QueueStore (client and keys); the queue's layout, which every read
  * checks first, is read by {@link readLayout} (./schema.ts).
  */
@@ -28,6 +29,20 @@ export interface WorkerEntry {
   id: string;
   info: Record<string, unknown>;
 }
+
+/** A run in progress. */
+export interface ExecutorRun {
+  id: string;
+  /** The executor that holds it. */
+  worker: string;
+  state: string;
+  group: string;
+  /** The packed description (task, ...). */
+  d: Buffer;
+  started?: number;
+}
+
+const text = (b: Buffer | null | undefined) => (b ? b.toString() : '');
 
 /**
  * One queue shard's reads.
@@ -145,6 +160,33 @@ export class JobReadStore {
       if (sub && start) waits.push(Number(start) - Math.max(Number(sub), Number(runAt ?? 0)));
     }
     return waits;
+  }
+
+  /**
+   * dashboard-executor-runs.lua: up to `max` runs in progress (the leases of the earliest expiry
+   * first), each with the executor that holds it; how many there are in all; the server time (ms).
+   */
+  async runsInProgress(max: number): Promise<{ now: number; total: number; runs: ExecutorRun[] }> {
+    const k = this.keys;
+    const [now, total, flat] = await this.store.scripts.fcall<[number, number, Buffer[]]>(
+      'dashboard-executor-runs',
+      k.leases,
+      [k.prefix, max],
+      true,
+    );
+    const runs: ExecutorRun[] = [];
+    for (let i = 0; i + 6 <= flat.length; i += 6) {
+      const started = text(flat[i + 5]);
+      runs.push({
+        id: text(flat[i]),
+        worker: text(flat[i + 1]),
+        state: text(flat[i + 2]),
+        group: text(flat[i + 3]),
+        d: flat[i + 4],
+        started: started ? Number(started) : undefined,
+      });
+    }
+    return { now: Number(now), total: Number(total), runs };
   }
 
   /** The executors whose registry entry has not expired at `now` (server clock, ms), but those of `skip`. */

@@ -67,6 +67,8 @@ export interface QueueKeys {
   historyMinute(minute: number): string;
   /** HASH of the runs that ended in day `day` (since the epoch, UTC), per task; expires after 91 days. */
   historyDay(day: number): string;
+  /** HASH of the runs that ended in minute `minute`, per group (the fairness view); expires after 2 h. */
+  historyGroups(minute: number): string;
 }
 
 const LEASE_MEMBER = new RegExp(`^\\d+[${SCHEDULED_MARK}${RUNNING_MARK}\\${CANCEL_MARK}]([\\s\\S]*)$`);
@@ -112,6 +114,7 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     rateLog: (g) => `${prefix}g:${g}:rl`,
     historyMinute: (m) => `${prefix}hist:m:${m}`,
     historyDay: (d) => `${prefix}hist:d:${d}`,
+    historyGroups: (m) => `${prefix}hist:g:${m}`,
   };
 }
 
@@ -142,6 +145,8 @@ export interface PeriodicKeys {
   wake: string;
   /** ZSET: live scheduler replica id -> when its entry expires (ms, server clock). */
   replicas: string;
+  /** STRING: a scheduler replica's record (JSON: host, pid, started, claims, lateness...), with the entry's TTL. */
+  replica(id: string): string;
   /** SET: ids of every event rule. */
   rules: string;
   /** HASH: a periodic task. */
@@ -180,6 +185,7 @@ export function periodicKeys(name: string): PeriodicKeys {
     event: (e) => `${prefix}p:ev:${e}`,
     backfilled: (id) => `${prefix}p:bf:${id}`,
     backlog: (id) => `${prefix}p:bq:${id}`,
+    replica: (id) => `${prefix}p:rep:${id}`,
   };
 }
 

@@ -9,6 +9,13 @@ import { serverTime } from './connection.js';
 import type { PeriodicKeys, QueueKeys } from './keys.js';
 import { execChecked } from './pipeline.js';
 
+/** A live scheduler replica's entry: its id, when it expires (server clock, ms) and its record as it wrote it. */
+export interface ReplicaEntry {
+  id: string;
+  expiry: number;
+  record: Record<string, unknown> | null;
+}
+
 /** A `p:staged` member read: its task id, occurrence, job id and group. */
 export interface StagedMember {
   id: string;
@@ -222,6 +229,40 @@ export class PeriodicReads {
   /** The ids of the rules that follow event `event`. */
   eventRules(event: string): Promise<string[]> {
     return this.client.smembers(this.keys.event(event));
+  }
+
+  /**
+   * The scheduler replicas whose entry has not expired (server clock), sorted by id: at most
+   * `max` of them (the latest to expire first), with their records (null: none, a replica of an
+   * older build or one whose record expired first), the server's time and how many are live.
+   */
+  async replicaRecords(max: number): Promise<{ now: number; total: number; replicas: ReplicaEntry[] }> {
+    const now = await serverTime(this.client);
+    const [flat, total] = (await execChecked(
+      this.client
+        .multi()
+        .zrevrangebyscore(this.keys.replicas, '+inf', `(${now}`, 'WITHSCORES', 'LIMIT', 0, max)
+        .zcount(this.keys.replicas, `(${now}`, '+inf'),
+    )) as [string[], number];
+    const ids: string[] = [];
+    const expiries: number[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      ids.push(flat[i]);
+      expiries.push(Number(flat[i + 1]));
+    }
+    const raw = ids.length ? await this.client.mget(ids.map((id) => this.keys.replica(id))) : [];
+    const replicas = ids.map((id, i): ReplicaEntry => {
+      let record: Record<string, unknown> | null = null;
+      try {
+        const v = raw[i] ? (JSON.parse(raw[i] as string) as unknown) : null;
+        if (v && typeof v === 'object' && !Array.isArray(v)) record = v as Record<string, unknown>;
+      } catch {
+        record = null;
+      }
+      return { id, expiry: expiries[i], record };
+    });
+    replicas.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return { now, total: Number(total), replicas };
   }
 
   /** The ids of the scheduler replicas whose entry has not expired (server clock), sorted. */

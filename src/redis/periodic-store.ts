@@ -110,21 +110,23 @@ export class PeriodicStore {
 
   /**
    * Renews scheduler replica `id` in `p:replicas` until `ttlMs` past the server's time, dropping
-   * the entries that expired (one key: its two commands in one MULTI).
+   * the entries that expired, and writes its record (`info` with `beat`, the server's time, added)
+   * with the same TTL: one MULTI on the home shard's slot.
    */
-  async beatReplica(id: string, ttlMs: number): Promise<void> {
+  async beatReplica(id: string, ttlMs: number, info: Record<string, unknown>): Promise<void> {
     const now = await serverTime(this.client);
     await execChecked(
       this.client
         .multi()
         .zremrangebyscore(this.keys.replicas, '-inf', now)
-        .zadd(this.keys.replicas, now + ttlMs, id),
+        .zadd(this.keys.replicas, now + ttlMs, id)
+        .set(this.keys.replica(id), JSON.stringify({ ...info, beat: now }), 'PX', ttlMs),
     );
   }
 
-  /** Removes scheduler replica `id` from `p:replicas` (it stops). */
+  /** Removes scheduler replica `id` from `p:replicas`, and its record (it stops). */
   async removeReplica(id: string): Promise<void> {
-    await this.client.zrem(this.keys.replicas, id);
+    await execChecked(this.client.multi().zrem(this.keys.replicas, id).del(this.keys.replica(id)));
   }
 
   /** Subscribes `subscriber` (a connection in subscriber mode) to the scheduler's wake-up channel. */

@@ -68,6 +68,29 @@ describe('rota bench', () => {
     const by = (w: string) => rep.runs.find((x: { workload: string }) => x.workload === w);
     for (const w of ['latency', 'fairness', 'periodic']) expect(by(w).p99Ms).toBeGreaterThan(0);
     expect(by('latency').maxJobsPerSec).toBeGreaterThan(0);
+    // Figures rounded to what they mean: jobs/s whole, ms to 0.01, µs to 0.1, ratios to 0.01.
+    const places = (v: number | null) => (v === null ? 0 : (String(v).split('.')[1] ?? '').length);
+    for (const run of rep.runs) {
+      expect(Number.isInteger(run.jobsPerSec), `${run.workload} ${run.jobsPerSec}`).toBe(true);
+      for (const v of [run.p50Ms, run.p99Ms, run.seconds, run.redisCommandsPerJob, run.balance])
+        expect(places(v), String(v)).toBeLessThanOrEqual(2);
+      for (const v of [run.redisCpuUsPerJob, run.clientCpuUsPerJob, run.redisBusyPct])
+        expect(places(v), String(v)).toBeLessThanOrEqual(1);
+    }
+    expect(places(rep.server.pingMs)).toBeLessThanOrEqual(2);
+    expect(Number.isInteger(rep.sizing.jobsPerSec)).toBe(true);
+    // Fairness: the baseline without the flood, and the verdict on both.
+    const fair = by('fairness');
+    expect(fair.baseline.p99Ms).toBeGreaterThan(0);
+    expect(fair.baseline.jobsPerSec).toBeGreaterThan(0);
+    expect(Number.isInteger(fair.baseline.jobsPerSec)).toBe(true);
+    expect(fair.verdict.waitRatio).toBeCloseTo(fair.p99Ms / fair.baseline.p99Ms, 1);
+    expect(places(fair.verdict.rateShare)).toBeLessThanOrEqual(2);
+    expect(fair.verdict.text).toMatch(
+      /^fairness on rota: (FAIR|NOT FAIR): light tenants wait [\d.]+ ms p99 beside the flood, [\d.]+ ms alone/,
+    );
+    expect(fair.verdict.fair).toBe(fair.verdict.waitRatio <= 2 && fair.verdict.rateShare >= 0.95);
+    for (const w of ['ingest', 'drain', 'latency', 'periodic']) expect(by(w).baseline).toBeUndefined();
     expect(rep.sizing.text).toMatch(
       /^this server sustains about [\d,]+ jobs\/s at \d+ % of one core; with 0 ms handlers, 1 executor of concurrency 20 keep up with [\d,]+ jobs\/s$/,
     );

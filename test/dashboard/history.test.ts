@@ -102,11 +102,11 @@ describe('history', () => {
     await store.ready();
     // 40 runs of `mail` (30 of 10 ms, 10 of 300 ms, 4 of those failed) and 2 of `sms`, in two finish calls.
     const runs = [
-      ...Array.from({ length: 30 }, () => ({ task: 'mail', ms: 10, failed: false })),
-      ...Array.from({ length: 10 }, (_, i) => ({ task: 'mail', ms: 300, failed: i < 4 })),
-      { task: 'sms', ms: 0.2, failed: false },
-      { task: 'sms', ms: 0.4, failed: false },
-      { task: '<i>x</i>', ms: 5, failed: false },
+      ...Array.from({ length: 30 }, () => ({ task: 'mail', group: 'acme', ms: 10, failed: false })),
+      ...Array.from({ length: 10 }, (_, i) => ({ task: 'mail', group: 'acme', ms: 300, failed: i < 4 })),
+      { task: 'sms', group: 'tenant-b', ms: 0.2, failed: false },
+      { task: 'sms', group: 'tenant-b', ms: 0.4, failed: false },
+      { task: '<i>x</i>', group: 'acme', ms: 5, failed: false },
     ];
     const settings = { workerId: 'w', countingScheme: [2, 1] as [number, number], leaseMs: 60_000, retryDelay: 1000 };
     const keep = { succeeded: 100, failed: 100 };

@@ -32,6 +32,8 @@ export interface RunContext {
   handlerMs?: number;
   /** The executor processes' entry point (drain with processes > 0). */
   executorEntry?: ExecutorEntry;
+  /** Told the jobs run so far, each time one more ran (progress; executors in child processes report at their end). */
+  onJobs?: (done: number) => void;
 }
 
 /** The padding of the context's payloads. */
@@ -64,9 +66,14 @@ export interface RunResult {
 export class Seen {
   private readonly ids = new Set<string>();
   duplicates = 0;
+  /** @param onJobs told the count of distinct ids after each new one (progress). */
+  constructor(private readonly onJobs?: (done: number) => void) {}
   add(id: string): void {
     if (this.ids.has(id)) this.duplicates++;
-    else this.ids.add(id);
+    else {
+      this.ids.add(id);
+      this.onJobs?.(this.ids.size);
+    }
   }
   addAll(ids: Iterable<string>): void {
     for (const id of ids) this.add(id);

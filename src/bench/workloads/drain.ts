@@ -74,7 +74,7 @@ export async function runDrain(ctx: RunContext, p: DrainParams): Promise<RunResu
   await fill(ctx, p.jobs, p.groups);
   const filled = await fillPhase.end();
 
-  const seen = new Seen();
+  const seen = new Seen(ctx.onJobs);
   let seconds: number;
   let capped: boolean;
   let nodeCpuUs = 0;

@@ -69,7 +69,7 @@ function windowedJain(recs: Rec[], from: number, to: number): { index: number | 
 }
 
 export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<RunResult> {
-  const seen = new Seen();
+  const seen = new Seen(ctx.onJobs);
   const recs: Rec[] = [];
   let heavyDone = 0;
   let heavyDoneAt = 0;

@@ -56,7 +56,7 @@ export async function calibrate(
 }
 
 export async function runLatency(ctx: RunContext, p: LatencyParams): Promise<RunResult> {
-  const seen = new Seen();
+  const seen = new Seen(ctx.onJobs);
   const waits: number[] = [];
   const exec = await ctx.adapter.startExecutor({
     concurrency: p.concurrency,

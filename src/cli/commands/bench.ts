@@ -10,7 +10,7 @@ import { runExecutorChild } from '../../bench/executor-child.js';
 import { checkPeers, PeerMissingError } from '../../bench/peers/open.js';
 import type { Endpoint, SystemName } from '../../bench/peers/types.js';
 import { WORKLOADS, type Workload } from '../../bench/plan.js';
-import { describeReport } from '../../bench/report.js';
+import { describeReport, roundedReport } from '../../bench/report.js';
 import { runRunnerChild } from '../../bench/runner.js';
 import { type RunningRedis, startPrivateRedis } from '../../dev/redis-server.js';
 import { BenchStore } from '../../redis/bench-store.js';
@@ -147,7 +147,7 @@ export function register(program: Command): void {
             },
             stop,
           );
-          if (o.json) printJson(report);
+          if (o.json) printJson(roundedReport(report));
           else process.stdout.write(describeReport(report));
         } catch (err) {
           if (err instanceof BenchRefusal || err instanceof PeerMissingError) throw new CliError(err.message, EXIT_INVALID);

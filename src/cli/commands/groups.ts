@@ -30,6 +30,16 @@ function formatRate(rate: GroupInfo['rate']): string {
 }
 
 /** Registers the group, executor and stats commands on `program`. */
+/** Job ids a `rota workers` row lists at most (`--json` lists all it read). */
+const JOBS_SHOWN = 3;
+
+/** The first job ids of an executor's row, and how many more it holds. */
+function jobList(jobs: string[], running: number): string | undefined {
+  if (running === 0) return undefined;
+  const more = running - Math.min(jobs.length, JOBS_SHOWN);
+  return [...jobs.slice(0, JOBS_SHOWN), ...(more > 0 ? [`+${more} more`] : [])].join(', ');
+}
+
 export function register(program: Command): void {
   program
     .command('groups')
@@ -124,15 +134,23 @@ export function register(program: Command): void {
 
   program
     .command('workers')
-    .description('live executors')
+    .description('live executors and the jobs each holds now')
     .option('--json', 'print one JSON object per line')
     .action(async (_o: unknown, cmd: Command) =>
       withQueue(cmd, async (queue, g) => {
         const workers = await queue.workers();
         if (g.json) return workers.forEach(printJson);
         printTable(
-          ['ID', 'HOST', 'PID', 'STARTED', 'CONCURRENCY', 'RUNNING'],
-          workers.map((w) => [w.id, w.host, w.pid, new Date(w.started).toISOString(), w.concurrency, w.running]),
+          ['ID', 'HOST', 'PID', 'STARTED', 'CONCURRENCY', 'RUNNING', 'JOBS'],
+          workers.map((w) => [
+            w.id,
+            w.host,
+            w.pid,
+            new Date(w.started).toISOString(),
+            w.concurrency,
+            w.running,
+            jobList(w.jobs, w.running),
+          ]),
         );
       }),
     );

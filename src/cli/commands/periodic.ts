@@ -20,7 +20,7 @@ import {
   serveMetricsFlags,
 } from '../observability-flags.js';
 import { printMessage } from '../secrets.js';
-import { CliError, globals, intOption, openClient, openTarget, printJson, printTable, run, shardsOf } from '../support.js';
+import { CliError, globals, intOption, iso, openClient, openTarget, printJson, printTable, run, shardsOf } from '../support.js';
 import { timeFormat } from '../times.js';
 import { registerBackfill } from './periodic-backfill.js';
 
@@ -155,6 +155,35 @@ export function register(program: Command): void {
           await health?.close();
           target.close();
         }
+      }),
+    );
+
+  program
+    .command('schedulers')
+    .description('live scheduler replicas: host, pid, start, last beat, claims held, lateness')
+    .option('--json', 'print one JSON object per line')
+    .action(async (_o: unknown, cmd: Command) =>
+      withTasks(cmd, async (tasks, { json, queue }) => {
+        const { now, total, replicas } = await tasks.replicas();
+        if (json) return replicas.forEach(printJson);
+        const ms = (v: number | null) => (v === null ? undefined : `${v} ms`);
+        printTable(
+          ['ID', 'HOST', 'PID', 'STARTED', 'LAST BEAT', 'CLAIMS', 'CLAIMED', 'RELEASED', 'LATE', 'MAX LATE 1M'],
+          replicas.map((r) => [
+            r.id,
+            r.host ?? undefined,
+            r.pid ?? undefined,
+            iso(r.started ?? undefined),
+            r.lastBeat === null ? undefined : `${Math.max(0, Math.round((now - r.lastBeat) / 1000))}s ago`,
+            r.claims ?? undefined,
+            r.claimed ?? undefined,
+            r.released ?? undefined,
+            ms(r.lateMs),
+            ms(r.maxLateMs),
+          ]),
+        );
+        if (total > replicas.length) process.stdout.write(`(${replicas.length} of ${total} replicas shown)\n`);
+        if (total === 0) printMessage(`no scheduler replica is running for queue "${queue}" (rota scheduler --queue ${queue})`);
       }),
     );
 

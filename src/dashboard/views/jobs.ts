@@ -6,7 +6,7 @@
 import { JOB_STATES } from '../../queue/job.js';
 import { type ChildCounts, type Job, unpackDescription } from '../../redis/job-codec.js';
 import type { Page, PageContext } from '../context.js';
-import { ago, count, counted, type Html, html, pretty, time } from '../html.js';
+import { ago, count, counted, type Html, html, name, pretty, time } from '../html.js';
 import { isFirstPage, readJobs } from '../shards.js';
 import { stateHelp, stateLegend } from '../state-help.js';
 import { attemptsTable } from './attempts.js';
@@ -84,7 +84,7 @@ ${
         } catch {
           taskName = '?';
         }
-        return html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${taskName}</td><td>${j.group}</td><td><span class="state state-${j.state}" title="${stateHelp(j.state)}">${j.state}</span></td>
+        return html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td>${name(taskName)}</td><td>${name(j.group)}</td><td><span class="state state-${j.state}" title="${stateHelp(j.state)}">${j.state}</span></td>
 <td>${ago(j.submitted, now)}</td><td>${ago(j.started, now)}</td><td>${ago(j.finished, now)}</td>${dueColumn ? html`<td class="due">${ago(j.runAt ?? j.due, now)}</td>` : ''}<td class="num">${j.progress ?? '–'}</td><td class="num">${j.retries}</td><td class="error">${j.error ? j.error.split('\n')[0] : ''}</td>${boxes ? rowBox(j.id) : ''}</tr>`;
       })}</tbody></table>
 ${read.jobs.length === 0 ? html`<p class="empty">No ${state} job${filtered ? ' matches the filter' : ''}${read.more ? ` among the ${count(read.looked)} looked at; the next page looks further` : ''}.</p>` : ''}

@@ -12,7 +12,7 @@ import type { RunRecord } from '../../periodic/tasks.js';
 import type { Timer } from '../../timers/index.js';
 import { zoneOffset } from '../../timers/zone.js';
 import type { Page, PageContext } from '../context.js';
-import { ago, count, counted, duration, type Html, html, pretty, time } from '../html.js';
+import { ago, count, counted, duration, type Html, html, name, pretty, time } from '../html.js';
 import { actionButton } from './layout.js';
 import { scanPage } from './scan-page.js';
 
@@ -168,7 +168,7 @@ ${total > tasks.length ? html`<p class="muted page-of">${count(tasks.length)} ta
 <tbody>${tasks.map((t, i) => {
       const timer = timerOf(t);
       const zone = typeof timer === 'string' ? t.timezone : (timer.timezone ?? t.timezone);
-      return html`<tr data-task="${t.id}"><td><a href="${ctx.base}/periodic/${encodeURIComponent(t.id)}">${t.id}</a></td><td>${t.task}</td>
+      return html`<tr data-task="${t.id}"><td><a href="${ctx.base}/periodic/${encodeURIComponent(t.id)}">${name(t.id)}</a></td><td>${name(t.task)}</td>
 <td class="mono">${specs(t)}${controls(t)}</td><td class="mono">${typeof timer === 'string' ? html`<span class="error">${timer}</span>` : timer.normalized}</td><td>${zone ?? 'UTC'}</td>
 <td><ol class="next">${next[i].map((at) => html`<li>${zoned(at, zone)}</li>`)}</ol>${t.enabled ? '' : html`<span class="muted">disabled</span>`}</td>
 <td>${status(lastState[i])}${t.lastrun !== undefined ? html`<br>${ago(t.lastrun, now)}` : ''}</td>
@@ -186,7 +186,7 @@ ${
     ? html`<table class="rules"><thead><tr><th>id</th><th>after event</th><th>delay</th><th>task</th><th>group</th><th>args</th><th>pending runs</th></tr></thead><tbody>${rules.map(
         (r, i) => {
           const soon = pendingRuns.filter((u) => u.rule === r.id).slice(0, 3);
-          return html`<tr data-rule="${r.id}"><td>${r.id}</td><td class="mono">${r.after}</td><td>${String(r.delay)} (${duration(r.delayMs)})</td><td>${r.task}</td><td>${r.group ?? ''}</td><td><pre class="inline">${pretty(r.args)}</pre></td>
+          return html`<tr data-rule="${r.id}"><td>${r.id}</td><td class="mono">${r.after}</td><td>${String(r.delay)} (${duration(r.delayMs)})</td><td>${name(r.task)}</td><td>${name(r.group ?? '')}</td><td><pre class="inline">${pretty(r.args)}</pre></td>
 <td><span class="status status-pending" data-pending="${pending[i]}">${count(pending[i])} pending</span>${
             soon.length
               ? html`<ol class="next">${soon.map((u) => html`<li><a href="${ctx.base}/periodic/${encodeURIComponent(u.id)}">${time(u.occurrence)}</a> (${ago(u.occurrence, now)})</li>`)}</ol>`
