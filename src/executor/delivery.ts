@@ -16,6 +16,7 @@ import { byShard } from '../redis/shards.js';
 import { type SideWrite, sendSideWrites } from '../redis/side-writes.js';
 import type { StringValue } from '../redis/string-array.js';
 import { OUTCOME, RUN_WIDTH } from '../redis/wire.js';
+import { GroupHistory } from './group-history.js';
 import type { HeldJob } from './heartbeat.js';
 import { shardOf } from './job-shard.js';
 import { MAX_LOG_LINES } from './log-limits.js';
@@ -90,12 +91,13 @@ const FAILING: ReadonlySet<string> = new Set([OUTCOME.failed, OUTCOME.permanent]
  * The history counts of the runs of `batch` that ran and were not counted before (see
  * src/redis/history.ts): added up here, so that the finish call adds each count once.
  */
-function historyOf(batch: RunOutcome[]): StringValue[] {
+function historyOf(batch: RunOutcome[], groupEnded: (group: string) => void): StringValue[] {
   const runs: HistoryRun[] = [];
   for (const f of batch) {
     if (f.counted || f.released || f.run.ranMs === undefined) continue;
     f.counted = true;
-    runs.push({ task: f.run.job.task, group: f.run.job.group, ms: f.run.ranMs, failed: FAILING.has(f.outcome.code) });
+    runs.push({ task: f.run.job.task, ms: f.run.ranMs, failed: FAILING.has(f.outcome.code) });
+    groupEnded(f.run.job.group);
   }
   return runs.length > 0 ? historyFields(runs) : [];
 }
@@ -112,6 +114,8 @@ export class Delivery implements Outcomes {
   /** Progress updates to write (throttled per run by `throttle`), one progress.lua call per batch. */
   private readonly progressWrites: Batcher<{ id: string; progress: number; shard: number }>;
   private readonly throttle: ProgressThrottle;
+  /** The runs each group ended, sent to the per-group history every few seconds. */
+  private readonly groupHistory: GroupHistory;
   /**
    * Outcomes whose finish call failed (Redis refused it, or did not answer): each is sent again
    * after a backoff, and its run's lease is extended by the heartbeat meanwhile, so a job runs
@@ -145,6 +149,7 @@ export class Delivery implements Outcomes {
       if (d.events.listenerCount('progress') > 0) d.events.emit('progress', { ...job, progress: n }, n);
     });
     this.sideWrites = new Batcher((writes) => this.sendSideWrites(writes));
+    this.groupHistory = new GroupHistory((shard, counts) => d.stores[shard].addGroupHistory(counts), d.onError);
   }
 
   get waiting(): boolean {
@@ -223,6 +228,7 @@ export class Delivery implements Outcomes {
     await this.starts.drain();
     await this.sideWrites.drain();
     await this.progressWrites.drain();
+    await this.groupHistory.flush();
     await Promise.all(this.fanOuts);
   }
 
@@ -339,7 +345,16 @@ export class Delivery implements Outcomes {
     const reply = this.d.takes.carry(
       shard,
       want,
-      this.d.stores[shard].finish(this.d.settings, this.d.keep, want, runs, children, historyOf(batch), tracked, dedups),
+      this.d.stores[shard].finish(
+        this.d.settings,
+        this.d.keep,
+        want,
+        runs,
+        children,
+        historyOf(batch, (group) => this.groupHistory.add(shard, group)),
+        tracked,
+        dedups,
+      ),
     );
     let r: FinishReply;
     try {

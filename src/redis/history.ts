@@ -5,8 +5,8 @@
  * per finish call. Fields, per task: `f:<task>` failed runs, `<b>:<task>` runs whose run time fell
  * in bucket b of a fixed log scale (4 buckets a doubling), whose sum is the runs processed. Beside
  * them, per group, the runs each group had ended in a minute (`hist:g:<minute>`, kept 2 hours, for
- * the dashboard's fairness view): the finish call sends them as fields `g:<group>`, which the
- * script adds to that hash alone.
+ * the dashboard's fairness view): an executor adds those up over a few seconds and sends them apart
+ * from its finish calls (lua/history-groups.lua), so a finish call costs no more for them.
  */
 import type { StringValue } from './string-array.js';
 
@@ -19,8 +19,6 @@ export const MINUTES_KEPT = 24 * 60;
 export const DAYS_KEPT = 90;
 /** The per-group minute hashes are kept 2 hours (the fairness view looks back an hour at most). */
 export const GROUP_MINUTES_KEPT = 120;
-/** The field prefix of a group's count in a finish call's history counts (lua/includes/history.lua). */
-export const GROUP_FIELD = 'g:';
 
 /** The bucket of a run time (ms): 0 below 1 ms, then b for 2^((b-1)/4) <= ms < 2^(b/4). */
 export function bucketOf(ms: number): number {
@@ -33,10 +31,9 @@ export function bucketUpper(b: number): number {
   return 2 ** (b / PER_DOUBLING);
 }
 
-/** A run as the history counts it: its task, group, run time (ms) and whether it failed. */
+/** A run as the history counts it: its task, run time (ms) and whether it failed. */
 export interface HistoryRun {
   task: string;
-  group: string;
   ms: number;
   failed: boolean;
 }
@@ -48,8 +45,6 @@ export function historyFields(runs: Iterable<HistoryRun>): StringValue[] {
     const field = `${bucketOf(r.ms)}:${r.task}`;
     counts.set(field, (counts.get(field) ?? 0) + 1);
     if (r.failed) counts.set(`f:${r.task}`, (counts.get(`f:${r.task}`) ?? 0) + 1);
-    const group = `${GROUP_FIELD}${r.group}`;
-    counts.set(group, (counts.get(group) ?? 0) + 1);
   }
   const out: StringValue[] = [];
   for (const [field, n] of counts) out.push(field, String(n));

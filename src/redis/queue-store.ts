@@ -360,6 +360,15 @@ export class QueueStore {
     return { parent: id ?? null, added: Number(added), left: Number(left) };
   }
 
+  /**
+   * history-groups.lua: adds the runs each group ended (`counts`: group, runs, ...) to the
+   * queue's per-group history of the server's minute; answers how many groups it wrote.
+   */
+  async addGroupHistory(counts: StringValue[]): Promise<number> {
+    const packed = packStrings(counts, Infinity, 'group history');
+    return Number(await this.fcall<number>('history-groups', this.keys.meta, [this.keys.prefix, packed]));
+  }
+
   /** progress.lua: records runs' progress and lists the updates in the events stream; answers how many it wrote. */
   async progress(updates: ReadonlyArray<{ id: string; progress: number }>): Promise<number> {
     const args: Arg[] = [this.keys.prefix, this.maxEvents];
