@@ -55,7 +55,7 @@ describe('a crash in an isolated handler', () => {
     const q = openQueue(name);
     const w = openWorker(
       name,
-      { crash: isolated(TASKS, { in: k.in, memoryLimitMb: k.memoryLimitMb }), noop: isolated(TASKS, { in: k.in }) },
+      { crash: isolated(TASKS, { in: k.in, memoryLimitMb: k.memoryLimitMb }), noop: () => 'ok' },
       { concurrency: 2, retryDelay: 60_000 },
     );
     const stuck: Array<[Job, Error]> = [];
@@ -71,7 +71,7 @@ describe('a crash in an isolated handler', () => {
     expect(stuck[0][1]).toMatchObject({ name: 'IsolateError', reason: k.cause });
     await eventually(async () => w.poolStats().find((p) => p.task === 'crash')?.restarts[k.cause as 'crash'] === 1);
     if (k.in === 'process') expect(alive(pid)).toBe(false);
-    // the executor lives on: the other task's pool, and a new member of this one
+    // the executor lives on: its other task, and a new member of this one's pool
     const other = await q.submit({ task: 'noop' });
     await eventually(async () => (await q.getJob(other.id))?.state === 'success', 20_000);
     const again = await q.submit({ task: 'crash', args: { how: 'sleep-forever' } });
