@@ -121,6 +121,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   private readonly lag = new LagMonitor();
   /** The pools of the isolated tasks (./isolated.ts), by task. */
   private readonly pools: Pool[] = [];
+  private readonly isolatedTasks = new Set<string>();
   /** Warns of a main loop held longer than a third of the lease, naming the in-process tasks running. */
   private readonly blockWatch: BlockWatch;
   private blockWarnedAt = Number.NEGATIVE_INFINITY;
@@ -140,6 +141,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       if (!spec) continue;
       const pool = new Pool(task, spec, opts.concurrency, opts.graceMs);
       this.pools.push(pool);
+      this.isolatedTasks.add(task);
       this.handlers[task] = (ctx) => pool.run(ctx);
     }
     const blockWarnMs = opts.leaseMs / 3;
@@ -148,10 +150,14 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       this.blockWarnedAt = performance.now();
       this.blocked(ms, [job.task]);
     };
-    this.blockWatch = new BlockWatch(blockWarnMs, (ms) => {
-      // (a block a handler call already reported)
-      if (performance.now() - this.blockWarnedAt > ms) this.blocked(ms, this.inProcessTasks());
-    });
+    this.blockWatch = new BlockWatch(
+      blockWarnMs,
+      () => this.inProcessTasks(),
+      (ms, tasks) => {
+        // (a block a handler call already reported)
+        if (performance.now() - this.blockWarnedAt > ms) this.blocked(ms, tasks);
+      },
+    );
     this.name = name;
     this.shards = opts.shards;
     this.id = opts.id;
@@ -390,9 +396,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
 
   /** The tasks of the runs in progress that run on this thread (not isolated). */
   private inProcessTasks(): string[] {
-    const isolatedTasks = new Set(this.pools.map((p) => p.task));
     const tasks = new Set<string>();
-    for (const run of this.runs.values()) if (!isolatedTasks.has(run.job.task)) tasks.add(run.job.task);
+    for (const run of this.runs.values()) if (!this.isolatedTasks.has(run.job.task)) tasks.add(run.job.task);
     return [...tasks];
   }
 
@@ -436,6 +441,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     // A run whose signal aborted (timebox, cancel, lost lease, shutdown) says nothing of how long
     // handlers take: a few hung runs would otherwise shrink and pace the takes long after them.
     if (run.began > 0 && !run.aborted) this.taker.ranFor(performance.now() - run.began);
+    if (!this.isolatedTasks.has(run.job.task)) this.blockWatch.runEnded(run.job.task);
     const id = run.job.id;
     // (its last progress goes before its finish, on the same connection)
     this.delivery.progressEnded(id);

@@ -4,8 +4,8 @@
  * reused and recycled, and options are checked.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { IsolateError, isolated, type Job, PermanentError, ValidationError } from '../../src/index.js';
-import { closeAll, eventually, openQueue, openWorker, uniqueQueue, until } from '../helpers/setup.js';
+import { isolated, type Job, PermanentError, serveMetrics, ValidationError } from '../../src/index.js';
+import { closeAll, eventually, openQueue, openWorker, track, uniqueQueue, until } from '../helpers/setup.js';
 
 const TASKS = new URL('../fixtures/isolated/tasks.ts', import.meta.url);
 
@@ -79,6 +79,63 @@ describe.each(['thread', 'process'] as const)('an isolated task in a %s', (where
   });
 });
 
+describe('the pools of isolated tasks', () => {
+  it('are measured: size, busy, and restarts by cause, per task', async () => {
+    const name = uniqueQueue('iso-metrics');
+    const q = openQueue(name);
+    const w = openWorker(name, { noop: isolated(TASKS, { recycleAfterJobs: 1 }) }, { concurrency: 1 });
+    const metrics = track(await serveMetrics({ port: 0, queue: q, workers: [w] }));
+    const done: unknown[] = [];
+    w.on('completed', (_j, r) => done.push(r));
+    await q.submitBulk([{ task: 'noop' }, { task: 'noop' }]);
+    await until(w, 'completed', () => done.length === 2, 30_000);
+    await eventually(async () => w.poolStats()[0].restarts.recycled === 2);
+    const text = await (await fetch(metrics.url)).text();
+    expect(text).toContain(`rota_isolated_restarts_total{queue="${name}",task="noop",in="thread",cause="recycled"} 2`);
+    expect(text).toMatch(new RegExp(`rota_isolated_pool_busy\\{queue="${name}",task="noop",in="thread"\\} 0`));
+    expect(text).toMatch(new RegExp(`rota_isolated_pool_size\\{queue="${name}",task="noop",in="thread"\\} [01]`));
+  });
+});
+
+describe('an in-process run that holds the main loop past a third of its lease', () => {
+  it('logs a warning naming its task, whether it blocks before it returns or after an await', async () => {
+    const name = uniqueQueue('iso-block');
+    const q = openQueue(name);
+    const warnings: Array<{ obj: { tasks?: string[]; blockedMs?: number }; msg?: string }> = [];
+    const logger = { debug: () => undefined, warn: (obj: object, msg?: string) => warnings.push({ obj, msg }) };
+    const spin = (ms: number) => {
+      const end = performance.now() + ms;
+      while (performance.now() < end);
+    };
+    const w = openWorker(
+      name,
+      {
+        syncHeavy: () => spin(600),
+        asyncHeavy: async () => {
+          await new Promise((r) => setTimeout(r, 10));
+          spin(600);
+        },
+        light: () => 'ok',
+      },
+      { leaseMs: 1000, logger },
+    );
+    const done: string[] = [];
+    w.on('completed', (j) => done.push(j.task));
+    for (const task of ['light', 'syncHeavy', 'asyncHeavy']) {
+      await q.submit({ task });
+      await until(w, 'completed', () => done.includes(task), 20_000);
+    }
+    const named = (task: string) => warnings.find((x) => x.obj.tasks?.includes(task));
+    await eventually(async () => named('asyncHeavy'), 5000);
+    expect(named('syncHeavy')?.msg).toMatch(
+      /a run of task "syncHeavy" held the event loop for \d+ ms, more than a third of the lease/,
+    );
+    expect(named('syncHeavy')?.obj.blockedMs).toBeGreaterThan(333);
+    expect(named('asyncHeavy')?.msg).toMatch(/make the task isolated/);
+    expect(named('light')).toBeUndefined();
+  });
+});
+
 describe('isolated()', () => {
   it('refuses bad options with a ValidationError naming them', () => {
     expect(() => isolated(TASKS, { in: 'fiber' as 'thread' })).toThrow(/^in: must be 'thread' or 'process'/);
@@ -111,5 +168,3 @@ describe('isolated()', () => {
     expect(w.poolStats()[0].restarts.start).toBeGreaterThanOrEqual(2);
   });
 });
-
-void IsolateError;
