@@ -4,7 +4,7 @@
  * reused and recycled, and options are checked.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { isolated, type Job, PermanentError, serveMetrics, ValidationError } from '../../src/index.js';
+import { isolated, type Job, PermanentError, serveMetrics, ValidationError, Worker } from '../../src/index.js';
 import { closeAll, eventually, openQueue, openWorker, track, uniqueQueue, until } from '../helpers/setup.js';
 
 const TASKS = new URL('../fixtures/isolated/tasks.ts', import.meta.url);
@@ -146,6 +146,10 @@ describe('isolated()', () => {
     expect(() => isolated(TASKS, { bogus: 1 } as never)).toThrow(ValidationError);
     expect(() => isolated(new URL('https://example.com/x.js'))).toThrow(/^module: must be a file: URL/);
     expect(() => isolated('')).toThrow(/^module:/);
+    // it fits a typed task map as a handler does (a compile-time check: never called)
+    type Tasks = { ocr: { file: string }; other: number };
+    const typed = () => new Worker<Tasks>('typed', { ocr: isolated(TASKS, { in: 'process' }) }, { connection: 'redis://x' });
+    expect(typeof typed).toBe('function');
     // called outside an executor
     expect(() => (isolated(TASKS) as () => unknown)()).toThrow(ValidationError);
   });
