@@ -38,6 +38,9 @@ export const CASE_NAMES = [
   'drain-c10',
   'drain-c100',
   'drain-c100-2proc',
+  'isolate-c100-inprocess',
+  'isolate-c100-thread',
+  'isolate-c100-process',
   'latency-10',
   'latency-50',
   'latency-80',
@@ -89,6 +92,18 @@ export function cases(quick: boolean): CaseSpec[] {
     drain('drain-c10', DRAIN, 10, 1000),
     drain('drain-c100', DRAIN, 100, 1000),
     drain('drain-c100-2proc', DRAIN, 100, 1000, 2),
+    // Rota only: the c100 drain with its no-op handler in-process, isolated in 100 threads, and in
+    // 100 processes (started before the drain); interleaved, since decisions/0035 compares them.
+    // (--quick: 500 jobs at concurrency 4, a check that the cases run, not a measure)
+    ...([undefined, 'thread', 'process'] as const).map(
+      (isolate): CaseSpec => ({
+        name: `isolate-c100-${isolate ?? 'inprocess'}`,
+        kind: 'drain',
+        systems: ['rota'],
+        interleave: 'isolate',
+        params: { jobs: q(50_000, 500), concurrency: q(100, 4), groups: 1000, processes: 0, capMs: cap, isolate },
+      }),
+    ),
     latency(10),
     latency(50),
     latency(80),

@@ -35,6 +35,20 @@ export class PayloadTooLargeError extends ValidationError {
  */
 export class PermanentError extends RotaError {}
 
+/**
+ * The thread or child process of an isolated task ended while it ran the job: an uncaught
+ * exception or unhandled rejection, an exit, a signal (kill -9, a native crash), out of memory,
+ * or it could not start. Only that attempt fails (it is retried as usual); `reason` says which.
+ */
+export class IsolateError extends RotaError {
+  constructor(
+    readonly reason: 'crash' | 'exit' | 'oom' | 'killed' | 'abandoned' | 'recycled' | 'memory' | 'start' | 'closed',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** A job's handler did not finish within its `maxRuntime` (plus the grace period). */
 export class TimeoutError extends RotaError {}
 

@@ -8,6 +8,7 @@ export {
   BulkSubmitError,
   ConnectionError,
   FanOutLimitError,
+  IsolateError,
   LibraryMismatchError,
   PayloadTooLargeError,
   PermanentError,
@@ -25,6 +26,8 @@ export {
   ValidationError,
 } from './errors.js';
 export type { Health, HealthCheck } from './executor/health.js';
+export { type IsolatedOptions, isolated } from './executor/isolated.js';
+export type { PoolStats } from './executor/pool.js';
 export type { Keep } from './executor/recoverer.js';
 export { installShutdownHandlers, type ShutdownOptions } from './executor/shutdown.js';
 export {

@@ -104,6 +104,18 @@ export const WORKER_OPTIONS = {
   unknownTaskGraceMs: whole(0, DAY_MS, 'ms').optional(),
 };
 
+/** isolated()'s (src/executor/isolated.ts). */
+export const ISOLATED_OPTIONS = {
+  in: z.enum(['thread', 'process'], { error: `must be 'thread' or 'process'` }).optional(),
+  export: text(200).optional(),
+  max: whole(1, MAX_CONCURRENCY).optional(),
+  min: whole(0, MAX_CONCURRENCY).optional(),
+  memoryLimitMb: whole(16, 1_048_576, 'MB').optional(),
+  recycleAfterJobs: whole(1, 1_000_000_000).optional(),
+  recycleAboveMb: whole(1, 1_048_576, 'MB').optional(),
+  startTimeoutMs: whole(100, HOUR_MS, 'ms').optional(),
+};
+
 /** Worker.close's. */
 export const CLOSE_OPTIONS = { timeout: whole(0, DAY_MS, 'ms').optional() };
 

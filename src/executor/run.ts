@@ -37,6 +37,10 @@ export interface RunHooks {
   began?(job: Job): void;
   /** Starts the run's span, when tracing is on (see src/queue/tracing.ts). */
   trace?(job: Job): RunSpan | null;
+  /** Told of a handler call that held the event loop longer than {@link blockWarnMs} before it returned. */
+  blocked?(job: Job, ms: number): void;
+  /** See {@link blocked}; Infinity: never. */
+  blockWarnMs?: number;
 }
 
 /** What an outcome's code ends a run as, for its span. */
@@ -83,6 +87,16 @@ const SIGNAL: PropertyDescriptor = {
   configurable: true,
 };
 
+/**
+ * Lets the handler given `ctx` say what ends it when it ignores its aborted signal past the
+ * grace period (an isolated task ends its thread or process): `end` answers a sentence the run's
+ * log and error then carry.
+ */
+export function onAbandon(ctx: JobContext, end: () => string): void {
+  const run = (ctx as { [CONTEXT_RUN]?: Run })[CONTEXT_RUN];
+  if (run) run.abandon = end;
+}
+
 /** Told, once, how a run ended. */
 export type RunEnded = (run: Run, outcome: Outcome) => void;
 
@@ -112,6 +126,8 @@ export class Run {
   ranMs: number | undefined;
   /** The staging of the run's fan-out (ctx.fanOut), once called: its success waits for it. */
   fanned: Promise<number> | null = null;
+  /** What ends a handler that ignored its aborted signal past the grace period (see {@link onAbandon}). */
+  abandon: (() => string) | null = null;
 
   /**
    * With `gated`, the handler waits for {@link open}: a periodic run is only called once the
@@ -173,6 +189,11 @@ export class Run {
     } catch (err) {
       this.failed(err);
       return;
+    }
+    const { blockWarnMs } = this.hooks;
+    if (blockWarnMs !== undefined) {
+      const held = performance.now() - this.began;
+      if (held > blockWarnMs) this.hooks.blocked?.(this.job, held);
     }
     if (
       returned !== null &&
@@ -289,7 +310,11 @@ export class Run {
     };
     this.abortError = new RunAborted(reason, messages[reason]);
     this.controller?.abort(this.abortError);
-    this.addTimer(() => this.settle(this.abortedOutcome()), this.graceMs);
+    this.addTimer(() => {
+      const note = this.abandon?.();
+      if (note) this.log([`rota: ${note}`]);
+      this.settle(this.abortedOutcome(note));
+    }, this.graceMs);
   }
 
   /** Settles the run at once with `outcome` (used to release runs on shutdown). */
@@ -322,19 +347,21 @@ export class Run {
     this.timers.push(setLongTimeout(fn, ms));
   }
 
-  private abortedOutcome(): Outcome {
+  /** `note`: what ended a handler that ignored its signal (see {@link onAbandon}). */
+  private abortedOutcome(note?: string): Outcome {
+    const and = note ? `; ${note}` : '';
     switch (this.abortedFor) {
       case 'cancel':
         return { code: 'c' };
       case 'timeout':
         return {
           code: 'p',
-          error: new TimeoutError(`timed out: ran longer than its maxRuntime of ${this.job.maxRuntime} ms`),
+          error: new TimeoutError(`timed out: ran longer than its maxRuntime of ${this.job.maxRuntime} ms${and}`),
         };
       case 'shutdown':
         return { code: 'r' };
       default:
-        return { code: 'f', error: new Error('lease lost') };
+        return { code: 'f', error: new Error(`lease lost${and}`) };
     }
   }
 

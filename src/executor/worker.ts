@@ -24,11 +24,14 @@ import { QueueStore, subscribeCancels } from '../redis/queue-store.js';
 import { type ClockJump, ServerClock } from '../redis/server-clock.js';
 import { shardNumbers } from '../redis/shards.js';
 import { stageChildren } from '../redis/side-writes.js';
+import { BlockWatch } from './block-watch.js';
 import { Delivery } from './delivery.js';
 import { type Health, type HealthCheck, health, LagMonitor } from './health.js';
 import { Heartbeat, type HeldJob } from './heartbeat.js';
+import { isolatedSpec } from './isolated.js';
 import { shardOf } from './job-shard.js';
 import { checkHandlers, type ExecutorSettings, executorSettings, type WorkerOptions } from './options.js';
+import { Pool, type PoolStats } from './pool.js';
 import { Recoverer } from './recoverer.js';
 import type { WorkerEvents } from './reports.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
@@ -36,6 +39,7 @@ import { Taker } from './taker.js';
 
 export type { Health, HealthCheck } from './health.js';
 export type { JobLogger, WorkerOptions } from './options.js';
+export type { PoolStats } from './pool.js';
 export type { RecoveredJob } from './recoverer.js';
 export { LeaseLostError, type WorkerEvents } from './reports.js';
 
@@ -119,6 +123,12 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   /** The start-up passed: the schema matched and the library loaded. */
   private up = false;
   private readonly lag = new LagMonitor();
+  /** The pools of the isolated tasks (./isolated.ts), by task. */
+  private readonly pools: Pool[] = [];
+  private readonly isolatedTasks = new Set<string>();
+  /** Warns of a main loop held longer than a third of the lease, naming the in-process tasks running. */
+  private readonly blockWatch: BlockWatch;
+  private blockWarnedAt = Number.NEGATIVE_INFINITY;
 
   /**
    * @throws {ValidationError} naming the first bad option, handler or the queue name; nothing is
@@ -130,6 +140,28 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     const opts = executorSettings(workerOptions);
     this.handlers = checkHandlers(handlers);
     this.opts = opts;
+    for (const [task, h] of Object.entries(this.handlers)) {
+      const spec = isolatedSpec(h);
+      if (!spec) continue;
+      const pool = new Pool(task, spec, opts.concurrency, opts.graceMs);
+      this.pools.push(pool);
+      this.isolatedTasks.add(task);
+      this.handlers[task] = (ctx) => pool.run(ctx);
+    }
+    const blockWarnMs = opts.leaseMs / 3;
+    this.runHooks.blockWarnMs = opts.logger ? blockWarnMs : undefined;
+    this.runHooks.blocked = (job, ms) => {
+      this.blockWarnedAt = performance.now();
+      this.blocked(ms, [job.task]);
+    };
+    this.blockWatch = new BlockWatch(
+      blockWarnMs,
+      () => this.inProcessTasks(),
+      (ms, tasks) => {
+        // (a block a handler call already reported)
+        if (performance.now() - this.blockWarnedAt > ms) this.blocked(ms, tasks);
+      },
+    );
     this.name = name;
     this.shards = opts.shards;
     this.id = opts.id;
@@ -266,6 +298,9 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         await Promise.all(this.recoverers.map((r) => r.start()));
         this.up = true;
         this.lag.start();
+        if (this.opts.logger) this.blockWatch.start();
+        // (a pool that cannot start makes the executor not ready: see health())
+        await Promise.all(this.pools.map((p) => p.warm()));
         return;
       } catch (err) {
         this.emitError(err);
@@ -319,6 +354,16 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
           : `no heartbeat answered within ${ttl} ms on ${unregistered} shard(s)`,
     };
     ready.closing = { ok: !this.closing, detail: this.closing ? 'shutting down' : 'not shutting down' };
+    if (this.pools.length > 0) {
+      const failing = this.pools.map((p) => p.stats()).filter((p) => p.startError !== undefined);
+      ready.pools = {
+        ok: failing.length === 0,
+        detail:
+          failing.length === 0
+            ? `${this.pools.length} isolated task pool(s) can start`
+            : failing.map((p) => `task "${p.task}": its ${p.in} cannot start: ${p.startError}`).join('; '),
+      };
+    }
     const live: Record<string, HealthCheck> = {};
     const stallMs = this.opts.stallAfterMs;
     const { stalled, sinceMs } = this.taker.stalled(stallMs, now);
@@ -336,6 +381,29 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
    */
   setLoopProgressForTest(at: number): void {
     this.taker.lastProgress = at;
+  }
+
+  /** The pools of the isolated tasks: size, busy, restarts by cause, why a start fails. */
+  poolStats(): PoolStats[] {
+    return this.pools.map((p) => p.stats());
+  }
+
+  /** The main loop was held `ms` (more than a third of the lease) while runs of `tasks` ran in-process. */
+  private blocked(ms: number, tasks: string[]): void {
+    if (tasks.length === 0) return;
+    this.opts.logger?.warn(
+      { worker: this.id, tasks, blockedMs: Math.round(ms), leaseMs: this.opts.leaseMs },
+      `a run of task ${tasks.map((t) => `"${t}"`).join(' or ')} held the event loop for ${Math.round(ms)} ms, ` +
+        'more than a third of the lease: heartbeats wait meanwhile, so the lease may be lost; ' +
+        'make the task isolated (docs/jobs.md#isolated-tasks)',
+    );
+  }
+
+  /** The tasks of the runs in progress that run on this thread (not isolated). */
+  private inProcessTasks(): string[] {
+    const tasks = new Set<string>();
+    for (const run of this.runs.values()) if (!this.isolatedTasks.has(run.job.task)) tasks.add(run.job.task);
+    return [...tasks];
   }
 
   /** Number of jobs running now. */
@@ -378,6 +446,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     // A run whose signal aborted (timebox, cancel, lost lease, shutdown) says nothing of how long
     // handlers take: a few hung runs would otherwise shrink and pace the takes long after them.
     if (run.began > 0 && !run.aborted) this.taker.ranFor(performance.now() - run.began);
+    if (!this.isolatedTasks.has(run.job.task)) this.blockWatch.runEnded(run.job.task);
     const id = run.job.id;
     // (its last progress goes before its finish, on the same connection)
     this.delivery.progressEnded(id);
@@ -445,6 +514,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     await new Promise((r) => setImmediate(r));
     for (const r of this.recoverers) r.stop();
     this.lag.stop();
+    this.blockWatch.stop();
+    await Promise.all(this.pools.map((p) => p.close()));
     // Acknowledge and release what we can; Redis may be unreachable, so not forever.
     const flushed = await within(
       (async () => {

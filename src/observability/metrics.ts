@@ -8,7 +8,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Worker } from '../executor/worker.js';
+import type { PoolStats, Worker } from '../executor/worker.js';
 import { checkOptions, METRICS_OPTIONS } from '../options.js';
 import type { Scheduler } from '../periodic/scheduler.js';
 import type { Job } from '../queue/job.js';
@@ -264,6 +264,8 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     w.on('stuck', observe);
   }
 
+  registerPoolMetrics(registry, queue.name, opts.workers ?? []);
+
   const reportError =
     opts.onError ?? ((err: Error) => process.stderr.write(`rota metrics: a scrape failed: ${maskText(err.message)}\n`));
   const server: Server = createServer((req, res) => {
@@ -288,4 +290,40 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     registry,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/**
+ * The pools of the executors' isolated tasks (src/executor/pool.ts): threads or processes alive,
+ * busy, and ended by cause (`crash`, `exit`, `oom`, `killed`, `abandoned`: ignored its aborted
+ * signal, `recycled`, `memory`, `start`: could not start).
+ */
+function registerPoolMetrics(registry: Registry, queue: string, workers: Worker[]): void {
+  const each = (fn: (labels: { queue: string; task: string; in: string }, p: PoolStats) => void) => {
+    for (const w of workers) for (const p of w.poolStats()) fn({ queue, task: p.task, in: p.in }, p);
+  };
+  const gauge = (name: string, help: string, value: (p: PoolStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['queue', 'task', 'in'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        each((labels, p) => this.inc(labels, value(p)));
+      },
+    });
+  gauge('rota_isolated_pool_size', 'Threads or processes of an isolated task alive (started or starting)', (p) => p.size);
+  gauge('rota_isolated_pool_busy', 'Threads or processes of an isolated task running a job', (p) => p.busy);
+  new Counter({
+    name: 'rota_isolated_restarts_total',
+    help: 'Threads or processes of an isolated task ended and replaced, by cause',
+    labelNames: ['queue', 'task', 'in', 'cause'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      each((labels, p) => {
+        for (const [cause, n] of Object.entries(p.restarts)) if (n) this.inc({ ...labels, cause }, n);
+      });
+    },
+  });
 }

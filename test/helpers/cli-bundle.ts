@@ -25,5 +25,16 @@ export async function bundleCli(): Promise<{ file: string; remove(): void }> {
     target: 'node20',
     logLevel: 'warning',
   });
+  // (beside it, as in the package: what the threads and processes of isolated tasks run)
+  await build({
+    entryPoints: [`${ROOT}src/executor/isolate-entry.ts`],
+    outfile: `${dir}/isolate-entry.js`,
+    bundle: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    logLevel: 'warning',
+  });
   return { file, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }

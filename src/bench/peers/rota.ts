@@ -1,5 +1,6 @@
 /** Rota, driven through its public API (Queue.submit/submitBulk, Worker), with its defaults: fairness, leases, events on. */
 import { Cluster } from 'ioredis';
+import { isolated } from '../../executor/isolated.js';
 import { Worker } from '../../executor/worker.js';
 import { Queue } from '../../queue/queue.js';
 import type { ConnectionOption } from '../../redis/connection.js';
@@ -45,10 +46,14 @@ export function open(at: Endpoint, name: string): SystemAdapter {
       await queue.submitBulk(jobs.map(spec));
     },
     async startExecutor(opts: ExecutorOptions) {
+      const where = opts.isolate;
+      const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
       const worker = new Worker(
         name,
         {
-          bench: ({ job, args }) => opts.handler(job.id, job.group, args as Payload),
+          bench: where
+            ? isolated(new URL(`../isolated-noop.${ext}`, import.meta.url), { in: where, min: opts.concurrency })
+            : ({ job, args }) => opts.handler(job.id, job.group, args as Payload),
         },
         {
           connection,
@@ -59,8 +64,13 @@ export function open(at: Endpoint, name: string): SystemAdapter {
         },
       );
       worker.on('error', (err) => console.error('rota worker error:', err.message));
+      if (where) worker.on('completed', (job) => void opts.handler(job.id, job.group, job.args as Payload));
+      // (an isolated pool's threads or processes are all started here, before the measured drain)
       await worker.run();
-      return { close: () => worker.close({ timeout: 5000 }) };
+      return {
+        close: () => worker.close({ timeout: 5000 }),
+        childCpuUs: () => worker.poolStats().reduce((s, p) => s + p.cpuUs, 0),
+      };
     },
     async waiting() {
       return (await queue.counts()).waiting;

@@ -41,11 +41,18 @@ export type BenchHandler = (id: string, group: string, data: Payload) => Promise
 
 export interface ExecutorHandle {
   close(): Promise<void>;
+  /** CPU time (µs) of processes the executor started for its handlers (Rota's isolated tasks in processes), beside its own. */
+  childCpuUs?(): number;
 }
 
 export interface ExecutorOptions {
   concurrency: number;
   handler: BenchHandler;
+  /**
+   * Rota only: run a no-op handler isolated in a pool of threads or processes (all started
+   * first); `handler` is then told of each job as its run completes, on the main thread.
+   */
+  isolate?: 'thread' | 'process';
 }
 
 /** Producer and executor side of one system, bound to one queue on one Redis. */

@@ -15,6 +15,8 @@ export interface DrainParams {
   processes: number;
   /** Longest drain, in ms, before the run is cut short (reported as capped). */
   capMs: number;
+  /** Rota only: the no-op handler isolated in a pool of threads or processes (in this process's executor). */
+  isolate?: 'thread' | 'process';
 }
 
 /** Submits `jobs` jobs in batches, over `groups` groups (t0, t1, ...) or all in the one group named. */
@@ -82,21 +84,28 @@ export async function runDrain(ctx: RunContext, p: DrainParams): Promise<RunResu
   let phase: Phase;
   let m: Awaited<ReturnType<Phase['end']>>;
   if (p.processes === 0) {
-    phase = await new Phase(ctx.admin).begin();
     let n = 0;
-    const exec = await ctx.adapter.startExecutor({
-      concurrency: p.concurrency,
-      handler: (id) => {
-        seen.add(id);
-        n++;
-        return handlerWork(ctx.handlerMs);
-      },
-    });
+    const start = () =>
+      ctx.adapter.startExecutor({
+        concurrency: p.concurrency,
+        handler: (id) => {
+          seen.add(id);
+          n++;
+          return handlerWork(ctx.handlerMs);
+        },
+        isolate: p.isolate,
+      });
+    // (an isolated pool starts its threads or processes before the measured phase: the start-up is paid once)
+    const early = p.isolate ? await start() : null;
+    phase = await new Phase(ctx.admin).begin();
+    const childCpuBefore = early?.childCpuUs?.() ?? 0;
+    const exec = early ?? (await start());
     capped = !(await until(() => n >= p.jobs, p.capMs));
     seconds = phase.elapsed();
+    const childCpuUs = (exec.childCpuUs?.() ?? 0) - childCpuBefore;
     await exec.close();
     m = await phase.end();
-    nodeCpuUs = m.nodeCpuUs;
+    nodeCpuUs = m.nodeCpuUs + childCpuUs;
     peakRssBytes = m.peakRssBytes;
   } else {
     const children = await Promise.all(Array.from({ length: p.processes }, () => forkExecutor(ctx, p.concurrency)));

@@ -1,7 +1,8 @@
 /** `rota worker --tasks ./tasks.js`: runs an executor with the handlers a module exports. */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
+import { type IsolatedOptions, isolated, isolatedSpec } from '../../executor/isolated.js';
 import { installShutdownHandlers } from '../../executor/shutdown.js';
 import { Worker } from '../../executor/worker.js';
 import type { HealthServer } from '../../observability/health.js';
@@ -22,8 +23,19 @@ import {
 } from '../observability-flags.js';
 import { CliError, globals, intOption, openTarget, run } from '../support.js';
 
-/** Loads handlers: the module's default export (an object of functions) or its named function exports. */
-export async function loadHandlers(path: string): Promise<Handlers> {
+/** What a tasks file gives: its handlers, and the isolation its `isolate` export asks for. */
+export interface TasksModule {
+  handlers: Handlers;
+  /** `export const isolate = { ocr: 'process', resize: { in: 'thread', max: 2 } }`: tasks of this file to isolate. */
+  isolate: Record<string, unknown>;
+}
+
+/**
+ * Loads handlers: the module's default export (an object of functions) or its named function
+ * exports; a task may be `isolated(...)` there (see src/executor/isolated.ts), or named in the
+ * module's `isolate` export (`{ task: 'thread' | 'process' | isolated()'s options }`).
+ */
+export async function loadHandlers(path: string): Promise<TasksModule> {
   let mod: Record<string, unknown>;
   try {
     mod = (await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>;
@@ -39,7 +51,73 @@ export async function loadHandlers(path: string): Promise<Handlers> {
       EXIT_INVALID,
     );
   }
-  return handlers;
+  const isolate = mod.isolate ?? {};
+  if (typeof isolate !== 'object' || isolate === null) {
+    throw new CliError(
+      `${path}: its "isolate" export must map task names to 'thread', 'process' or isolated() options`,
+      EXIT_INVALID,
+    );
+  }
+  return { handlers, isolate: isolate as Record<string, unknown> };
+}
+
+/** The pool flags: defaults of every isolated task (the options a task's own isolated() call gives win). */
+export interface IsolateFlags {
+  /** `--isolate task=thread|process`, repeated. */
+  isolate?: string[];
+  isolateMax?: number;
+  isolateMemoryLimit?: number;
+  isolateRecycleAfter?: number;
+  isolateRecycleAbove?: number;
+}
+
+/**
+ * The handlers with the isolation the flags ask for: each `--isolate task=thread|process` runs
+ * that task of the tasks file (its export, loaded by the thread or process) isolated; the pool
+ * flags fill in what the tasks' own isolated() options leave out.
+ */
+export function applyIsolation({ handlers, isolate }: TasksModule, tasksPath: string, flags: IsolateFlags): Handlers {
+  const defaults: IsolatedOptions = {
+    ...(flags.isolateMax !== undefined ? { max: flags.isolateMax } : {}),
+    ...(flags.isolateMemoryLimit !== undefined ? { memoryLimitMb: flags.isolateMemoryLimit } : {}),
+    ...(flags.isolateRecycleAfter !== undefined ? { recycleAfterJobs: flags.isolateRecycleAfter } : {}),
+    ...(flags.isolateRecycleAbove !== undefined ? { recycleAboveMb: flags.isolateRecycleAbove } : {}),
+  };
+  const out: Handlers = { ...handlers };
+  const marks: Array<[string, string, unknown]> = Object.entries(isolate).map(([task, how]) => [
+    task,
+    `${tasksPath}'s isolate.${task}`,
+    how,
+  ]);
+  for (const entry of flags.isolate ?? []) {
+    const [task, where] = entry.split('=');
+    marks.push([task, `--isolate ${entry}`, where]);
+  }
+  for (const [task, what, how] of marks) {
+    if (!Object.hasOwn(handlers, task)) throw new CliError(`${what}: ${tasksPath} has no task "${task}"`, EXIT_INVALID);
+    if (isolatedSpec(out[task])) throw new CliError(`${what}: task "${task}" is isolated already`, EXIT_INVALID);
+    try {
+      const options = typeof how === 'string' ? { in: how as 'thread' | 'process' } : (how as IsolatedOptions);
+      out[task] = isolated(resolve(tasksPath), options);
+    } catch (err) {
+      throw new CliError(`${what}: ${(err as Error).message}`, EXIT_INVALID);
+    }
+  }
+  for (const [task, h] of Object.entries(out)) {
+    const spec = isolatedSpec(h);
+    if (!spec) continue;
+    const { module, ...own } = spec;
+    out[task] = isolated(module, { ...defaults, ...own });
+  }
+  return out;
+}
+
+/** Parses `--isolate task=thread|process`, collecting repeats. */
+function isolateFlag(value: string, previous: string[] = []): string[] {
+  if (!/^[^=]+=(thread|process)$/.test(value)) {
+    throw new InvalidArgumentError('--isolate takes task=thread or task=process');
+  }
+  return [...previous, value];
 }
 
 /** Registers the `worker` command on `program`. */
@@ -49,6 +127,31 @@ export function register(program: Command): void {
     .description('run an executor; SIGTERM/SIGINT shut it down gracefully')
     .requiredOption('--tasks <module>', 'JavaScript module exporting task handlers')
     .option('--concurrency <n>', 'jobs run at once', intOption('--concurrency', 1, 100_000), 1)
+    .option(
+      '--isolate <task=thread|process>',
+      'run a task of the tasks file in a pool of worker threads or child processes (repeatable)',
+      isolateFlag,
+    )
+    .option(
+      '--isolate-max <n>',
+      'most threads or processes per isolated task (default: --concurrency)',
+      intOption('--isolate-max', 1, 100_000),
+    )
+    .option(
+      '--isolate-memory-limit <mb>',
+      'heap limit of each isolated thread or process, in MB',
+      intOption('--isolate-memory-limit', 16, 1_048_576),
+    )
+    .option(
+      '--isolate-recycle-after <jobs>',
+      'replace an isolated thread or process after this many jobs',
+      intOption('--isolate-recycle-after', 1, 1_000_000_000),
+    )
+    .option(
+      '--isolate-recycle-above <mb>',
+      'replace an isolated thread or process after a job left it above this many MB',
+      intOption('--isolate-recycle-above', 1, 1_048_576),
+    )
     .option('--id <id>', 'executor id (a fixed id clears its stale marks on restart)')
     .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
     .addOption(metricsHostOption())
@@ -70,7 +173,8 @@ export function register(program: Command): void {
     .action(
       async (
         o: MetricsFlags &
-          HealthFlags & {
+          HealthFlags &
+          IsolateFlags & {
             tasks: string;
             concurrency: number;
             id?: string;
@@ -81,7 +185,7 @@ export function register(program: Command): void {
       ) =>
         run(async () => {
           const g = globals(cmd);
-          const handlers = await loadHandlers(o.tasks);
+          const handlers = applyIsolation(await loadHandlers(o.tasks), o.tasks, o);
           const target = await openTarget(g);
           const { connection } = target;
           const shards = target.shards[g.queue];
