@@ -43,7 +43,13 @@ describe('flows', () => {
       task: 'root',
       group: 'g',
       children: [
-        { task: 'mid', children: [{ task: 'leaf', args: { n: 1 } }, { task: 'leaf', args: { n: 2 } }] },
+        {
+          task: 'mid',
+          children: [
+            { task: 'leaf', args: { n: 1 } },
+            { task: 'leaf', args: { n: 2 } },
+          ],
+        },
         { task: 'leaf', args: { n: 3 } },
       ],
     });
@@ -208,7 +214,9 @@ describe('flows', () => {
     const w = openWorker(name, handlers, { concurrency: 2 });
     await stateOf(q, tree.id, 'success');
     await q.retry(`${tree.id}/0`);
-    await eventually(async () => runs.filter((r) => r === `${tree.id}/0`).length === 2 && (await q.getJob(`${tree.id}/0`))?.state === 'failed');
+    await eventually(
+      async () => runs.filter((r) => r === `${tree.id}/0`).length === 2 && (await q.getJob(`${tree.id}/0`))?.state === 'failed',
+    );
     await w.close();
     expect(runs.filter((r) => r === tree.id).length).toBe(1);
   });
@@ -216,7 +224,10 @@ describe('flows', () => {
   it('cancelling a parent with children: true cancels its waiting children, down the tree', async () => {
     const name = uniqueQueue('flowcancel');
     const q = openQueue(name);
-    const tree = await q.submitFlow({ task: 'p', children: [{ task: 'm', children: [{ task: 'l' }, { task: 'l' }] }, { task: 'l' }] });
+    const tree = await q.submitFlow({
+      task: 'p',
+      children: [{ task: 'm', children: [{ task: 'l' }, { task: 'l' }] }, { task: 'l' }],
+    });
     expect(await q.cancel(tree.id, { children: true })).toBe('cancelled');
     const c = await q.counts();
     expect(c.cancelled).toBe(5);
@@ -278,7 +289,8 @@ describe('fan-in (ctx.fanOut then)', () => {
     const q = openQueue(name);
     const handlers: Handlers = {
       none: async (ctx) => ctx.fanOut([], { task: 'x', then: { task: 'after' } }),
-      some: async (ctx) => ctx.fanOut([1], { task: 'bad', then: { task: 'after' }, onFailure: (ctx.args as { p: 'fail' | 'ignore' }).p }),
+      some: async (ctx) =>
+        ctx.fanOut([1], { task: 'bad', then: { task: 'after' }, onFailure: (ctx.args as { p: 'fail' | 'ignore' }).p }),
       bad: async () => {
         throw new PermanentError('no');
       },
@@ -300,8 +312,14 @@ describe('fan-in (ctx.fanOut then)', () => {
     const errors: string[] = [];
     const handlers: Handlers = {
       p: async (ctx) => {
-        for (const opts of [{ task: 'c', then: { task: '' } }, { task: 'c', then: { task: 'x', nope: 1 } }, { task: 'c', onFailure: 'x' }]) {
-          await ctx.fanOut([1], opts as never).catch((e: unknown) => errors.push(e instanceof ValidationError ? e.message : 'other'));
+        for (const opts of [
+          { task: 'c', then: { task: '' } },
+          { task: 'c', then: { task: 'x', nope: 1 } },
+          { task: 'c', onFailure: 'x' },
+        ]) {
+          await ctx
+            .fanOut([1], opts as never)
+            .catch((e: unknown) => errors.push(e instanceof ValidationError ? e.message : 'other'));
         }
       },
     };
