@@ -10,7 +10,7 @@
   written again.
 
   The job that waits (its *waiter*) is the parent itself while it is `waiting-children` (a flow's
-  parent), or the parent's continuation (CHILD_FIELDS.continuation: ctx.fanOut's `then`), a job
+  parent), or the parent's continuation (CHILD_FIELDS.continuation: ctx.fanOut's `after`), a job
   written `waiting-children` when the fan-out committed. flushChildren applies each failed child's
   policy (FAILURE_POLICY, the child's FLOW_FIELDS.policy) to the waiter: fail it (default), ignore
   the failure, remove the dependency (the child counts as removed, not failed), or release the

@@ -54,7 +54,7 @@ end
 -- list `fan:<token>:<id>` (the number of children, then their submit chunks) becomes the
 -- parent's `fanned:<id>`, listed in `fanouts` for fanout.lua to submit chunk by chunk, and the
 -- job's child counts start. A number that ends CONTINUATION_MARK is followed by the fan-out's
--- continuation (`then`, a one-job list in the flow format): it is written now, `waiting-children`
+-- continuation (`after`, a one-job list in the flow format): it is written now, `waiting-children`
 -- (released at once when there are no children), and named in the parent's counts
 -- (CHILD_FIELDS.continuation), so that the call that records the last child's end releases it.
 -- False when the staging is gone (it expired): nothing is committed.

@@ -45,7 +45,7 @@ export interface JobContext<A = unknown, T extends object = UntypedTasks> {
   /**
    * Reads the children this job waited for, a page at a time (`offset` from 0, `limit` 1 to
    * 1,000, default 100), with their counts: a flow's parent reads its own, a chain's step the step
-   * before it (one child), a fan-out's continuation (`then`) those of the job that fanned out.
+   * before it (one child), a fan-out's continuation (`after`) those of the job that fanned out.
    * Children removed by retention are absent from `items`.
    * @throws {ValidationError} naming a bad option.
    */

@@ -3,8 +3,8 @@ import { type FlowRecord, packFlow, packSubmits, type QueueStore, type SubmitJob
 import type { FailurePolicy, Job, Priority } from './job.js';
 import { checkSpec, packValue } from './validate.js';
 
-/** The end of a fan-out continuation's id: `<parent id>/then`. */
-export const CONTINUATION_SUFFIX = '/then';
+/** The end of a fan-out continuation's id: `<parent id>/after`. */
+export const CONTINUATION_SUFFIX = '/after';
 
 /** Most items one fanOut call takes. */
 export const MAX_FAN_OUT = 100_000;
@@ -25,17 +25,17 @@ export interface FanOutOptions {
   /** Run time limit of each child (ms). */
   maxRuntime?: number;
   /**
-   * The continuation (fan-in): a job with id `<this job's id>/then`, written with the children in
+   * The continuation (fan-in): a job with id `<this job's id>/after`, written with the children in
    * state `waiting-children` and released by the call that records the last child's end. It reads
    * the children's counts and results with `ctx.children()`. Its group and priority default to
    * this job's.
    */
-  then?: ContinuationSpec;
+  after?: ContinuationSpec;
   /** What a child's failure (for good) does to the continuation; default `fail` (it fails at once). */
   onFailure?: FailurePolicy;
 }
 
-/** The continuation of a fan-out ({@link FanOutOptions.then}). */
+/** The continuation of a fan-out ({@link FanOutOptions.after}). */
 export interface ContinuationSpec {
   task: string;
   args?: unknown;
@@ -51,13 +51,13 @@ export interface PackedChildren {
   total: number;
   /** submit.lua job lists (see packSubmits; in the flow format with a continuation or a failure policy), at most {@link CHUNK} each. */
   chunks: Buffer[];
-  /** The continuation (`then`), packed in the flow format. */
+  /** The continuation (`after`), packed in the flow format. */
   continuation?: Buffer;
 }
 
-const OPTION_FIELDS = new Set(['task', 'group', 'priority', 'maxRetries', 'maxRuntime', 'then', 'onFailure']);
+const OPTION_FIELDS = new Set(['task', 'group', 'priority', 'maxRetries', 'maxRuntime', 'after', 'onFailure']);
 const POLICIES = new Set(['fail', 'ignore', 'remove', 'continue']);
-const THEN_FIELDS = new Set(['task', 'args', 'group', 'priority', 'maxRetries', 'maxRuntime', 'subject']);
+const AFTER_FIELDS = new Set(['task', 'args', 'group', 'priority', 'maxRetries', 'maxRuntime', 'subject']);
 
 /**
  * Checks a fan-out and packs its children, writing nothing. Between chunks it lets the event loop
@@ -96,17 +96,17 @@ export async function packChildren(
     throw new ValidationError('options.onFailure', `must be one of ${[...POLICIES].join(', ')}`);
   }
   let continuation: Buffer | undefined;
-  if (opts.then !== undefined) {
-    const t = opts.then;
-    if (typeof t !== 'object' || t === null) throw new ValidationError('options.then', 'must be an object with a task');
+  if (opts.after !== undefined) {
+    const t = opts.after;
+    if (typeof t !== 'object' || t === null) throw new ValidationError('options.after', 'must be an object with a task');
     for (const k of Object.keys(t)) {
-      if (!THEN_FIELDS.has(k))
-        throw new ValidationError(`options.then.${k}`, `is not an option of then (${[...THEN_FIELDS].join(', ')})`);
+      if (!AFTER_FIELDS.has(k))
+        throw new ValidationError(`options.after.${k}`, `is not an option of after (${[...AFTER_FIELDS].join(', ')})`);
     }
     const c = checkSpec(
       { ...t, group: t.group ?? parent.group, priority: t.priority ?? parent.priority },
       maxArgsBytes,
-      'options.then',
+      'options.after',
     );
     continuation = packFlow([{ ...c, id: `${parent.id}${CONTINUATION_SUFFIX}`, trace }], false);
   }

@@ -22,7 +22,7 @@ export type JobState =
   | 'cancelled';
 
 /**
- * What a child's failure does to the job that waits on it (a flow's parent, a fan-out's `then`),
+ * What a child's failure does to the job that waits on it (a flow's parent, a fan-out's `after`),
  * named after BullMQ's options: `fail` it (failParentOnFailure, the default), `ignore` the failure
  * (ignoreDependencyOnFailure), `remove` the dependency (removeDependencyOnFailure: counted as
  * removed, not failed), `continue` it at once (continueParentOnFailure).
@@ -82,7 +82,7 @@ export interface Job<A = unknown, R = unknown> {
   parent?: string;
   /** For a job that fanned out (ctx.fanOut) or a flow's parent: its children by state. */
   children?: ChildCounts;
-  /** For a job that fanned out with a continuation (`then`): the continuation's id. */
+  /** For a job that fanned out with a continuation (`after`): the continuation's id. */
   continuation?: string;
   /** For a child: what its failure does to the job waiting on it, when not `fail`. */
   onFailure?: FailurePolicy;

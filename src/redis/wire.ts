@@ -128,7 +128,7 @@ export const CHILD_FIELDS = {
   ended: 'ce',
   /** Failed children whose policy removed their dependency (`remove`): ended, counted neither as success nor failed. */
   removed: 'cm',
-  /** The id of the job that waits on these children besides the parent: a fan-out's continuation (`then`). */
+  /** The id of the job that waits on these children besides the parent: a fan-out's continuation (`after`). */
   continuation: 'cn',
 } as const;
 
@@ -157,7 +157,7 @@ export const FLOW_RECORD = ['id', 'description', 'group', 'priority', 'children'
 export const FLOW_WIDTH = 6;
 /** The first byte of a staged chunk in the flow format (never the first byte of a MessagePack array). */
 export const FLOW_CHUNK_MARK = 'F';
-/** The end of a staging's child count when its next entry is the continuation (fanOut `then`). */
+/** The end of a staging's child count when its next entry is the continuation (fanOut `after`). */
 export const CONTINUATION_MARK = '+';
 
 /** Entries per run in a finish call's packed runs: job id, lease token, outcome, payload. */

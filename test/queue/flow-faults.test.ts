@@ -80,7 +80,7 @@ async function chaos(s: Setup, mids: number, leaves: number, fanned: number): Pr
     })),
   });
   const fan = await q.submit({ task: 'fan', group: 'fan', args: { n: fanned } });
-  const continuation = `${fan.id}/then`;
+  const continuation = `${fan.id}/after`;
 
   // kill -9 an executor 300-900 ms after the last new one is up, and start another, `KILLS`
   // times or until both waiters are done

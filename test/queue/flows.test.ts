@@ -258,14 +258,14 @@ describe('flows', () => {
   });
 });
 
-describe('fan-in (ctx.fanOut then)', () => {
+describe('fan-in (ctx.fanOut after)', () => {
   it('the continuation waits, is released by the last child end, runs once and reads counts and results', async () => {
     const name = uniqueQueue('fanin');
     const q = openQueue(name);
     const got: unknown[] = [];
     const handlers: Handlers = {
       split: async (ctx) => {
-        await ctx.fanOut([1, 2, 3], { task: 'square', then: { task: 'sum', args: { label: 'x' } } });
+        await ctx.fanOut([1, 2, 3], { task: 'square', after: { task: 'sum', args: { label: 'x' } } });
         return 'split';
       },
       square: async (ctx) => (ctx.args as number) ** 2,
@@ -277,20 +277,20 @@ describe('fan-in (ctx.fanOut then)', () => {
     };
     const parent = await q.submit({ task: 'split', group: 'g' });
     const w = openWorker(name, handlers, { concurrency: 4 });
-    const cont = await stateOf(q, `${parent.id}/then`, 'success');
+    const cont = await stateOf(q, `${parent.id}/after`, 'success');
     await w.close();
     expect(cont.result).toBe(14);
     expect(got).toEqual([{ args: { label: 'x' }, counts: expect.objectContaining({ total: 3, success: 3 }) }]);
-    expect((await q.getJob(parent.id))!.continuation).toBe(`${parent.id}/then`);
+    expect((await q.getJob(parent.id))!.continuation).toBe(`${parent.id}/after`);
   });
 
   it('an empty fan-out releases its continuation at once; a failed child fails it (default) or not (ignore)', async () => {
     const name = uniqueQueue('fanin2');
     const q = openQueue(name);
     const handlers: Handlers = {
-      none: async (ctx) => ctx.fanOut([], { task: 'x', then: { task: 'after' } }),
+      none: async (ctx) => ctx.fanOut([], { task: 'x', after: { task: 'after' } }),
       some: async (ctx) =>
-        ctx.fanOut([1], { task: 'bad', then: { task: 'after' }, onFailure: (ctx.args as { p: 'fail' | 'ignore' }).p }),
+        ctx.fanOut([1], { task: 'bad', after: { task: 'after' }, onFailure: (ctx.args as { p: 'fail' | 'ignore' }).p }),
       bad: async () => {
         throw new PermanentError('no');
       },
@@ -300,9 +300,9 @@ describe('fan-in (ctx.fanOut then)', () => {
     const b = await q.submit({ task: 'some', args: { p: 'fail' } });
     const c = await q.submit({ task: 'some', args: { p: 'ignore' } });
     const w = openWorker(name, handlers, { concurrency: 4 });
-    await stateOf(q, `${a.id}/then`, 'success');
-    expect((await stateOf(q, `${b.id}/then`, 'failed')).error).toBe(`child ${b.id}/0 failed`);
-    await stateOf(q, `${c.id}/then`, 'success');
+    await stateOf(q, `${a.id}/after`, 'success');
+    expect((await stateOf(q, `${b.id}/after`, 'failed')).error).toBe(`child ${b.id}/0 failed`);
+    await stateOf(q, `${c.id}/after`, 'success');
     await w.close();
   });
 
@@ -313,8 +313,8 @@ describe('fan-in (ctx.fanOut then)', () => {
     const handlers: Handlers = {
       p: async (ctx) => {
         for (const opts of [
-          { task: 'c', then: { task: '' } },
-          { task: 'c', then: { task: 'x', nope: 1 } },
+          { task: 'c', after: { task: '' } },
+          { task: 'c', after: { task: 'x', nope: 1 } },
           { task: 'c', onFailure: 'x' },
         ]) {
           await ctx
@@ -328,9 +328,9 @@ describe('fan-in (ctx.fanOut then)', () => {
     await stateOf(q, j.id, 'success');
     await w.close();
     expect(errors).toHaveLength(3);
-    expect(errors[0]).toContain('options.then.task');
-    expect(errors[1]).toContain('options.then.nope');
+    expect(errors[0]).toContain('options.after.task');
+    expect(errors[1]).toContain('options.after.nope');
     expect(errors[2]).toContain('options.onFailure');
-    expect(await q.getJob(`${j.id}/then`)).toBeNull();
+    expect(await q.getJob(`${j.id}/after`)).toBeNull();
   });
 });
