@@ -223,6 +223,8 @@ export class QueueReader {
         }
         break;
       }
+      case 'waiting-children':
+        throw new ValidationError('state', 'waiting-children jobs have no list of their own: read a flow with jobTree(id)');
       default:
         throw new ValidationError('state', `must be one of ${JOB_STATES.join(', ')}`);
     }
