@@ -110,8 +110,8 @@ export async function packChildren(
     );
     continuation = packFlow([{ ...c, id: `${parent.id}${CONTINUATION_SUFFIX}`, trace }], false);
   }
-  // (children with a policy, or waited on, carry it: the flow format)
-  const flow = continuation !== undefined || opts.onFailure !== undefined;
+  // (children with a policy other than the default carry it: the flow format)
+  const flow = opts.onFailure !== undefined && opts.onFailure !== 'fail';
   const packChunk = (jobs: SubmitJob[]) =>
     flow
       ? packFlow(

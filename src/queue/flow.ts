@@ -5,7 +5,7 @@
  * mechanism of a fan-out's committed children (docs/architecture.md#flows).
  */
 import { FanOutLimitError, ValidationError } from '../errors.js';
-import { type FlowRecord, packFlow } from '../redis/queue-store.js';
+import { type FlowRecord, packFlow, packSubmits } from '../redis/queue-store.js';
 import { MAX_FAN_OUT } from './fanout.js';
 import type { FailurePolicy } from './job.js';
 import { type CheckedSpec, checkSpec, type SubmitSpec } from './validate.js';
@@ -98,7 +98,13 @@ export function packFlowTree(spec: FlowSpec, maxArgsBytes: number, rootId: (grou
   const tree: FlowNode = { id: root.id, task: root.task };
   const rootRecord = packFlow([{ ...root, children: top.kids.length }], false);
 
-  // Breadth first: a parent is written before (or in the chunk of) its children.
+  // Breadth first: a parent is written before (or in the chunk of) its children. A chunk of jobs
+  // with no children and the default policy goes in the plain submit format (as a fan-out's: it
+  // costs what a fan-out's chunk costs).
+  const packChunk = (jobs: FlowRecord[]) =>
+    jobs.some((j) => j.children !== undefined || (j.policy ?? 'fail') !== 'fail')
+      ? packFlow(jobs, true)
+      : packSubmits(jobs, Infinity).packed;
   const chunks: Buffer[] = [];
   let chunk: FlowRecord[] = [];
   let bytes = 0;
@@ -123,7 +129,7 @@ export function packFlowTree(spec: FlowSpec, maxArgsBytes: number, rootId: (grou
         policy: c.policy,
       };
       if (chunk.length === CHUNK.jobs || (chunk.length > 0 && bytes + record.packedArgs.length > CHUNK.bytes)) {
-        chunks.push(packFlow(chunk, true));
+        chunks.push(packChunk(chunk));
         chunk = [];
         bytes = 0;
       }
@@ -133,7 +139,7 @@ export function packFlowTree(spec: FlowSpec, maxArgsBytes: number, rootId: (grou
       if (c.kids.length > 0) queue.push({ node: child, spec: c.spec, kids: c.kids, where: at });
     });
   }
-  if (chunk.length > 0) chunks.push(packFlow(chunk, true));
+  if (chunk.length > 0) chunks.push(packChunk(chunk));
   return { root, rootRecord, total, chunks, tree };
 }
 

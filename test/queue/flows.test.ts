@@ -186,9 +186,13 @@ describe('flows', () => {
     expect((await q.getJob(mid))!).toMatchObject({ state: 'failed', failedBy: leaf });
     expect((await q.getJob(tree.id))!).toMatchObject({ state: 'failed', failedBy: mid });
     fixed = true;
-    // retrying the root retries what failed it
+    // retrying the root retries what failed it (the group paused, so that nothing runs meanwhile)
+    await q.pauseGroup('default');
     expect(await q.retry(tree.id)).toBe('waiting');
     expect((await q.getJob(tree.id))!.state).toBe('waiting-children');
+    expect((await q.getJob(mid))!.state).toBe('waiting-children');
+    expect((await q.getJob(leaf))!.state).toBe('waiting');
+    await q.resumeGroup('default');
     await stateOf(q, tree.id, 'success');
     await w.close();
     expect(runs.filter((r) => r === leaf).length).toBe(2);
