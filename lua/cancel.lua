@@ -1,5 +1,7 @@
 --[[
-  Cancels jobs. A waiting, delayed or stuck job ends `cancelled` at once; a scheduled or running job is
+  Cancels jobs. A waiting, delayed, stuck or waiting-children job ends `cancelled` at once (a
+  waiting-children job's children are left as they are: Queue.cancel cancels them, when asked,
+  with calls of their own); a scheduled or running job is
   flagged (in its hash and its lease member) and its executor told on the cancel channel (it
   aborts the run's signal, and the run ends `cancelled`). A finished job is left as it is.
 
@@ -46,11 +48,14 @@ local function cancel(id)
     call('PUBLISH', prefix .. 'cancel', id)
     return 'cancelling'
   end
-  if state ~= 'waiting' and state ~= 'stuck' and state ~= 'delayed' then return state end
+  if state ~= 'waiting' and state ~= 'stuck' and state ~= 'delayed' and state ~= WAITING_CHILDREN then return state end
 
   local group = job[2]
   local gk = prefix .. 'g:' .. group
-  if state == 'delayed' then
+  -- (a waiting-children job is in no list: its children release it)
+  if state == WAITING_CHILDREN then
+    group = nil
+  elseif state == 'delayed' then
     -- (in `delayed` alone: no list of its group holds it yet)
     call('ZREM', prefix .. 'delayed', id)
   elseif call('LREM', gk .. ':r', '-1', id) == 1 then

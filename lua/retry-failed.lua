@@ -37,6 +37,8 @@ local score, skip = walkFinished(key, untilMs, ARGV[4], tonumber(ARGV[5]), tonum
   local job = submittedJob(jobKey, 'group', 'd')
   if job and job[1] == 'failed' then
     if (group ~= '' and job[2] ~= group) or (task ~= '' and jobTask(job[3]) ~= task) then return false end
+    -- (a job a child's failure failed waits again when that child is retried: kept)
+    if call('HEXISTS', jobKey, FLOW_FIELDS.failedBy) == 1 then return false end
     keepLastRun(prefix, id, jobKey, 'failed')
     call('HDEL', jobKey, 'finished', 'cancel', 'due')
     call('HSET', jobKey, 'state', 'waiting', 'retries', '0')
@@ -44,9 +46,12 @@ local score, skip = walkFinished(key, untilMs, ARGV[4], tonumber(ARGV[5]), tonum
     left('failed')
     retried = retried + 1
     if isChild(prefix, id) then
-      local parentKey = prefix .. 'j:' .. parentOf(id)
-      call('HINCRBY', parentKey, CHILD_FIELDS.failed, '-1')
+      local parent = parentOf(id)
+      local parentKey = prefix .. 'j:' .. parent
+      local removed = call('HGET', jobKey, FLOW_FIELDS.policy) == FAILURE_POLICY.remove
+      call('HINCRBY', parentKey, removed and CHILD_FIELDS.removed or CHILD_FIELDS.failed, '-1')
       call('HDEL', parentKey, CHILD_FIELDS.ended)
+      reopenWaiter(prefix, parent, id)
     end
   end
   -- (a member whose job is gone or not failed is dropped)

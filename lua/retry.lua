@@ -22,13 +22,21 @@ local prefix = ARGV[1]
 local expected = ARGV[3]
 
 -- Puts job `id` back; answers its outcome (see above).
-local function retry(id)
+local retry
+function retry(id)
   local jobKey = prefix .. 'j:' .. id
   local job = submittedJob(jobKey, 'group', 'd')
   if not job then return '' end
   local state = job[1]
   if state ~= 'failed' and state ~= 'cancelled' then return state end
   if expected ~= '' and state ~= expected then return state end
+  -- A job a child's failure failed waits again for its children: its child is retried.
+  local by = state == 'failed' and call('HGET', jobKey, FLOW_FIELDS.failedBy)
+  if by then
+    local r = retry(by)
+    if r ~= 'done' then return state end
+    return 'done'
+  end
   call('ZREM', prefix .. 'done:' .. state, id)
   keepLastRun(prefix, id, jobKey, state)
   call('HDEL', jobKey, 'finished', 'cancel', 'due')
@@ -38,11 +46,18 @@ local function retry(id)
   left(state)
   changed(id, 'waiting')
   deferGroup(job[2], high and 'nh' or 'nl', 1)
-  -- a fan-out child counts as not ended again (its parent's children-ended event fires again when it ends)
+  -- a child counts as not ended again (its parent's children-ended event fires again when it
+  -- ends), and the waiter its failure failed waits again (includes/children)
   if isChild(prefix, id) then
-    local parentKey = prefix .. 'j:' .. parentOf(id)
-    call('HINCRBY', parentKey, CHILD_FIELDS[state], '-1')
+    local parent = parentOf(id)
+    local parentKey = prefix .. 'j:' .. parent
+    local field = CHILD_FIELDS[state]
+    if state == 'failed' and call('HGET', jobKey, FLOW_FIELDS.policy) == FAILURE_POLICY.remove then
+      field = CHILD_FIELDS.removed
+    end
+    call('HINCRBY', parentKey, field, '-1')
     call('HDEL', parentKey, CHILD_FIELDS.ended)
+    if state == 'failed' then reopenWaiter(prefix, parent, id) end
   end
   return 'done'
 end

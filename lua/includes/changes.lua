@@ -7,7 +7,7 @@
 --- @include "includes/common"
 --- @include "includes/periodicPause"
 --- @export countDelta, changedList, changed, left, arrived, periodicFailed, timerFailed, childrenDone
---- @export periodicEnded, deduplicated, flushChanges
+--- @export periodicEnded, deduplicated, jobReleased, flushChanges
 
 -- Collected state changes of one script call; flushed as one stream entry: the ids per state
 -- (in the order states first occur), and the changes that carry an error. The lists per state
@@ -39,6 +39,9 @@ local childrenEnded = {}
 -- (see includes/dedup).
 local deduplicates = {}
 
+-- Jobs released from waiting-children in this call: { job id, why } (see includes/children).
+local releases = {}
+
 onBeginCall(function()
   for i = 1, #stateOrder do
     local state = stateOrder[i]
@@ -52,6 +55,7 @@ onBeginCall(function()
   for state in pairs(countDelta) do countDelta[state] = nil end
   if next(periodicFailures) then periodicFailures = {} end
   if next(childrenEnded) then childrenEnded = {} end
+  if next(releases) then releases = {} end
   if next(timerFailures) then timerFailures = {} end
   if next(periodicEnds) then periodicEnds = {} end
   if next(deduplicates) then deduplicates = {} end
@@ -112,6 +116,10 @@ local function deduplicated(id, state, key, replaced)
   deduplicates[#deduplicates + 1] = { id, state, key, replaced and 1 or 0 }
 end
 
+local function jobReleased(id, why)
+  releases[#releases + 1] = { id, why }
+end
+
 -- The XADD argument list of flushChanges (reused: the library keeps it across calls).
 local entry = { 'XADD', false, 'MAXLEN', '~', false, '*' }
 
@@ -145,6 +153,9 @@ local function flushChanges(prefix, maxEvents)
   end
   if #childrenEnded > 0 then
     a[n + 1], a[n + 2], n = EVENT_CHILDREN_ENDED_FIELD, cjson.encode(childrenEnded), n + 2
+  end
+  if #releases > 0 then
+    a[n + 1], a[n + 2], n = EVENT_RELEASED_FIELD, cjson.encode(releases), n + 2
   end
   if #timerFailures > 0 then
     a[n + 1], a[n + 2], n = EVENT_TIMER_FAILED_FIELD, cjson.encode(timerFailures), n + 2

@@ -1,12 +1,25 @@
 --[[
-  Fan-out children (ctx.fanOut): a child's id is `<parent id>/<index>`, and its parent's job hash
-  counts its children (CHILD_FIELDS: total, running, and one count per final state). The scripts
-  that start or end a child's run note it here (childStarted, childEnded; the executor flags the
-  runs of children, so that other runs cost nothing), and flushChildren applies the changes of a
-  call: one HINCRBY per parent and count, and, when a parent's last child ends, its `ended` time
-  and one children-ended event (and a periodic.failed event when the parent is a periodic run and
-  a child failed: such a run ends when its children end, failed if any failed).
-  A parent removed by retention is not written again.
+  Children and the jobs that wait on them. A child's id is `<parent id>/<index>` (ctx.fanOut, and
+  every job of a flow below its root), and its parent's job hash counts its children
+  (CHILD_FIELDS: total, running, and one count per final state). The scripts that start or end a
+  child's run note it here (childStarted, childEnded; the executor flags the runs of children, so
+  that other runs cost nothing), and flushChildren applies the changes of a call: one HINCRBY per
+  parent and count, and, when a parent's last child ends, its `ended` time and one children-ended
+  event (and a periodic.failed event when the parent is a periodic run and a child failed: such a
+  run ends when its children end, failed if any failed). A parent removed by retention is not
+  written again.
+
+  The job that waits (its *waiter*) is the parent itself while it is `waiting-children` (a flow's
+  parent), or the parent's continuation (CHILD_FIELDS.continuation: ctx.fanOut's `after`), a job
+  written `waiting-children` when the fan-out committed. flushChildren applies each failed child's
+  policy (FAILURE_POLICY, the child's FLOW_FIELDS.policy) to the waiter: fail it (default), ignore
+  the failure, remove the dependency (the child counts as removed, not failed), or release the
+  waiter at once (continue); and it releases the waiter to `waiting` when the last child ends.
+  Only a waiter still `waiting-children` is released or failed, so a child ending again (retried
+  after its parent went on) changes nothing but the counts. A waiter that fails is itself a child
+  of its own parent (a flow's inner node): its end is counted there in the same call, so a
+  failure climbs the tree at once. A retried child re-opens the waiter its failure failed
+  (reopenWaiter).
 
   Committed children wait, packed as submit calls' job lists (chunks of at most 1,000 jobs), in
   the parent's list `fanned:<parent>`, listed in `fanouts` (parent id -> commit time) until
@@ -15,21 +28,28 @@
 --- @include "includes/wire"
 --- @include "includes/common"
 --- @include "includes/changes"
+--- @include "includes/jobs"
+--- @include "includes/groupChanges"
 --- @include "includes/periodic"
---- @export parentOf, childStarted, childEnded, isChild, flushChildren
+--- @export parentOf, childStarted, childEnded, isChild, flushChildren, releaseWaiter, reopenWaiter
 
 -- The parent id of child `id` (what precedes its last '/').
 local function parentOf(id)
   return string.match(id, '^(.*)/%d+$')
 end
 
--- The count changes of this call per parent ({ field -> delta }), in first-change order.
-local childDeltas, childParents = {}, {}
+-- The count changes of this call per parent ({ field -> delta }), in first-change order, and the
+-- children that failed in this call per parent.
+local childDeltas, childParents, childFailures = {}, {}, {}
+-- Whether this call released a waiter (its group's list changed after the batch's flush).
+local releasedAny = false
 onBeginCall(function()
   if childParents[1] ~= nil then
     childDeltas = {}
+    childFailures = {}
     clearList(childParents)
   end
+  releasedAny = false
 end)
 
 local function childDelta(parent, field, d)
@@ -59,23 +79,109 @@ local function childEnded(id, wasRunning, state)
   if wasRunning then childDelta(parent, CHILD_FIELDS.running, -1) end
   local field = FINAL_COUNT[state]
   if field then childDelta(parent, field, 1) end
+  if state == 'failed' then
+    local failed = childFailures[parent]
+    if not failed then
+      failed = {}
+      childFailures[parent] = failed
+    end
+    failed[#failed + 1] = id
+  end
 end
 
--- Whether job `id` is a fan-out child (a slow path's check, for scripts without the executor's
--- flag: its id has a child's form and that parent fanned out).
+-- Whether job `id` is a child (a slow path's check, for scripts without the executor's flag: its
+-- id has a child's form and that parent counts children).
 local function isChild(prefix, id)
   local parent = parentOf(id)
   return parent ~= nil and call('HEXISTS', prefix .. 'j:' .. parent, CHILD_FIELDS.total) == 1
 end
 
--- Applies the count changes of this call (see above).
+-- Releases waiter `id` to `waiting` (at the back of its priority's list) when it is still
+-- `waiting-children`; `why`: 'children' (all ended) or 'continue' (a child's policy). The group
+-- change is deferred (includes/groupChanges): the caller flushes the groups.
+local function releaseWaiter(prefix, id, why)
+  local key = prefix .. 'j:' .. id
+  local j = call('HMGET', key, 'state', 'group', 'd')
+  if j[1] ~= WAITING_CHILDREN then return end
+  local high = describeJob(j[3]) == 'high'
+  call('HSET', key, 'state', 'waiting')
+  call('LPUSH', prefix .. 'g:' .. j[2] .. (high and ':h' or ':l'), id)
+  deferGroup(j[2], high and 'nh' or 'nl', 1)
+  left(WAITING_CHILDREN)
+  changed(id, 'waiting')
+  jobReleased(id, why)
+  releasedAny = true
+end
+
+-- Fails waiter `id` (still `waiting-children`) because its child `child` failed (policy fail).
+local function failWaiter(prefix, id, child, now)
+  local key = prefix .. 'j:' .. id
+  if call('HGET', key, 'state') ~= WAITING_CHILDREN then return end
+  local err = 'child ' .. child .. ' failed'
+  local nowS = str(now)
+  call('HSET', key, 'state', 'failed', 'finished', nowS, 'error', err, FLOW_FIELDS.failedBy, child)
+  call('ZADD', prefix .. 'done:failed', nowS, id)
+  left(WAITING_CHILDREN)
+  changed(id, 'failed', err)
+  -- (a flow's inner node ended for its own parent: counted there in this call)
+  if isChild(prefix, id) then childEnded(id, false, 'failed') end
+end
+
+-- Re-opens the waiter that child `child` of `parent` failed (policy fail), now that the child is
+-- retried: back to `waiting-children`; a waiter that is itself a child is counted as not ended
+-- by its own parent again, and re-opens that parent's waiter in turn.
+local function reopenWaiter(prefix, parent, child)
+  local key = prefix .. 'j:' .. parent
+  local p = call('HMGET', key, 'state', FLOW_FIELDS.failedBy, CHILD_FIELDS.continuation)
+  local waiter, wkey = parent, key
+  if p[1] ~= 'failed' or p[2] ~= child then
+    if not p[3] then return end
+    waiter, wkey = p[3], prefix .. 'j:' .. p[3]
+    local w = call('HMGET', wkey, 'state', FLOW_FIELDS.failedBy)
+    if w[1] ~= 'failed' or w[2] ~= child then return end
+  end
+  call('HDEL', wkey, 'finished', 'error', FLOW_FIELDS.failedBy)
+  call('HSET', wkey, 'state', WAITING_CHILDREN)
+  call('ZREM', prefix .. 'done:failed', waiter)
+  left('failed')
+  changed(waiter, WAITING_CHILDREN)
+  local up = parentOf(waiter)
+  if up and isChild(prefix, waiter) then
+    local upKey = prefix .. 'j:' .. up
+    call('HINCRBY', upKey, CHILD_FIELDS.failed, '-1')
+    call('HDEL', upKey, CHILD_FIELDS.ended)
+    reopenWaiter(prefix, up, waiter)
+  end
+end
+
+-- Applies the count changes of this call (see above), and the waiters' releases and failures.
 local function flushChildren(prefix, now)
-  for i = 1, #childParents do
+  local i = 1
+  while i <= #childParents do
     local parent = childParents[i]
+    i = i + 1
+    -- (taken: a change that comes later in this call, a failure climbing the tree, lists the
+    -- parent again)
+    local deltas, failures = childDeltas[parent], childFailures[parent]
+    childDeltas[parent], childFailures[parent] = nil, nil
     local key = prefix .. 'j:' .. parent
-    local deltas = childDeltas[parent]
-    local total = tonumber(call('HGET', key, CHILD_FIELDS.total))
-    if total then
+    local p = call('HMGET', key, CHILD_FIELDS.total, 'state', CHILD_FIELDS.continuation)
+    local total = tonumber(p[1])
+    if total and deltas then
+      local waiter = p[2] == WAITING_CHILDREN and parent or p[3]
+      if waiter and failures then
+        for k = 1, #failures do
+          local policy = call('HGET', prefix .. 'j:' .. failures[k], FLOW_FIELDS.policy)
+          if policy == FAILURE_POLICY.remove then
+            deltas[CHILD_FIELDS.failed] = deltas[CHILD_FIELDS.failed] - 1
+            deltas[CHILD_FIELDS.removed] = (deltas[CHILD_FIELDS.removed] or 0) + 1
+          elseif policy == FAILURE_POLICY.continue then
+            releaseWaiter(prefix, waiter, 'continue')
+          elseif policy ~= FAILURE_POLICY.ignore then
+            failWaiter(prefix, waiter, failures[k], now)
+          end
+        end
+      end
       local endedBy = 0
       for field, d in pairs(deltas) do
         if d ~= 0 then
@@ -84,9 +190,10 @@ local function flushChildren(prefix, now)
         end
       end
       if endedBy > 0 then
-        local c = call('HMGET', key, CHILD_FIELDS.success, CHILD_FIELDS.failed, CHILD_FIELDS.cancelled, 'tracker', 'occurrence')
+        local c = call('HMGET', key, CHILD_FIELDS.success, CHILD_FIELDS.failed, CHILD_FIELDS.cancelled, 'tracker',
+          'occurrence', CHILD_FIELDS.removed)
         local s, f, x = tonumber(c[1]) or 0, tonumber(c[2]) or 0, tonumber(c[3]) or 0
-        local ended = s + f + x
+        local ended = s + f + x + (tonumber(c[6]) or 0)
         if ended >= total and ended - endedBy < total then
           call('HSET', key, CHILD_FIELDS.ended, str(now))
           childrenDone(parent, total, s, f, x)
@@ -96,7 +203,9 @@ local function flushChildren(prefix, now)
             pRunEnded(prefix, c[4])
           end
         end
+        if ended >= total and waiter then releaseWaiter(prefix, waiter, 'children') end
       end
     end
   end
+  if releasedAny and flushGroups(prefix) then wake(prefix) end
 end

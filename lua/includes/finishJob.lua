@@ -28,6 +28,8 @@
 --- @include "includes/attempts"
 --- @include "includes/unhandled"
 --- @include "includes/tally"
+--- @include "includes/addJob"
+--- @include "includes/children"
 --- @export GROUP_READ, beginFinishes, finishJob, finishBatch
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
 -- may be retried, and so may a fan-out whose staging is gone); the end of any other run reads the
@@ -52,17 +54,36 @@ end
 -- Commits the children the run of job `id` with lease `token` staged (ctx.fanOut): its staging
 -- list `fan:<token>:<id>` (the number of children, then their submit chunks) becomes the
 -- parent's `fanned:<id>`, listed in `fanouts` for fanout.lua to submit chunk by chunk, and the
--- job's child counts start. False when the staging is gone (it expired): nothing is committed.
+-- job's child counts start. A number that ends CONTINUATION_MARK is followed by the fan-out's
+-- continuation (`after`, a one-job list in the flow format): it is written now, `waiting-children`
+-- (released at once when there are no children), and named in the parent's counts
+-- (CHILD_FIELDS.continuation), so that the call that records the last child's end releases it.
+-- False when the staging is gone (it expired): nothing is committed.
 local function commitFanOut(at, jobKey, id, token)
   local staged = at.prefix .. 'fan:' .. token .. ':' .. id
   local total = call('LPOP', staged)
   if not total then return false end
-  local committed = at.prefix .. 'fanned:' .. id
-  call('RENAME', staged, committed)
-  call('PERSIST', committed)
-  call('ZADD', at.prefix .. 'fanouts', at.nowS, id)
+  local continuation
+  if stringSub(total, -1) == CONTINUATION_MARK then
+    total = stringSub(total, 1, -2)
+    continuation = cmsgpack.unpack(call('LPOP', staged))
+  end
+  if call('EXISTS', staged) == 1 then
+    local committed = at.prefix .. 'fanned:' .. id
+    call('RENAME', staged, committed)
+    call('PERSIST', committed)
+    call('ZADD', at.prefix .. 'fanouts', at.nowS, id)
+  end
   call('HSET', jobKey, CHILD_FIELDS.total, total, CHILD_FIELDS.running, '0', CHILD_FIELDS.success, '0',
     CHILD_FIELDS.failed, '0', CHILD_FIELDS.cancelled, '0')
+  if continuation then
+    local next = continuation[AT_ID]
+    if writeJob(at.prefix .. 'j:' .. next, at.nowS, continuation, 0, WAITING_CHILDREN, false) == 1 then
+      changed(next, WAITING_CHILDREN)
+    end
+    call('HSET', jobKey, CHILD_FIELDS.continuation, next)
+    if total == '0' then releaseWaiter(at.prefix, next, 'children') end
+  end
   return true
 end
 

@@ -7,6 +7,8 @@ import { type Html, html } from './html.js';
 
 const HELP: Record<string, string> = {
   delayed: 'delayed: submitted to run later; becomes waiting at its time',
+  'waiting-children':
+    'waiting-children: waits for its children (a flow’s parent, a fan-out’s continuation); becomes waiting when the last one ends',
   waiting: 'waiting: ready to run, in its group’s turn',
   scheduled: 'scheduled: taken by an executor, not started yet (not “in the future”: that is delayed)',
   running: 'running: its handler runs',

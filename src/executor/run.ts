@@ -2,8 +2,11 @@
  * One run of one job on an executor: builds the handler's context, enforces the timebox, and
  * turns how the handler ended into an outcome for the finish script.
  */
+
+import { z } from 'zod';
 import { PermanentError, TimeoutError, UndecodableJobError, UnknownTaskError, ValidationError } from '../errors.js';
-import type { Handlers, JobContext } from '../queue/context.js';
+import { checkOptions } from '../options.js';
+import type { ChildPage, Handlers, JobContext } from '../queue/context.js';
 import type { FanOutOptions } from '../queue/fanout.js';
 import type { Job } from '../queue/job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
@@ -29,12 +32,14 @@ export interface RunHooks {
   progress(job: Job, n: number): void;
   /**
    * Checks the children of a fan-out (rejecting with a ValidationError, nothing written, when
-   * they are bad), then stages them; resolves how many it staged. `trace`: the traceparent of
+   * they are bad), then stages them; resolves how many entries it staged (chunks and a continuation; 0: none, a plain success). `trace`: the traceparent of
    * the run's span, when it is traced (the children store it).
    */
   fanOut(job: Job, items: readonly unknown[], options: FanOutOptions, trace?: string): Promise<number>;
   /** The handler is about to be called. */
   began?(job: Job): void;
+  /** Reads a page of the children `job` waited for (see JobContext.children). */
+  children(job: Job, offset: number, limit: number): Promise<ChildPage>;
   /** Starts the run's span, when tracing is on (see src/queue/tracing.ts). */
   trace?(job: Job): RunSpan | null;
   /** Told of a handler call that held the event loop longer than {@link blockWarnMs} before it returned. */
@@ -77,6 +82,9 @@ function formatPart(p: unknown): string {
 
 /** Where a handler's context keeps its run (for the shared `signal` accessor). */
 const CONTEXT_RUN = Symbol('run');
+
+/** The options of ctx.children(). */
+const CHILD_PAGE = { offset: z.number().int().min(0).optional(), limit: z.number().int().min(1).max(1000).optional() };
 
 /** The `signal` property of every context: the run's signal, made on first read. */
 const SIGNAL: PropertyDescriptor = {
@@ -229,6 +237,10 @@ export class Run {
         hooks.progress(job, n);
       },
       fanOut: (items: readonly unknown[], options: FanOutOptions) => this.fanOut(items, options),
+      children: (page?: { offset?: number; limit?: number }) => {
+        const { offset = 0, limit = 100 } = checkOptions(CHILD_PAGE, page, { optional: true });
+        return hooks.children(job, offset, limit);
+      },
       [CONTEXT_RUN]: this,
     };
     return Object.defineProperty(context, 'signal', SIGNAL) as unknown as JobContext;

@@ -10,20 +10,22 @@ import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ShardCountError } from '../errors.js';
 import { CLOSE_OPTIONS, checkOptions } from '../options.js';
 import { Dictionary } from '../queue/churn.js';
-import type { Handlers } from '../queue/context.js';
-import { packChildren } from '../queue/fanout.js';
+import type { ChildPage, Handlers } from '../queue/context.js';
+import { CONTINUATION_SUFFIX, packChildren } from '../queue/fanout.js';
 import { type Job, TRACE } from '../queue/job.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_ARGS_BYTES } from '../queue/options.js';
 import type { HandlersOf, UntypedTasks } from '../queue/tasks.js';
 import { startRunSpan, tracingAvailable } from '../queue/tracing.js';
 import { connect } from '../redis/connection.js';
+import { JobReadStore } from '../redis/job-read-store.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { checkLibrary } from '../redis/library.js';
 import { QueueStore, subscribeCancels } from '../redis/queue-store.js';
 import { type ClockJump, ServerClock } from '../redis/server-clock.js';
 import { shardNumbers } from '../redis/shards.js';
 import { stageChildren } from '../redis/side-writes.js';
+import { CONTINUATION_MARK } from '../redis/wire.js';
 import { BlockWatch } from './block-watch.js';
 import { Delivery } from './delivery.js';
 import { type Health, type HealthCheck, health, LagMonitor } from './health.js';
@@ -109,10 +111,32 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     progress: (j, n) => this.delivery.progress(j, n),
     fanOut: async (j, items, options, trace) => {
       const children = await packChildren(j, items, options, DEFAULT_MAX_ARGS_BYTES, trace);
-      if (children.total > 0) {
-        await stageChildren(this.client, this.stores[shardOf(j)].keys, j.id, String(j.takeSeq), children.total, children.chunks);
+      const { total, chunks, continuation } = children;
+      if (total === 0 && !continuation) return 0;
+      // (a continuation goes first, marked in the count: the finish writes it with the commit)
+      await stageChildren(
+        this.client,
+        this.stores[shardOf(j)].keys,
+        j.id,
+        String(j.takeSeq),
+        continuation ? `${total}${CONTINUATION_MARK}` : String(total),
+        continuation ? [continuation, ...chunks] : chunks,
+      );
+      return chunks.length + (continuation ? 1 : 0);
+    },
+    children: async (j, offset, limit) => {
+      // (a continuation reads the children of the job that fanned out)
+      const source = j.id.endsWith(CONTINUATION_SUFFIX) ? j.id.slice(0, -CONTINUATION_SUFFIX.length) : j.id;
+      const reads = new JobReadStore(this.stores[shardOf(j)]);
+      const parent = (await reads.jobs([source]))[0];
+      const counts = parent?.children ?? null;
+      const n = counts ? Math.max(0, Math.min(limit, counts.total - offset)) : 0;
+      const jobs = await reads.jobs(Array.from({ length: n }, (_, i) => `${source}/${offset + i}`));
+      const items: ChildPage['items'] = [];
+      for (const c of jobs) {
+        if (c) items.push({ id: c.id, state: c.state, result: c.result, error: c.error });
       }
-      return children.total;
+      return { counts, items };
     },
     began: (j) => {
       if (this.listenerCount('started') > 0) this.emit('started', { ...j, state: 'running' });

@@ -1,7 +1,7 @@
 /** What a handler receives, and the handler types. */
 import type { ValidationError } from '../errors.js';
 import type { FanOutOptions } from './fanout.js';
-import type { Job } from './job.js';
+import type { ChildCounts, Job, JobState } from './job.js';
 import type { IsUntyped, TaskName, UntypedTasks } from './task-map.js';
 
 /**
@@ -42,6 +42,22 @@ export interface JobContext<A = unknown, T extends object = UntypedTasks> {
    * option or item (`items[3]`); nothing is written then, and the handler may call again.
    */
   fanOut: FanOut<T>;
+  /**
+   * Reads the children this job waited for, a page at a time (`offset` from 0, `limit` 1 to
+   * 1,000, default 100), with their counts: a flow's parent reads its own, a chain's step the step
+   * before it (one child), a fan-out's continuation (`after`) those of the job that fanned out.
+   * Children removed by retention are absent from `items`.
+   * @throws {ValidationError} naming a bad option.
+   */
+  children<R = unknown>(page?: { offset?: number; limit?: number }): Promise<ChildPage<R>>;
+}
+
+/** A page of a job's children ({@link JobContext.children}). */
+export interface ChildPage<R = unknown> {
+  /** The children's counts by state; null when the job has no children. */
+  counts: ChildCounts | null;
+  /** The children of the page, in index order. */
+  items: Array<{ id: string; state: JobState; result?: R; error?: string }>;
 }
 
 /**

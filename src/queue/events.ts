@@ -10,6 +10,7 @@ import {
   EVENT_PERIODIC_FAILED_FIELD,
   EVENT_PERIODIC_PAUSED_FIELD,
   EVENT_PROGRESS_FIELD,
+  EVENT_RELEASED_FIELD,
   EVENT_TIMER_FAILED_FIELD,
 } from '../redis/wire.js';
 import { JOB_STATES, type JobState } from './job.js';
@@ -41,7 +42,20 @@ export interface QueueEvent {
    * its task (`pauseOnFailure`); `error` is the task's note. `'deduplicated'` when a submit added
    * no job because job `id` (in `state`) holds its dedup key (`dedup`).
    */
-  event?: 'periodic.failed' | 'periodic.paused' | 'children.ended' | 'progress' | 'periodic.ended' | 'deduplicated';
+  event?:
+    | 'periodic.failed'
+    | 'periodic.paused'
+    | 'children.ended'
+    | 'flow.released'
+    | 'progress'
+    | 'periodic.ended'
+    | 'deduplicated';
+  /**
+   * For flow.released (a job left `waiting-children` for `waiting`: a flow's parent, a fan-out's
+   * continuation): `children` when its last child ended, `continue` when a child's failure policy
+   * released it at once.
+   */
+  released?: 'children' | 'continue';
   /** For periodic.failed and periodic.paused: the periodic task id and the occurrence (planned time, ms) of the run; for periodic.ended the task. */
   periodic?: { task: string; occurrence?: number };
   /** For children.ended: how many children the parent had, and how each ended. */
@@ -91,6 +105,10 @@ export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
           e.periodic = p[1] === false ? { task: p[0] } : { task: p[0], occurrence: p[1] };
           out.push(e);
         }
+      }
+    } else if (field === EVENT_RELEASED_FIELD) {
+      for (const [id, why] of JSON.parse(fields[i + 1]) as Array<[string, 'children' | 'continue']>) {
+        out.push({ streamId, id, state: 'waiting', event: 'flow.released', released: why });
       }
     } else if (field === EVENT_TIMER_FAILED_FIELD) {
       // A task disabled because its timer stopped advancing: no job ran; the id is the occurrence's.

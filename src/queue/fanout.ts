@@ -1,7 +1,10 @@
 import { FanOutLimitError, ValidationError } from '../errors.js';
-import { packSubmits, type QueueStore, type SubmitJob } from '../redis/queue-store.js';
-import type { Job, Priority } from './job.js';
+import { type FlowRecord, packFlow, packSubmits, type QueueStore, type SubmitJob } from '../redis/queue-store.js';
+import type { FailurePolicy, Job, Priority } from './job.js';
 import { checkSpec, packValue } from './validate.js';
+
+/** The end of a fan-out continuation's id: `<parent id>/after`. */
+export const CONTINUATION_SUFFIX = '/after';
 
 /** Most items one fanOut call takes. */
 export const MAX_FAN_OUT = 100_000;
@@ -21,16 +24,40 @@ export interface FanOutOptions {
   maxRetries?: number;
   /** Run time limit of each child (ms). */
   maxRuntime?: number;
+  /**
+   * The continuation (fan-in): a job with id `<this job's id>/after`, written with the children in
+   * state `waiting-children` and released by the call that records the last child's end. It reads
+   * the children's counts and results with `ctx.children()`. Its group and priority default to
+   * this job's.
+   */
+  after?: ContinuationSpec;
+  /** What a child's failure (for good) does to the continuation; default `fail` (it fails at once). */
+  onFailure?: FailurePolicy;
+}
+
+/** The continuation of a fan-out ({@link FanOutOptions.after}). */
+export interface ContinuationSpec {
+  task: string;
+  args?: unknown;
+  group?: string;
+  priority?: Priority;
+  maxRetries?: number;
+  maxRuntime?: number;
+  subject?: string;
 }
 
 /** Children checked and packed, ready to stage. */
 export interface PackedChildren {
   total: number;
-  /** submit.lua job lists (see packSubmits), at most {@link CHUNK} each. */
+  /** submit.lua job lists (see packSubmits; in the flow format with a continuation or a failure policy), at most {@link CHUNK} each. */
   chunks: Buffer[];
+  /** The continuation (`after`), packed in the flow format. */
+  continuation?: Buffer;
 }
 
-const OPTION_FIELDS = new Set(['task', 'group', 'priority', 'maxRetries', 'maxRuntime']);
+const OPTION_FIELDS = new Set(['task', 'group', 'priority', 'maxRetries', 'maxRuntime', 'after', 'onFailure']);
+const POLICIES = new Set(['fail', 'ignore', 'remove', 'continue']);
+const AFTER_FIELDS = new Set(['task', 'args', 'group', 'priority', 'maxRetries', 'maxRuntime', 'subject']);
 
 /**
  * Checks a fan-out and packs its children, writing nothing. Between chunks it lets the event loop
@@ -65,6 +92,33 @@ export async function packChildren(
     maxArgsBytes,
     'options',
   );
+  if (opts.onFailure !== undefined && !POLICIES.has(opts.onFailure)) {
+    throw new ValidationError('options.onFailure', `must be one of ${[...POLICIES].join(', ')}`);
+  }
+  let continuation: Buffer | undefined;
+  if (opts.after !== undefined) {
+    const t = opts.after;
+    if (typeof t !== 'object' || t === null) throw new ValidationError('options.after', 'must be an object with a task');
+    for (const k of Object.keys(t)) {
+      if (!AFTER_FIELDS.has(k))
+        throw new ValidationError(`options.after.${k}`, `is not an option of after (${[...AFTER_FIELDS].join(', ')})`);
+    }
+    const c = checkSpec(
+      { ...t, group: t.group ?? parent.group, priority: t.priority ?? parent.priority },
+      maxArgsBytes,
+      'options.after',
+    );
+    continuation = packFlow([{ ...c, id: `${parent.id}${CONTINUATION_SUFFIX}`, trace }], false);
+  }
+  // (children with a policy other than the default carry it: the flow format)
+  const flow = opts.onFailure !== undefined && opts.onFailure !== 'fail';
+  const packChunk = (jobs: SubmitJob[]) =>
+    flow
+      ? packFlow(
+          jobs.map((j): FlowRecord => ({ ...j, id: j.id!, policy: opts.onFailure })),
+          true,
+        )
+      : packSubmits(jobs, Infinity).packed;
   const chunks: Buffer[] = [];
   let chunk: SubmitJob[] = [];
   let bytes = 0;
@@ -81,7 +135,7 @@ export async function packChildren(
       trace,
     };
     if (chunk.length === CHUNK.jobs || (chunk.length > 0 && bytes + child.packedArgs.length > CHUNK.bytes)) {
-      chunks.push(packSubmits(chunk, Infinity).packed);
+      chunks.push(packChunk(chunk));
       chunk = [];
       bytes = 0;
       await new Promise((resolve) => setImmediate(resolve));
@@ -89,8 +143,8 @@ export async function packChildren(
     chunk.push(child);
     bytes += child.packedArgs.length;
   }
-  if (chunk.length > 0) chunks.push(packSubmits(chunk, Infinity).packed);
-  return { total: items.length, chunks };
+  if (chunk.length > 0) chunks.push(packChunk(chunk));
+  return { total: items.length, chunks, continuation };
 }
 
 /**

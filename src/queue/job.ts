@@ -1,12 +1,13 @@
 /** The job record's states and their orders; the record itself and its codec are src/redis/job-codec.ts. */
 import type { JobState } from '../redis/job-codec.js';
 
-export type { Attempt, ChildCounts, Job, JobDescription, JobState, Priority } from '../redis/job-codec.js';
+export type { Attempt, ChildCounts, FailurePolicy, Job, JobDescription, JobState, Priority } from '../redis/job-codec.js';
 export { TRACE } from '../redis/job-codec.js';
 
 /** Every state, in lifecycle order. */
 export const JOB_STATES: readonly JobState[] = [
   'delayed',
+  'waiting-children',
   'waiting',
   'scheduled',
   'running',

@@ -10,8 +10,10 @@ import { checkOptions, QUEUE_OPTIONS, text, whole } from '../options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queue-store.js';
-import { checkShards, shardNumbers, shardsOfGroup } from '../redis/shards.js';
+import { checkShards, shardNumbers, shardOfGroup, shardsOfGroup } from '../redis/shards.js';
 import type { QueueEvent } from './events.js';
+import { submitCommitted } from './fanout.js';
+import { chainFlow, type FlowChildSpec, type FlowNode, type FlowSpec, packFlowTree } from './flow.js';
 import { FINAL_STATES, type Job, type JobState } from './job.js';
 import { type BulkResult, JobActions, type JobTarget } from './job-actions.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type QueueOptions, replication } from './options.js';
@@ -25,7 +27,7 @@ import {
   shardsOfJob,
   type WorkerInfo,
 } from './reader.js';
-import { Submitter } from './submitter.js';
+import { newJobId, Submitter } from './submitter.js';
 import type { JobOf, SubmitOf, TaskName, UntypedTasks } from './tasks.js';
 import { startSubmitSpan } from './tracing.js';
 import { type CheckedSpec, checkRate, type SubmitSpec } from './validate.js';
@@ -86,6 +88,16 @@ const GROUP_LIMIT_OPTIONS = {
  * const typed = new Queue<Tasks>('mail', { connection });
  * await typed.submit({ task: 'send', args: { to: 'a@b.c' } });
  */
+/** A job of {@link Queue.jobTree}, and its children (read ones). */
+export interface JobTreeNode {
+  job: Job;
+  children?: JobTreeNode[];
+  /** Some children were not read (past the limit). */
+  more?: boolean;
+}
+
+const CANCEL_OPTIONS = { children: z.boolean().optional() };
+
 export class Queue<T extends object = UntypedTasks> {
   readonly name: string;
   /** The keys of the first shard (of the queue, when it has one shard); {@link shardKeys} has every shard's. */
@@ -104,6 +116,8 @@ export class Queue<T extends object = UntypedTasks> {
   readonly connection: ConnectionOption;
   /** Each shard's script calls (see src/redis/queue-store.ts), by shard number. */
   private readonly stores: QueueStore[];
+  /** Most bytes a job's packed args may have. */
+  private readonly maxArgsBytes: number;
   /** The reads (./reader.ts). */
   private readonly reader: QueueReader;
   /** The submits (./submitter.ts). */
@@ -129,7 +143,8 @@ export class Queue<T extends object = UntypedTasks> {
       (shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, ...replicated, shard, shards: this.shards }),
     );
     this.reader = new QueueReader(name, client, this.connection, this.shards, this.stores);
-    this.submitter = new Submitter(this.shards, this.stores, this.reader, opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES);
+    this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
+    this.submitter = new Submitter(this.shards, this.stores, this.reader, this.maxArgsBytes);
     this.actions = new JobActions(this.stores, this.shards);
     this.shardKeys = this.stores.map((s) => s.keys);
     this.keys = this.shardKeys[0];
@@ -241,13 +256,100 @@ export class Queue<T extends object = UntypedTasks> {
   }
 
   /**
-   * Cancels a job: a waiting or stuck job ends `cancelled` at once (resolves `'cancelled'`);
-   * a running one has its signal aborted and ends cancelled (resolves `'cancelling'`).
-   * A finished job is left alone (resolves its state); an unknown id resolves null.
+   * Cancels a job: a waiting, stuck or waiting-children job ends `cancelled` at once (resolves
+   * `'cancelled'`); a running one has its signal aborted and ends cancelled (resolves
+   * `'cancelling'`). A finished job is left alone (resolves its state); an unknown id resolves
+   * null. With `children: true`, the children of a flow's parent or of a fan-out are cancelled
+   * too, and theirs, whatever the parent's state (each as {@link cancelJobs} does, in batches).
+   * @throws {ValidationError} naming a bad option.
    */
-  async cancel(id: string): Promise<JobState | 'cancelling' | null> {
+  async cancel(id: string, options?: { children?: boolean }): Promise<JobState | 'cancelling' | null> {
     checkJobId(id);
-    return this.onJob(id, (s) => s.cancel(id));
+    const { children } = checkOptions(CANCEL_OPTIONS, options, { optional: true });
+    const state = await this.onJob(id, (s) => s.cancel(id));
+    if (children && state !== null) await this.cancelChildren(id);
+    return state;
+  }
+
+  /** Cancels the children of `id` and theirs, level by level, a batch of ids at a time. */
+  private async cancelChildren(id: string): Promise<void> {
+    let parents = [id];
+    while (parents.length > 0) {
+      const next: string[] = [];
+      for (const parent of parents) {
+        const total = (await this.getJob(parent))?.children?.total ?? 0;
+        const ids = Array.from({ length: total }, (_, i) => `${parent}/${i}`);
+        if (ids.length > 0) await this.cancelJobs({ ids });
+        // (a child with children of its own: a flow's inner node)
+        for (const job of await this.reader.jobsById(ids)) if (job?.children) next.push(job.id);
+      }
+      parents = next;
+    }
+  }
+
+  /**
+   * Submits a flow: a tree of jobs, written in one atomic step. A job with `children` waits in
+   * state `waiting-children` until each of them has ended, then runs and reads their results with
+   * `ctx.children()`; a failed child acts on its parent as its `onFailure` says (default `fail`:
+   * the parent fails at once). The root's id may be given (an existing one answers the tree of
+   * ids and writes nothing); its descendants get `<parent id>/<index>`, and live in the root's
+   * shard, whatever their groups. Children default to their parent's group and priority. At most
+   * 100,000 jobs; written in chunks of 1,000 after the root's atomic commit, as a fan-out is.
+   * @throws {ValidationError} naming the bad field (`children[1].task`); nothing is written then.
+   * @throws {FanOutLimitError} past 100,000 jobs.
+   */
+  async submitFlow(flow: FlowSpec): Promise<FlowNode> {
+    const packed = packFlowTree(flow, this.maxArgsBytes, newJobId);
+    const store = this.stores[shardOfGroup(packed.root.group, this.shards)];
+    await store.flow(packed.rootRecord, packed.root.id, packed.total, packed.chunks);
+    await submitCommitted(store, packed.root.id);
+    return packed.tree;
+  }
+
+  /**
+   * Submits a chain: each step runs once the one before it has ended, and reads its result with
+   * `ctx.children()` (one child: the step before). A flow underneath (the last step is the root),
+   * so a failed step fails the steps after it unless its `onFailure` says otherwise. Resolves the
+   * steps' ids in their order.
+   * @throws {ValidationError} for fewer than two steps or a bad field; nothing is written then.
+   */
+  async submitChain(steps: FlowChildSpec[]): Promise<string[]> {
+    const ids: string[] = [];
+    for (let node: FlowNode | undefined = await this.submitFlow(chainFlow(steps)); node; node = node.children?.[0]) {
+      ids.unshift(node.id);
+    }
+    return ids;
+  }
+
+  /**
+   * A job and its children, and theirs, as a tree (a flow, a fan-out): at most `limit` jobs
+   * (default 1,000) read, breadth first; `more` is set on a node whose children were not all read.
+   */
+  async jobTree(id: string, limit = 1000): Promise<JobTreeNode | null> {
+    checkJobId(id);
+    const top = await this.getJob(id);
+    if (!top) return null;
+    const root: JobTreeNode = { job: top };
+    let read = 1;
+    const level: JobTreeNode[] = [root];
+    for (let q = 0; q < level.length && read < limit; q++) {
+      const node = level[q];
+      const total = node.job.children?.total ?? 0;
+      const n = Math.min(total, limit - read);
+      const ids = Array.from({ length: n }, (_, i) => `${node.job.id}/${i}`);
+      if (node.job.continuation) ids.push(node.job.continuation);
+      const jobs = await this.reader.jobsById(ids);
+      read += ids.length;
+      node.children = [];
+      for (const job of jobs) {
+        if (!job) continue;
+        const child: JobTreeNode = { job };
+        node.children.push(child);
+        level.push(child);
+      }
+      if (n < total) node.more = true;
+    }
+    return root;
   }
   /** Puts a failed or cancelled job back as `waiting` (retries reset); resolves its state afterwards, or null. */
   async retry(id: string): Promise<JobState | null> {

@@ -150,6 +150,32 @@ export class QueueReader {
     return firstAnswer(this.readsOf(id), (r) => r.job(id) as Promise<Job<A> | null>);
   }
 
+  /**
+   * The jobs of `ids` (without their attempts), in their order (null: none), each read from the
+   * shards that may hold it, a batch of pipelined reads a shard.
+   */
+  async jobsById(ids: readonly string[]): Promise<Array<Job | null>> {
+    await this.layoutChecked();
+    const out: Array<Job | null> = ids.map(() => null);
+    const byShard = new Map<number, number[]>();
+    ids.forEach((id, i) => {
+      for (const shard of shardsOfJob(id, this.shards)) {
+        const at = byShard.get(shard);
+        if (at) at.push(i);
+        else byShard.set(shard, [i]);
+      }
+    });
+    await Promise.all(
+      [...byShard].map(async ([shard, at]) => {
+        const jobs = await this.reads[shard].jobs(at.map((i) => ids[i]));
+        jobs.forEach((job, k) => {
+          if (job && (job.state as string) !== 'planned') out[at[k]] ??= job;
+        });
+      }),
+    );
+    return out;
+  }
+
   /** Job `id` as shard `shard` holds it, or null (no layout check: for the submit's read back). */
   readJob<A>(shard: number, id: string): Promise<Job<A> | null> {
     return this.reads[shard].job(id) as Promise<Job<A> | null>;
@@ -207,6 +233,8 @@ export class QueueReader {
         }
         break;
       }
+      case 'waiting-children':
+        throw new ValidationError('state', 'waiting-children jobs have no list of their own: read a flow with jobTree(id)');
       default:
         throw new ValidationError('state', `must be one of ${JOB_STATES.join(', ')}`);
     }

@@ -4,13 +4,30 @@
  * the stores and the scripts' callers; the field orders come from ./wire.ts.
  */
 import { pack, Unpackr, unpack, unpackMultiple } from 'msgpackr';
-import { CHILD_FIELDS, DEDUP_UNTIL, DESCRIPTION } from './wire.js';
+import { CHILD_FIELDS, DEDUP_UNTIL, DESCRIPTION, FAILURE_POLICY, FLOW_FIELDS } from './wire.js';
 
 /**
  * Where a job is in its life. Final states: success, failed, cancelled. `delayed`: submitted with
  * a due time still to come; it becomes `waiting` then.
  */
-export type JobState = 'delayed' | 'waiting' | 'scheduled' | 'running' | 'success' | 'stuck' | 'failed' | 'cancelled';
+export type JobState =
+  | 'delayed'
+  | 'waiting-children'
+  | 'waiting'
+  | 'scheduled'
+  | 'running'
+  | 'success'
+  | 'stuck'
+  | 'failed'
+  | 'cancelled';
+
+/**
+ * What a child's failure does to the job that waits on it (a flow's parent, a fan-out's `after`),
+ * named after BullMQ's options: `fail` it (failParentOnFailure, the default), `ignore` the failure
+ * (ignoreDependencyOnFailure), `remove` the dependency (removeDependencyOnFailure: counted as
+ * removed, not failed), `continue` it at once (continueParentOnFailure).
+ */
+export type FailurePolicy = 'fail' | 'ignore' | 'remove' | 'continue';
 
 export type Priority = 'high' | 'low';
 
@@ -63,7 +80,7 @@ export interface Job<A = unknown, R = unknown> {
   cancelRequested?: boolean;
   /** For a fan-out child (ctx.fanOut): the id of the job that fanned it out. Its own id is `<parent>/<index>`. */
   parent?: string;
-  /** For a job that fanned out (ctx.fanOut): its children by state. */
+  /** For a job that fanned out (ctx.fanOut) or a flow's parent: its children by state. */
   children?: ChildCounts;
   /** The deduplication key it was submitted with (submit's `dedup.key`, scoped to its group). */
   dedupKey?: string;
@@ -77,6 +94,12 @@ export interface Job<A = unknown, R = unknown> {
    * Never stored: only a submit's answer has it.
    */
   deduplicated?: true | 'replaced';
+  /** For a job that fanned out with a continuation (`after`): the continuation's id. */
+  continuation?: string;
+  /** For a child: what its failure does to the job waiting on it, when not `fail`. */
+  onFailure?: FailurePolicy;
+  /** For a job that failed because a child failed (policy `fail`): that child's id. */
+  failedBy?: string;
   /**
    * Its runs, newest first: the current or last one, then the earlier ones (failures retried,
    * runs lost with their executor, failed or cancelled runs put back), the last 25 at most. Read
@@ -111,6 +134,8 @@ export interface ChildCounts {
   success: number;
   failed: number;
   cancelled: number;
+  /** Failed children whose policy removed their dependency (`remove`): ended, counted neither as success nor failed. */
+  removed: number;
   /** When the last child ended (ms); absent while some have not. */
   ended?: number;
 }
@@ -261,7 +286,14 @@ const COPIES = new Set<string>(['group', 'tracker', 'occurrence', 'unhandled', '
 
 /** The child count of each hash field (CHILD_FIELDS). */
 const CHILD_COUNT = new Map<string, keyof typeof CHILD_FIELDS>(
-  Object.entries(CHILD_FIELDS).map(([count, field]) => [field, count as keyof typeof CHILD_FIELDS]),
+  Object.entries(CHILD_FIELDS)
+    .filter(([count]) => count !== 'continuation')
+    .map(([count, field]) => [field, count as keyof typeof CHILD_FIELDS]),
+);
+
+/** The failure policy of each stored code (FAILURE_POLICY). */
+const POLICY_OF = new Map<string, FailurePolicy>(
+  Object.entries(FAILURE_POLICY).map(([policy, code]) => [code, policy as FailurePolicy]),
 );
 
 /** A parent's {@link ChildCounts} from its hash's count fields. */
@@ -271,13 +303,15 @@ function childCounts(c: Partial<Record<keyof typeof CHILD_FIELDS, number>>): Chi
   const success = c.success ?? 0;
   const failed = c.failed ?? 0;
   const cancelled = c.cancelled ?? 0;
+  const removed = c.removed ?? 0;
   const out: ChildCounts = {
     total,
-    waiting: Math.max(0, total - running - success - failed - cancelled),
+    waiting: Math.max(0, total - running - success - failed - cancelled - removed),
     running,
     success,
     failed,
     cancelled,
+    removed,
   };
   if (c.ended !== undefined) out.ended = c.ended;
   return out;
@@ -295,6 +329,19 @@ export function decodeJob(id: string, flat: Buffer[]): Job {
       continue;
     }
     if (COPIES.has(field)) continue;
+    if (field === CHILD_FIELDS.continuation) {
+      job.continuation = raw.toString();
+      continue;
+    }
+    if (field === FLOW_FIELDS.failedBy) {
+      job.failedBy = raw.toString();
+      continue;
+    }
+    if (field === FLOW_FIELDS.policy) {
+      const policy = POLICY_OF.get(raw.toString());
+      if (policy) job.onFailure = policy;
+      continue;
+    }
     const count = CHILD_COUNT.get(field);
     if (count) {
       children ??= {};

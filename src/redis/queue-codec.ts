@@ -10,6 +10,8 @@ import {
   DELAY_MARK,
   END_CODES,
   END_REFUSED,
+  FAILURE_POLICY,
+  FLOW_CHUNK_MARK,
   type OutcomeCode,
   SUBMIT_FIELDS,
   SUBMIT_WIDTH,
@@ -87,6 +89,37 @@ export function packSubmits(jobs: readonly SubmitJob[], limit: number): { packed
     width: due ? SUBMIT_FIELDS.length : SUBMIT_WIDTH,
     dedups: packDedups(jobs),
   };
+}
+
+/** A job of a flow (or a fan-out with a continuation or a failure policy): a submit job, and its place in the tree. */
+export interface FlowRecord extends SubmitJob {
+  id: string;
+  /** How many children it waits for (absent: none, it is runnable at once). */
+  children?: number;
+  /** What its failure does to the job waiting on it (absent: `fail`). */
+  policy?: keyof typeof FAILURE_POLICY;
+}
+
+/**
+ * Packs flow jobs into one list in the flow format (FLOW_RECORD, see lua/includes/flowJob): the
+ * submit fields, the children waited for ('' none) and the failure policy's code. With `chunk`,
+ * the list begins FLOW_CHUNK_MARK, as a staged chunk that fanout.lua tells apart. A job's due
+ * time is not carried (flow jobs have none).
+ */
+export function packFlow(jobs: readonly FlowRecord[], chunk: boolean): Buffer {
+  const fields: StringValue[] = [];
+  for (const s of jobs) {
+    fields.push(
+      s.id,
+      packDescription(s, s.packedArgs, s.trace),
+      s.group,
+      s.priority,
+      s.children !== undefined ? String(s.children) : '',
+      FAILURE_POLICY[s.policy ?? 'fail'],
+    );
+  }
+  const packed = packStrings(fields, Infinity, 'flow');
+  return chunk ? Buffer.concat([Buffer.from(FLOW_CHUNK_MARK), packed]) : packed;
 }
 
 /**

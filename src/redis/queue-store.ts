@@ -8,6 +8,8 @@
  * per store, that the queue holds this Rota's schema; a queue of another schema rejects every call
  * with a SchemaMismatchError.
  */
+
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Job, JobState } from './job-codec.js';
 import { type QueueKeys, queueKeys } from './keys.js';
@@ -15,10 +17,11 @@ import type { Arg, Library } from './library.js';
 import { decodeEndStates, decodeTaken, packSubmits, type SubmitJob } from './queue-codec.js';
 import { ScriptRunner } from './script-runner.js';
 import type { ClockExpectation } from './server-clock.js';
+import { stageChildren } from './side-writes.js';
 import { packStrings, type StringValue } from './string-array.js';
 import { SUBMIT_ANSWER, WAKE_MEMBER } from './wire.js';
 
-export { addRun, decodeEndStates, decodeTaken, packSubmits, type SubmitJob } from './queue-codec.js';
+export { addRun, decodeEndStates, decodeTaken, type FlowRecord, packFlow, packSubmits, type SubmitJob } from './queue-codec.js';
 
 /** Options of a {@link QueueStore}. */
 export interface QueueStoreOptions {
@@ -367,6 +370,33 @@ export class QueueStore {
   async addGroupHistory(counts: StringValue[]): Promise<number> {
     const packed = packStrings(counts, Infinity, 'group history');
     return Number(await this.fcall<number>('history-groups', this.keys.meta, [this.keys.prefix, packed]));
+  }
+
+  /**
+   * Submits a flow: stages the jobs below its root (`chunks`, packed with packFlow in chunks,
+   * parents before their children) under a fresh token, then flow.lua writes the root
+   * (`root`: packFlow of the root alone) and commits the staging in one atomic step; fanout.lua
+   * then submits the chunks (see ../queue/fanout.ts submitCommitted). Answers whether the root
+   * was written (false: its id existed, and nothing was).
+   */
+  async flow(
+    root: Buffer,
+    rootId: string,
+    total: number,
+    chunks: readonly Buffer[],
+  ): Promise<{ submitted: number; added: boolean }> {
+    await this.ready();
+    const token = `f${randomBytes(8).toString('hex')}`;
+    await stageChildren(this.client, this.keys, rootId, token, total, chunks);
+    const [submitted, added] = await this.fcall<[number, number]>('flow', this.keys.fanouts, [
+      this.keys.prefix,
+      this.maxEvents,
+      root,
+      token,
+    ]);
+    if (Number(added) < 0) throw new Error(`the staging of flow ${rootId} expired before its submit`);
+    await this.replicated();
+    return { submitted: Number(submitted), added: Number(added) === 1 };
   }
 
   /** progress.lua: records runs' progress and lists the updates in the events stream; answers how many it wrote. */

@@ -61,7 +61,7 @@ export async function stageChildren(
   keys: QueueKeys,
   id: string,
   token: string,
-  total: number,
+  total: number | string,
   chunks: readonly Buffer[],
 ): Promise<void> {
   const key = keys.fanStaging(id, token);

@@ -144,7 +144,39 @@ export const CHILD_FIELDS = {
   failed: 'cf',
   cancelled: 'cc',
   ended: 'ce',
+  /** Failed children whose policy removed their dependency (`remove`): ended, counted neither as success nor failed. */
+  removed: 'cm',
+  /** The id of the job that waits on these children besides the parent: a fan-out's continuation (`after`). */
+  continuation: 'cn',
 } as const;
+
+/**
+ * The state of a job that waits for its children to end (a flow's parent, a fan-out's
+ * continuation): in no list, counted in `counts`; released to `waiting` by the call that records
+ * its last child's end (lua/includes/children).
+ */
+export const WAITING_CHILDREN = 'waiting-children';
+
+/**
+ * Fields of a flow job's hash: `fp` its failure policy as its parent's child (FAILURE_POLICY;
+ * absent: `fail`), `fb` (on a job that failed because of a child) the id of that child.
+ */
+export const FLOW_FIELDS = { policy: 'fp', failedBy: 'fb' } as const;
+
+/** What a child's failure does to the job waiting on it (named after BullMQ's options). */
+export const FAILURE_POLICY = { fail: '', ignore: 'i', remove: 'r', continue: 'c' } as const;
+
+/**
+ * The fields of a job in a flow chunk (a fan-out chunk whose list begins FLOW_CHUNK_MARK): the
+ * first SUBMIT_WIDTH of SUBMIT_FIELDS, then how many children it waits for ('' none: it is
+ * runnable) and its failure policy as a child (FAILURE_POLICY).
+ */
+export const FLOW_RECORD = ['id', 'description', 'group', 'priority', 'children', 'policy'] as const;
+export const FLOW_WIDTH = 6;
+/** The first byte of a staged chunk in the flow format (never the first byte of a MessagePack array). */
+export const FLOW_CHUNK_MARK = 'F';
+/** The end of a staging's child count when its next entry is the continuation (fanOut `after`). */
+export const CONTINUATION_MARK = '+';
 
 /** Entries per run in a finish call's packed runs: job id, lease token, outcome, payload. */
 export const RUN_WIDTH = 4;
@@ -243,6 +275,8 @@ export const EVENT_PERIODIC_ENDED_FIELD = 'n';
 export const EVENT_DEDUPLICATED_FIELD = 'u';
 /** Periodic tasks paused because a run failed (`pauseOnFailure`): `[job id, task id, occurrence, note]` each. */
 export const EVENT_PERIODIC_PAUSED_FIELD = 'z';
+/** Jobs released from waiting-children: `[job id, why]` each, why `children` (all ended) or `continue` (a child's policy). */
+export const EVENT_RELEASED_FIELD = 'r';
 
 /**
  * How a periodic task's run history marks an occurrence that was skipped, or missed, and an event
@@ -301,6 +335,14 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   OUTCOME_UNHANDLED: OUTCOME.unhandled,
   UNSTARTED_PREFIX,
   CHILD_FIELDS,
+  WAITING_CHILDREN,
+  FLOW_FIELDS,
+  FAILURE_POLICY,
+  FLOW_RECORD,
+  FLOW_WIDTH,
+  FLOW_CHUNK_MARK,
+  CONTINUATION_MARK,
+  EVENT_RELEASED_FIELD,
   END_CODES,
   END_REFUSED,
   OVERLAP_CODE,

@@ -65,6 +65,7 @@ describe('fan-out', () => {
       success: 2500,
       failed: 0,
       cancelled: 0,
+      removed: 0,
       ended: undefined,
     });
     expect(counts.ended).toBeGreaterThanOrEqual(p!.finished!);
@@ -105,7 +106,7 @@ describe('fan-out', () => {
       const c = (await q.getJob(parent.id))?.children;
       return c?.waiting === 4 && c;
     });
-    expect(waiting).toEqual({ total: 4, waiting: 4, running: 0, success: 0, failed: 0, cancelled: 0 });
+    expect(waiting).toEqual({ total: 4, waiting: 4, running: 0, success: 0, failed: 0, cancelled: 0, removed: 0 });
 
     expect(await q.cancel(`${parent.id}/3`)).toBe('cancelled');
     expect((await q.getJob(parent.id))!.children).toMatchObject({ waiting: 3, cancelled: 1 });
@@ -115,7 +116,7 @@ describe('fan-out', () => {
       const c = (await q.getJob(parent.id))!.children!;
       return c.running === 1 && c.success === 1 && c.failed === 1 && c;
     });
-    expect(mid).toEqual({ total: 4, waiting: 0, running: 1, success: 1, failed: 1, cancelled: 1 });
+    expect(mid).toEqual({ total: 4, waiting: 0, running: 1, success: 1, failed: 1, cancelled: 1, removed: 0 });
     expect((await streamEvents(name)).filter((e) => e.event === 'children.ended')).toEqual([]);
 
     release();
@@ -312,6 +313,7 @@ describe('fan-out', () => {
       success: 1,
       failed: 0,
       cancelled: 0,
+      removed: 0,
     });
     await q.resumeGroup('default');
     const second = await eventually(async () => {

@@ -2,7 +2,12 @@ import { describe, expect, it, vi } from 'vitest';
 import { Run, type RunHooks } from '../../src/executor/run.js';
 import type { Job } from '../../src/index.js';
 
-const hooks: RunHooks = { log: () => {}, progress: () => {}, fanOut: async () => 0 };
+const hooks: RunHooks = {
+  log: () => {},
+  progress: () => {},
+  fanOut: async () => 0,
+  children: async () => ({ counts: null, items: [] }),
+};
 const job = (task: string): Job => ({
   id: 'j1',
   task,
@@ -67,6 +72,7 @@ describe('a run', () => {
       log: (j, line) => lines.push(`${j.id} ${line}`),
       progress: (_j, n) => steps.push(n),
       fanOut: async () => 0,
+      children: async () => ({ counts: null, items: [] }),
     };
     const run = new Run(
       job('work'),

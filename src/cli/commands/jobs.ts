@@ -1,7 +1,7 @@
 /** Job commands: submit, jobs, job, cancel, retry. */
 import { type Command, InvalidArgumentError } from 'commander';
 import { FINAL_STATES, JOB_STATES, type Job, type JobState } from '../../queue/job.js';
-import type { CleanOptions } from '../../queue/queue.js';
+import type { CleanOptions, JobTreeNode } from '../../queue/queue.js';
 import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../../timers/duration.js';
 import { EXIT_INVALID, EXIT_NOT_FOUND, EXIT_USAGE } from '../exit-codes.js';
 import { printMessage } from '../secrets.js';
@@ -30,6 +30,20 @@ function parseState(value: string): JobState {
 }
 
 /** A job as printed: without the take sequence, the queue's internal lease token. */
+/** Prints a job tree, one job a line, indented by depth: id, task, state, and the children's counts. */
+function printTree(root: JobTreeNode): void {
+  const rows: string[][] = [];
+  const walk = (n: JobTreeNode, depth: number) => {
+    const c = n.job.children;
+    const counts = c ? `${c.success + c.failed + c.cancelled + c.removed}/${c.total} ended` : '';
+    rows.push([`${'  '.repeat(depth)}${n.job.id}`, n.job.task, n.job.state, counts]);
+    for (const k of n.children ?? []) walk(k, depth + 1);
+    if (n.more) rows.push([`${'  '.repeat(depth + 1)}...`, '', '', '']);
+  };
+  walk(root, 0);
+  printTable(['ID', 'TASK', 'STATE', 'CHILDREN'], rows);
+}
+
 function printable({ takeSeq: _, ...job }: Job): Omit<Job, 'takeSeq'> {
   return job;
 }
@@ -130,8 +144,19 @@ export function register(program: Command): void {
     .description('show one job with its logs and error')
     .argument('<id>', 'job id')
     .option('--json', 'print as JSON')
-    .action(async (id: string, _o: unknown, cmd: Command) =>
+    .option('--tree', 'print the job and its children (a flow, a fan-out), theirs too: id, task, state (at most 1,000 jobs)')
+    .action(async (id: string, o: { tree?: boolean }, cmd: Command) =>
       withQueue(cmd, async (queue, g) => {
+        if (o.tree) {
+          const tree = await queue.jobTree(id);
+          if (!tree) throw new CliError(`no job "${id}" in queue "${queue.name}"`, EXIT_NOT_FOUND);
+          if (g.json) {
+            printJson(tree);
+            return;
+          }
+          printTree(tree);
+          return;
+        }
         const job = await queue.getJob(id);
         if (!job)
           throw new CliError(

@@ -4,6 +4,7 @@
  * its attempts, with the job actions (./job-actions.ts) and retry of every failed job matching the filter.
  */
 import { JOB_STATES } from '../../queue/job.js';
+import type { JobTreeNode } from '../../queue/queue.js';
 import { type ChildCounts, type Job, unpackDescription } from '../../redis/job-codec.js';
 import type { Page, PageContext } from '../context.js';
 import { ago, count, counted, type Html, html, name, pretty, time } from '../html.js';
@@ -109,6 +110,21 @@ function childCounts(ctx: PageContext, parent: string, c: ChildCounts): Html {
   return html`<span class="children" data-children="${parent}">${part('total', c.total)}${part('waiting', c.waiting)}${part('running', c.running)}${part('success', c.success)}${part('failed', c.failed)}${part('cancelled', c.cancelled)}${c.ended !== undefined ? html`<span class="child-count">all ended ${time(c.ended)}</span>` : ''}</span>${c.total > 0 ? html` <a href="${ctx.base}/jobs/${encodeURIComponent(`${parent}/0`)}">first child</a>` : ''}`;
 }
 
+/** Children a job page lists (its flow section). */
+const FLOW_ROWS = 50;
+
+/** A job's children (the first {@link FLOW_ROWS}) and its continuation: id (a link), task, state. */
+function flowSection(ctx: PageContext, tree: JobTreeNode): Html {
+  const rows = (tree.children ?? [])
+    .slice(0, FLOW_ROWS)
+    .map(
+      (c) =>
+        html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(c.job.id)}">${c.job.id}</a></td><td>${c.job.task}</td><td><span class="state state-${c.job.state}" title="${stateHelp(c.job.state)}">${c.job.state}</span></td></tr>`,
+    );
+  const more = (tree.children?.length ?? 0) > FLOW_ROWS || tree.more;
+  return html`<h2>Flow</h2><table class="flow"><thead><tr><th>child</th><th>task</th><th>state</th></tr></thead><tbody>${rows}</tbody></table>${more ? html`<p class="muted">Only the first ${count(FLOW_ROWS)} are listed; the CLI's <code>rota job &lt;id&gt; --tree</code> prints more.</p>` : ''}`;
+}
+
 /** Links to the first and the next page of a job list (a page starts at a candidate position, one per shard). */
 function pager(ctx: PageContext, start: string, next: string, more: boolean): Html {
   const link = (to: string, label: string) => {
@@ -133,6 +149,8 @@ export async function jobDetail(ctx: PageContext, id: string): Promise<Page> {
   const error = job.error ?? '';
   const row = (label: string, value: unknown) => html`<tr><th>${label}</th><td>${value as string}</td></tr>`;
   const waits = job.state === 'waiting' ? await jobWaitSection(ctx, job.id, job.group, job.priority) : '';
+  // (a flow's parent, a fan-out: its first children, one pipelined read of at most FLOW_ROWS jobs)
+  const tree = job.children || job.continuation ? await ctx.q.queue.jobTree(job.id, FLOW_ROWS + 1) : null;
   return {
     title: `Job ${id}`,
     nav: 'jobs',
@@ -146,6 +164,9 @@ ${row('retries', `${job.retries} of ${job.maxRetries}`)}
 ${row('progress', job.progress === undefined ? '–' : `${job.progress}`)}
 ${job.parent ? row('parent', html`<a href="${ctx.base}/jobs/${encodeURIComponent(job.parent)}">${job.parent}</a>`) : ''}
 ${job.children ? row('children', childCounts(ctx, job.id, job.children)) : ''}
+${job.continuation ? row('continuation', html`<a href="${ctx.base}/jobs/${encodeURIComponent(job.continuation)}">${job.continuation}</a>`) : ''}
+${job.failedBy ? row('failed by child', html`<a href="${ctx.base}/jobs/${encodeURIComponent(job.failedBy)}">${job.failedBy}</a>`) : ''}
+${job.onFailure ? row('on failure', job.onFailure) : ''}
 ${row('executor', job.worker ?? '–')}
 ${job.subject ? row('subject', job.subject) : ''}${job.submitter ? row('submitter', job.submitter) : ''}
 ${job.tracker ? row('periodic task', html`<a href="${ctx.base}/periodic/${encodeURIComponent(job.tracker)}">${job.tracker}</a>`) : ''}
@@ -162,6 +183,8 @@ ${job.due !== undefined ? html`<li><b>retry due</b> ${time(job.due)}</li>` : ''}
 ${job.finished !== undefined ? html`<li><b>finished</b> ${time(job.finished)}${job.started !== undefined ? ` (ran ${job.finished - job.started} ms)` : ''}</li>` : ''}
 </ol>
 ${waits}
+${job.state === 'waiting-children' ? html`<p class="why">Why it waits: it runs once its children have ended${job.children ? html` (${count(job.children.total - job.children.waiting - job.children.running)} of ${count(job.children.total)} have)` : ''}.</p>` : ''}
+${tree?.children?.length ? flowSection(ctx, tree) : ''}
 <h2>Args</h2><pre class="args">${pretty(job.args)}</pre>
 ${job.result !== undefined ? html`<h2>Result</h2><pre class="result">${pretty(job.result)}</pre>` : ''}
 ${error ? html`<h2>Error</h2><pre class="error">${error}</pre>` : ''}
