@@ -70,7 +70,7 @@ for k = 1, #dueScored, 2 do
 end
 if #due == 0 then
   local first = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return { first[2] or '', 0, 0, {} }
+  return { first[2] or '', 0, 0, {}, {} }
 end
 
 -- When the releases' unbroken run began (see above); this call continues it.
@@ -179,7 +179,7 @@ end
 local function skip(jobId, task, occ)
   skipped = skipped + 1
   count(jobId, 'k')
-  drop(jobId, task, occ, HISTORY_SKIPPED .. occ)
+  drop(jobId, task, occ, HISTORY_MARK.skipped .. occ)
 end
 
 local function hold(e)
@@ -222,7 +222,7 @@ for i, e in ipairs(entries) do
     end
     if missed then
       count(jobId, 'm')
-      drop(jobId, task, occ, HISTORY_MISSED .. occ .. '@1@' .. occ)
+      drop(jobId, task, occ, HISTORY_MARK.missed .. occ .. '@1@' .. occ)
     elseif code == OVERLAP_CODE.allow then
       submit(e)
     elseif code == OVERLAP_CODE['buffer-all'] then

@@ -68,7 +68,7 @@ for r = 1, #recs do
   elseif f.failure ~= '' then
     results[r] = 1
     local at = f.missedFirst
-    call('ZADD', prefix .. 'p:h:' .. id, at, HISTORY_FAILED .. at .. '@' .. f.failure)
+    call('ZADD', prefix .. 'p:h:' .. id, at, HISTORY_MARK.failed .. at .. '@' .. f.failure)
     call('HSET', prefix .. 'p:t:' .. id, 'enabled', '0', 'note', f.failure)
     nextRems[#nextRems + 1] = id
     timerFailed(id, at, f.failure)
@@ -111,11 +111,11 @@ for r = 1, #recs do
     end
     if missed > 0 then
       history[#history + 1] = f.missedFirst
-      history[#history + 1] = HISTORY_MISSED .. f.missedFirst .. '@' .. missed .. '@' .. f.missedLast
+      history[#history + 1] = HISTORY_MARK.missed .. f.missedFirst .. '@' .. missed .. '@' .. f.missedLast
     end
     for occ in string.gmatch(f.excluded, '[^,]+') do
       history[#history + 1] = occ
-      history[#history + 1] = HISTORY_EXCLUDED .. occ
+      history[#history + 1] = HISTORY_MARK.excluded .. occ
     end
     if #history > 0 then call('ZADD', prefix .. 'p:h:' .. id, unpack(history)) end
     local fields = { 'nextrun', newNext }

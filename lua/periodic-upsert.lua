@@ -45,7 +45,7 @@ if ARGV[7] ~= '' then
   local newest = math.max(pendingDue or -1, entered or -1)
   if newest >= tonumber(ARGV[4]) then return { 0, old[3] or '' } end
   if entered and entered == newest and tonumber(ARGV[7]) < entered then
-    call('ZADD', hk, top[2], HISTORY_REPLACED .. top[2] .. '@' .. ARGV[4])
+    call('ZADD', hk, top[2], HISTORY_MARK.replaced .. top[2] .. '@' .. ARGV[4])
   end
   -- a released run's history was left to expire: it is this task's again
   if created then call('PERSIST', hk) end

@@ -25,6 +25,6 @@ for i = 3, #ARGV, 2 do
 end
 local maxEvents = num(ARGV[2])
 if #updates > 0 and maxEvents > 0 then
-  call('XADD', prefix .. 'events', 'MAXLEN', '~', ARGV[2], '*', EVENT_PROGRESS_FIELD, cjson.encode(updates))
+  call('XADD', prefix .. 'events', 'MAXLEN', '~', ARGV[2], '*', EVENT_FIELD.progress, cjson.encode(updates))
 end
 return #updates

@@ -87,7 +87,7 @@ for k, key in ipairs(jobKeys) do
     seen[id] = true
     a = writeJob(key, submitted, f, i, state, true, runAt)
   end
-  if a == DEDUP_ADDED then
+  if a == SUBMIT_ANSWER.added then
     if state then
       call('ZADD', prefix .. 'delayed', str(runAt), id)
       changed(id, 'delayed')

@@ -146,28 +146,28 @@ local function flushChanges(prefix, maxEvents)
     a[n + 1], a[n + 2], n = state, cjson.encode(stateIds[state]), n + 2
   end
   if #events > 0 then
-    a[n + 1], a[n + 2], n = EVENT_ERRORS_FIELD, cjson.encode(events), n + 2
+    a[n + 1], a[n + 2], n = EVENT_FIELD.errors, cjson.encode(events), n + 2
   end
   if #periodicFailures > 0 then
-    a[n + 1], a[n + 2], n = EVENT_PERIODIC_FAILED_FIELD, cjson.encode(periodicFailures), n + 2
+    a[n + 1], a[n + 2], n = EVENT_FIELD.periodicFailed, cjson.encode(periodicFailures), n + 2
   end
   if #childrenEnded > 0 then
-    a[n + 1], a[n + 2], n = EVENT_CHILDREN_ENDED_FIELD, cjson.encode(childrenEnded), n + 2
+    a[n + 1], a[n + 2], n = EVENT_FIELD.childrenEnded, cjson.encode(childrenEnded), n + 2
   end
   if #releases > 0 then
-    a[n + 1], a[n + 2], n = EVENT_RELEASED_FIELD, cjson.encode(releases), n + 2
+    a[n + 1], a[n + 2], n = EVENT_FIELD.released, cjson.encode(releases), n + 2
   end
   if #timerFailures > 0 then
-    a[n + 1], a[n + 2], n = EVENT_TIMER_FAILED_FIELD, cjson.encode(timerFailures), n + 2
+    a[n + 1], a[n + 2], n = EVENT_FIELD.timerFailed, cjson.encode(timerFailures), n + 2
   end
   if #periodicEnds > 0 then
-    a[n + 1], a[n + 2], n = EVENT_PERIODIC_ENDED_FIELD, cjson.encode(periodicEnds), n + 2
+    a[n + 1], a[n + 2], n = EVENT_FIELD.periodicEnded, cjson.encode(periodicEnds), n + 2
   end
   if #paused > 0 then
-    a[n + 1], a[n + 2], n = EVENT_PERIODIC_PAUSED_FIELD, cjson.encode(paused), n + 2
+    a[n + 1], a[n + 2], n = EVENT_FIELD.periodicPaused, cjson.encode(paused), n + 2
   end
   if #deduplicates > 0 then
-    a[n + 1], a[n + 2], n = EVENT_DEDUPLICATED_FIELD, cjson.encode(deduplicates), n + 2
+    a[n + 1], a[n + 2], n = EVENT_FIELD.deduplicated, cjson.encode(deduplicates), n + 2
   end
   call(unpack(a, 1, n))
 end

@@ -80,30 +80,30 @@ local function replaceHolder(prefix, batch, id, state, f, i, runAt, now)
   local jobKey = prefix .. 'j:' .. id
   local d = f[i + DESCRIPTION_AT]
   if state == 'waiting' then
-    if describeJob(call('HGET', jobKey, 'd')) ~= f[i + AT_PRIORITY] then return DEDUP_DUPLICATE end
+    if describeJob(call('HGET', jobKey, 'd')) ~= f[i + AT_PRIORITY] then return SUBMIT_ANSWER.deduplicated end
     call('HSET', jobKey, 'd', d)
-    return DEDUP_REPLACED
+    return SUBMIT_ANSWER.replaced
   end
   if runAt and runAt > now then
     call('HSET', jobKey, 'd', d, 'runAt', str(runAt))
     call('ZADD', prefix .. 'delayed', str(runAt), id)
-    return DEDUP_REPLACED, runAt
+    return SUBMIT_ANSWER.replaced, runAt
   end
   call('ZREM', prefix .. 'delayed', id)
   call('HSET', jobKey, 'd', d, 'state', 'waiting')
   call('HDEL', jobKey, 'runAt')
   left('delayed')
   enqueueLater(prefix, batch, id, f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high')
-  return DEDUP_REPLACED, true
+  return SUBMIT_ANSWER.replaced, true
 end
 
 -- Submits the job at offset i of f (SUBMIT_FIELDS) under key `jobKey` with dedup `d` (of
 -- dedupSpecs), in `state` (nil: waiting) with due time `runAt`: unless its id exists (answers
--- DEDUP_EXISTED), or its key holds (answers DEDUP_DUPLICATE or DEDUP_REPLACED, the holder's id,
+-- SUBMIT_ANSWER.existed), or its key holds (answers SUBMIT_ANSWER.deduplicated or SUBMIT_ANSWER.replaced, the holder's id,
 -- and what replaceHolder answers of its due time), it is written and holds the key (answers
--- DEDUP_ADDED; the caller lists it, as any job written).
+-- SUBMIT_ANSWER.added; the caller lists it, as any job written).
 local function dedupJob(prefix, batch, jobKey, f, i, state, runAt, d, submitted, now)
-  if call('EXISTS', jobKey) == 1 then return DEDUP_EXISTED end
+  if call('EXISTS', jobKey) == 1 then return SUBMIT_ANSWER.existed end
   local ddKey = dedupKeyOf(prefix, f[i + AT_GROUP], d.key)
   local held = call('GET', ddKey)
   local holder, holderState
@@ -115,11 +115,11 @@ local function dedupJob(prefix, batch, jobKey, f, i, state, runAt, d, submitted,
     end
     if d.replace and PENDING[holderState] then
       local answer, due = replaceHolder(prefix, batch, holder, holderState, f, i, runAt, now)
-      deduplicated(holder, due == true and 'waiting' or holderState, d.key, answer == DEDUP_REPLACED)
+      deduplicated(holder, due == true and 'waiting' or holderState, d.key, answer == SUBMIT_ANSWER.replaced)
       return answer, holder, due
     end
     deduplicated(holder, holderState, d.key, false)
-    return DEDUP_DUPLICATE, holder
+    return SUBMIT_ANSWER.deduplicated, holder
   end
   local id = f[i + AT_ID]
   writeJob(jobKey, submitted, f, i, state, true, runAt)
@@ -130,7 +130,7 @@ local function dedupJob(prefix, batch, jobKey, f, i, state, runAt, d, submitted,
     call('SET', ddKey, d.code .. id)
     call('HSET', jobKey, 'dd', d.key, 'ddm', d.code)
   end
-  return DEDUP_ADDED
+  return SUBMIT_ANSWER.added
 end
 
 -- Deletes the dedup key `key` of group `group` when job `id` holds it; `ended`: the job ended,

@@ -301,7 +301,7 @@ const LEASE_ID_PATTERN = `^%d+[${SCHEDULED_MARK}${RUNNING_MARK}${CANCEL_MARK}](.
 export const RESHARD_OUT = { taken: 't', pending: 'p', changed: 'c' } as const;
 
 /** A value the Lua side gets: a number, a string, a list of strings or a table of strings. */
-export type WireValue = number | string | readonly string[] | Readonly<Record<string, string>>;
+export type WireValue = number | string | readonly string[] | Readonly<Record<string, string | number>>;
 
 /** The names and values injected into the Lua library as `includes/wire`. */
 export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
@@ -321,10 +321,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   DELAY_MARK,
   DEDUP_UNTIL,
   DEDUP_FIELDS,
-  DEDUP_ADDED: SUBMIT_ANSWER.added,
-  DEDUP_EXISTED: SUBMIT_ANSWER.existed,
-  DEDUP_DUPLICATE: SUBMIT_ANSWER.deduplicated,
-  DEDUP_REPLACED: SUBMIT_ANSWER.replaced,
+  SUBMIT_ANSWER,
   RUN_WIDTH,
   OUTCOME_SUCCESS: OUTCOME.success,
   OUTCOME_FAILED: OUTCOME.failed,
@@ -342,25 +339,29 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   FLOW_WIDTH,
   FLOW_CHUNK_MARK,
   CONTINUATION_MARK,
-  EVENT_RELEASED_FIELD,
   END_CODES,
   END_REFUSED,
   OVERLAP_CODE,
   CLAIM_FIELDS,
   STAGE_FIELDS,
-  EVENT_ERRORS_FIELD,
-  EVENT_PERIODIC_FAILED_FIELD,
-  EVENT_CHILDREN_ENDED_FIELD,
-  EVENT_PROGRESS_FIELD,
-  EVENT_TIMER_FAILED_FIELD,
-  EVENT_PERIODIC_ENDED_FIELD,
-  EVENT_PERIODIC_PAUSED_FIELD,
-  EVENT_DEDUPLICATED_FIELD,
-  HISTORY_SKIPPED,
-  HISTORY_MISSED,
-  HISTORY_REPLACED,
-  HISTORY_FAILED,
-  HISTORY_EXCLUDED,
+  EVENT_FIELD: {
+    errors: EVENT_ERRORS_FIELD,
+    periodicFailed: EVENT_PERIODIC_FAILED_FIELD,
+    childrenEnded: EVENT_CHILDREN_ENDED_FIELD,
+    progress: EVENT_PROGRESS_FIELD,
+    timerFailed: EVENT_TIMER_FAILED_FIELD,
+    periodicEnded: EVENT_PERIODIC_ENDED_FIELD,
+    periodicPaused: EVENT_PERIODIC_PAUSED_FIELD,
+    deduplicated: EVENT_DEDUPLICATED_FIELD,
+    released: EVENT_RELEASED_FIELD,
+  },
+  HISTORY_MARK: {
+    skipped: HISTORY_SKIPPED,
+    missed: HISTORY_MISSED,
+    replaced: HISTORY_REPLACED,
+    failed: HISTORY_FAILED,
+    excluded: HISTORY_EXCLUDED,
+  },
   RESHARD_OUT,
 };
 
@@ -373,7 +374,7 @@ function luaValue(v: WireValue): string {
   if (typeof v === 'string') return luaString(v);
   if (Array.isArray(v)) return `{ ${v.map(luaString).join(', ')} }`;
   return `{ ${Object.entries(v)
-    .map(([k, x]) => `[${luaString(k)}] = ${luaString(x)}`)
+    .map(([k, x]) => `[${luaString(k)}] = ${typeof x === 'number' ? String(x) : luaString(x)}`)
     .join(', ')} }`;
 }
 
