@@ -138,10 +138,9 @@ export class Taker {
           break;
         case 'wait':
           // for a take to answer or a slot to free up (each wakes the loop)
-          // (with shards, a take in flight answers or is given up within LATE_TAKE_MS; with one, it
-          // waits on Redis as long as Redis takes, an outage rather than a stall; slots held by
-          // runs may take any time)
-          this.onRuns = this.plan.inFlight === 0 || this.d.stores.length === 1;
+          // (a take in flight answers, or with shards is given up within LATE_TAKE_MS: a loop that
+          // waits on one longer than the stall limit is not live; slots held by runs may take any time)
+          this.onRuns = this.plan.inFlight === 0;
           await this.wakeUp();
           this.onRuns = false;
       }
