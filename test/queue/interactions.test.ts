@@ -50,6 +50,7 @@ describe('delays, rate limits and fan-out together', () => {
       success: 7,
       failed: 0,
       cancelled: 0,
+      removed: 0,
       ended: undefined,
     });
     expect(await childrenEnded(name)).toEqual([{ total: 7, success: 7, failed: 0, cancelled: 0 }]);
@@ -133,6 +134,7 @@ describe('clean and bulk retry on fan-out', () => {
       success: 1,
       failed: 0,
       cancelled: 0,
+      removed: 0,
     });
     await q.resumeGroup('default');
     const second = await eventually(async () => {
