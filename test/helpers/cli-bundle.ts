@@ -15,26 +15,19 @@ export async function bundleCli(): Promise<{ file: string; remove(): void }> {
   mkdirSync(`${ROOT}node_modules/.cache`, { recursive: true });
   const dir = mkdtempSync(`${ROOT}node_modules/.cache/rota-cli-`);
   const file = `${dir}/main.mjs`;
-  await build({
-    entryPoints: [`${ROOT}src/cli/main.ts`],
-    outfile: file,
-    bundle: true,
-    packages: 'external',
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    logLevel: 'warning',
-  });
+  const bundle = (entry: string, outfile: string) =>
+    build({
+      entryPoints: [`${ROOT}${entry}`],
+      outfile,
+      bundle: true,
+      packages: 'external',
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      logLevel: 'warning',
+    });
+  await bundle('src/cli/main.ts', file);
   // (beside it, as in the package: what the threads and processes of isolated tasks run)
-  await build({
-    entryPoints: [`${ROOT}src/executor/isolate-entry.ts`],
-    outfile: `${dir}/isolate-entry.js`,
-    bundle: true,
-    packages: 'external',
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    logLevel: 'warning',
-  });
+  await bundle('src/executor/isolate-entry.ts', `${dir}/isolate-entry.js`);
   return { file, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
