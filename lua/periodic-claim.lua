@@ -17,11 +17,13 @@
   ARGV[5] now (ms) given by an injected clock, or '' for the server clock
   ARGV[6] run history: entries kept per task (-1: all)
   ARGV[7] run history: age kept (ms, -1: forever)
+  ARGV[8] misfire grace (ms): a claim this long after the last claim or release begins a new run (pLive)
 
   Returns { now, earliest score left after the claims ('' when none), earliest p:staged score
             ('' when none), per claimed task: id, token, then the CLAIM_FIELDS (src/redis/wire.ts),
             the clock's epoch (backward jumps counted), 1 while interval tasks are still being
-            moved back after a backward jump (claim again at once), else 0 }. Besides
+            moved back after a backward jump (claim again at once), else 0, when the claims'
+            current unbroken run began (pLive) }. Besides
   what the scheduler needs to plan, they hold what periodic-stage needs to stage the jobs, so
   that it does not read the task again: a valid token also means none of them changed since
   (only periodic-stage itself writes period, and only with the token). The reply holds args
@@ -46,6 +48,7 @@ else
   epoch, walking = pEpoch(prefix), false
 end
 local _, shift = pEpoch(prefix)
+local since = pLive(prefix, now, tonumber(ARGV[8]))
 local token = now + tonumber(ARGV[4])
 local due = call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
@@ -68,4 +71,4 @@ end
 for i = 1, #claims, 1000 do call('ZADD', KEYS[1], unpack(claims, i, math.min(#claims, i + 999))) end
 local first = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local staged = call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
-return { now, first[2] or '', staged[2] or '', out, epoch, walking and 1 or 0 }
+return { now, first[2] or '', staged[2] or '', out, epoch, walking and 1 or 0, since }

@@ -16,16 +16,13 @@
   task goes once the run is released, and its run history expires ARGV[7] ms later).
   Submitting flips the planned job to `waiting` and pushes it into its group. An occurrence that
   was more than ARGV[6] ms (the misfire grace) past its due time (its p:staged score: the
-  occurrence, or later with jitter) when the releases resumed after a pause longer than the grace
-  (no replica released meanwhile: p:live `since`) follows its task's catch-up policy: `none` drops
+  occurrence, or later with jitter) when the schedulers resumed after a pause longer than the
+  grace (no replica claimed or released meanwhile: pLive) follows its task's catch-up policy: `none` drops
   it as missed, `latest` keeps only the newest such occurrence of the task (and none when the
   task's next occurrence is past as well, since planning that one submits the latest), `all`
-  keeps those within the task's catchupWindow. One that is late only because the releases are
-  behind (more due than the replicas release, releases never pausing that long) is submitted:
-  the schedulers were busy, not down.
-  p:live (HASH) holds `at`, the time of the last release that found occurrences due, and `since`,
-  when the releases' current unbroken run began (a pause longer than the grace, or the clock
-  moving back past `since`, begins a new one).
+  keeps those within the task's catchupWindow. One that is late only because the schedulers are
+  behind (more due than the replicas release, claims and releases never pausing that long) is
+  submitted: the schedulers were busy, not down.
   Any replica may call this at any time; each staged occurrence is released once, as this call
   takes it out of p:staged.
 
@@ -73,12 +70,8 @@ if #due == 0 then
   return { first[2] or '', 0, 0, {}, {} }
 end
 
--- When the releases' unbroken run began (see above); this call continues it.
-local liveKey = prefix .. 'p:live'
-local live = call('HMGET', liveKey, 'since', 'at')
-local since, lastAt = tonumber(live[1]), tonumber(live[2])
-if not since or not lastAt or now - lastAt > grace or now < since then since = now end
-call('HSET', liveKey, 'since', since, 'at', now)
+-- When the schedulers' unbroken run began (see above); this call continues it.
+local since = pLive(prefix, now, grace)
 -- Whether the i-th due occurrence was already past its grace when the releases resumed: no
 -- replica ran at it, and the catch-up policy applies.
 local function misfired(i) return dueAt[i] + grace < since end

@@ -52,6 +52,7 @@ for (let round = 0; round < rounds; round++) {
         now,
         keepCount: 100,
         keepAgeMs: -1,
+        misfireGraceMs: 15_000,
       });
       if (got.length === 0) break;
       out.push(...got);

@@ -16,12 +16,13 @@
     p:buf           HASH  task id -> p:staged member of the run buffer-one holds back
     p:bf:<id>       HASH  backfill ledger: occurrence (ms) -> backfills of it (periodic-backfill)
     p:bq:<id>       ZSET  buffer-all backlog: p:staged member -> occurrence (periodic-release)
-    p:live          HASH  since, at: when the releases' unbroken run began, and the last (periodic-release)
+    p:live          HASH  since, at: when the schedulers' unbroken run of claims and releases began,
+                          and the last of them (pLive)
     p:wake          pub/sub channel schedulers listen on
   A task's hash field `staged` lists the p:staged members its last stage added.
 ]]
 --- @include "includes/common"
---- @export pTokens, pTrimHistory, pLastFromHistory, pUnstage, pRemove, pWake, pRunEnded
+--- @export pTokens, pTrimHistory, pLastFromHistory, pUnstage, pRemove, pWake, pRunEnded, pLive
 
 -- The p:nextrun scores of records' task ids (rec.id), in record order, with one ZMSCORE per 1000.
 local function pTokens(nextrunKey, recs)
@@ -125,4 +126,19 @@ local function pRunEnded(prefix, id)
   local turn = call('ZRANGE', prefix .. 'p:bq:' .. id, 0, 0, 'WITHSCORES')
   if not turn[1] then return end
   if call('ZADD', prefix .. 'p:staged', 'XX', 'CH', turn[2], turn[1]) == 1 then pWake(prefix) end
+end
+
+-- When the schedulers' current unbroken run began, as a claim or a release at `now` continues it:
+-- one more than `grace` ms after the last (no replica claimed or released meanwhile: they were
+-- down), or before the run began (the clock went back), begins a new run. The catch-up policy
+-- applies only to occurrences already past the grace when the run began; one late only because
+-- the schedulers are behind (more due than they plan and release) is submitted: they were busy,
+-- not down.
+local function pLive(prefix, now, grace)
+  local key = prefix .. 'p:live'
+  local live = call('HMGET', key, 'since', 'at')
+  local since, at = tonumber(live[1]), tonumber(live[2])
+  if not since or not at or now - at > grace or now < since then since = now end
+  call('HSET', key, 'since', since, 'at', now)
+  return since
 end

@@ -41,7 +41,13 @@ export interface PlanInput {
   now: number;
   catchup: CatchupPolicy;
   catchupWindow: number;
-  /** An occurrence this much late (ms) or more means no scheduler ran: the catch-up policy applies. */
+  /**
+   * When the schedulers' current unbroken run of claims and releases began (ms; default `now`). An occurrence already
+   * `misfireGraceMs` late then means no scheduler ran: the catch-up policy applies. One that is
+   * late only because the schedulers are behind (they never paused that long) is submitted.
+   */
+  since?: number;
+  /** How late (ms) an occurrence must be when the claims resume for the catch-up policy to apply. */
   misfireGraceMs: number;
   /**
    * Whether an occurrence is excluded (the task's schedule, see ./schedule.ts): `latest` takes
@@ -76,8 +82,9 @@ function walk(id: string, timer: Timer, first: number | null, now: number): { du
 /**
  * Plans one firing. A task claimed ahead of time (nextrun still in the future) fires exactly its
  * nextrun. Otherwise every occurrence from nextrun up to now is due. When the oldest of them is
- * less than `misfireGraceMs` late, the scheduler was merely busy (or took over a dead replica's
- * claim) and all are submitted. Otherwise no scheduler ran for a while, and the catch-up policy
+ * less than `misfireGraceMs` late when the claims' unbroken run began (`since`), the schedulers
+ * were merely busy (behind, or taking over a dead replica's claim) and all are submitted. Otherwise
+ * no scheduler ran for a while, and the catch-up policy
  * picks: `latest` the last due occurrence that is not excluded (and the last one, excluded); `all` those within `catchupWindow` (at most
  * {@link MAX_CATCHUP_RUNS}); `none` nothing (the task resumes with its next future occurrence).
  * The walk is bounded (MAX_WALK occurrences, WALK_BUDGET_MS): past the bound it starts again at
@@ -108,7 +115,7 @@ export function plan(p: PlanInput): Plan {
   const last = due[due.length - 1];
   const period = rest === null || last === undefined ? 0 : rest - last;
   let take: number[];
-  const downtime = skippedAhead !== null || (due.length > 0 && now - due[0] >= p.misfireGraceMs);
+  const downtime = skippedAhead !== null || (due.length > 0 && (p.since ?? now) - due[0] >= p.misfireGraceMs);
   switch (downtime ? p.catchup : 'on-time') {
     case 'on-time':
       take = due;

@@ -34,9 +34,11 @@ export interface SchedulerOptions {
   /** Tasks per claim and stage call, and occurrences per release call: 1 to 10,000; default 500. */
   batchSize?: number;
   /**
-   * An occurrence less late than this (ms) is always submitted (the schedulers were busy, or a
-   * dead replica's claim was taken over); one later than this means no scheduler ran, and the
-   * task's catch-up policy decides. 0 to a day; default 15,000; keep it above claimTtlMs.
+   * No claim or release by any replica for longer than this (ms) means the schedulers were down:
+   * an occurrence already this late when they resume follows the task's catch-up policy. An
+   * occurrence late only because the schedulers are behind (busy: claims and releases kept
+   * coming) is always submitted, however late. 0 to a day; default 15,000; keep it above
+   * claimTtlMs.
    */
   misfireGraceMs?: number;
   /** Longest idle sleep (ms) before looking again anyway: 1,000 to an hour; default 60,000. */

@@ -62,6 +62,12 @@ export type {
 /** The outcomes periodic-release answers by code. */
 const RELEASE_OUTCOMES: Record<string, OccurrenceOutcome> = { s: 'submitted', k: 'skipped', m: 'missed' };
 
+/** A claim pass's clock: now, and when the schedulers' current unbroken run of claims and releases began (both ms). */
+interface ClaimPass {
+  now: number;
+  since: number;
+}
+
 const sleep = (ms: number) => new Promise<void>((r) => setLongTimeout(r, ms));
 /** Planning gives the event loop a turn at least this often (ms), so a slow timer blocks nothing for long. */
 const PLAN_SLICE_MS = 10;
@@ -235,11 +241,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       this.woken = false;
       let claimed: Claimed[];
       let earliest: number | null;
-      let now: number;
+      let pass: ClaimPass;
       let walking: boolean;
       try {
         this.onRedis = true;
-        [now, earliest, claimed, walking] = await this.claim();
+        ({ earliest, claimed, walking, ...pass } = await this.claim());
         failures = 0;
       } catch (err) {
         if (this.closing) break;
@@ -252,7 +258,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         this.counts.claims = claimed.length;
         this.counts.claimed += claimed.length;
         try {
-          earliest = (await this.commit(claimed, now)) ?? earliest;
+          earliest = (await this.commit(claimed, pass)) ?? earliest;
         } catch (err) {
           // The claims expire and another pass (or replica) commits these tasks.
           this.emitError(err);
@@ -286,10 +292,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   /**
-   * Claims due tasks; resolves the scheduler-clock now, the earliest nextrun left, the claimed
-   * tasks, and whether interval tasks are still being moved back after a backward clock jump.
+   * Claims due tasks; resolves the scheduler-clock now and since when the claims ran unbroken
+   * (the pass), the earliest nextrun left, the claimed tasks, and whether interval tasks are
+   * still being moved back after a backward clock jump.
    */
-  private async claim(): Promise<[number, number | null, Claimed[], boolean]> {
+  private async claim(): Promise<ClaimPass & { earliest: number | null; claimed: Claimed[]; walking: boolean }> {
     const sent = performance.now();
     const claim = await this.store.claim({
       lookaheadMs: this.o.lookaheadMs,
@@ -298,10 +305,17 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       now: this.injected ? Math.round(this.injected()) : undefined,
       keepCount: this.o.keepCount,
       keepAgeMs: this.o.keepAge,
+      misfireGraceMs: this.o.misfireGraceMs,
     });
     if (!this.injected) this.clock.observe(claim.now, sent, performance.now());
     this.planRelease(claim.staged);
-    return [claim.now, claim.earliest, claim.tasks.map((t) => claimed(t, claim.epoch)), claim.walking];
+    return {
+      now: claim.now,
+      since: claim.since,
+      earliest: claim.earliest,
+      claimed: claim.tasks.map((t) => claimed(t, claim.epoch)),
+      walking: claim.walking,
+    };
   }
 
   private timerOf(spec: string, timezone: string): Timer {
@@ -320,7 +334,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    * Computes the claimed tasks' plans and commits them (stages their occurrences, advances their
    * nextrun). Resolves the earliest nextrun afterwards.
    */
-  private async commit(claimed: Claimed[], now: number): Promise<number | null> {
+  private async commit(claimed: Claimed[], { now, since }: ClaimPass): Promise<number | null> {
     const records: StageRecord[] = [];
     // per record: its job task, and its occurrences missed and excluded
     const settled: Array<{ task: string; missed: number; excluded: number }> = [];
@@ -345,6 +359,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
                 timer,
                 nextrun: c.nextrun,
                 now,
+                since,
                 catchup: c.catchup,
                 catchupWindow: c.catchupWindow,
                 misfireGraceMs: this.o.misfireGraceMs,

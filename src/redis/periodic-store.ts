@@ -73,6 +73,11 @@ export interface Claim {
   epoch: number;
   /** Interval tasks are still being moved back after a backward jump: claim again at once. */
   walking: boolean;
+  /**
+   * When the schedulers' current unbroken run of claims and releases began (ms, claims' clock): the catch-up policy applies
+   * only to occurrences already past the misfire grace then (lua/includes/periodicClock.lua).
+   */
+  since: number;
 }
 
 /** A task's timer as periodic-upsert writes it. */
@@ -255,14 +260,15 @@ export class PeriodicStore {
     now?: number;
     keepCount: number;
     keepAgeMs: number;
+    misfireGraceMs: number;
   }): Promise<Claim> {
     // Binary-safe: the reply holds the tasks' args (msgpack).
-    const [now, first, staged, flat, epoch, walking] = await this.queue.scripts.fcall<
-      [Buffer | number, Buffer, Buffer, Array<Buffer | number>, Buffer | number, Buffer | number]
+    const [now, first, staged, flat, epoch, walking, since] = await this.queue.scripts.fcall<
+      [Buffer | number, Buffer, Buffer, Array<Buffer | number>, Buffer | number, Buffer | number, Buffer | number]
     >(
       'periodic-claim',
       this.keys.nextrun,
-      [this.keys.prefix, o.lookaheadMs, o.max, o.claimTtlMs, o.now ?? '', o.keepCount, o.keepAgeMs],
+      [this.keys.prefix, o.lookaheadMs, o.max, o.claimTtlMs, o.now ?? '', o.keepCount, o.keepAgeMs, o.misfireGraceMs],
       true,
     );
     const width = CLAIM_FIELDS.length + 2;
@@ -282,6 +288,7 @@ export class PeriodicStore {
       tasks,
       epoch: Number(String(epoch)),
       walking: String(walking) === '1',
+      since: Number(String(since)),
     };
   }
 

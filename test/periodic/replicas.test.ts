@@ -81,5 +81,5 @@ describe('scheduler replicas', () => {
     await redis.quit();
     await tasks.close();
     await queue.close();
-  }, 90_000);
+  }, 150_000);
 });
