@@ -67,7 +67,15 @@ await admin.call('SLOWLOG', 'RESET');
 let claims = 0;
 for (; claims < 5; claims++) {
   const due = Number((await admin.zscore(store.keys.nextrun, 'a')) ?? 0);
-  await store.claim({ lookaheadMs: 2500, max: 10, claimTtlMs: 6000, now: due, keepCount: 100, keepAgeMs: -1, misfireGraceMs: 15_000 });
+  await store.claim({
+    lookaheadMs: 2500,
+    max: 10,
+    claimTtlMs: 6000,
+    now: due,
+    keepCount: 100,
+    keepAgeMs: -1,
+    misfireGraceMs: 15_000,
+  });
 }
 await admin.config('SET', 'slowlog-log-slower-than', '10000');
 const trim = await longest();

@@ -28,7 +28,15 @@ async function planLate(claimsAt: number[]) {
   track({ close: async () => client.disconnect() });
   const store = new PeriodicStore(new QueueStore(client, name, { maxEvents: 10_000 }));
   for (const now of claimsAt) {
-    const claim = await store.claim({ lookaheadMs: 0, max: 0, claimTtlMs: 6000, now, keepCount: 100, keepAgeMs: -1, misfireGraceMs: GRACE });
+    const claim = await store.claim({
+      lookaheadMs: 0,
+      max: 0,
+      claimTtlMs: 6000,
+      now,
+      keepCount: 100,
+      keepAgeMs: -1,
+      misfireGraceMs: GRACE,
+    });
     expect(claim.tasks).toEqual([]);
   }
   clock = T + 20_000;
