@@ -54,7 +54,8 @@ function luacheck(files, extra = []) {
 const { includes, scripts } = libraryParts(luaDir);
 const includeText = new Map(includes);
 /** Where a report names a file: lua/<file>.lua (the generated wire include: its source). */
-const display = (file) => (file === WIRE_INCLUDE ? `${file} (src/redis/wire.ts)` : relative(root, join(luaDir, `${file}.lua`)));
+const display = (file) =>
+  file === WIRE_INCLUDE ? `${file} (src/redis/wire.ts, src/redis/keys.ts)` : relative(root, join(luaDir, `${file}.lua`));
 /** The include whose top level declares each name, exported or not (the last one, for a private name two keep). */
 const definedBy = new Map(includes.flatMap(([inc, text]) => topLevelNames(text).map(([n]) => [n, inc])));
 /** What each include exports: the wire include, all its values. */

@@ -92,7 +92,7 @@ local woken = false
 local function wake(prefix)
   if woken then return end
   woken = true
-  call('ZADD', prefix .. 'marker', '0', WAKE_MEMBER)
+  call('ZADD', KEY.marker(prefix), '0', WAKE_MEMBER)
 end
 
 -- What the includes reset as each call begins (onBeginCall adds to it as the library loads).

@@ -1,8 +1,8 @@
 /**
  * Key names of a queue shard, built in one place. Every key of a shard shares its hash tag
  * (`{rota:<queue>}` for an unsharded queue, `{rota:<queue>:<i>}` for shard i: ./shards.ts), so a
- * shard lives in one Redis Cluster slot. Lua scripts build the per-group and per-job keys from the
- * same prefix (key layout: docs/architecture.md).
+ * shard lives in one Redis Cluster slot. The Lua scripts build the same names with the builders
+ * {@link luaKeySource} generates from these (`KEY.job(prefix, id)`; key layout: docs/architecture.md).
  */
 import { ValidationError } from '../errors.js';
 import { shardTag } from './shards.js';
@@ -44,6 +44,21 @@ export interface QueueKeys {
   fanouts: string;
   /** STRING set for a lease after a forward jump of the server's clock (lua/includes/clock.lua): no lease expires meanwhile. */
   clockJump: string;
+  /** SET of the groups that have a concurrency limit. */
+  limited: string;
+  /** HASH of counts that only grow, for the metrics (lua/includes/tally.lua). */
+  tally: string;
+  /** LIST, during a reshard only: the jobs taken out of this shard and not yet forgotten (lua/includes/reshard.lua). */
+  moving: string;
+  /** SET, during a reshard only: the group lists (`<h|l|r><group>`) whose staying jobs are set aside. */
+  reshardKept: string;
+  /** LIST, during a reshard only: the staying jobs set aside from list `list` of group `group`. */
+  keptAside(list: GroupList, group: string): string;
+  /**
+   * STRING of a dedup key (lua/includes/dedup.lua): `groupBytes` is the byte length of `group`,
+   * so that no group and key pair names another's.
+   */
+  dedup(groupBytes: number, group: string, key: string): string;
   job(id: string): string;
   /**
    * LIST staging the children a run of job `id` with lease `token` fanned out (ctx.fanOut), until
@@ -102,6 +117,12 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     seq: `${prefix}seq`,
     fanouts: `${prefix}fanouts`,
     clockJump: `${prefix}clock-jump`,
+    limited: `${prefix}limited`,
+    tally: `${prefix}tally`,
+    moving: `${prefix}moving`,
+    reshardKept: `${prefix}reshard:kept`,
+    keptAside: (list, g) => `${prefix}rk:${list}:${g}`,
+    dedup: (bytes, g, key) => `${prefix}dd:${bytes}:${g}${key}`,
     job: (id) => `${prefix}j:${id}`,
     fanStaging: (id, token) => `${prefix}fan:${token}:${id}`,
     fanned: (id) => `${prefix}fanned:${id}`,
@@ -163,6 +184,10 @@ export interface PeriodicKeys {
   backlog(id: string): string;
   /** SET: ids of the rules that follow event `name`. */
   event(name: string): string;
+  /** HASH: `at` and `since` of the releases (lua/periodic-release.lua). */
+  live: string;
+  /** HASH: the periodic clock's `epoch` and `shift` (lua/includes/periodicClock.lua). */
+  clock: string;
 }
 
 /** The periodic keys of queue `name` (in its home shard, whatever its shard count). */
@@ -186,7 +211,97 @@ export function periodicKeys(name: string): PeriodicKeys {
     backfilled: (id) => `${prefix}p:bf:${id}`,
     backlog: (id) => `${prefix}p:bq:${id}`,
     replica: (id) => `${prefix}p:rep:${id}`,
+    live: `${prefix}p:live`,
+    clock: `${prefix}p:clock`,
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same builders in Lua
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A key builder as the Lua scripts have it: `KEY.<name>(prefix, ...)`, building the same name as
+ * the builder of ./keys.ts it is generated from. `parts` are the name's parts past the prefix: a
+ * string is literal text, a number the builder's argument of that position (from 0, in the order
+ * of the TypeScript builder's parameters).
+ */
+export interface LuaKeyBuilder {
+  name: string;
+  /** The builder's parameters besides the prefix (as many as the TypeScript builder's). */
+  params: string[];
+  parts: Array<string | number>;
+}
+
+/**
+ * Parameter names for a builder of `n` arguments: `a1`, `a2`... (not the TypeScript names, which a
+ * bundler may change: the library's code, and so its name, must not depend on the build).
+ */
+const paramNames = (n: number) => Array.from({ length: n }, (_, i) => `a${i + 1}`);
+
+/** Stands for argument i of a key builder in the names it builds (none occurs in a key part). */
+const argMark = (i: number) => String.fromCharCode(1 + i);
+/** The argument a character of a built name stands for, or -1 for literal text. */
+const argOf = (ch: string) => (ch.charCodeAt(0) >= 1 && ch.charCodeAt(0) <= 8 ? ch.charCodeAt(0) - 1 : -1);
+
+/**
+ * The Lua builders, generated from {@link queueKeys} and {@link periodicKeys}: one per key, under
+ * its name in QueueKeys, and for a periodic key under `p` and its name (`pTask`, `pStaged`). A
+ * builder's arguments are the TypeScript builder's, in order (`KEY.fanStaging(prefix, id, token)`).
+ */
+export function luaKeyBuilders(): LuaKeyBuilder[] {
+  const out: LuaKeyBuilder[] = [];
+  const add = (keys: object, named: (field: string) => string) => {
+    const { prefix } = keys as { prefix: string };
+    for (const [field, value] of Object.entries(keys)) {
+      // (`group` is the head of a group's keys, not a key: Lua builds the keys, groupList and rateLog)
+      if (field === 'prefix' || field === 'shard' || field === 'group') continue;
+      let built: string;
+      let params: string[] = [];
+      if (typeof value === 'string') built = value;
+      else if (typeof value === 'function') {
+        params = paramNames(value.length);
+        built = (value as (...a: string[]) => string)(...params.map((_, i) => argMark(i)));
+      } else throw new Error(`key ${field} is neither a name nor a builder`);
+      if (!built.startsWith(prefix)) throw new Error(`key ${field} does not start with its queue's prefix`);
+      const parts: Array<string | number> = [];
+      let text = '';
+      for (const ch of built.slice(prefix.length)) {
+        const arg = argOf(ch);
+        if (arg < 0) text += ch;
+        else {
+          if (text) parts.push(text);
+          parts.push(arg);
+          text = '';
+        }
+      }
+      if (text) parts.push(text);
+      out.push({ name: named(field), params, parts });
+    }
+  };
+  add(queueKeys('q'), (f) => f);
+  add(periodicKeys('q'), (f) => `p${f[0].toUpperCase()}${f.slice(1)}`);
+  const names = new Set<string>();
+  for (const b of out) {
+    if (names.has(b.name)) throw new Error(`two keys are named ${b.name} in Lua`);
+    names.add(b.name);
+  }
+  return out;
+}
+
+/**
+ * The Lua source of the key builders, the table `KEY` of the library's include `includes/wire`
+ * (one local: the library's main chunk has room for few): `KEY.job(prefix, id)` is
+ * `prefix .. 'j:' .. id`, as `queueKeys(queue).job(id)` is. The scripts build every key with
+ * them (test/structure/lua-keys.test.ts checks it).
+ */
+export function luaKeySource(): string {
+  const lua = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  const lines = luaKeyBuilders().map(({ name, params, parts }) => {
+    const body = ['prefix', ...parts.map((p) => (typeof p === 'number' ? params[p] : lua(p)))].join(' .. ');
+    return `  ${name} = function(${['prefix', ...params].join(', ')}) return ${body} end,`;
+  });
+  return `-- Generated from src/redis/keys.ts: the key builders, KEY.<name>(prefix, ...).\nlocal KEY = {\n${lines.join('\n')}\n}\n`;
 }
 
 /**

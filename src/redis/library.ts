@@ -28,6 +28,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import { LibraryMismatchError, RotaError } from '../errors.js';
+import { luaKeySource } from './keys.js';
 import { wireInclude } from './wire.js';
 
 /** The function library: its code for FUNCTION LOAD, and the function name of each script. */
@@ -58,8 +59,16 @@ const LOCAL_FUNCTION = /^local function ([A-Za-z_]\w*)/;
 const LOCALS = /^local ([A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*)([ \t]*)(=.*|--.*)?$/;
 const NAME = /^[A-Za-z_]\w*$/;
 
-/** The include generated from src/redis/wire.ts, emitted before every other include. */
+/**
+ * The include generated from src/redis/wire.ts (the shared values) and src/redis/keys.ts (the
+ * key builders, table `KEY`), emitted before every other include.
+ */
 export const WIRE_INCLUDE = 'includes/wire';
+
+/** The text of {@link WIRE_INCLUDE}: the wire values, then the key builders. */
+export function wireIncludeText(): string {
+  return `${wireInclude()}${luaKeySource()}`;
+}
 
 /** What every script call runs first (an export of includes/common): it empties what the last call collected. */
 export const CALL_START = 'beginCall';
@@ -131,7 +140,7 @@ export function libraryParts(dir: string): { includes: Array<[string, string]>; 
     inc,
     readFileSync(join(dir, `${inc}.lua`), 'utf8'),
   ]);
-  return { includes: [[WIRE_INCLUDE, wireInclude()], ...includes], scripts };
+  return { includes: [[WIRE_INCLUDE, wireIncludeText()], ...includes], scripts };
 }
 
 /**
