@@ -1,8 +1,10 @@
 --[[
   Shared helpers for Rota's scripts: Redis's functions in locals, numbers and their text, lists
-  reused across calls, and the start of every call (beginCall). Every key of a queue starts with
-  one prefix `{rota:<queue>}:` (ARGV[1] in every script), so a queue lives in one Redis Cluster
-  slot. Key layout: docs/architecture.md
+  reused across calls, and the start of every call (beginCall). Every key a script touches starts
+  with its shard's prefix (ARGV[1] in every script): `{rota:<queue>}:` for an unsharded queue,
+  `{rota:<queue>:<i>}:` for shard i of a sharded one, so that each shard (not a sharded queue)
+  lives in one Redis Cluster slot. The scripts build the keys with KEY (generated from
+  src/redis/keys.ts: KEY.job(prefix, id)). Key layout: docs/architecture.md
 ]]
 --- @include "includes/wire"
 --- @export call, structPack, structUnpack, stringSub, num, nowMs, str, clearList, callList, EMPTY
