@@ -3,8 +3,9 @@
   reused across calls, and the start of every call (beginCall). Every key a script touches starts
   with its shard's prefix (ARGV[1] in every script): `{rota:<queue>}:` for an unsharded queue,
   `{rota:<queue>:<i>}:` for shard i of a sharded one, so that each shard (not a sharded queue)
-  lives in one Redis Cluster slot. The scripts build the keys with KEY (generated from
-  src/redis/keys.ts: KEY.job(prefix, id)). Key layout: docs/architecture.md
+  lives in one Redis Cluster slot. The scripts name the keys with the builders of
+  src/redis/keys.ts (KEY.job(prefix, id), expanded where it stands as the library is built).
+  Key layout: docs/architecture.md
 ]]
 --- @include "includes/wire"
 --- @export call, structPack, structUnpack, stringSub, num, nowMs, str, clearList, callList, EMPTY

@@ -2,7 +2,8 @@
  * Key names of a queue shard, built in one place. Every key of a shard shares its hash tag
  * (`{rota:<queue>}` for an unsharded queue, `{rota:<queue>:<i>}` for shard i: ./shards.ts), so a
  * shard lives in one Redis Cluster slot. The Lua scripts build the same names with the builders
- * {@link luaKeySource} generates from these (`KEY.job(prefix, id)`; key layout: docs/architecture.md).
+ * generated from these (`KEY.job(prefix, id)`, {@link expandKeyBuilders}; key layout:
+ * docs/architecture.md).
  */
 import { ValidationError } from '../errors.js';
 import { shardTag } from './shards.js';
@@ -289,19 +290,109 @@ export function luaKeyBuilders(): LuaKeyBuilder[] {
   return out;
 }
 
+/** A Lua string literal of `s`. */
+const luaString = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+/** An argument that goes into a concatenation as it is: a name, an index, a call, a literal, `#x`. */
+const PLAIN_ARG = /^#?(?:[A-Za-z_][\w.]*(?:\[[^\]]*\]|\((?:[^()]|\([^()]*\))*\))*|'[^'\\]*'|"[^"\\]*"|\d+)$/;
+
+/** The index after the bracket or quote opened at `i` of `s` (-1 when it is not closed). */
+function closing(s: string, i: number): number {
+  const open = s[i];
+  if (open === "'" || open === '"') {
+    for (let j = i + 1; j < s.length; j++) {
+      if (s[j] === '\\') j++;
+      else if (s[j] === open) return j + 1;
+    }
+    return -1;
+  }
+  const close = open === '(' ? ')' : open === '[' ? ']' : '}';
+  for (let j = i + 1; j < s.length; j++) {
+    const c = s[j];
+    if (c === close) return j + 1;
+    if (c === '(' || c === '[' || c === '{' || c === "'" || c === '"') {
+      const e = closing(s, j);
+      if (e < 0) return -1;
+      j = e - 1;
+    }
+  }
+  return -1;
+}
+
+/** Where a line's `--` comment begins (outside strings), or its length. */
+function commentAt(line: string): number {
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c === "'" || c === '"') {
+      const e = closing(line, i);
+      if (e < 0) return line.length;
+      i = e - 1;
+    } else if (c === '-' && line[i + 1] === '-') return i;
+  }
+  return line.length;
+}
+
+const BUILDER_CALL = /\bKEY\.(\w+)\(/g;
+
 /**
- * The Lua source of the key builders, the table `KEY` of the library's include `includes/wire`
- * (one local: the library's main chunk has room for few): `KEY.job(prefix, id)` is
- * `prefix .. 'j:' .. id`, as `queueKeys(queue).job(id)` is. The scripts build every key with
- * them (test/structure/lua-keys.test.ts checks it).
+ * Lua text `text` (a script or include of `file`) with each call of a key builder
+ * `KEY.<name>(prefix, ...)` replaced, where it stands, by the concatenation the builder stands
+ * for: `KEY.job(prefix, id)` becomes `(prefix .. 'j:' .. id)`, as `queueKeys(queue).job(id)`
+ * builds it (builders: {@link luaKeyBuilders}). So the scripts name every key through the one
+ * definition of the layout and pay nothing for it: a Lua function call per key would cost the
+ * hot paths some 2 % of their instructions. Each line keeps its place (lint reports map back);
+ * comments are left as they are. An argument is evaluated where the name uses it (in
+ * `fanStaging` the token before the id): the scripts pass none with side effects. Throws on a
+ * builder that does not exist or a call with the wrong number of arguments.
  */
-export function luaKeySource(): string {
-  const lua = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-  const lines = luaKeyBuilders().map(({ name, params, parts }) => {
-    const body = ['prefix', ...parts.map((p) => (typeof p === 'number' ? params[p] : lua(p)))].join(' .. ');
-    return `  ${name} = function(${['prefix', ...params].join(', ')}) return ${body} end,`;
-  });
-  return `-- Generated from src/redis/keys.ts: the key builders, KEY.<name>(prefix, ...).\nlocal KEY = {\n${lines.join('\n')}\n}\n`;
+export function expandKeyBuilders(text: string, file: string): string {
+  const builders = new Map(luaKeyBuilders().map((b) => [b.name, b]));
+  let inBlock = false;
+  return text
+    .split('\n')
+    .map((line, at) => {
+      // (block comments: `--[[ ... ]]` on lines of their own, as the scripts' headers are)
+      if (inBlock) {
+        if (line.includes(']]')) inBlock = false;
+        return line;
+      }
+      if (/^\s*--\[\[/.test(line)) {
+        inBlock = !line.includes(']]');
+        return line;
+      }
+      const end = commentAt(line);
+      let code = line.slice(0, end);
+      for (;;) {
+        BUILDER_CALL.lastIndex = 0;
+        const m = BUILDER_CALL.exec(code);
+        if (!m) break;
+        const where = `${file}.lua:${at + 1}`;
+        const b = builders.get(m[1]);
+        if (!b) throw new Error(`${where}: KEY.${m[1]} is no key builder (src/redis/keys.ts)`);
+        const open = m.index + m[0].length - 1;
+        const close = closing(code, open);
+        if (close < 0) throw new Error(`${where}: KEY.${m[1]}( is not closed on its line`);
+        const args: string[] = [];
+        let from = open + 1;
+        for (let i = from; i < close - 1; i++) {
+          const c = code[i];
+          if (c === '(' || c === '[' || c === '{' || c === "'" || c === '"') i = closing(code, i) - 1;
+          else if (c === ',') {
+            args.push(code.slice(from, i).trim());
+            from = i + 1;
+          }
+        }
+        args.push(code.slice(from, close - 1).trim());
+        if (args.length !== b.params.length + 1 || args.some((a) => a === '')) {
+          throw new Error(`${where}: KEY.${b.name} takes the prefix and ${b.params.length} argument(s)`);
+        }
+        const arg = (a: string) => (PLAIN_ARG.test(a) ? a : `(${a})`);
+        const name = [arg(args[0]), ...b.parts.map((p) => (typeof p === 'number' ? arg(args[p + 1]) : luaString(p)))];
+        code = `${code.slice(0, m.index)}(${name.join(' .. ')})${code.slice(close)}`;
+      }
+      return code + line.slice(end);
+    })
+    .join('\n');
 }
 
 /**

@@ -28,7 +28,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import { LibraryMismatchError, RotaError } from '../errors.js';
-import { luaKeySource } from './keys.js';
+import { expandKeyBuilders } from './keys.js';
 import { wireInclude } from './wire.js';
 
 /** The function library: its code for FUNCTION LOAD, and the function name of each script. */
@@ -59,16 +59,8 @@ const LOCAL_FUNCTION = /^local function ([A-Za-z_]\w*)/;
 const LOCALS = /^local ([A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*)([ \t]*)(=.*|--.*)?$/;
 const NAME = /^[A-Za-z_]\w*$/;
 
-/**
- * The include generated from src/redis/wire.ts (the shared values) and src/redis/keys.ts (the
- * key builders, table `KEY`), emitted before every other include.
- */
+/** The include generated from src/redis/wire.ts, emitted before every other include. */
 export const WIRE_INCLUDE = 'includes/wire';
-
-/** The text of {@link WIRE_INCLUDE}: the wire values, then the key builders. */
-export function wireIncludeText(): string {
-  return `${wireInclude()}${luaKeySource()}`;
-}
 
 /** What every script call runs first (an export of includes/common): it empties what the last call collected. */
 export const CALL_START = 'beginCall';
@@ -140,7 +132,7 @@ export function libraryParts(dir: string): { includes: Array<[string, string]>; 
     inc,
     readFileSync(join(dir, `${inc}.lua`), 'utf8'),
   ]);
-  return { includes: [[WIRE_INCLUDE, wireIncludeText()], ...includes], scripts };
+  return { includes: [[WIRE_INCLUDE, wireInclude()], ...includes], scripts };
 }
 
 /**
@@ -233,7 +225,7 @@ export function libraryChunks(dir: string, name: string): { chunks: LibraryChunk
       exporter.set(n, inc);
     }
     chunks.push({ file: inc, text: [...declareLocals(exports), `do -- ${inc}`].join('\n'), source: false });
-    chunks.push({ file: inc, text: exportingText(inc, text, new Set(exports)), source: true });
+    chunks.push({ file: inc, text: expandKeyBuilders(exportingText(inc, text, new Set(exports)), inc), source: true });
     chunks.push({ file: inc, text: 'end', source: false });
   }
   if (exporter.get(CALL_START) !== 'includes/common') throw new Error(`includes/common must export ${CALL_START}`);
@@ -248,7 +240,7 @@ export function libraryChunks(dir: string, name: string): { chunks: LibraryChunk
         ? `redis.register_function('${fn}', function(KEYS, ARGV)`
         : `redis.register_function{function_name='${fn}', flags={${flags.map((f) => `'${f}'`).join(', ')}}, callback=function(KEYS, ARGV)`;
     chunks.push({ file: script, text: `${head}\n${CALL_START}()`, source: false });
-    chunks.push({ file: script, text: text.replace(DIRECTIVE, ''), source: true });
+    chunks.push({ file: script, text: expandKeyBuilders(text.replace(DIRECTIVE, ''), script), source: true });
     chunks.push({ file: script, text: flags.length === 0 ? 'end)' : 'end}', source: false });
   }
   return { chunks, functions };

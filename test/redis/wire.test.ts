@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
 import { packDescription, unpackDescription } from '../../src/redis/job-codec.js';
-import { luaKeyBuilders, luaKeySource, periodicKeys, queueKeys } from '../../src/redis/keys.js';
+import { luaKeyBuilders, periodicKeys, queueKeys } from '../../src/redis/keys.js';
 import { buildLibrary, rotaLibrary, runFunction, WIRE_INCLUDE } from '../../src/redis/library.js';
 import { HISTORY_TTL_S, LUA_WIRE, type WireValue, wireInclude } from '../../src/redis/wire.js';
 import { LUA_DIR, luaFiles } from '../helpers/lua.js';
@@ -32,13 +32,6 @@ describe('the wire values', () => {
         .filter((l) => l.startsWith('local '))
         .map((l) => l.split(' ')[1]),
     ).toEqual(Object.keys(LUA_WIRE));
-    // the key builders (src/redis/keys.ts) follow them, in one local
-    expect(code).toContain(`${include}${luaKeySource()}`);
-    expect(
-      luaKeySource()
-        .split('\n')
-        .filter((l) => l.startsWith('local ')),
-    ).toEqual(['local KEY = {']);
   });
 
   /**
@@ -69,7 +62,7 @@ describe('the wire values', () => {
     expect(got).toEqual(JSON.parse(JSON.stringify(LUA_WIRE)));
   });
 
-  it('include key builders that build the names src/redis/keys.ts builds', async () => {
+  it('come with key builders for the scripts that build the names src/redis/keys.ts builds', async () => {
     const builders = luaKeyBuilders();
     // each builder called with arguments of its own (and a prefix of a shard of a queue)
     const prefix = queueKeys('q.x', 2, 4).prefix;

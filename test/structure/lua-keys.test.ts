@@ -1,13 +1,13 @@
 /**
  * The Lua scripts build every key name with the builders generated from src/redis/keys.ts
- * (`KEY.job(prefix, id)`, see luaKeySource), never by concatenation: as test/structure/keys.test.ts
+ * (`KEY.job(prefix, id)`, expandKeyBuilders), never by concatenation: as test/structure/keys.test.ts
  * checks for TypeScript, the key layout has one definition. The key parts looked for are
  * derived from the builders, so a key added to keys.ts is checked too.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { GROUP_LISTS, luaKeyBuilders } from '../../src/redis/keys.js';
+import { expandKeyBuilders, GROUP_LISTS, luaKeyBuilders } from '../../src/redis/keys.js';
 import { LUA_DIR, luaFiles } from '../helpers/lua.js';
 
 /**
@@ -120,6 +120,24 @@ describe('Lua key names', () => {
     }
     expect(Object.fromEntries(Object.entries(found).filter(([f]) => !(f in ALLOWED)))).toEqual({});
     for (const f of Object.keys(ALLOWED)) expect(found[f], `${f} is allowed but builds no key`).toBeDefined();
+  });
+
+  it('are expanded by the library builder into the names they stand for, comments left as they are', () => {
+    expect(expandKeyBuilders('local k = KEY.job(prefix, f[i + 1]) -- KEY.nope(x)', 't')).toBe(
+      "local k = (prefix .. 'j:' .. f[i + 1]) -- KEY.nope(x)",
+    );
+    expect(expandKeyBuilders("call('LPUSH', KEY.groupList(at.prefix, str(g), high and 'h' or 'l'), id)", 't')).toBe(
+      "call('LPUSH', (at.prefix .. 'g:' .. str(g) .. ':' .. (high and 'h' or 'l')), id)",
+    );
+    expect(expandKeyBuilders("f(KEY.fanStaging(prefix, id, t), KEY.pTask(prefix, 'a,b'))", 't')).toBe(
+      "f((prefix .. 'fan:' .. t .. ':' .. id), (prefix .. 'p:t:' .. 'a,b'))",
+    );
+    expect(expandKeyBuilders('--[[\n  KEY.nope(prefix)\n]]\nlocal m = KEY.meta(prefix)', 't')).toBe(
+      "--[[\n  KEY.nope(prefix)\n]]\nlocal m = (prefix .. 'meta')",
+    );
+    expect(() => expandKeyBuilders('local k = KEY.nope(prefix)', 't')).toThrow(/t\.lua:1: KEY\.nope is no key builder/);
+    expect(() => expandKeyBuilders('local k = KEY.job(prefix)', 't')).toThrow(/KEY\.job takes the prefix and 1 argument/);
+    expect(() => expandKeyBuilders('local k = KEY.job(prefix,', 't')).toThrow(/not closed/);
   });
 
   it('name only builders that exist', () => {
