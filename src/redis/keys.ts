@@ -334,6 +334,42 @@ function commentAt(line: string): number {
 
 const BUILDER_CALL = /\bKEY\.(\w+)\(/g;
 
+/** A literal string argument without escapes: its text. */
+const LITERAL_ARG = /^'([^'\\]*)'$|^"([^"\\]*)"$/;
+/** An argument `c and 'x' or 'y'` (literal branches without escapes). */
+const CHOICE_ARG = /^(.+) and '([^'\\]*)' or '([^'\\]*)'$/;
+
+/**
+ * The concatenation builder `b` stands for, given its arguments' Lua text (the prefix first),
+ * with literal text folded together as the scripts wrote it by hand: a literal argument joins
+ * the text beside it (`KEY.done(prefix, 'failed')`: `prefix .. 'done:failed'`), and the text
+ * before a choice goes into its branches (`KEY.groupList(prefix, g, high and 'h' or 'l')`:
+ * `prefix .. 'g:' .. g .. (high and ':h' or ':l')`), so the bytecode is what it was.
+ */
+function keyName(b: LuaKeyBuilder, args: string[]): string {
+  const pieces: Array<{ lit: string } | { expr: string }> = [{ expr: args[0] }];
+  for (const p of b.parts) {
+    const last = pieces[pieces.length - 1];
+    if (typeof p === 'string') {
+      if ('lit' in last) last.lit += p;
+      else pieces.push({ lit: p });
+      continue;
+    }
+    const a = args[p + 1];
+    const lit = LITERAL_ARG.exec(a);
+    const choice = CHOICE_ARG.exec(a);
+    if (lit) {
+      const text = lit[1] ?? lit[2];
+      if ('lit' in last) last.lit += text;
+      else pieces.push({ lit: text });
+    } else if (choice && 'lit' in last && !/ and | or /.test(choice[1])) {
+      pieces.pop();
+      pieces.push({ expr: `(${choice[1]} and ${luaString(last.lit + choice[2])} or ${luaString(last.lit + choice[3])})` });
+    } else pieces.push({ expr: PLAIN_ARG.test(a) ? a : `(${a})` });
+  }
+  return pieces.map((x) => ('lit' in x ? luaString(x.lit) : x.expr)).join(' .. ');
+}
+
 /**
  * Lua text `text` (a script or include of `file`) with each call of a key builder
  * `KEY.<name>(prefix, ...)` replaced, where it stands, by the concatenation the builder stands
@@ -386,9 +422,7 @@ export function expandKeyBuilders(text: string, file: string): string {
         if (args.length !== b.params.length + 1 || args.some((a) => a === '')) {
           throw new Error(`${where}: KEY.${b.name} takes the prefix and ${b.params.length} argument(s)`);
         }
-        const arg = (a: string) => (PLAIN_ARG.test(a) ? a : `(${a})`);
-        const name = [arg(args[0]), ...b.parts.map((p) => (typeof p === 'number' ? arg(args[p + 1]) : luaString(p)))];
-        code = `${code.slice(0, m.index)}(${name.join(' .. ')})${code.slice(close)}`;
+        code = `${code.slice(0, m.index)}(${keyName(b, args)})${code.slice(close)}`;
       }
       return code + line.slice(end);
     })

@@ -127,13 +127,20 @@ describe('Lua key names', () => {
       "local k = (prefix .. 'j:' .. f[i + 1]) -- KEY.nope(x)",
     );
     expect(expandKeyBuilders("call('LPUSH', KEY.groupList(at.prefix, str(g), high and 'h' or 'l'), id)", 't')).toBe(
-      "call('LPUSH', (at.prefix .. 'g:' .. str(g) .. ':' .. (high and 'h' or 'l')), id)",
+      "call('LPUSH', (at.prefix .. 'g:' .. str(g) .. (high and ':h' or ':l')), id)",
     );
     expect(expandKeyBuilders("f(KEY.fanStaging(prefix, id, t), KEY.pTask(prefix, 'a,b'))", 't')).toBe(
-      "f((prefix .. 'fan:' .. t .. ':' .. id), (prefix .. 'p:t:' .. 'a,b'))",
+      "f((prefix .. 'fan:' .. t .. ':' .. id), (prefix .. 'p:t:a,b'))",
     );
     expect(expandKeyBuilders('--[[\n  KEY.nope(prefix)\n]]\nlocal m = KEY.meta(prefix)', 't')).toBe(
       "--[[\n  KEY.nope(prefix)\n]]\nlocal m = (prefix .. 'meta')",
+    );
+    // (literal arguments joined to the text beside them, as the scripts wrote the names by hand)
+    expect(expandKeyBuilders('local k = KEY.groupList(prefix, g, \'r\'), KEY.done(prefix, "failed")', 't')).toBe(
+      "local k = (prefix .. 'g:' .. g .. ':r'), (prefix .. 'done:failed')",
+    );
+    expect(expandKeyBuilders('local k = KEY.groupList(prefix, a or b, c and d)', 't')).toBe(
+      "local k = (prefix .. 'g:' .. (a or b) .. ':' .. (c and d))",
     );
     expect(() => expandKeyBuilders('local k = KEY.nope(prefix)', 't')).toThrow(/t\.lua:1: KEY\.nope is no key builder/);
     expect(() => expandKeyBuilders('local k = KEY.job(prefix)', 't')).toThrow(/KEY\.job takes the prefix and 1 argument/);
