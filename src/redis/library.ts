@@ -16,6 +16,10 @@
  * library's main chunk included). A name another file uses but its include does not export is
  * an undefined global to luacheck (`npm run lint:lua`), which checks the library as built.
  *
+ * Each key builder call of a script or include, `KEY.job(prefix, id)`, is expanded where it
+ * stands into the key name it stands for (expandKeyBuilders in ./keys.ts): the scripts name their
+ * keys through the one key layout, at no cost per call and no local of the library.
+ *
  * The library's name carries a hash of its code, so that executors of two Rota versions can run
  * side by side on one Redis (a rolling upgrade): each calls its own functions.
  *
