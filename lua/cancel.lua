@@ -29,7 +29,7 @@ local now
 
 -- Cancels job `id`; answers its outcome (see above).
 local function cancel(id)
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   local job = submittedJob(jobKey, 'group', 'd', 'takeSeq', 'cancel')
   if not job then return '' end
   local state = job[1]
@@ -38,41 +38,40 @@ local function cancel(id)
     if job[5] ~= '1' then
       -- its lease member is marked so (see includes/leases), keeping its expiry
       local held = leaseMember(job[4], state, nil, id)
-      local expiry = call('ZSCORE', prefix .. 'leases', held)
+      local expiry = call('ZSCORE', KEY.leases(prefix), held)
       if expiry then
-        call('ZREM', prefix .. 'leases', held)
-        call('ZADD', prefix .. 'leases', expiry, leaseMember(job[4], state, '1', id))
+        call('ZREM', KEY.leases(prefix), held)
+        call('ZADD', KEY.leases(prefix), expiry, leaseMember(job[4], state, '1', id))
       end
     end
     call('HSET', jobKey, 'cancel', '1')
-    call('PUBLISH', prefix .. 'cancel', id)
+    call('PUBLISH', KEY.cancel(prefix), id)
     return 'cancelling'
   end
   if state ~= 'waiting' and state ~= 'stuck' and state ~= 'delayed' and state ~= WAITING_CHILDREN then return state end
 
   local group = job[2]
-  local gk = prefix .. 'g:' .. group
   -- (a waiting-children job is in no list: its children release it)
   if state == WAITING_CHILDREN then
     group = nil
   elseif state == 'delayed' then
     -- (in `delayed` alone: no list of its group holds it yet)
-    call('ZREM', prefix .. 'delayed', id)
-  elseif call('LREM', gk .. ':r', '-1', id) == 1 then
+    call('ZREM', KEY.delayed(prefix), id)
+  elseif call('LREM', KEY.groupList(prefix, group, 'r'), '-1', id) == 1 then
     deferGroup(group, 'nr', -1)
   elseif state == 'waiting' then
     local high = describeJob(job[3]) == 'high'
-    if call('LREM', gk .. (high and ':h' or ':l'), '-1', id) == 1 then
+    if call('LREM', KEY.groupList(prefix, group, high and 'h' or 'l'), '-1', id) == 1 then
       deferGroup(group, high and 'nh' or 'nl', -1)
     end
   end
   if state == 'stuck' then
-    call('ZREM', prefix .. 'delayed', id)
+    call('ZREM', KEY.delayed(prefix), id)
     deferGroup(group, 'stuck', -1)
   end
   now = now or nowMs()
   call('HSET', jobKey, 'state', 'cancelled', 'finished', now)
-  call('ZADD', prefix .. 'done:cancelled', now, id)
+  call('ZADD', KEY.done(prefix, 'cancelled'), now, id)
   releaseDedupOf(prefix, id, true)
   left(state)
   changed(id, 'cancelled')

@@ -32,7 +32,7 @@ local removed = 0
 local gone = {}
 local score, skip = walkFinished(key, untilMs, ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), function(id)
   if #gone == most then return 'stop' end
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   if group ~= '' then
     local g = call('HGET', jobKey, 'group')
     -- (a member whose job is gone is removed whatever its group was)
@@ -41,7 +41,7 @@ local score, skip = walkFinished(key, untilMs, ARGV[6], tonumber(ARGV[7]), tonum
   gone[#gone + 1] = id
   -- (a member without its job is dropped uncounted; a throttle's dedup key goes with its job)
   releaseDedupOf(prefix, id, false)
-  if call('DEL', jobKey, prefix .. 'log:' .. id, prefix .. 'att:' .. id) > 0 then removed = removed + 1 end
+  if call('DEL', jobKey, KEY.logs(prefix, id), KEY.attempts(prefix, id)) > 0 then removed = removed + 1 end
   return true
 end)
 sendChunks('ZREM', key, gone, #gone, 1000)

@@ -22,7 +22,7 @@
 local prefix = ARGV[1]
 local out = {}
 leasedJobs(prefix, function(id)
-  local job = call('HMGET', prefix .. 'j:' .. id, 'worker', 'state', 'group', 'd', 'started')
+  local job = call('HMGET', KEY.job(prefix, id), 'worker', 'state', 'group', 'd', 'started')
   if job[1] and (job[2] == 'scheduled' or job[2] == 'running') then
     local n = #out
     out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = id, job[1], job[2], job[3] or '',
@@ -30,6 +30,6 @@ leasedJobs(prefix, function(id)
   end
 end, 1e15, tonumber(ARGV[2]))
 -- (less the pad member)
-local total = call('ZCARD', prefix .. 'leases')
-if call('ZSCORE', prefix .. 'leases', LEASES_PAD) then total = total - 1 end
+local total = call('ZCARD', KEY.leases(prefix))
+if call('ZSCORE', KEY.leases(prefix), LEASES_PAD) then total = total - 1 end
 return { nowMs(), total, out }

@@ -27,17 +27,17 @@ for i = 2, #ARGV do names[#names + 1] = ARGV[i] end
 local running = runningByGroup(prefix)
 
 local rows = {}
-local records = #names > 0 and call('HMGET', prefix .. 'groups', unpack(names)) or EMPTY
+local records = #names > 0 and call('HMGET', KEY.groups(prefix), unpack(names)) or EMPTY
 for i, name in ipairs(names) do
   local oldest = false
-  for _, list in ipairs({ ':r', ':h', ':l' }) do
-    local id = call('LINDEX', prefix .. 'g:' .. name .. list, '-1')
+  for _, list in ipairs({ 'r', 'h', 'l' }) do
+    local id = call('LINDEX', KEY.groupList(prefix, name, list), '-1')
     if id then
-      local at = tonumber(call('HGET', prefix .. 'j:' .. id, 'submitted'))
+      local at = tonumber(call('HGET', KEY.job(prefix, id), 'submitted'))
       if at and (not oldest or at < oldest) then oldest = at end
     end
   end
-  local parked = call('ZSCORE', prefix .. 'delayed', GROUP_DUE_MARK .. name)
+  local parked = call('ZSCORE', KEY.delayed(prefix), GROUP_DUE_MARK .. name)
   rows[i] = { records[i], running[name] or 0, oldest, parked and tonumber(parked) or false }
 end
 

@@ -24,13 +24,12 @@
 local prefix = ARGV[1]
 local id, group = ARGV[2], ARGV[3]
 local most = ARGV[4]
-local lists = prefix .. 'g:' .. group
 local now = nowMs()
 
 local lengths = {}
 local found, place = '', 0
 for i, list in ipairs({ 'r', 'h', 'l' }) do
-  local key = lists .. ':' .. list
+  local key = KEY.groupList(prefix, group, list)
   lengths[i] = call('LLEN', key)
   if found == '' and lengths[i] > 0 then
     -- (RANK -1: from the tail, where takes pop; the index is still counted from the head)
@@ -39,9 +38,9 @@ for i, list in ipairs({ 'r', 'h', 'l' }) do
   end
 end
 
-local record = call('HGET', prefix .. 'groups', group)
+local record = call('HGET', KEY.groups(prefix), group)
 local running = runningByGroup(prefix, group)[group] or 0
-local parked = call('ZSCORE', prefix .. 'delayed', GROUP_DUE_MARK .. group)
+local parked = call('ZSCORE', KEY.delayed(prefix), GROUP_DUE_MARK .. group)
 if parked then parked = tonumber(parked) end
 
 return { now, found, place, lengths, record or false, running, parked or false }

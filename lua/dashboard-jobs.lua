@@ -107,7 +107,7 @@ end
 -- from its tail) from position `from` among them: the lists wholly before it are passed over by
 -- their lengths, and the one it falls in is read from its offset.
 local function groupSource(name, from)
-  local lists = { ':r', ':h', ':l' }
+  local lists = { 'r', 'h', 'l' }
   local li, offset, pos = 1, from, from
   local part, i = EMPTY, 1
   local key
@@ -115,7 +115,7 @@ local function groupSource(name, from)
   -- (moves to the list that holds position `pos`, or past the last)
   local function settle()
     while li <= #lists and not key do
-      local k = prefix .. 'g:' .. name .. lists[li]
+      local k = KEY.groupList(prefix, name, lists[li])
       local n = read('LLEN', k)
       if offset < n then key = k else offset, li = offset - n, li + 1 end
     end
@@ -160,7 +160,7 @@ local function everyGroup(from)
   local inner
   local s = {}
   local function batch()
-    local r = read('HSCAN', prefix .. 'groups', cursor, 'COUNT', SCAN_COUNT)
+    local r = read('HSCAN', KEY.groups(prefix), cursor, 'COUNT', SCAN_COUNT)
     nextCursor, names = r[1], {}
     for j = 1, #r[2], 2 do names[#names + 1] = r[2][j] end
   end
@@ -202,11 +202,11 @@ local idOf = function(member)
   return member
 end
 if state == 'success' or state == 'failed' or state == 'cancelled' then
-  source = zsetSource(prefix .. 'done:' .. state, true, wholeAt(ARGV[5]))
+  source = zsetSource(KEY.done(prefix, state), true, wholeAt(ARGV[5]))
 elseif state == 'stuck' or state == 'delayed' then
-  source = zsetSource(prefix .. 'delayed', false, wholeAt(ARGV[5]))
+  source = zsetSource(KEY.delayed(prefix), false, wholeAt(ARGV[5]))
 elseif state == 'scheduled' or state == 'running' then
-  source = zsetSource(prefix .. 'leases', false, wholeAt(ARGV[5]))
+  source = zsetSource(KEY.leases(prefix), false, wholeAt(ARGV[5]))
   idOf = leaseJobId
 elseif state == 'waiting' then
   if group ~= '' then
@@ -239,7 +239,7 @@ while found < size and looked < most do
   looked = looked + 1
   local id = idOf(member)
   local job = EMPTY
-  if id then job = read('HMGET', prefix .. 'j:' .. id, unpack(JOB_FIELDS)) end
+  if id then job = read('HMGET', KEY.job(prefix, id), unpack(JOB_FIELDS)) end
   if job[1] == state and (group == '' or job[2] == group) and (task == '' or taskOf(job[3]) == task) then
     found = found + 1
     out[#out + 1] = id

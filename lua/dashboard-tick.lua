@@ -37,35 +37,35 @@
 local prefix = ARGV[1]
 local now = nowMs()
 local nowText = str(now)
-local counts = call('HGETALL', prefix .. 'counts')
+local counts = call('HGETALL', KEY.counts(prefix))
 
 local finished = { 0, 0, 0 }
 if ARGV[2] ~= '' then
   local finals = { 'success', 'failed', 'cancelled' }
   for i = 1, 3 do
-    finished[i] = call('ZCOUNT', prefix .. 'done:' .. finals[i], '(' .. ARGV[2], nowText)
+    finished[i] = call('ZCOUNT', KEY.done(prefix, finals[i]), '(' .. ARGV[2], nowText)
   end
 end
 
 local executors = {}
-local ids = call('ZRANGEBYSCORE', prefix .. 'workers', nowText, '+inf', 'WITHSCORES', 'LIMIT', '0', ARGV[5])
+local ids = call('ZRANGEBYSCORE', KEY.workers(prefix), nowText, '+inf', 'WITHSCORES', 'LIMIT', '0', ARGV[5])
 for i = 1, #ids, 2 do
-  local info = call('GET', prefix .. 'w:' .. ids[i])
+  local info = call('GET', KEY.worker(prefix, ids[i]))
   if info then
     executors[#executors + 1] = ids[i]
     executors[#executors + 1] = ids[i + 1]
     executors[#executors + 1] = info
   end
 end
-local live = call('ZCOUNT', prefix .. 'workers', nowText, '+inf')
+local live = call('ZCOUNT', KEY.workers(prefix), nowText, '+inf')
 
-local newest = call('XREVRANGE', prefix .. 'events', '+', '-', 'COUNT', '1')
+local newest = call('XREVRANGE', KEY.events(prefix), '+', '-', 'COUNT', '1')
 local lastEvent = ''
 if newest[1] then lastEvent = newest[1][1] end
 
 local cursor, swept = '', EMPTY
 if ARGV[3] ~= '' then
-  local r = call('HSCAN', prefix .. 'groups', ARGV[3], 'COUNT', ARGV[4])
+  local r = call('HSCAN', KEY.groups(prefix), ARGV[3], 'COUNT', ARGV[4])
   cursor, swept = r[1], r[2]
 end
 
@@ -73,18 +73,17 @@ end
 -- group's oldest waiting job, the next of each of its lists, for the groups page's order.
 local oldestCursor, oldest = '', {}
 if ARGV[7] ~= '' then
-  local r = call('HSCAN', prefix .. 'groups', ARGV[7], 'COUNT', ARGV[8])
+  local r = call('HSCAN', KEY.groups(prefix), ARGV[7], 'COUNT', ARGV[8])
   oldestCursor = r[1]
   local fields = r[2]
   for i = 1, #fields, 2 do
     local name = fields[i]
     if name ~= '' then
       local first = 0
-      local lists = prefix .. 'g:' .. name
-      for _, list in ipairs({ ':r', ':h', ':l' }) do
-        local id = call('LINDEX', lists .. list, '-1')
+      for _, list in ipairs({ 'r', 'h', 'l' }) do
+        local id = call('LINDEX', KEY.groupList(prefix, name, list), '-1')
         if id then
-          local at = tonumber(call('HGET', prefix .. 'j:' .. id, 'submitted'))
+          local at = tonumber(call('HGET', KEY.job(prefix, id), 'submitted'))
           if at and (first == 0 or at < first) then first = at end
         end
       end
@@ -104,12 +103,12 @@ if ARGV[6] == '1' then
   }
 end
 
-local layout = call('HMGET', prefix .. 'meta', 'shards', 'reshard')
+local layout = call('HMGET', KEY.meta(prefix), 'shards', 'reshard')
 
 local history = false
 if ARGV[9] == '1' then
   local minute = math.floor(now / 60000)
-  history = { minute, call('HGETALL', prefix .. 'hist:m:' .. str(minute - 1)), call('HGETALL', prefix .. 'hist:m:' .. str(minute)) }
+  history = { minute, call('HGETALL', KEY.historyMinute(prefix, str(minute - 1))), call('HGETALL', KEY.historyMinute(prefix, str(minute))) }
 end
 
 local heldCursor, held = '', EMPTY

@@ -30,7 +30,7 @@ local out = {}
 local now
 for i = 4, #ARGV do
   local id = ARGV[i]
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   local job = submittedJob(jobKey, 'group', 'd', 'takeSeq')
   local result = ''
   if job then
@@ -38,36 +38,36 @@ for i = 4, #ARGV do
     result = state
     if (expected == '' or state == expected) and state ~= 'scheduled' and state ~= 'running' then
       local group = job[2]
-      local gk = prefix .. 'g:' .. (group or '')
+      local g = group or ''
       local known = true
       if FINAL[state] then
-        call('ZREM', prefix .. 'done:' .. state, id)
+        call('ZREM', KEY.done(prefix, state), id)
       elseif state == 'delayed' then
-        call('ZREM', prefix .. 'delayed', id)
+        call('ZREM', KEY.delayed(prefix), id)
       elseif state == 'stuck' then
         -- (in `delayed` until due, then in its group's preferred list)
-        if call('ZREM', prefix .. 'delayed', id) == 0 and call('LREM', gk .. ':r', '-1', id) == 1 then
+        if call('ZREM', KEY.delayed(prefix), id) == 0 and call('LREM', KEY.groupList(prefix, g, 'r'), '-1', id) == 1 then
           deferGroup(group, 'nr', -1)
         end
         deferGroup(group, 'stuck', -1)
       elseif state == 'waiting' then
         -- (a released job waits in the preferred list, the others in their priority's)
-        if call('LREM', gk .. ':r', '-1', id) == 1 then
+        if call('LREM', KEY.groupList(prefix, g, 'r'), '-1', id) == 1 then
           deferGroup(group, 'nr', -1)
         else
           local high = describeJob(job[3]) == 'high'
-          if call('LREM', gk .. (high and ':h' or ':l'), '-1', id) == 1 then deferGroup(group, high and 'nh' or 'nl', -1) end
+          if call('LREM', KEY.groupList(prefix, g, high and 'h' or 'l'), '-1', id) == 1 then deferGroup(group, high and 'nh' or 'nl', -1) end
         end
       else
         -- (a state this script does not know: left as it is)
         known = false
       end
       if known then
-        local keys = { jobKey, prefix .. 'log:' .. id, prefix .. 'att:' .. id, prefix .. 'fanned:' .. id }
-        if job[4] then keys[5] = prefix .. 'fan:' .. job[4] .. ':' .. id end
+        local keys = { jobKey, KEY.logs(prefix, id), KEY.attempts(prefix, id), KEY.fanned(prefix, id) }
+        if job[4] then keys[5] = KEY.fanStaging(prefix, id, job[4]) end
         releaseDedupOf(prefix, id, false)
         call('DEL', unpack(keys))
-        call('ZREM', prefix .. 'fanouts', id)
+        call('ZREM', KEY.fanouts(prefix), id)
         left(state)
         if not FINAL[state] and isChild(prefix, id) then
           childEnded(id, false, 'cancelled')

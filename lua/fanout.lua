@@ -22,13 +22,13 @@
 --- @include "includes/flowJob"
 
 local prefix = ARGV[1]
-local fanouts = prefix .. 'fanouts'
+local fanouts = KEY.fanouts(prefix)
 local parent = ARGV[3]
 if parent == '' then
   parent = call('ZRANGE', fanouts, '0', '0')[1]
   if not parent then return { false, 0, 0 } end
 end
-local list = prefix .. 'fanned:' .. parent
+local list = KEY.fanned(prefix, parent)
 local chunk = call('LPOP', list)
 local remaining = call('LLEN', list)
 if remaining == 0 then call('ZREM', fanouts, parent) end
@@ -44,7 +44,7 @@ local added = 0
 -- One EXISTS for the chunk: when none of its children exists (the usual case: a chunk submitted
 -- again is the exception), a child needs no check of its own. Its ids are distinct.
 local jobKeys = {}
-for i = 0, #f - 1, width do jobKeys[#jobKeys + 1] = prefix .. 'j:' .. f[i + AT_ID] end
+for i = 0, #f - 1, width do jobKeys[#jobKeys + 1] = KEY.job(prefix, f[i + AT_ID]) end
 local fresh = call('EXISTS', unpack(jobKeys)) == 0
 for k, key in ipairs(jobKeys) do
   local i = (k - 1) * width

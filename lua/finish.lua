@@ -75,7 +75,7 @@ for i = 1, #runs, RUN_WIDTH do
   local outcome = runs[i + 2]
   local unstarted = UNSTARTED[outcome]
   if unstarted then outcome = unstarted end
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   local job
   if verified then
     job = verifiedJob

@@ -25,8 +25,8 @@ local prefix = ARGV[1]
 local now = nowMs()
 local f = cmsgpack.unpack(ARGV[3])
 local id = f[AT_ID]
-local staged = prefix .. 'fan:' .. ARGV[4] .. ':' .. id
-local jobKey = prefix .. 'j:' .. id
+local staged = KEY.fanStaging(prefix, id, ARGV[4])
+local jobKey = KEY.job(prefix, id)
 if call('EXISTS', jobKey) == 1 then
   call('DEL', staged)
   return { now, 0 }
@@ -34,7 +34,7 @@ end
 if not call('LPOP', staged) then return { now, -1 } end
 writeFlowJob(prefix, newJobBatch(), jobKey, str(now), f, 0, true)
 if call('EXISTS', staged) == 1 then
-  local committed = prefix .. 'fanned:' .. id
+  local committed = KEY.fanned(prefix, id)
   call('RENAME', staged, committed)
   call('PERSIST', committed)
   call('ZADD', KEYS[1], str(now), id)

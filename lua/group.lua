@@ -30,10 +30,10 @@ for i = 3, #ARGV - 1, 2 do
 end
 if g.limit > 0 and not wasLimited then
   g.running = runningByGroup(prefix, group)[group] or 0
-  call('SADD', prefix .. 'limited', group)
+  call('SADD', KEY.limited(prefix), group)
 elseif g.limit == 0 and wasLimited then
   g.running = 0
-  call('SREM', prefix .. 'limited', group)
+  call('SREM', KEY.limited(prefix), group)
 end
 if g.rate > 0 then
   local now = nowMs()

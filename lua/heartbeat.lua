@@ -28,14 +28,14 @@ local lease = num(ARGV[3])
 local ttl = num(ARGV[4])
 local now = nowMs()
 clockCheck(prefix, now, ARGV[6], ARGV[7], lease)
-call('ZADD', prefix .. 'workers', now + ttl, worker)
-call('SET', prefix .. 'w:' .. worker, ARGV[5], 'PX', ttl)
+call('ZADD', KEY.workers(prefix), now + ttl, worker)
+call('SET', KEY.worker(prefix, worker), ARGV[5], 'PX', ttl)
 local lost, cancel = {}, {}
 for i = 8, #ARGV, 2 do
   local id = ARGV[i]
-  local job = call('HMGET', prefix .. 'j:' .. id, 'takeSeq', 'state', 'cancel')
+  local job = call('HMGET', KEY.job(prefix, id), 'takeSeq', 'state', 'cancel')
   if job[1] == ARGV[i + 1] and (job[2] == 'running' or job[2] == 'scheduled') then
-    call('ZADD', prefix .. 'leases', 'XX', str(now + lease), leaseMember(job[1], job[2], job[3], id))
+    call('ZADD', KEY.leases(prefix), 'XX', str(now + lease), leaseMember(job[1], job[2], job[3], id))
     if job[3] == '1' then cancel[#cancel + 1] = id end
   else
     lost[#lost + 1], lost[#lost + 2] = id, ARGV[i + 1]

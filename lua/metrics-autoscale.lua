@@ -27,12 +27,12 @@
 local prefix = ARGV[1]
 local now = nowMs()
 local dueBy = now + num(ARGV[4])
-local delayedKey = prefix .. 'delayed'
+local delayedKey = KEY.delayed(prefix)
 
 -- When the next run of a waiting job may start: its submit, its due time once delayed, or its
 -- retry's due time once stuck (ms; nil: no such job).
 local function startOf(id)
-  local f = call('HMGET', prefix .. 'j:' .. id, 'submitted', 'runAt', 'due')
+  local f = call('HMGET', KEY.job(prefix, id), 'submitted', 'runAt', 'due')
   local at = tonumber(f[1])
   if not at then return nil end
   local runAt, due = tonumber(f[2]), tonumber(f[3])
@@ -41,7 +41,7 @@ local function startOf(id)
   return at
 end
 
-local r = call('HSCAN', prefix .. 'groups', ARGV[2], 'COUNT', ARGV[3])
+local r = call('HSCAN', KEY.groups(prefix), ARGV[2], 'COUNT', ARGV[3])
 local fields = r[2]
 local paused, held, oldest, parkedDue = 0, 0, 0, 0
 for i = 1, #fields, 2 do
@@ -62,10 +62,9 @@ for i = 1, #fields, 2 do
         held = held + waiting
       else
         -- (the oldest job of each of its lists that holds any: its tail)
-        local lists = prefix .. 'g:' .. name
-        for list, n in pairs({ [':r'] = nr, [':h'] = nh, [':l'] = nl }) do
+        for list, n in pairs({ r = nr, h = nh, l = nl }) do
           if n > 0 then
-            local id = call('LINDEX', lists .. list, '-1')
+            local id = call('LINDEX', KEY.groupList(prefix, name, list), '-1')
             local at = id and startOf(id)
             if at and (oldest == 0 or at < oldest) then oldest = at end
           end

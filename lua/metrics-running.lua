@@ -17,14 +17,14 @@
 --- @include "includes/leases"
 
 local prefix = ARGV[1]
-local r = call('ZSCAN', prefix .. 'leases', ARGV[2], 'COUNT', ARGV[3])
+local r = call('ZSCAN', KEY.leases(prefix), ARGV[2], 'COUNT', ARGV[3])
 local members = r[2]
 local counts = {}
 -- (ZSCAN answers member, score, member, score, ...)
 for i = 1, #members, 2 do
   local id = leaseJobId(members[i])
   if id then
-    local job = call('HMGET', prefix .. 'j:' .. id, 'state', 'group')
+    local job = call('HMGET', KEY.job(prefix, id), 'state', 'group')
     if (job[1] == 'scheduled' or job[1] == 'running') and job[2] then counts[job[2]] = (counts[job[2]] or 0) + 1 end
   end
 end

@@ -18,17 +18,17 @@
 
 local prefix = ARGV[1]
 local now = nowMs()
-local counts = call('HGETALL', prefix .. 'counts')
-local due = call('ZCOUNT', prefix .. 'delayed', '-inf', str(now + num(ARGV[3])))
+local counts = call('HGETALL', KEY.counts(prefix))
+local due = call('ZCOUNT', KEY.delayed(prefix), '-inf', str(now + num(ARGV[3])))
 
 local executors = {}
-local ids = call('ZRANGEBYSCORE', prefix .. 'workers', str(now), '+inf', 'LIMIT', '0', ARGV[2])
+local ids = call('ZRANGEBYSCORE', KEY.workers(prefix), str(now), '+inf', 'LIMIT', '0', ARGV[2])
 for i = 1, #ids do
-  local info = call('GET', prefix .. 'w:' .. ids[i])
+  local info = call('GET', KEY.worker(prefix, ids[i]))
   if info then
     executors[#executors + 1] = ids[i]
     executors[#executors + 1] = info
   end
 end
 
-return { now, counts, due, executors, call('HGETALL', prefix .. 'tally') }
+return { now, counts, due, executors, call('HGETALL', KEY.tally(prefix)) }

@@ -34,7 +34,7 @@
 --- @include "includes/periodic"
 
 local prefix, id, mode, force = ARGV[1], ARGV[3], ARGV[4], ARGV[5] == '1'
-local tk = prefix .. 'p:t:' .. id
+local tk = KEY.pTask(prefix, id)
 local t = call('HMGET', tk, 'task', 'group', 'args', 'subject', 'submitter', 'priority', 'maxRetries', 'maxRuntime')
 if not t[1] then return false end
 local serverNow = nowMs()
@@ -47,7 +47,7 @@ local description = {
   subject = opt(t[4]), submitter = opt(t[5]), maxRuntime = tonumber(t[8]), tracker = id,
 }
 local args = t[3] or ''
-local ledger, hk, backlog = prefix .. 'p:bf:' .. id, prefix .. 'p:h:' .. id, prefix .. 'p:bq:' .. id
+local ledger, hk, backlog = KEY.pBackfilled(prefix, id), KEY.pHistory(prefix, id), KEY.pBacklog(prefix, id)
 local route = '|' .. (priority == 'high' and 'h' or 'l') .. group
 local submittedAt = tostring(serverNow)
 
@@ -55,7 +55,7 @@ local submittedAt = tostring(serverNow)
 -- job exists or the run history holds a job there (the scheduler's run), or false.
 local function ran(occ, jobId)
   if call('HEXISTS', ledger, occ) == 1 then return 'b' end
-  if call('EXISTS', prefix .. 'j:' .. jobId) == 1 then return 's' end
+  if call('EXISTS', KEY.job(prefix, jobId)) == 1 then return 's' end
   for _, m in ipairs(call('ZRANGEBYSCORE', hk, occ, occ)) do
     if string.sub(m, 1, 1) ~= '~' then return 's' end
   end
@@ -86,7 +86,7 @@ for i = 7, #ARGV do
     description.occurrence = tonumber(occ)
     fields[AT_ID], fields[AT_DESCRIPTION] = jobId, packDescription(description, args)
     periodic.occurrence = occ
-    local jobKey = prefix .. 'j:' .. jobId
+    local jobKey = KEY.job(prefix, jobId)
     -- (unchecked for a first run: ran() found no job of that id)
     local unchecked = n == 1
     if writeJob(jobKey, submittedAt, fields, 0, mode == 'q' and 'planned' or 'waiting', unchecked, nil, periodic) == 1 then
@@ -110,7 +110,7 @@ if #queued > 0 then
   call('ZADD', backlog, unpack(queued))
   -- the backlog's turn: its earliest member, due now (periodic-release takes it from there)
   local first = call('ZRANGE', backlog, 0, 0)
-  call('ZADD', prefix .. 'p:staged', now, first[1])
+  call('ZADD', KEY.pStaged(prefix), now, first[1])
   pWake(prefix)
 end
 flushJobs(prefix, batch)

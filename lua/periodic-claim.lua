@@ -56,7 +56,7 @@ local claims = {}
 for _, id in ipairs(due) do
   -- (an interval task due before the walk after a backward jump reached it is shifted first)
   if shift > 0 then pShift(prefix, id, shift) end
-  local t = call('HMGET', prefix .. 'p:t:' .. id, unpack(CLAIM_FIELDS))
+  local t = call('HMGET', KEY.pTask(prefix, id), unpack(CLAIM_FIELDS))
   if not t[2] then
     call('ZREM', KEYS[1], id)
   else
@@ -70,5 +70,5 @@ for _, id in ipairs(due) do
 end
 for i = 1, #claims, 1000 do call('ZADD', KEYS[1], unpack(claims, i, math.min(#claims, i + 999))) end
 local first = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local staged = call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
+local staged = call('ZRANGE', KEY.pStaged(prefix), 0, 0, 'WITHSCORES')
 return { now, first[2] or '', staged[2] or '', out, epoch, walking and 1 or 0, since }

@@ -18,7 +18,7 @@
 
 local prefix = ARGV[1]
 local id = ARGV[2]
-local tk = prefix .. 'p:t:' .. id
+local tk = KEY.pTask(prefix, id)
 local enabled = call('HGET', tk, 'enabled')
 if not enabled then return 0 end
 if ARGV[3] == '0' then

@@ -57,7 +57,7 @@ if ARGV[3] ~= '' then now = tonumber(ARGV[3]) end
 local poll = tonumber(ARGV[5])
 local grace = tonumber(ARGV[6])
 local FINAL = { success = true, failed = true, cancelled = true }
-local lastKey, bufKey = prefix .. 'p:last', prefix .. 'p:buf'
+local lastKey, bufKey = KEY.pLast(prefix), KEY.pBuf(prefix)
 
 local dueScored = call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[4]))
 local due, dueAt = {}, {}
@@ -104,7 +104,7 @@ end
 -- Whether the run of job `id` has not ended: the job has not, or it fanned out (ctx.fanOut) and
 -- not all its children have ended.
 local function runActive(id)
-  local j = call('HMGET', prefix .. 'j:' .. id, 'state', CHILD_FIELDS.total, CHILD_FIELDS.ended)
+  local j = call('HMGET', KEY.job(prefix, id), 'state', CHILD_FIELDS.total, CHILD_FIELDS.ended)
   if not j[1] then return false end
   if j[1] == 'success' then return j[2] ~= false and j[3] == false end
   return not FINAL[j[1]]
@@ -137,7 +137,7 @@ local outcomes = {}
 
 -- Counts an occurrence of planned job `jobId` (read before it goes) under its task and `kind`.
 local function count(jobId, kind)
-  local task = jobTask(call('HGET', prefix .. 'j:' .. jobId, 'd') or '') or ''
+  local task = jobTask(call('HGET', KEY.job(prefix, jobId), 'd') or '') or ''
   local t = outcomes[task]
   if not t then
     t = {}
@@ -148,7 +148,7 @@ end
 
 -- Submits entry e's job: `waiting`, submitted now, into its group.
 local function submit(e)
-  local jobKey = prefix .. 'j:' .. e[3]
+  local jobKey = KEY.job(prefix, e[3])
   -- a planned job has no `submitted` yet: 1 new field; 2 means there was no such job
   if call('HSET', jobKey, 'state', 'waiting', 'submitted', submittedAt) == 2 then
     call('DEL', jobKey)
@@ -163,8 +163,8 @@ end
 
 -- An occurrence not submitted: its planned job goes, the history says why.
 local function drop(jobId, task, occ, why)
-  call('DEL', prefix .. 'j:' .. jobId)
-  local hk = prefix .. 'p:h:' .. task
+  call('DEL', KEY.job(prefix, jobId))
+  local hk = KEY.pHistory(prefix, task)
   call('ZREM', hk, jobId)
   call('ZADD', hk, occ, why)
 end
@@ -195,12 +195,12 @@ for i, e in ipairs(entries) do
   if not done[member] then
     done[member] = true
     local missed = false
-    local queued = code == OVERLAP_CODE['buffer-all'] and call('ZSCORE', prefix .. 'p:bq:' .. task, member)
+    local queued = code == OVERLAP_CODE['buffer-all'] and call('ZSCORE', KEY.pBacklog(prefix, task), member)
     if misfired(i) and held[task] ~= member and not queued then
       -- no replica ran at the occurrence: the task's catch-up policy decides
       local c = catchup[task]
       if not c then
-        c = call('HMGET', prefix .. 'p:t:' .. task, 'catchup', 'catchupWindow', 'nextrun')
+        c = call('HMGET', KEY.pTask(prefix, task), 'catchup', 'catchupWindow', 'nextrun')
         catchup[task] = c
       end
       if c[1] == 'none' then
@@ -219,7 +219,7 @@ for i, e in ipairs(entries) do
     elseif code == OVERLAP_CODE.allow then
       submit(e)
     elseif code == OVERLAP_CODE['buffer-all'] then
-      if not queued then call('ZADD', prefix .. 'p:bq:' .. task, occ, member) end
+      if not queued then call('ZADD', KEY.pBacklog(prefix, task), occ, member) end
       if not backlogs[task] then
         backlogs[task] = true
         backlogs[#backlogs + 1] = task
@@ -263,12 +263,12 @@ end
 for k = 1, #gone, 500 do call('ZREM', KEYS[1], unpack(gone, k, math.min(#gone, k + 499))) end
 -- buffer-all: each backlog touched submits its earliest run when it may, and keeps its turn.
 for _, task in ipairs(backlogs) do
-  local bk = prefix .. 'p:bq:' .. task
-  local enabled = call('HGET', prefix .. 'p:t:' .. task, 'enabled')
+  local bk = KEY.pBacklog(prefix, task)
+  local enabled = call('HGET', KEY.pTask(prefix, task), 'enabled')
   if not enabled then
     -- the task is gone: its backlog's planned jobs go, a bounded number per call
     local dropped = call('ZPOPMIN', bk, 500)
-    for k = 1, #dropped, 2 do call('DEL', prefix .. 'j:' .. entryOf(dropped[k])[3]) end
+    for k = 1, #dropped, 2 do call('DEL', KEY.job(prefix, entryOf(dropped[k])[3])) end
   elseif enabled == '1' and not active[task] then
     -- its earliest run still planned (one that is not was submitted otherwise, or dropped: passed
     -- over, a bounded number per call)
@@ -276,7 +276,7 @@ for _, task in ipairs(backlogs) do
       local first = call('ZPOPMIN', bk)
       if not first[1] then break end
       local e = entryOf(first[1])
-      if call('HGET', prefix .. 'j:' .. e[3], 'state') == 'planned' then
+      if call('HGET', KEY.job(prefix, e[3]), 'state') == 'planned' then
         submit(e)
         active[task] = true
         break
@@ -290,9 +290,9 @@ flushJobs(prefix, batch)
 -- An event rule's pending-run task goes with its last run; its history stays for a while.
 local age = tonumber(ARGV[7])
 for _, e in ipairs(entries) do
-  if e[6] and done[e[1]] == true and call('HGET', prefix .. 'p:t:' .. e[4], 'nextrun') == '' then
+  if e[6] and done[e[1]] == true and call('HGET', KEY.pTask(prefix, e[4]), 'nextrun') == '' then
     pRemove(prefix, e[4], true, true)
-    if age >= 0 then call('PEXPIRE', prefix .. 'p:h:' .. e[4], age) end
+    if age >= 0 then call('PEXPIRE', KEY.pHistory(prefix, e[4]), age) end
   end
 end
 local lastPairs = {}

@@ -14,7 +14,7 @@
 local prefix = ARGV[1]
 local ids = {}
 if ARGV[2] == 'owner' then
-  ids = call('SMEMBERS', prefix .. 'p:owner:' .. ARGV[3])
+  ids = call('SMEMBERS', KEY.pOwner(prefix, ARGV[3]))
 else
   for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
 end
@@ -22,5 +22,5 @@ local removed = {}
 for _, id in ipairs(ids) do
   if pRemove(prefix, id) == 1 then removed[#removed + 1] = id end
 end
-if ARGV[2] == 'owner' then call('DEL', prefix .. 'p:owner:' .. ARGV[3]) end
+if ARGV[2] == 'owner' then call('DEL', KEY.pOwner(prefix, ARGV[3])) end
 return removed

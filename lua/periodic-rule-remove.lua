@@ -13,13 +13,13 @@
 
 local prefix = ARGV[1]
 local id = ARGV[2]
-local rk = prefix .. 'p:rule:' .. id
+local rk = KEY.pRule(prefix, id)
 local after = call('HGET', rk, 'after')
 if not after then return 0 end
 call('DEL', rk)
 call('SREM', KEYS[1], id)
-call('SREM', prefix .. 'p:ev:' .. after, id)
-local ok = prefix .. 'p:owner:' .. ARGV[3]
+call('SREM', KEY.pEvent(prefix, after), id)
+local ok = KEY.pOwner(prefix, ARGV[3])
 for _, task in ipairs(call('SMEMBERS', ok)) do pRemove(prefix, task) end
 call('DEL', ok)
 return 1

@@ -17,13 +17,13 @@
 local prefix = ARGV[1]
 local id = ARGV[2]
 local after = ARGV[3]
-local rk = prefix .. 'p:rule:' .. id
+local rk = KEY.pRule(prefix, id)
 local old = call('HGET', rk, 'after')
-if old and old ~= after then call('SREM', prefix .. 'p:ev:' .. old, id) end
+if old and old ~= after then call('SREM', KEY.pEvent(prefix, old), id) end
 local fields = { 'id', id, 'after', after }
 for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 call('HSET', rk, unpack(fields))
 call('HSETNX', rk, 'created', ARGV[4])
-call('SADD', prefix .. 'p:ev:' .. after, id)
+call('SADD', KEY.pEvent(prefix, after), id)
 call('SADD', KEYS[1], id)
 return call('HGETALL', rk)

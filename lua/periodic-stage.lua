@@ -68,8 +68,8 @@ for r = 1, #recs do
   elseif f.failure ~= '' then
     results[r] = 1
     local at = f.missedFirst
-    call('ZADD', prefix .. 'p:h:' .. id, at, HISTORY_MARK.failed .. at .. '@' .. f.failure)
-    call('HSET', prefix .. 'p:t:' .. id, 'enabled', '0', 'note', f.failure)
+    call('ZADD', KEY.pHistory(prefix, id), at, HISTORY_MARK.failed .. at .. '@' .. f.failure)
+    call('HSET', KEY.pTask(prefix, id), 'enabled', '0', 'note', f.failure)
     nextRems[#nextRems + 1] = id
     timerFailed(id, at, f.failure)
   else
@@ -117,20 +117,20 @@ for r = 1, #recs do
       history[#history + 1] = occ
       history[#history + 1] = HISTORY_MARK.excluded .. occ
     end
-    if #history > 0 then call('ZADD', prefix .. 'p:h:' .. id, unpack(history)) end
+    if #history > 0 then call('ZADD', KEY.pHistory(prefix, id), unpack(history)) end
     local fields = { 'nextrun', newNext }
     if f.runs ~= '' then fields[#fields + 1] = 'runs'; fields[#fields + 1] = f.runs end
     if f.ended == '1' then periodicEnded(id) end
     if period ~= '' and period ~= storedPeriod then fields[#fields + 1] = 'period'; fields[#fields + 1] = period end
     if triggered ~= '' then fields[#fields + 1] = 'triggered'; fields[#fields + 1] = '' end
-    local tk = prefix .. 'p:t:' .. id
+    local tk = KEY.pTask(prefix, id)
     -- `staged` lists the task's unreleased occurrences (for pUnstage): this stage's and those
     -- of earlier stages still waiting
     local before = f.staged
     if before ~= '' then
       local olds = {}
       for m in string.gmatch(before, '[^,]+') do olds[#olds + 1] = m end
-      local present = call('ZMSCORE', prefix .. 'p:staged', unpack(olds))
+      local present = call('ZMSCORE', KEY.pStaged(prefix), unpack(olds))
       for i = #olds, 1, -1 do
         if present[i] then table.insert(members, 1, olds[i]) end
       end
@@ -150,10 +150,10 @@ for r = 1, #recs do
     end
   end
 end
-for k = 1, #staged, 1000 do call('ZADD', prefix .. 'p:staged', unpack(staged, k, math.min(#staged, k + 999))) end
+for k = 1, #staged, 1000 do call('ZADD', KEY.pStaged(prefix), unpack(staged, k, math.min(#staged, k + 999))) end
 for k = 1, #nextAdds, 1000 do call('ZADD', KEYS[1], unpack(nextAdds, k, math.min(#nextAdds, k + 999))) end
 for k = 1, #nextRems, 1000 do call('ZREM', KEYS[1], unpack(nextRems, k, math.min(#nextRems, k + 999))) end
 flushChanges(prefix, maxEvents)
 local firstNext = call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local firstStaged = call('ZRANGE', prefix .. 'p:staged', 0, 0, 'WITHSCORES')
+local firstStaged = call('ZRANGE', KEY.pStaged(prefix), 0, 0, 'WITHSCORES')
 return { firstNext[2] or '', firstStaged[2] or '', results }

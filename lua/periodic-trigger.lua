@@ -16,7 +16,7 @@
 
 local prefix = ARGV[1]
 local id = ARGV[2]
-local tk = prefix .. 'p:t:' .. id
+local tk = KEY.pTask(prefix, id)
 if call('EXISTS', tk) == 0 then return false end
 local now = nowMs()
 if ARGV[3] ~= '' then now = tonumber(ARGV[3]) end

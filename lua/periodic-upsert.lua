@@ -27,7 +27,7 @@
 
 local prefix = ARGV[1]
 local id = ARGV[2]
-local tk = prefix .. 'p:t:' .. id
+local tk = KEY.pTask(prefix, id)
 local fields = {}
 local new = {}
 for i = 8, #ARGV, 2 do
@@ -37,7 +37,7 @@ for i = 8, #ARGV, 2 do
 end
 local old = call('HMGET', tk, 'timer', 'timezone', 'nextrun', 'owner')
 local created = old[1] == false
-local hk = prefix .. 'p:h:' .. id
+local hk = KEY.pHistory(prefix, id)
 if ARGV[7] ~= '' then
   -- the subject's newest run: pending (nextrun), or staged or released (the newest history entry)
   local top = call('ZREVRANGE', hk, 0, 0, 'WITHSCORES')
@@ -57,7 +57,7 @@ if kept then nextrun = old[3] end
 -- occurrences staged under another timer, or for a task now disabled, do not run
 if not created and (not sameTimer or ARGV[5] ~= '1') then pUnstage(prefix, id) end
 if old[4] and old[4] ~= '' and old[4] ~= new['owner'] then
-  call('SREM', prefix .. 'p:owner:' .. old[4], id)
+  call('SREM', KEY.pOwner(prefix, old[4]), id)
 end
 if created then
   fields[#fields + 1] = 'created'
@@ -82,8 +82,8 @@ if immediate then
   fields[#fields + 1] = ARGV[6]
 end
 call('HSET', tk, unpack(fields))
-if new['owner'] and new['owner'] ~= '' then call('SADD', prefix .. 'p:owner:' .. new['owner'], id) end
-if ARGV[3] == '1' then call('SADD', prefix .. 'p:all', id) end
+if new['owner'] and new['owner'] ~= '' then call('SADD', KEY.pOwner(prefix, new['owner']), id) end
+if ARGV[3] == '1' then call('SADD', KEY.pAll(prefix), id) end
 if immediate then
   call('ZADD', KEYS[1], tonumber(ARGV[6]), id)
   pWake(prefix)

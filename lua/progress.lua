@@ -15,7 +15,7 @@
 local prefix = ARGV[1]
 local updates = {}
 for i = 3, #ARGV, 2 do
-  local jobKey = prefix .. 'j:' .. ARGV[i]
+  local jobKey = KEY.job(prefix, ARGV[i])
   -- (a run that ended meanwhile keeps its last progress; a removed job is not written again)
   local state = call('HGET', jobKey, 'state')
   if state == 'running' or state == 'scheduled' then
@@ -25,6 +25,6 @@ for i = 3, #ARGV, 2 do
 end
 local maxEvents = num(ARGV[2])
 if #updates > 0 and maxEvents > 0 then
-  call('XADD', prefix .. 'events', 'MAXLEN', '~', ARGV[2], '*', EVENT_FIELD.progress, cjson.encode(updates))
+  call('XADD', KEY.events(prefix), 'MAXLEN', '~', ARGV[2], '*', EVENT_FIELD.progress, cjson.encode(updates))
 end
 return #updates

@@ -25,7 +25,7 @@ local now = str(nowMs())
 -- (the last id first: each goes in front of those before it, so the first ends in front)
 for i = #ARGV, 4, -1 do
   local id = ARGV[i]
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   local job = submittedJob(jobKey, 'group', 'd')
   local result = ''
   if job then
@@ -33,10 +33,9 @@ for i = #ARGV, 4, -1 do
     result = state
     if (state == 'delayed' or state == 'stuck') and (expected == '' or state == expected) then
       local group = job[2]
-      local gk = prefix .. 'g:' .. group
-      if call('ZREM', prefix .. 'delayed', id) == 0 and state == 'stuck' then
+      if call('ZREM', KEY.delayed(prefix), id) == 0 and state == 'stuck' then
         -- (a stuck job whose retry came is in its group's preferred list)
-        if call('LREM', gk .. ':r', '-1', id) == 1 then deferGroup(group, 'nr', -1) end
+        if call('LREM', KEY.groupList(prefix, group, 'r'), '-1', id) == 1 then deferGroup(group, 'nr', -1) end
       end
       if state == 'stuck' then
         deferGroup(group, 'stuck', -1)
@@ -46,7 +45,7 @@ for i = #ARGV, 4, -1 do
         call('HSET', jobKey, 'state', 'waiting', 'runAt', now)
       end
       local high = describeJob(job[3]) == 'high'
-      call('RPUSH', gk .. (high and ':h' or ':l'), id)
+      call('RPUSH', KEY.groupList(prefix, group, high and 'h' or 'l'), id)
       deferGroup(group, high and 'nh' or 'nl', 1)
       left(state)
       changed(id, 'waiting')

@@ -61,7 +61,7 @@ if settled then
 end
 if mine ~= '' then
   leasedJobs(prefix, function(id, member)
-    if call('HGET', prefix .. 'j:' .. id, 'worker') == mine then
+    if call('HGET', KEY.job(prefix, id), 'worker') == mine then
       victims[id], members[id] = 'executor ' .. mine .. ' restarted while running it', member
     end
   end)
@@ -70,7 +70,7 @@ end
 local recovered, labels = {}, {}
 local at = beginFinishes(prefix, now)
 for id, reason in pairs(victims) do
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   local job = call('HMGET', jobKey, 'takeSeq', 'state', 'cancel', 'group')
   if job[2] == 'running' or job[2] == 'scheduled' then
     local held = call('HMGET', jobKey, 'worker', 'd')
@@ -81,10 +81,10 @@ for id, reason in pairs(victims) do
     labels[#labels + 1] = job[4] or ''
     if isChild(prefix, id) then childEnded(id, job[2] == 'running', state) end
     -- the children its run staged, if any, are not committed
-    call('DEL', prefix .. 'fan:' .. job[1] .. ':' .. id)
+    call('DEL', KEY.fanStaging(prefix, id, job[1]))
   end
   -- its lease ends with the run, or was stale
-  local rems = laterList(laterRems, prefix .. 'leases')
+  local rems = laterList(laterRems, KEY.leases(prefix))
   rems[#rems + 1] = members[id]
 end
 finishBatch(prefix)
@@ -95,8 +95,8 @@ flushChildren(prefix, now)
 if #recovered > 0 then wake(prefix) end
 
 if not jumped then
-  local gone = call('ZRANGEBYSCORE', prefix .. 'workers', '-inf', now)
-  if #gone > 0 then call('ZREM', prefix .. 'workers', unpack(gone)) end
+  local gone = call('ZRANGEBYSCORE', KEY.workers(prefix), '-inf', now)
+  if #gone > 0 then call('ZREM', KEY.workers(prefix), unpack(gone)) end
 end
 
 local removed = 0
@@ -104,11 +104,11 @@ local batch = tonumber(ARGV[8])
 local function trimByAge(state, age)
   age = tonumber(age)
   if age < 0 then return end
-  local key = prefix .. 'done:' .. state
+  local key = KEY.done(prefix, state)
   local ids = call('ZRANGEBYSCORE', key, '-inf', now - age, 'LIMIT', 0, batch)
   if #ids == 0 then return end
   for _, id in ipairs(ids) do
-    call('DEL', prefix .. 'j:' .. id, prefix .. 'log:' .. id, prefix .. 'att:' .. id)
+    call('DEL', KEY.job(prefix, id), KEY.logs(prefix, id), KEY.attempts(prefix, id))
   end
   call('ZREM', key, unpack(ids))
   countDelta[state] = (countDelta[state] or 0) - #ids

@@ -16,36 +16,39 @@
 --- @include "includes/leases"
 
 local prefix = ARGV[1]
-if call('EXISTS', prefix .. 'moving', prefix .. 'reshard:kept') > 0 then return 'jobs being moved' end
-local records = call('HGETALL', prefix .. 'groups')
+if call('EXISTS', KEY.moving(prefix), KEY.reshardKept(prefix)) > 0 then return 'jobs being moved' end
+local records = call('HGETALL', KEY.groups(prefix))
 for i = 1, #records, 2 do
   if records[i] ~= GROUPS_PAD_FIELD then
     local _, stuck, nr, nh, nl = decodeGroup(records[i + 1])
     if stuck + nr + nh + nl > 0 then return 'jobs of group "' .. records[i] .. '"' end
   end
 end
-for _, member in ipairs(call('ZRANGE', prefix .. 'delayed', '0', '-1')) do
+for _, member in ipairs(call('ZRANGE', KEY.delayed(prefix), '0', '-1')) do
   if stringSub(member, 1, 1) ~= GROUP_DUE_MARK then return 'delayed or stuck jobs' end
 end
 for _, state in ipairs({ 'success', 'failed', 'cancelled' }) do
-  if call('ZCARD', prefix .. 'done:' .. state) > 0 then return state .. ' jobs' end
+  if call('ZCARD', KEY.done(prefix, state)) > 0 then return state .. ' jobs' end
 end
-if call('ZCARD', prefix .. 'fanouts') > 0 then return 'fan-out children not submitted' end
+if call('ZCARD', KEY.fanouts(prefix)) > 0 then return 'fan-out children not submitted' end
 local runs = false
 leasedJobs(prefix, function() runs = true end)
 if runs then return 'runs in progress' end
 
 local keys = {}
 for i = 1, #records, 2 do
-  local g = prefix .. 'g:' .. records[i]
-  if records[i] ~= GROUPS_PAD_FIELD then
-    keys[#keys + 1], keys[#keys + 2], keys[#keys + 3], keys[#keys + 4] = g .. ':h', g .. ':l', g .. ':r', g .. ':rl'
+  local g = records[i]
+  if g ~= GROUPS_PAD_FIELD then
+    keys[#keys + 1], keys[#keys + 2] = KEY.groupList(prefix, g, 'h'), KEY.groupList(prefix, g, 'l')
+    keys[#keys + 3], keys[#keys + 4] = KEY.groupList(prefix, g, 'r'), KEY.rateLog(prefix, g)
   end
 end
-for _, id in ipairs(call('ZRANGE', prefix .. 'workers', '0', '-1')) do keys[#keys + 1] = prefix .. 'w:' .. id end
-for _, name in ipairs({ 'meta', 'rotation', 'seq', 'marker', 'delayed', 'leases', 'counts', 'groups', 'limited', 'events',
-  'workers', 'fanouts', 'done:success', 'done:failed', 'done:cancelled', 'tally' }) do
-  keys[#keys + 1] = prefix .. name
+for _, id in ipairs(call('ZRANGE', KEY.workers(prefix), '0', '-1')) do keys[#keys + 1] = KEY.worker(prefix, id) end
+for _, key in ipairs({ KEY.meta(prefix), KEY.rotation(prefix), KEY.seq(prefix), KEY.marker(prefix), KEY.delayed(prefix),
+  KEY.leases(prefix), KEY.counts(prefix), KEY.groups(prefix), KEY.limited(prefix), KEY.events(prefix), KEY.workers(prefix),
+  KEY.fanouts(prefix), KEY.done(prefix, 'success'), KEY.done(prefix, 'failed'), KEY.done(prefix, 'cancelled'),
+  KEY.tally(prefix) }) do
+  keys[#keys + 1] = key
 end
 for k = 1, #keys, 1000 do call('DEL', unpack(keys, k, math.min(#keys, k + 999))) end
 return ''

@@ -16,7 +16,7 @@
 --- @include "includes/dedup"
 
 local prefix = ARGV[1]
-local moving = prefix .. 'moving'
+local moving = KEY.moving(prefix)
 local ids = cmsgpack.unpack(ARGV[2])
 local entries = call('LRANGE', moving, '0', '-1')
 if #entries ~= #ids then return -1 end
@@ -24,8 +24,8 @@ local keys = {}
 for k, movingEntry in ipairs(entries) do
   local id = unpackEntry(movingEntry)
   if id ~= ids[k] then return -1 end
-  local jobKey = prefix .. 'j:' .. id
-  keys[#keys + 1], keys[#keys + 2], keys[#keys + 3] = jobKey, prefix .. 'log:' .. id, prefix .. 'att:' .. id
+  local jobKey = KEY.job(prefix, id)
+  keys[#keys + 1], keys[#keys + 2], keys[#keys + 3] = jobKey, KEY.logs(prefix, id), KEY.attempts(prefix, id)
 end
 for k = 1, #ids do releaseDedupOf(prefix, ids[k], false) end
 for k = 1, #keys, 1000 do call('DEL', unpack(keys, k, math.min(#keys, k + 999))) end

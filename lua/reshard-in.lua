@@ -22,6 +22,7 @@
 --- @include "includes/groupChanges"
 --- @include "includes/addJob"
 --- @include "includes/dedup"
+--- @include "includes/reshard"
 
 local prefix = ARGV[1]
 local f = cmsgpack.unpack(ARGV[2])
@@ -36,7 +37,7 @@ while i <= #f do
   starts[#starts + 1] = i
   local nf = tonumber(f[i + 3])
   local fields = i + 4
-  local there = call('HMGET', prefix .. 'j:' .. f[i], 'submitted', 'd')
+  local there = call('HMGET', KEY.job(prefix, f[i]), 'submitted', 'd')
   if there[1] or there[2] then
     local submitted, d
     for k = fields, fields + 2 * nf - 1, 2 do
@@ -59,24 +60,24 @@ for _, at in ipairs(starts) do
     local id, place, score, nf = f[at], f[at + 1], f[at + 2], tonumber(f[at + 3])
     local fields = at + 4
     local logs, m = fields + 2 * nf + 1, tonumber(f[fields + 2 * nf])
-    local jobKey = prefix .. 'j:' .. id
+    local jobKey = KEY.job(prefix, id)
     local state, group
     for k = fields, fields + 2 * nf - 1, 2 do
       if f[k] == 'state' then state = f[k + 1] elseif f[k] == 'group' then group = f[k + 1] end
     end
     sendChunks('HSET', jobKey, f, fields + 2 * nf - 1, 1000, fields)
-    if m > 0 then sendChunks('RPUSH', prefix .. 'log:' .. id, f, logs + m - 1, 1000, logs) end
+    if m > 0 then sendChunks('RPUSH', KEY.logs(prefix, id), f, logs + m - 1, 1000, logs) end
     local a = tonumber(f[logs + m])
-    if a > 0 then sendChunks('RPUSH', prefix .. 'att:' .. id, f, logs + m + a, 1000, logs + m + 1) end
+    if a > 0 then sendChunks('RPUSH', KEY.attempts(prefix, id), f, logs + m + a, 1000, logs + m + 1) end
     arriveDedup(prefix, id, now)
     if place == ':h' or place == ':l' then
       enqueueLater(prefix, batch, id, group, place == ':h')
     else
       if place == ':r' then
-        call('LPUSH', prefix .. 'g:' .. group .. ':r', id)
+        call('LPUSH', KEY.groupList(prefix, group, 'r'), id)
         deferGroup(group, 'nr', 1)
       else
-        call('ZADD', prefix .. place, score, id)
+        call('ZADD', jobSetKey(prefix, place), score, id)
       end
       if state == 'stuck' then deferGroup(group, 'stuck', 1) end
       arrived(state)

@@ -31,8 +31,7 @@
 
 local prefix = ARGV[1]
 local what = ARGV[2]
-local moving = prefix .. 'moving'
-local SETS = { delayed = true, ['done:success'] = true, ['done:failed'] = true, ['done:cancelled'] = true }
+local moving = KEY.moving(prefix)
 -- a group list's letter -> the counter of its length in the group's record
 local COUNTERS = { h = 'nh', l = 'nl', r = 'nr' }
 
@@ -48,7 +47,7 @@ local function answer(code, entries)
 end
 
 if what == 'close' then
-  for _, member in ipairs(call('SMEMBERS', prefix .. 'reshard:kept')) do
+  for _, member in ipairs(call('SMEMBERS', KEY.reshardKept(prefix))) do
     closeKept(prefix, stringSub(member, 1, 1), stringSub(member, 2))
   end
   return answer(RESHARD_OUT.taken, EMPTY)
@@ -72,7 +71,7 @@ if what == 'lists' then
   while i <= #f do
     local list, n = f[i + 1], tonumber(f[i + 3])
     if not COUNTERS[list] then return redis.error_reply('ERR no group list "' .. tostring(list) .. '"') end
-    local tail = call('LRANGE', prefix .. 'g:' .. f[i] .. ':' .. list, str(-n), '-1')
+    local tail = call('LRANGE', KEY.groupList(prefix, f[i], list), str(-n), '-1')
     if #tail ~= n then return answer(RESHARD_OUT.changed, EMPTY) end
     for k = 1, n do
       if tail[n + 1 - k] ~= f[i + 2 + 2 * k] then return answer(RESHARD_OUT.changed, EMPTY) end
@@ -83,33 +82,33 @@ if what == 'lists' then
   for _, at in ipairs(starts) do
     local group, list, close, n = f[at], f[at + 1], f[at + 2], tonumber(f[at + 3])
     local stay = {}
-    call('LTRIM', prefix .. 'g:' .. group .. ':' .. list, '0', str(-n - 1))
+    call('LTRIM', KEY.groupList(prefix, group, list), '0', str(-n - 1))
     for k = 1, n do
       local id, dest = f[at + 2 + 2 * k], f[at + 3 + 2 * k]
       if dest == '' then
         stay[#stay + 1] = id
       else
         deferGroup(group, COUNTERS[list], -1)
-        local state = call('HGET', prefix .. 'j:' .. id, 'state')
+        local state = call('HGET', KEY.job(prefix, id), 'state')
         if state then takeOut(id, dest, ':' .. list, '', state, group) end
       end
     end
     if #stay > 0 then
       -- (LPUSH in the order popped: the list aside keeps the jobs' order)
-      sendChunks('LPUSH', keptKey(prefix, list, group), stay, #stay, 1000)
-      if close ~= '1' then call('SADD', prefix .. 'reshard:kept', list .. group) end
+      sendChunks('LPUSH', KEY.keptAside(prefix, list, group), stay, #stay, 1000)
+      if close ~= '1' then call('SADD', KEY.reshardKept(prefix), list .. group) end
     end
     if close == '1' then closeKept(prefix, list, group) end
   end
-elseif SETS[what] then
-  local key = prefix .. what
+elseif jobSetKey(prefix, what) then
+  local key = jobSetKey(prefix, what)
   local gone = {}
   for k = 1, #f, 2 do
     local id = f[k]
     local score = call('ZSCORE', key, id)
     if score then
       gone[#gone + 1] = id
-      local job = call('HMGET', prefix .. 'j:' .. id, 'state', 'group')
+      local job = call('HMGET', KEY.job(prefix, id), 'state', 'group')
       if job[1] then takeOut(id, f[k + 1], what, score, job[1], job[2]) end
     end
   end

@@ -33,7 +33,7 @@ local batch = newJobBatch()
 local out = {}
 local retried = 0
 local score, skip = walkFinished(key, untilMs, ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), function(id)
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   local job = submittedJob(jobKey, 'group', 'd')
   if job and job[1] == 'failed' then
     if (group ~= '' and job[2] ~= group) or (task ~= '' and jobTask(job[3]) ~= task) then return false end
@@ -47,7 +47,7 @@ local score, skip = walkFinished(key, untilMs, ARGV[4], tonumber(ARGV[5]), tonum
     retried = retried + 1
     if isChild(prefix, id) then
       local parent = parentOf(id)
-      local parentKey = prefix .. 'j:' .. parent
+      local parentKey = KEY.job(prefix, parent)
       local removed = call('HGET', jobKey, FLOW_FIELDS.policy) == FAILURE_POLICY.remove
       call('HINCRBY', parentKey, removed and CHILD_FIELDS.removed or CHILD_FIELDS.failed, '-1')
       call('HDEL', parentKey, CHILD_FIELDS.ended)

@@ -24,7 +24,7 @@ local expected = ARGV[3]
 -- Puts job `id` back; answers its outcome (see above).
 local retry
 function retry(id)
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   local job = submittedJob(jobKey, 'group', 'd')
   if not job then return '' end
   local state = job[1]
@@ -37,12 +37,12 @@ function retry(id)
     if r ~= 'done' then return state end
     return 'done'
   end
-  call('ZREM', prefix .. 'done:' .. state, id)
+  call('ZREM', KEY.done(prefix, state), id)
   keepLastRun(prefix, id, jobKey, state)
   call('HDEL', jobKey, 'finished', 'cancel', 'due')
   call('HSET', jobKey, 'state', 'waiting', 'retries', 0)
   local high = describeJob(job[3]) == 'high'
-  call('LPUSH', prefix .. 'g:' .. job[2] .. (high and ':h' or ':l'), id)
+  call('LPUSH', KEY.groupList(prefix, job[2], high and 'h' or 'l'), id)
   left(state)
   changed(id, 'waiting')
   deferGroup(job[2], high and 'nh' or 'nl', 1)
@@ -50,7 +50,7 @@ function retry(id)
   -- ends), and the waiter its failure failed waits again (includes/children)
   if isChild(prefix, id) then
     local parent = parentOf(id)
-    local parentKey = prefix .. 'j:' .. parent
+    local parentKey = KEY.job(prefix, parent)
     local field = CHILD_FIELDS[state]
     if state == 'failed' and call('HGET', jobKey, FLOW_FIELDS.policy) == FAILURE_POLICY.remove then
       field = CHILD_FIELDS.removed

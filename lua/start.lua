@@ -30,12 +30,12 @@ local prefix = ARGV[1]
 local now = nowMs()
 local lost = {}
 local dropped = {}
-local leasesKey = prefix .. 'leases'
+local leasesKey = KEY.leases(prefix)
 local leaseAt = str(now + num(ARGV[3]))
 local childFrom = #ARGV - 2 * num(ARGV[4]) + 1
 for i = 5, #ARGV, 2 do
   local id, token = ARGV[i], ARGV[i + 1]
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   local job = call('HMGET', jobKey, 'takeSeq', 'state', 'tracker', 'worker', 'dropped', 'cancel')
   if job[1] == token and job[2] == 'scheduled' then
     if job[3] and job[3] ~= '' and periodicStart(prefix, now, id, job[3], job[4]) then dropped[#dropped + 1] = id end

@@ -39,7 +39,7 @@ local flags = {}
 -- One EXISTS for the whole batch: when none of its ids exists (the usual case), a job needs no
 -- check of its own, only one against an id repeated inside the batch.
 local jobKeys = {}
-for i = 0, #f - 1, width do jobKeys[#jobKeys + 1] = prefix .. 'j:' .. f[i + AT_ID] end
+for i = 0, #f - 1, width do jobKeys[#jobKeys + 1] = KEY.job(prefix, f[i + AT_ID]) end
 local fresh = true
 for i = 1, #jobKeys, 1000 do
   if call('EXISTS', unpack(jobKeys, i, math.min(#jobKeys, i + 999))) > 0 then fresh = false break end
@@ -89,7 +89,7 @@ for k, key in ipairs(jobKeys) do
   end
   if a == SUBMIT_ANSWER.added then
     if state then
-      call('ZADD', prefix .. 'delayed', str(runAt), id)
+      call('ZADD', KEY.delayed(prefix), str(runAt), id)
       changed(id, 'delayed')
       if not earliest or runAt < earliest then earliest = runAt end
     else
@@ -103,7 +103,7 @@ flushJobs(prefix, batch)
 if enqueued > 0 then wake(prefix) end
 -- (an executor sleeps until the head of `delayed`: one is woken to learn of an earlier one)
 if earliest and not woken then
-  local head = call('ZRANGE', prefix .. 'delayed', '0', '0', 'WITHSCORES')
+  local head = call('ZRANGE', KEY.delayed(prefix), '0', '0', 'WITHSCORES')
   if tonumber(head[2]) == earliest then wake(prefix) end
 end
 flushChanges(prefix, ARGV[2])

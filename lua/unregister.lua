@@ -12,5 +12,5 @@
 
 local prefix = ARGV[1]
 local worker = ARGV[2]
-call('DEL', prefix .. 'w:' .. worker)
-return call('ZREM', prefix .. 'workers', worker)
+call('DEL', KEY.worker(prefix, worker))
+return call('ZREM', KEY.workers(prefix), worker)

@@ -73,7 +73,7 @@ local function enqueueLater(prefix, batch, id, group, high)
   local keys = high and batch.keysHigh or batch.keysLow
   local key = keys[group]
   if not key then
-    key = prefix .. 'g:' .. group .. (high and ':h' or ':l')
+    key = KEY.groupList(prefix, group, high and 'h' or 'l')
     keys[group] = key
   end
   -- a list's ids in order: a list given one id (the usual case in a bulk over many groups) keeps
@@ -103,7 +103,7 @@ end
 local staging = {}
 local function stageJob(prefix, job)
   for k = 1, SUBMIT_WIDTH do staging[k] = job[SUBMIT_FIELDS[k]] end
-  local jobKey = prefix .. 'j:' .. job.id
+  local jobKey = KEY.job(prefix, job.id)
   if writeJob(jobKey, '', staging, 0, 'planned', false, nil, job) == 1 then return true end
   return call('HGET', jobKey, 'state') == 'planned'
 end

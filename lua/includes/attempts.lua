@@ -9,13 +9,9 @@
 --- @include "includes/common"
 --- @export keepAttempt, keepLastRun
 
--- How many runs a job shows at most: its current or last one (in its hash) and the earlier ones
--- its attempts list keeps.
-local ATTEMPTS_KEPT = 25
-
 -- Adds a run that did not end job `id` to its attempts list, keeping the newest ATTEMPTS_KEPT - 1.
 local function keepAttempt(prefix, id, token, started, finished, worker, outcome, err)
-  local key = prefix .. 'att:' .. id
+  local key = KEY.attempts(prefix, id)
   call('LPUSH', key, cmsgpack.pack({ started or '', finished or '', worker or '', outcome, err or '', token or '' }))
   call('LTRIM', key, '0', str(ATTEMPTS_KEPT - 2))
 end
@@ -26,7 +22,7 @@ end
 local function keepLastRun(prefix, id, jobKey, state)
   local run = call('HMGET', jobKey, 'started', 'finished', 'worker', 'error', 'takeSeq')
   if not run[1] then return end
-  local newest = call('LINDEX', prefix .. 'att:' .. id, '0')
+  local newest = call('LINDEX', KEY.attempts(prefix, id), '0')
   if newest and cmsgpack.unpack(newest)[6] == run[5] then return end
   keepAttempt(prefix, id, run[5], run[1], run[2], run[3], state, state == 'failed' and run[4] or '')
 end

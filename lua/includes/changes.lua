@@ -134,14 +134,14 @@ local function flushChanges(prefix, maxEvents)
     countDelta[state] = (countDelta[state] or 0) + #stateIds[state]
   end
   for state, d in pairs(countDelta) do
-    if d ~= 0 then call('HINCRBY', prefix .. 'counts', state, str(d)) end
+    if d ~= 0 then call('HINCRBY', KEY.counts(prefix), state, str(d)) end
   end
   if num(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0 and #timerFailures == 0 and #periodicEnds == 0
     and #deduplicates == 0) then
     return
   end
   local a, n = entry, 6
-  a[2], a[5] = prefix .. 'events', maxEvents
+  a[2], a[5] = KEY.events(prefix), maxEvents
   for _, state in ipairs(stateOrder) do
     a[n + 1], a[n + 2], n = state, cjson.encode(stateIds[state]), n + 2
   end

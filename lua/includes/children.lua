@@ -93,19 +93,19 @@ end
 -- id has a child's form and that parent counts children).
 local function isChild(prefix, id)
   local parent = parentOf(id)
-  return parent ~= nil and call('HEXISTS', prefix .. 'j:' .. parent, CHILD_FIELDS.total) == 1
+  return parent ~= nil and call('HEXISTS', KEY.job(prefix, parent), CHILD_FIELDS.total) == 1
 end
 
 -- Releases waiter `id` to `waiting` (at the back of its priority's list) when it is still
 -- `waiting-children`; `why`: 'children' (all ended) or 'continue' (a child's policy). The group
 -- change is deferred (includes/groupChanges): the caller flushes the groups.
 local function releaseWaiter(prefix, id, why)
-  local key = prefix .. 'j:' .. id
+  local key = KEY.job(prefix, id)
   local j = call('HMGET', key, 'state', 'group', 'd')
   if j[1] ~= WAITING_CHILDREN then return end
   local high = describeJob(j[3]) == 'high'
   call('HSET', key, 'state', 'waiting')
-  call('LPUSH', prefix .. 'g:' .. j[2] .. (high and ':h' or ':l'), id)
+  call('LPUSH', KEY.groupList(prefix, j[2], high and 'h' or 'l'), id)
   deferGroup(j[2], high and 'nh' or 'nl', 1)
   left(WAITING_CHILDREN)
   changed(id, 'waiting')
@@ -115,12 +115,12 @@ end
 
 -- Fails waiter `id` (still `waiting-children`) because its child `child` failed (policy fail).
 local function failWaiter(prefix, id, child, now)
-  local key = prefix .. 'j:' .. id
+  local key = KEY.job(prefix, id)
   if call('HGET', key, 'state') ~= WAITING_CHILDREN then return end
   local err = 'child ' .. child .. ' failed'
   local nowS = str(now)
   call('HSET', key, 'state', 'failed', 'finished', nowS, 'error', err, FLOW_FIELDS.failedBy, child)
-  call('ZADD', prefix .. 'done:failed', nowS, id)
+  call('ZADD', KEY.done(prefix, 'failed'), nowS, id)
   left(WAITING_CHILDREN)
   changed(id, 'failed', err)
   -- (a flow's inner node ended for its own parent: counted there in this call)
@@ -131,23 +131,23 @@ end
 -- retried: back to `waiting-children`; a waiter that is itself a child is counted as not ended
 -- by its own parent again, and re-opens that parent's waiter in turn.
 local function reopenWaiter(prefix, parent, child)
-  local key = prefix .. 'j:' .. parent
+  local key = KEY.job(prefix, parent)
   local p = call('HMGET', key, 'state', FLOW_FIELDS.failedBy, CHILD_FIELDS.continuation)
   local waiter, wkey = parent, key
   if p[1] ~= 'failed' or p[2] ~= child then
     if not p[3] then return end
-    waiter, wkey = p[3], prefix .. 'j:' .. p[3]
+    waiter, wkey = p[3], KEY.job(prefix, p[3])
     local w = call('HMGET', wkey, 'state', FLOW_FIELDS.failedBy)
     if w[1] ~= 'failed' or w[2] ~= child then return end
   end
   call('HDEL', wkey, 'finished', 'error', FLOW_FIELDS.failedBy)
   call('HSET', wkey, 'state', WAITING_CHILDREN)
-  call('ZREM', prefix .. 'done:failed', waiter)
+  call('ZREM', KEY.done(prefix, 'failed'), waiter)
   left('failed')
   changed(waiter, WAITING_CHILDREN)
   local up = parentOf(waiter)
   if up and isChild(prefix, waiter) then
-    local upKey = prefix .. 'j:' .. up
+    local upKey = KEY.job(prefix, up)
     call('HINCRBY', upKey, CHILD_FIELDS.failed, '-1')
     call('HDEL', upKey, CHILD_FIELDS.ended)
     reopenWaiter(prefix, up, waiter)
@@ -164,14 +164,14 @@ local function flushChildren(prefix, now)
     -- parent again)
     local deltas, failures = childDeltas[parent], childFailures[parent]
     childDeltas[parent], childFailures[parent] = nil, nil
-    local key = prefix .. 'j:' .. parent
+    local key = KEY.job(prefix, parent)
     local p = call('HMGET', key, CHILD_FIELDS.total, 'state', CHILD_FIELDS.continuation)
     local total = tonumber(p[1])
     if total and deltas then
       local waiter = p[2] == WAITING_CHILDREN and parent or p[3]
       if waiter and failures then
         for k = 1, #failures do
-          local policy = call('HGET', prefix .. 'j:' .. failures[k], FLOW_FIELDS.policy)
+          local policy = call('HGET', KEY.job(prefix, failures[k]), FLOW_FIELDS.policy)
           if policy == FAILURE_POLICY.remove then
             deltas[CHILD_FIELDS.failed] = deltas[CHILD_FIELDS.failed] - 1
             deltas[CHILD_FIELDS.removed] = (deltas[CHILD_FIELDS.removed] or 0) + 1

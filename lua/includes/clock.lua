@@ -30,7 +30,7 @@ end
 -- entry's time to live is three leases, renewed every third of one, so what is left of it is at
 -- least two leases and at most three. (Their `w:<id>` info is no help: a jump expires it.)
 local function longestLease(prefix, expected, lease)
-  local last = call('ZRANGE', prefix .. 'workers', '-1', '-1', 'WITHSCORES')
+  local last = call('ZRANGE', KEY.workers(prefix), '-1', '-1', 'WITHSCORES')
   local remaining = last[2] and tonumber(last[2]) - expected or 0
   return math.min(math.max(lease, math.floor(remaining / 2)), CLOCK_MAX_HOLD_MS)
 end
@@ -43,15 +43,15 @@ local function clockCheck(prefix, now, expectAt, tolerance, lease)
   local drift = now - expected
   tolerance = tonumber(tolerance)
   if drift > tolerance then
-    call('SET', prefix .. 'clock-jump', str(now), 'PX', str(longestLease(prefix, expected, lease)))
+    call('SET', KEY.clockJump(prefix), str(now), 'PX', str(longestLease(prefix, expected, lease)))
   elseif drift < -tolerance then
     local longest = longestLease(prefix, expected, lease)
-    capScores(prefix .. 'leases', now + longest)
-    capScores(prefix .. 'workers', now + 3 * longest)
+    capScores(KEY.leases(prefix), now + longest)
+    capScores(KEY.workers(prefix), now + 3 * longest)
   end
 end
 
 -- Whether the server's clock jumped forward within the last lease (leases do not expire then).
 local function clockJumped(prefix)
-  return call('EXISTS', prefix .. 'clock-jump') == 1
+  return call('EXISTS', KEY.clockJump(prefix)) == 1
 end

@@ -1,8 +1,11 @@
 --[[
   Shared helpers for Rota's scripts: Redis's functions in locals, numbers and their text, lists
-  reused across calls, and the start of every call (beginCall). Every key of a queue starts with
-  one prefix `{rota:<queue>}:` (ARGV[1] in every script), so a queue lives in one Redis Cluster
-  slot. Key layout: docs/architecture.md
+  reused across calls, and the start of every call (beginCall). Every key a script touches starts
+  with its shard's prefix (ARGV[1] in every script): `{rota:<queue>}:` for an unsharded queue,
+  `{rota:<queue>:<i>}:` for shard i of a sharded one, so that each shard (not a sharded queue)
+  lives in one Redis Cluster slot. The scripts name the keys with the builders of
+  src/redis/keys.ts (KEY.job(prefix, id), expanded where it stands as the library is built).
+  Key layout: docs/architecture.md
 ]]
 --- @include "includes/wire"
 --- @export call, structPack, structUnpack, stringSub, num, nowMs, str, clearList, callList, EMPTY
@@ -92,7 +95,7 @@ local woken = false
 local function wake(prefix)
   if woken then return end
   woken = true
-  call('ZADD', prefix .. 'marker', '0', WAKE_MEMBER)
+  call('ZADD', KEY.marker(prefix), '0', WAKE_MEMBER)
 end
 
 -- What the includes reset as each call begins (onBeginCall adds to it as the library loads).

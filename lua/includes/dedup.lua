@@ -39,7 +39,7 @@ do
 end
 
 local function dedupKeyOf(prefix, group, key)
-  return prefix .. 'dd:' .. #group .. ':' .. group .. key
+  return KEY.dedup(prefix, #group, group, key)
 end
 
 -- A submit's dedup list (ARGV[5], DEDUP_FIELDS per entry) by job position:
@@ -63,7 +63,7 @@ end
 -- The holder's id and state when `held` (a key's value) still holds, else nil.
 local function holding(prefix, held)
   local code, id = stringSub(held, 1, 1), stringSub(held, 2)
-  local state = call('HGET', prefix .. 'j:' .. id, 'state')
+  local state = call('HGET', KEY.job(prefix, id), 'state')
   if not state or state == 'planned' then return nil end
   if code == UNTIL_TTL or (code == UNTIL_END and not FINAL[state]) or (code == UNTIL_START and PENDING[state]) then
     return id, state
@@ -77,7 +77,7 @@ end
 -- Answers the answer, and the new due time (ms) of a holder still delayed or true for one now
 -- waiting.
 local function replaceHolder(prefix, batch, id, state, f, i, runAt, now)
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   local d = f[i + DESCRIPTION_AT]
   if state == 'waiting' then
     if describeJob(call('HGET', jobKey, 'd')) ~= f[i + AT_PRIORITY] then return SUBMIT_ANSWER.deduplicated end
@@ -86,10 +86,10 @@ local function replaceHolder(prefix, batch, id, state, f, i, runAt, now)
   end
   if runAt and runAt > now then
     call('HSET', jobKey, 'd', d, 'runAt', str(runAt))
-    call('ZADD', prefix .. 'delayed', str(runAt), id)
+    call('ZADD', KEY.delayed(prefix), str(runAt), id)
     return SUBMIT_ANSWER.replaced, runAt
   end
-  call('ZREM', prefix .. 'delayed', id)
+  call('ZREM', KEY.delayed(prefix), id)
   call('HSET', jobKey, 'd', d, 'state', 'waiting')
   call('HDEL', jobKey, 'runAt')
   left('delayed')
@@ -111,7 +111,7 @@ local function dedupJob(prefix, batch, jobKey, f, i, state, runAt, d, submitted,
   if holder then
     if d.extend then
       call('PEXPIRE', ddKey, str(d.ttl))
-      call('HSET', prefix .. 'j:' .. holder, 'ddx', str(now + d.ttl))
+      call('HSET', KEY.job(prefix, holder), 'ddx', str(now + d.ttl))
     end
     if d.replace and PENDING[holderState] then
       local answer, due = replaceHolder(prefix, batch, holder, holderState, f, i, runAt, now)
@@ -146,7 +146,7 @@ end
 -- releaseDedup for job `id` read from its hash (the paths that are no hot path: cancel, delete,
 -- clean, recovery); nothing when it has no dedup key.
 local function releaseDedupOf(prefix, id, ended)
-  local job = call('HMGET', prefix .. 'j:' .. id, 'dd', 'group')
+  local job = call('HMGET', KEY.job(prefix, id), 'dd', 'group')
   if job[1] and job[2] then releaseDedup(prefix, job[2], job[1], id, ended) end
 end
 
@@ -164,7 +164,7 @@ end
 -- reshard-in.lua: job `id`, just copied here from another shard, takes its dedup key here when
 -- it has one that still holds (its state, its expiry `ddx`) and no other job holds it here.
 local function arriveDedup(prefix, id, now)
-  local job = call('HMGET', prefix .. 'j:' .. id, 'dd', 'ddm', 'ddx', 'group')
+  local job = call('HMGET', KEY.job(prefix, id), 'dd', 'ddm', 'ddx', 'group')
   if not (job[1] and job[2] and job[4]) then return end
   local value = job[2] .. id
   if not holding(prefix, value) then return end

@@ -60,7 +60,7 @@ end
 -- (CHILD_FIELDS.continuation), so that the call that records the last child's end releases it.
 -- False when the staging is gone (it expired): nothing is committed.
 local function commitFanOut(at, jobKey, id, token)
-  local staged = at.prefix .. 'fan:' .. token .. ':' .. id
+  local staged = KEY.fanStaging(at.prefix, id, token)
   local total = call('LPOP', staged)
   if not total then return false end
   local continuation
@@ -69,16 +69,16 @@ local function commitFanOut(at, jobKey, id, token)
     continuation = cmsgpack.unpack(call('LPOP', staged))
   end
   if call('EXISTS', staged) == 1 then
-    local committed = at.prefix .. 'fanned:' .. id
+    local committed = KEY.fanned(at.prefix, id)
     call('RENAME', staged, committed)
     call('PERSIST', committed)
-    call('ZADD', at.prefix .. 'fanouts', at.nowS, id)
+    call('ZADD', KEY.fanouts(at.prefix), at.nowS, id)
   end
   call('HSET', jobKey, CHILD_FIELDS.total, total, CHILD_FIELDS.running, '0', CHILD_FIELDS.success, '0',
     CHILD_FIELDS.failed, '0', CHILD_FIELDS.cancelled, '0')
   if continuation then
     local next = continuation[AT_ID]
-    if writeJob(at.prefix .. 'j:' .. next, at.nowS, continuation, 0, WAITING_CHILDREN, false) == 1 then
+    if writeJob(KEY.job(at.prefix, next), at.nowS, continuation, 0, WAITING_CHILDREN, false) == 1 then
       changed(next, WAITING_CHILDREN)
     end
     call('HSET', jobKey, CHILD_FIELDS.continuation, next)
@@ -106,13 +106,13 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
   elseif outcome == OUTCOME_RELEASED then
     state = 'waiting'
     a[1], a[2], a[3], a[4] = 'state', state, 'worker', ''
-    call('RPUSH', prefix .. 'g:' .. group .. ':r', id)
+    call('RPUSH', KEY.groupList(prefix, group, 'r'), id)
     deferGroup(group, 'nr', 1)
   elseif passedTo then
     -- (due again at `passedTo`: promoted to waiting then, as a delayed job is)
     state = 'delayed'
     a[1], a[2], a[3], a[4], a[5], a[6], n = 'state', state, 'worker', '', 'runAt', str(passedTo), 6
-    call('ZADD', prefix .. 'delayed', str(passedTo), id)
+    call('ZADD', KEY.delayed(prefix), str(passedTo), id)
   elseif outcome == OUTCOME_CANCELLED then
     state = 'cancelled'
     a[1], a[2], a[3], a[4] = 'state', state, 'finished', nowS
@@ -135,7 +135,7 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
       if wait > MAX_DELAY_MS then wait = MAX_DELAY_MS end
       local due = now + wait
       a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], n = 'state', state, 'retries', str(retries + 1), 'error', payload, 'due', str(due), 8
-      call('ZADD', prefix .. 'delayed', str(due), id)
+      call('ZADD', KEY.delayed(prefix), str(due), id)
       deferGroup(group, 'stuck', 1)
       -- (the run's record in the hash is overwritten by the next run: it goes to the attempts)
       keepAttempt(prefix, id, job[1], started or more[5], nowS, more[6], 'failed', payload)
@@ -152,7 +152,7 @@ local function finishJob(at, jobKey, id, job, outcome, payload, retryDelay, star
   if state == 'success' or state == 'failed' or state == 'cancelled' then
     local adds = at.adds[state]
     if not adds then
-      adds = laterList(laterAdds, prefix .. 'done:' .. state)
+      adds = laterList(laterAdds, KEY.done(prefix, state))
       at.adds[state] = adds
     end
     local k = #adds

@@ -30,7 +30,7 @@ local function claimLeases(prefix, runs)
     claimed[n] = runs[i + 1] .. (UNSTARTED[runs[i + 2]] and SCHEDULED_MARK or RUNNING_MARK) .. runs[i]
   end
   for i = #claimed, n + 1, -1 do claimed[i] = nil end
-  local removed, key = 0, prefix .. 'leases'
+  local removed, key = 0, KEY.leases(prefix)
   for i = 1, n, 500 do removed = removed + call('ZREM', key, unpack(claimed, i, math.min(n, i + 499))) end
   return removed == n
 end
@@ -38,7 +38,7 @@ end
 -- Removes (with the batch's other set writes) the member of `leases` the run of job `id` with
 -- lease `token` may have, under each mark.
 local function dropLeases(prefix, id, token)
-  local rems = laterList(laterRems, prefix .. 'leases')
+  local rems = laterList(laterRems, KEY.leases(prefix))
   local n = #rems
   rems[n + 1], rems[n + 2], rems[n + 3] = token .. SCHEDULED_MARK .. id, token .. RUNNING_MARK .. id, token .. CANCEL_MARK .. id
 end
@@ -55,16 +55,16 @@ local states, ended = {}, {}
 local function trimFinished(prefix, state, keep)
   keep = num(keep)
   if keep < 0 then return end
-  local key = prefix .. 'done:' .. state
+  local key = KEY.done(prefix, state)
   local excess = call('ZCARD', key) - keep
   if excess <= math.floor(keep / 20) then return end
   if excess > 200 then excess = 200 end
   local ids = call('ZRANGE', key, '0', str(excess - 1))
   local doomed = {}
   for _, id in ipairs(ids) do
-    doomed[#doomed + 1] = prefix .. 'j:' .. id
-    doomed[#doomed + 1] = prefix .. 'log:' .. id
-    doomed[#doomed + 1] = prefix .. 'att:' .. id
+    doomed[#doomed + 1] = KEY.job(prefix, id)
+    doomed[#doomed + 1] = KEY.logs(prefix, id)
+    doomed[#doomed + 1] = KEY.attempts(prefix, id)
   end
   if #doomed > 0 then call('DEL', unpack(doomed)) end
   call('ZREMRANGEBYRANK', key, '0', str(excess - 1))

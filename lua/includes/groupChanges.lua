@@ -82,7 +82,7 @@ local function flushGroups(prefix)
     end
   end
   for i = #lengthsOnly, nl + 1, -1 do lengthsOnly[i] = nil end
-  if nl > 2 then sendChunks('HSET', prefix .. 'groups', lengthsOnly, nl, 1000) end
+  if nl > 2 then sendChunks('HSET', KEY.groups(prefix), lengthsOnly, nl, 1000) end
   -- (the full updates: every increment left is of one of those groups)
   takePending(map)
   for i = #fullGroups, nf + 1, -1 do fullGroups[i] = nil end

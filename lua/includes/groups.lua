@@ -15,7 +15,7 @@ local GROUPS_PAD_FIELD, GROUPS_PAD = '', PAD
 -- The packed records of names[i] on, a thousand at most (one HMGET), and the index of the last read.
 local function readGroups(prefix, names, i)
   local last = math.min(#names, i + 999)
-  return call('HMGET', prefix .. 'groups', unpack(names, i, last)), last
+  return call('HMGET', KEY.groups(prefix), unpack(names, i, last)), last
 end
 
 -- The state of each group in `names` (one HMGET per thousand; see unpackGroup), added to `map`
@@ -41,12 +41,12 @@ local anyLimited
 onBeginCall(function() anyLimited = nil end)
 
 local function hasLimits(prefix)
-  if anyLimited == nil then anyLimited = call('EXISTS', prefix .. 'limited') == 1 end
+  if anyLimited == nil then anyLimited = call('EXISTS', KEY.limited(prefix)) == 1 end
   return anyLimited
 end
 
 local function countsRunning(prefix, group)
-  return hasLimits(prefix) and call('SISMEMBER', prefix .. 'limited', group) == 1
+  return hasLimits(prefix) and call('SISMEMBER', KEY.limited(prefix), group) == 1
 end
 
 -- The argument lists group writes build (reused: the library keeps them across calls): records
@@ -79,8 +79,8 @@ local function storeGroups(prefix, order, map)
       packed[np + 1], packed[np + 2], np = group, r, np + 2
     end
   end
-  if np > 2 then sendChunks('HSET', prefix .. 'groups', packed, np, 1000) end
-  sendChunks('HDEL', prefix .. 'groups', goneGroups, ng, 1000)
-  sendChunks('RPUSH', prefix .. 'rotation', joining, nj, 1000)
+  if np > 2 then sendChunks('HSET', KEY.groups(prefix), packed, np, 1000) end
+  sendChunks('HDEL', KEY.groups(prefix), goneGroups, ng, 1000)
+  sendChunks('RPUSH', KEY.rotation(prefix), joining, nj, 1000)
   return any
 end

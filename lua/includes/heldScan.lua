@@ -12,7 +12,8 @@
 --- @include "includes/common"
 --- @export heldStep
 
-local HELD_SETS = { 'delayed', 'done:failed', 'done:success', 'done:cancelled' }
+-- (the sets scanned: `delayed`, then `done:<state>` of these states)
+local HELD_SETS = { 'delayed', 'failed', 'success', 'cancelled' }
 
 -- One step from `cursor`: answers the next cursor and the groups met (each once), as a flat list.
 local function heldStep(prefix, cursor, count)
@@ -20,13 +21,14 @@ local function heldStep(prefix, cursor, count)
   set = tonumber(set) or 1
   at = at or '0'
   if set < 1 or set > #HELD_SETS then set, at = 1, '0' end
-  local r = call('ZSCAN', prefix .. HELD_SETS[set], at, 'COUNT', count)
+  local key = set == 1 and KEY.delayed(prefix) or KEY.done(prefix, HELD_SETS[set])
+  local r = call('ZSCAN', key, at, 'COUNT', count)
   local seen, groups = {}, {}
   local members = r[2]
   for i = 1, #members, 2 do
     local id = members[i]
     if stringSub(id, 1, 1) ~= GROUP_DUE_MARK then
-      local group = call('HGET', prefix .. 'j:' .. id, 'group')
+      local group = call('HGET', KEY.job(prefix, id), 'group')
       if group and not seen[group] then
         seen[group] = true
         groups[#groups + 1] = group

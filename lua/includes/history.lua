@@ -12,7 +12,7 @@
 --- @export addHistory
 --- @export addGroupHistory
 
-local MINUTE_TTL, DAY_TTL, GROUP_TTL = '90000', '7862400', '7200'
+local MINUTE_TTL, DAY_TTL, GROUP_TTL = HISTORY_TTL.minute, HISTORY_TTL.day, HISTORY_TTL.groups
 -- Per queue prefix: the minute whose keys were given their expiry, and those keys.
 local expiredMinute, minuteKeys, dayKeys, queues = {}, {}, {}, 0
 
@@ -26,8 +26,8 @@ local function addHistory(prefix, now, counts)
   if fresh then
     if queues >= 1000 then expiredMinute, minuteKeys, dayKeys, queues = {}, {}, {}, 0 end
     if not expiredMinute[prefix] then queues = queues + 1 end
-    minuteKey = prefix .. 'hist:m:' .. string.format('%d', minute)
-    dayKey = prefix .. 'hist:d:' .. string.format('%d', math.floor(minute / 1440))
+    minuteKey = KEY.historyMinute(prefix, string.format('%d', minute))
+    dayKey = KEY.historyDay(prefix, string.format('%d', math.floor(minute / 1440)))
     expiredMinute[prefix], minuteKeys[prefix], dayKeys[prefix] = minute, minuteKey, dayKey
   end
   local f = cmsgpack.unpack(counts)
@@ -45,7 +45,7 @@ end
 -- group hash of time `now` (ms) of the queue under `prefix`; called a few times a minute, so the
 -- expiry is set every call.
 local function addGroupHistory(prefix, now, counts)
-  local key = prefix .. 'hist:g:' .. string.format('%d', math.floor(now / 60000))
+  local key = KEY.historyGroups(prefix, string.format('%d', math.floor(now / 60000)))
   local f = cmsgpack.unpack(counts)
   for i = 1, #f, 2 do call('HINCRBY', key, f[i], f[i + 1]) end
   call('EXPIRE', key, GROUP_TTL)

@@ -28,7 +28,7 @@ end
 -- Every member of `leases` (the runs in progress; the pad is skipped), with its expiry (ms) at
 -- most `maxScore` when given (at most `limit` of them): calls visit(job id, member) for each.
 local function leasedJobs(prefix, visit, maxScore, limit)
-  local key = prefix .. 'leases'
+  local key = KEY.leases(prefix)
   local members
   if maxScore then
     members = call('ZRANGEBYSCORE', key, '-inf', str(maxScore), 'LIMIT', '0', str(limit))
@@ -46,7 +46,7 @@ end
 local function runningByGroup(prefix, only)
   local counts = {}
   leasedJobs(prefix, function(id)
-    local job = call('HMGET', prefix .. 'j:' .. id, 'state', 'group')
+    local job = call('HMGET', KEY.job(prefix, id), 'state', 'group')
     if (job[1] == 'scheduled' or job[1] == 'running') and (not only or job[2] == only) then
       counts[job[2]] = (counts[job[2]] or 0) + 1
     end

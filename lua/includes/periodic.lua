@@ -39,7 +39,7 @@ end
 -- Trims a task's run history to `keep` past entries (-1: all) and `age` ms (-1: forever), by at
 -- most 1,000 entries a call (a backfill may have added 100,000: the claims trim them in steps).
 local function pTrimHistory(prefix, id, keep, age, now)
-  local hk = prefix .. 'p:h:' .. id
+  local hk = KEY.pHistory(prefix, id)
   keep = tonumber(keep)
   local most = 1000
   if keep and keep >= 0 then
@@ -61,10 +61,10 @@ end
 -- The newest submitted run of a task in its run history (skipping entries that are not jobs and
 -- jobs still planned): its job id and state, or nil.
 local function pLastFromHistory(prefix, id)
-  local members = call('ZREVRANGE', prefix .. 'p:h:' .. id, 0, 19)
+  local members = call('ZREVRANGE', KEY.pHistory(prefix, id), 0, 19)
   for _, m in ipairs(members) do
     if string.sub(m, 1, 1) ~= '~' then
-      local st = call('HGET', prefix .. 'j:' .. m, 'state')
+      local st = call('HGET', KEY.job(prefix, m), 'state')
       if st and st ~= 'planned' then return m, st end
     end
   end
@@ -75,22 +75,22 @@ end
 -- Drops a task's staged occurrences that are not released yet (those of its last stage and the
 -- one buffer-one holds): their planned jobs and history entries go.
 local function pUnstage(prefix, id)
-  local tk = prefix .. 'p:t:' .. id
+  local tk = KEY.pTask(prefix, id)
   local staged = call('HGET', tk, 'staged')
   local members = {}
   if staged and staged ~= '' then
     for m in string.gmatch(staged, '[^,]+') do members[#members + 1] = m end
   end
-  local held = call('HGET', prefix .. 'p:buf', id)
+  local held = call('HGET', KEY.pBuf(prefix), id)
   if held then
     members[#members + 1] = held
-    call('HDEL', prefix .. 'p:buf', id)
+    call('HDEL', KEY.pBuf(prefix), id)
   end
   for _, m in ipairs(members) do
-    if call('ZREM', prefix .. 'p:staged', m) == 1 then
+    if call('ZREM', KEY.pStaged(prefix), m) == 1 then
       local jobId = string.match(m, '^.([^|]*)')
-      call('DEL', prefix .. 'j:' .. jobId)
-      call('ZREM', prefix .. 'p:h:' .. id, jobId)
+      call('DEL', KEY.job(prefix, jobId))
+      call('ZREM', KEY.pHistory(prefix, id), jobId)
     end
   end
   if staged then call('HDEL', tk, 'staged') end
@@ -99,23 +99,23 @@ end
 -- Removes a task and its indexes (not its jobs), its staged occurrences unless keepStaged, and
 -- its run history unless keepHistory. Returns 1 when it existed.
 local function pRemove(prefix, id, keepStaged, keepHistory)
-  local tk = prefix .. 'p:t:' .. id
+  local tk = KEY.pTask(prefix, id)
   local owner = call('HGET', tk, 'owner')
   if not owner then return 0 end
   if not keepStaged then pUnstage(prefix, id) end
-  call('HDEL', prefix .. 'p:last', id)
-  if owner ~= '' then call('SREM', prefix .. 'p:owner:' .. owner, id) end
+  call('HDEL', KEY.pLast(prefix), id)
+  if owner ~= '' then call('SREM', KEY.pOwner(prefix, owner), id) end
   call('DEL', tk)
-  if not keepHistory then call('DEL', prefix .. 'p:h:' .. id) end
+  if not keepHistory then call('DEL', KEY.pHistory(prefix, id)) end
   -- (its backfill ledger; a buffer-all backlog is dropped by periodic-release, in steps)
-  call('UNLINK', prefix .. 'p:bf:' .. id)
-  call('ZREM', prefix .. 'p:nextrun', id)
-  call('SREM', prefix .. 'p:all', id)
+  call('UNLINK', KEY.pBackfilled(prefix, id))
+  call('ZREM', KEY.pNextrun(prefix), id)
+  call('SREM', KEY.pAll(prefix), id)
   return 1
 end
 
 local function pWake(prefix)
-  call('PUBLISH', prefix .. 'p:wake', '1')
+  call('PUBLISH', KEY.pWake(prefix), '1')
 end
 
 -- A run of task `id` ended: when the task has a buffer-all backlog, its turn (the backlog's
@@ -123,9 +123,9 @@ end
 -- that the next run is released now rather than at the turn's next look (periodic-release
 -- still checks that no run of the task is active).
 local function pRunEnded(prefix, id)
-  local turn = call('ZRANGE', prefix .. 'p:bq:' .. id, 0, 0, 'WITHSCORES')
+  local turn = call('ZRANGE', KEY.pBacklog(prefix, id), 0, 0, 'WITHSCORES')
   if not turn[1] then return end
-  if call('ZADD', prefix .. 'p:staged', 'XX', 'CH', turn[2], turn[1]) == 1 then pWake(prefix) end
+  if call('ZADD', KEY.pStaged(prefix), 'XX', 'CH', turn[2], turn[1]) == 1 then pWake(prefix) end
 end
 
 -- When the schedulers' current unbroken run began, as a claim or a release at `now` continues it:
@@ -135,7 +135,7 @@ end
 -- the schedulers are behind (more due than they plan and release) is submitted: they were busy,
 -- not down.
 local function pLive(prefix, now, grace)
-  local key = prefix .. 'p:live'
+  local key = KEY.pLive(prefix)
   local live = call('HMGET', key, 'since', 'at')
   local since, at = tonumber(live[1]), tonumber(live[2])
   if not since or not at or now - at > grace or now < since then since = now end

@@ -22,7 +22,7 @@ local WALK_STEP = '200'
 
 -- The epoch and total shift now (numbers).
 local function pEpoch(prefix)
-  local c = call('HMGET', prefix .. 'p:clock', 'epoch', 'shift')
+  local c = call('HMGET', KEY.pClock(prefix), 'epoch', 'shift')
   return tonumber(c[1]) or 0, tonumber(c[2]) or 0
 end
 
@@ -30,7 +30,7 @@ end
 -- (hash and p:nextrun score, which ends any claim of it in flight), its staged occurrences'
 -- release times and its grid. Idempotent: a task shifted already is left alone.
 local function pShift(prefix, id, shift)
-  local tk = prefix .. 'p:t:' .. id
+  local tk = KEY.pTask(prefix, id)
   local t = call('HMGET', tk, 'kind', 'ss', 'gs', 'nextrun', 'staged')
   if t[1] ~= 'interval' then return end
   local d = shift - (tonumber(t[2]) or 0)
@@ -40,11 +40,11 @@ local function pShift(prefix, id, shift)
   if nextrun then
     fields[#fields + 1] = 'nextrun'
     fields[#fields + 1] = str(nextrun - d)
-    call('ZADD', prefix .. 'p:nextrun', 'XX', str(nextrun - d), id)
+    call('ZADD', KEY.pNextrun(prefix), 'XX', str(nextrun - d), id)
   end
   call('HSET', tk, unpack(fields))
   if t[5] and t[5] ~= '' then
-    local staged = prefix .. 'p:staged'
+    local staged = KEY.pStaged(prefix)
     for m in string.gmatch(t[5], '[^,]+') do
       local at = tonumber(call('ZSCORE', staged, m) or '')
       if at then call('ZADD', staged, 'XX', str(at - d), m) end
@@ -56,7 +56,7 @@ end
 -- first sees the time before the latest claim's, whichever replica sends it), and takes a step of
 -- the walk that shifts every interval task. Answers the epoch, and whether the walk goes on.
 local function pClockCheck(prefix, now)
-  local key = prefix .. 'p:clock'
+  local key = KEY.pClock(prefix)
   local c = call('HMGET', key, 'hw', 'epoch', 'shift', 'walk')
   local hw, epoch, shift, walk = tonumber(c[1] or ''), tonumber(c[2]) or 0, tonumber(c[3]) or 0, c[4]
   if hw and now < hw - JUMP_MS then
@@ -66,7 +66,7 @@ local function pClockCheck(prefix, now)
     call('HSET', key, 'hw', str(now))
   end
   if walk then
-    local step = call('SSCAN', prefix .. 'p:all', walk, 'COUNT', WALK_STEP)
+    local step = call('SSCAN', KEY.pAll(prefix), walk, 'COUNT', WALK_STEP)
     for _, id in ipairs(step[2]) do pShift(prefix, id, shift) end
     if step[1] == '0' then
       call('HDEL', key, 'walk')

@@ -14,7 +14,7 @@ local function pPauseOnFailure(prefix, failures)
   local paused = {}
   for _, f in ipairs(failures) do
     local id, task = f[1], f[2]
-    local tk = prefix .. 'p:t:' .. task
+    local tk = KEY.pTask(prefix, task)
     local t = call('HMGET', tk, 'pauseOnFailure', 'enabled')
     if t[1] == '1' and t[2] == '1' then
       local note = 'paused: run ' .. id .. ' failed'
@@ -22,7 +22,7 @@ local function pPauseOnFailure(prefix, failures)
       if f[4] then note = note .. ': ' .. string.sub(string.match(tostring(f[4]), '^[^\n]*'), 1, 200) end
       pUnstage(prefix, task)
       call('HSET', tk, 'enabled', '0', 'note', note)
-      call('ZREM', prefix .. 'p:nextrun', task)
+      call('ZREM', KEY.pNextrun(prefix), task)
       paused[#paused + 1] = { id, task, f[3], note }
     end
   end

@@ -10,9 +10,9 @@
 --- @include "includes/common"
 --- @export periodicStart
 local function periodicStart(prefix, now, id, tracker, worker)
-  local jobKey = prefix .. 'j:' .. id
+  local jobKey = KEY.job(prefix, id)
   if worker then
-    local reg = call('GET', prefix .. 'w:' .. worker)
+    local reg = call('GET', KEY.worker(prefix, worker))
     if reg then
       local ok, info = pcall(cjson.decode, reg)
       if ok and type(info) == 'table' and info.host then
@@ -20,7 +20,7 @@ local function periodicStart(prefix, now, id, tracker, worker)
       end
     end
   end
-  local tk = prefix .. 'p:t:' .. tracker
+  local tk = KEY.pTask(prefix, tracker)
   local t = call('HMGET', tk, 'tolerance', 'lastrun', 'interval', 'period')
   if not t[1] then return false end
   if t[1] ~= '' and t[2] and t[2] ~= '' then

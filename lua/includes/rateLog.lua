@@ -14,7 +14,7 @@
 
 -- The key of a group's rate log.
 local function rateLogKey(prefix, group)
-  return prefix .. 'g:' .. group .. ':rl'
+  return KEY.rateLog(prefix, group)
 end
 
 -- Trims the starts that left the window (at `now`) from a group's log. Returns how many it removed.
@@ -40,11 +40,11 @@ end
 local function parkRated(prefix, group, rate, per, count)
   local at = call('ZRANGE', rateLogKey(prefix, group), str(count - rate), str(count - rate), 'WITHSCORES')
   local free = (tonumber(at[2]) or 0) + per
-  call('ZADD', prefix .. 'delayed', str(free), GROUP_DUE_MARK .. group)
+  call('ZADD', KEY.delayed(prefix), str(free), GROUP_DUE_MARK .. group)
 end
 
 -- Removes a group's rate log and its place in `delayed` (its rate was lifted).
 local function dropRateLog(prefix, group)
   call('DEL', rateLogKey(prefix, group))
-  call('ZREM', prefix .. 'delayed', GROUP_DUE_MARK .. group)
+  call('ZREM', KEY.delayed(prefix), GROUP_DUE_MARK .. group)
 end

@@ -11,7 +11,7 @@
   `reshard:kept` (`<letter><group>`) until they are put back at its tail (closeKept).
 ]]
 --- @include "includes/common"
---- @export packEntry, unpackEntry, keptKey, closeKept
+--- @export packEntry, unpackEntry, jobSetKey, closeKept
 
 -- The entry of a job in `moving`, and the fields of one.
 local function packEntry(id, dest, place, score)
@@ -22,16 +22,20 @@ local function unpackEntry(movingEntry)
   return cmsgpack.unpack(movingEntry)
 end
 
--- The list that keeps aside the staying jobs of list `list` ('h', 'l' or 'r') of `group`.
-local function keptKey(prefix, list, group)
-  return prefix .. 'rk:' .. list .. ':' .. group
+-- The key of job set `name` as src/redis/reshard-store.ts names the sets (`delayed`,
+-- `done:<state>`), nil for any other name.
+local FINAL_SETS = { ['done:success'] = 'success', ['done:failed'] = 'failed', ['done:cancelled'] = 'cancelled' }
+local function jobSetKey(prefix, name)
+  if name == 'delayed' then return KEY.delayed(prefix) end
+  local state = FINAL_SETS[name]
+  return state and KEY.done(prefix, state)
 end
 
 -- Puts the jobs kept aside from a group's list back at its tail (they came from there, the
 -- tail-most first, so the list ends as it was but for the jobs that left), and forgets the list
 -- in `reshard:kept`.
 local function closeKept(prefix, list, group)
-  local key, kept = prefix .. 'g:' .. group .. ':' .. list, keptKey(prefix, list, group)
+  local key, kept = KEY.groupList(prefix, group, list), KEY.keptAside(prefix, list, group)
   if call('EXISTS', kept) == 1 then
     if call('EXISTS', key) == 0 then
       call('RENAME', kept, key)
@@ -41,5 +45,5 @@ local function closeKept(prefix, list, group)
       call('DEL', kept)
     end
   end
-  call('SREM', prefix .. 'reshard:kept', list .. group)
+  call('SREM', KEY.reshardKept(prefix), list .. group)
 end

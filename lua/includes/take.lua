@@ -53,7 +53,7 @@ do
   -- its lost take had already given to another executor, whose finish would then be accepted.
   local SEQ_PER_MS = 1000
   local function reserveSeq()
-    local key = prefix .. 'seq'
+    local key = KEY.seq(prefix)
     local last = tonumber(call('GET', key)) or 0
     local floor = takeNow * SEQ_PER_MS
     if last < floor then last = floor end
@@ -93,7 +93,7 @@ do
   -- Brings back a group parked at its rate (its window freed): trims its log, so that it joins
   -- the rotation again with the group changes (it parks again if it is still at its rate).
   local function unparkGroup(group, now)
-    local r = call('HGET', prefix .. 'groups', group)
+    local r = call('HGET', KEY.groups(prefix), group)
     if not r then return end
     local rate, per, logged = select(12, decodeGroup(r))
     if rate == 0 then return end
@@ -108,7 +108,7 @@ do
   -- whether any is due, and is the next due time when none is), and whether any was promoted
   -- (the head is then read again at the end).
   local function promoteDue(now)
-    local delayedKey = prefix .. 'delayed'
+    local delayedKey = KEY.delayed(prefix)
     local head = call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES')
     if not (head[2] and tonumber(head[2]) <= now) then return head, false end
     local due = call('ZRANGEBYSCORE', delayedKey, '-inf', str(now), 'LIMIT', '0', '1000')
@@ -120,19 +120,19 @@ do
       if stringSub(id, 1, 1) == GROUP_DUE_MARK then
         unparkGroup(stringSub(id, 2), now)
       else
-        local jobKey = prefix .. 'j:' .. id
+        local jobKey = KEY.job(prefix, id)
         local job = call('HMGET', jobKey, 'group', 'state')
         local group = job[1]
         if job[2] == 'delayed' then
           local isHigh = describeJob(call('HGET', jobKey, 'd')) == 'high'
           call('HSET', jobKey, 'state', 'waiting')
-          call('LPUSH', prefix .. 'g:' .. group .. (isHigh and ':h' or ':l'), id)
+          call('LPUSH', KEY.groupList(prefix, group, isHigh and 'h' or 'l'), id)
           deferGroup(group, isHigh and 'nh' or 'nl', 1)
           left('delayed')
           waiting = waiting or changedList('waiting')
           waiting[#waiting + 1] = id
         elseif group then
-          call('LPUSH', prefix .. 'g:' .. group .. ':r', id)
+          call('LPUSH', KEY.groupList(prefix, group, 'r'), id)
           deferGroup(group, 'nr', 1)
         end
       end
@@ -183,11 +183,11 @@ do
       end
       local list, k
       if nr > 0 then
-        list, k = ':r', nr
+        list, k = 'r', nr
       elseif nh == 0 or nl == 0 then
-        if nh > 0 then list, k = ':h', nh else list, k = ':l', nl end
+        if nh > 0 then list, k = 'h', nh else list, k = 'l', nl end
       else
-        if cnt < high then list = ':h' else list = ':l' end
+        if cnt < high then list = 'h' else list = 'l' end
         k = 1
       end
       if k > room then k = room end
@@ -196,18 +196,18 @@ do
       -- and added to the reply.
       local ids, got
       if k == 1 then
-        ids = call('RPOP', prefix .. 'g:' .. group .. list)
+        ids = call('RPOP', KEY.groupList(prefix, group, list))
         one[1], ids, got = ids, one, ids and 1 or 0
       else
-        ids = call('RPOP', prefix .. 'g:' .. group .. list, str(k)) or EMPTY
+        ids = call('RPOP', KEY.groupList(prefix, group, list), str(k)) or EMPTY
         got = #ids
       end
       local n, leaseN, s, unstuck = taken, leaseEnd, seq, 0
       for j = 1, got do
         local id = ids[j]
-        local jobKey = prefix .. 'j:' .. id
+        local jobKey = KEY.job(prefix, id)
         local job, retried
-        if list == ':r' then
+        if list == 'r' then
           -- a stuck or released job: its state, and, when it failed before, its retry count,
           -- retry time and last error
           job = call('HMGET', jobKey, 'd', 'submitted', 'runAt', 'state', 'retries', 'due', 'error')
@@ -243,13 +243,13 @@ do
       taken, leaseEnd, seq = n, leaseN, s
       -- A list shorter than its count (counters and lists disagree, which cannot happen through
       -- these scripts) is empty now: its count is set right.
-      if list == ':r' then
+      if list == 'r' then
         stuck = stuck - unstuck
         nr = got < k and 0 or nr - got
       else
         fromWaiting = fromWaiting + got
         cnt = (cnt + got) % (high + low)
-        if list == ':h' then nh = got < k and 0 or nh - got else nl = got < k and 0 or nl - got end
+        if list == 'h' then nh = got < k and 0 or nh - got else nl = got < k and 0 or nl - got end
       end
       if limit > 0 then running = running + got end
       if rate > 0 and got > 0 then
@@ -339,14 +339,14 @@ do
         encodeGroup(t.running, t.stuck, t.nr, t.nh, t.nl, t.cnt, t.turns, t.limit, t.weight, t.paused, true, t.rate, t.per,
           t.logged), np + 2
     end
-    if np > 2 then sendChunks('HSET', prefix .. 'groups', packed, np, 1000) end
-    sendChunks('HDEL', prefix .. 'groups', goneGroups, ng, 1000)
+    if np > 2 then sendChunks('HSET', KEY.groups(prefix), packed, np, 1000) end
+    sendChunks('HDEL', KEY.groups(prefix), goneGroups, ng, 1000)
     -- (LPUSH puts each at the head in turn: the front groups go in reverse, to keep their order)
     local nf = #front
     for i = 1, math.floor(nf / 2) do front[i], front[nf + 1 - i] = front[nf + 1 - i], front[i] end
     sendChunks('LPUSH', rotationKey, front, nf, 1000)
     sendChunks('RPUSH', rotationKey, back, #back, 1000, bi)
-    if leaseEnd > 2 then sendChunks('ZADD', prefix .. 'leases', leases, leaseEnd, 1000) end
+    if leaseEnd > 2 then sendChunks('ZADD', KEY.leases(prefix), leases, leaseEnd, 1000) end
     return nf + #back - bi + 1
   end
 
@@ -354,7 +354,7 @@ do
     prefix, worker, wanted, high, low, leaseAt = prefix_, worker_, n, high_, low_, str(now + lease)
     taken, leaseEnd, seq, scheduled, fromWaiting = 0, 2, nil, nil, 0
     takeNow, parked = now, false
-    rotationKey, window, windowRecords, wi, exhausted = prefix .. 'rotation', EMPTY, EMPTY, 1, false
+    rotationKey, window, windowRecords, wi, exhausted = KEY.rotation(prefix), EMPTY, EMPTY, 1, false
     bi, keeping = 1, nil
     clearList(back)
     clearList(front)
@@ -370,7 +370,7 @@ do
     -- Someone else may take what is left: pass the wake-up on (unless this call woke one
     -- already). A group this take left in the rotation says so without reading `rotation`.
     if n > 0 and taken == n and not woken and (listed > 0 or call('LLEN', rotationKey) > 0) then wake(prefix) end
-    if promoted or parked then head = call('ZRANGE', prefix .. 'delayed', '0', '0', 'WITHSCORES') end
+    if promoted or parked then head = call('ZRANGE', KEY.delayed(prefix), '0', '0', 'WITHSCORES') end
     return jobs, head[2] and tonumber(head[2]) or -1
   end
 end

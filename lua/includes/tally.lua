@@ -9,5 +9,5 @@
 
 -- Counts a job whose description is `d` as cancelled (a job whose task cannot be read counts under task '').
 local function tallyCancelled(prefix, d)
-  call('HINCRBY', prefix .. 'tally', 'cancelled:' .. (d and jobTask(d) or ''), 1)
+  call('HINCRBY', KEY.tally(prefix), 'cancelled:' .. (d and jobTask(d) or ''), 1)
 end

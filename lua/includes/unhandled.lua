@@ -35,7 +35,7 @@ local function wakeEvery(prefix)
   wokeAll = true
   local members, n = {}, math.min(liveCount, MOST_WOKEN)
   for i = 1, n do members[2 * i - 1], members[2 * i] = '0', WAKE_MEMBER .. ':' .. i end
-  if n > 0 then call('ZADD', prefix .. 'marker', unpack(members)) end
+  if n > 0 then call('ZADD', KEY.marker(prefix), unpack(members)) end
 end
 
 -- Whether some live executor of the queue (registry entry not expired at `now`) lists task
@@ -44,10 +44,10 @@ local function handledByLive(prefix, task, now)
   local known = handledTasks[task]
   if known ~= nil then return known end
   local found = false
-  local live = call('ZRANGEBYSCORE', prefix .. 'workers', '(' .. str(now), '+inf')
+  local live = call('ZRANGEBYSCORE', KEY.workers(prefix), '(' .. str(now), '+inf')
   liveCount = #live
   for _, worker in ipairs(live) do
-    local raw = call('GET', prefix .. 'w:' .. worker)
+    local raw = call('GET', KEY.worker(prefix, worker))
     local ok, info = pcall(cjson.decode, raw or '')
     if ok and type(info) == 'table' then
       if (tonumber(info.moreTasks) or 0) > 0 then found = true end

@@ -4,9 +4,10 @@
  */
 import { unpack } from 'msgpackr';
 import type { Attempt, Job } from './job-codec.js';
+import { ATTEMPTS_KEPT } from './wire.js';
 
-/** Most attempts a job shows: its current or last run and the earlier ones kept (ATTEMPTS_KEPT in the scripts). */
-export const ATTEMPTS_KEPT = 25;
+/** Most attempts a job shows: its current or last run and the earlier ones kept (defined in ./wire.ts). */
+export { ATTEMPTS_KEPT };
 
 const OUTCOMES: ReadonlySet<string> = new Set(['running', 'success', 'failed', 'cancelled']);
 

@@ -9,16 +9,19 @@
  * from its finish calls (lua/history-groups.lua), so a finish call costs no more for them.
  */
 import type { StringValue } from './string-array.js';
+import { HISTORY_TTL_S } from './wire.js';
 
 /** Buckets a doubling of the run-time scale: a percentile read from them is within 19 % (2^¼). */
 const PER_DOUBLING = 4;
 /** The last bucket: 2^25 ms (about 9 h) and more. */
 export const MAX_BUCKET = 100;
-/** The minute hashes are kept 25 hours, the day hashes 91 days (their expiry, set by the script). */
-export const MINUTES_KEPT = 24 * 60;
-export const DAYS_KEPT = 90;
-/** The per-group minute hashes are kept 2 hours (the fairness view looks back an hour at most). */
-export const GROUP_MINUTES_KEPT = 120;
+/**
+ * The days of history the dashboard shows: the day hashes are kept a day longer (HISTORY_TTL_S
+ * in ./wire.ts, their expiry, set by the script), so that the oldest shown is whole.
+ */
+export const DAYS_KEPT = HISTORY_TTL_S.day / 86400 - 1;
+/** The minutes of per-group history kept (the hashes' expiry, HISTORY_TTL_S in ./wire.ts). */
+export const GROUP_MINUTES_KEPT = HISTORY_TTL_S.groups / 60;
 
 /** The bucket of a run time (ms): 0 below 1 ms, then b for 2^((b-1)/4) <= ms < 2^(b/4). */
 export function bucketOf(ms: number): number {

@@ -1,8 +1,9 @@
 /**
  * Key names of a queue shard, built in one place. Every key of a shard shares its hash tag
  * (`{rota:<queue>}` for an unsharded queue, `{rota:<queue>:<i>}` for shard i: ./shards.ts), so a
- * shard lives in one Redis Cluster slot. Lua scripts build the per-group and per-job keys from the
- * same prefix (key layout: docs/architecture.md).
+ * shard lives in one Redis Cluster slot. The Lua scripts build the same names with the builders
+ * generated from these (`KEY.job(prefix, id)`, {@link expandKeyBuilders}; key layout:
+ * docs/architecture.md).
  */
 import { ValidationError } from '../errors.js';
 import { shardTag } from './shards.js';
@@ -44,6 +45,21 @@ export interface QueueKeys {
   fanouts: string;
   /** STRING set for a lease after a forward jump of the server's clock (lua/includes/clock.lua): no lease expires meanwhile. */
   clockJump: string;
+  /** SET of the groups that have a concurrency limit. */
+  limited: string;
+  /** HASH of counts that only grow, for the metrics (lua/includes/tally.lua). */
+  tally: string;
+  /** LIST, during a reshard only: the jobs taken out of this shard and not yet forgotten (lua/includes/reshard.lua). */
+  moving: string;
+  /** SET, during a reshard only: the group lists (`<h|l|r><group>`) whose staying jobs are set aside. */
+  reshardKept: string;
+  /** LIST, during a reshard only: the staying jobs set aside from list `list` of group `group`. */
+  keptAside(list: GroupList, group: string): string;
+  /**
+   * STRING of a dedup key (lua/includes/dedup.lua): `groupBytes` is the byte length of `group`,
+   * so that no group and key pair names another's.
+   */
+  dedup(groupBytes: number, group: string, key: string): string;
   job(id: string): string;
   /**
    * LIST staging the children a run of job `id` with lease `token` fanned out (ctx.fanOut), until
@@ -102,6 +118,12 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     seq: `${prefix}seq`,
     fanouts: `${prefix}fanouts`,
     clockJump: `${prefix}clock-jump`,
+    limited: `${prefix}limited`,
+    tally: `${prefix}tally`,
+    moving: `${prefix}moving`,
+    reshardKept: `${prefix}reshard:kept`,
+    keptAside: (list, g) => `${prefix}rk:${list}:${g}`,
+    dedup: (bytes, g, key) => `${prefix}dd:${bytes}:${g}${key}`,
     job: (id) => `${prefix}j:${id}`,
     fanStaging: (id, token) => `${prefix}fan:${token}:${id}`,
     fanned: (id) => `${prefix}fanned:${id}`,
@@ -163,6 +185,10 @@ export interface PeriodicKeys {
   backlog(id: string): string;
   /** SET: ids of the rules that follow event `name`. */
   event(name: string): string;
+  /** HASH: `at` and `since` of the releases (lua/periodic-release.lua). */
+  live: string;
+  /** HASH: the periodic clock's `epoch` and `shift` (lua/includes/periodicClock.lua). */
+  clock: string;
 }
 
 /** The periodic keys of queue `name` (in its home shard, whatever its shard count). */
@@ -186,7 +212,221 @@ export function periodicKeys(name: string): PeriodicKeys {
     backfilled: (id) => `${prefix}p:bf:${id}`,
     backlog: (id) => `${prefix}p:bq:${id}`,
     replica: (id) => `${prefix}p:rep:${id}`,
+    live: `${prefix}p:live`,
+    clock: `${prefix}p:clock`,
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same builders in Lua
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A key builder as the Lua scripts have it: `KEY.<name>(prefix, ...)`, building the same name as
+ * the builder of ./keys.ts it is generated from. `parts` are the name's parts past the prefix: a
+ * string is literal text, a number the builder's argument of that position (from 0, in the order
+ * of the TypeScript builder's parameters).
+ */
+export interface LuaKeyBuilder {
+  name: string;
+  /** The builder's parameters besides the prefix (as many as the TypeScript builder's). */
+  params: string[];
+  parts: Array<string | number>;
+}
+
+/**
+ * Parameter names for a builder of `n` arguments: `a1`, `a2`... (not the TypeScript names, which a
+ * bundler may change: the library's code, and so its name, must not depend on the build).
+ */
+const paramNames = (n: number) => Array.from({ length: n }, (_, i) => `a${i + 1}`);
+
+/** Stands for argument i of a key builder in the names it builds (none occurs in a key part). */
+const argMark = (i: number) => String.fromCharCode(1 + i);
+/** The argument a character of a built name stands for, or -1 for literal text. */
+const argOf = (ch: string) => (ch.charCodeAt(0) >= 1 && ch.charCodeAt(0) <= 8 ? ch.charCodeAt(0) - 1 : -1);
+
+/**
+ * The Lua builders, generated from {@link queueKeys} and {@link periodicKeys}: one per key, under
+ * its name in QueueKeys, and for a periodic key under `p` and its name (`pTask`, `pStaged`). A
+ * builder's arguments are the TypeScript builder's, in order (`KEY.fanStaging(prefix, id, token)`).
+ */
+export function luaKeyBuilders(): LuaKeyBuilder[] {
+  const out: LuaKeyBuilder[] = [];
+  const add = (keys: object, named: (field: string) => string) => {
+    const { prefix } = keys as { prefix: string };
+    for (const [field, value] of Object.entries(keys)) {
+      // (`group` is the head of a group's keys, not a key: Lua builds the keys, groupList and rateLog)
+      if (field === 'prefix' || field === 'shard' || field === 'group') continue;
+      let built: string;
+      let params: string[] = [];
+      if (typeof value === 'string') built = value;
+      else if (typeof value === 'function') {
+        params = paramNames(value.length);
+        built = (value as (...a: string[]) => string)(...params.map((_, i) => argMark(i)));
+      } else throw new Error(`key ${field} is neither a name nor a builder`);
+      if (!built.startsWith(prefix)) throw new Error(`key ${field} does not start with its queue's prefix`);
+      const parts: Array<string | number> = [];
+      let text = '';
+      for (const ch of built.slice(prefix.length)) {
+        const arg = argOf(ch);
+        if (arg < 0) text += ch;
+        else {
+          if (text) parts.push(text);
+          parts.push(arg);
+          text = '';
+        }
+      }
+      if (text) parts.push(text);
+      out.push({ name: named(field), params, parts });
+    }
+  };
+  add(queueKeys('q'), (f) => f);
+  add(periodicKeys('q'), (f) => `p${f[0].toUpperCase()}${f.slice(1)}`);
+  const names = new Set<string>();
+  for (const b of out) {
+    if (names.has(b.name)) throw new Error(`two keys are named ${b.name} in Lua`);
+    names.add(b.name);
+  }
+  return out;
+}
+
+/** A Lua string literal of `s`. */
+const luaString = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+/** An argument that goes into a concatenation as it is: a name, an index, a call, a literal, `#x`. */
+const PLAIN_ARG = /^#?(?:[A-Za-z_][\w.]*(?:\[[^\]]*\]|\((?:[^()]|\([^()]*\))*\))*|'[^'\\]*'|"[^"\\]*"|\d+)$/;
+
+/** The index after the bracket or quote opened at `i` of `s` (-1 when it is not closed). */
+function closing(s: string, i: number): number {
+  const open = s[i];
+  if (open === "'" || open === '"') {
+    for (let j = i + 1; j < s.length; j++) {
+      if (s[j] === '\\') j++;
+      else if (s[j] === open) return j + 1;
+    }
+    return -1;
+  }
+  const close = open === '(' ? ')' : open === '[' ? ']' : '}';
+  for (let j = i + 1; j < s.length; j++) {
+    const c = s[j];
+    if (c === close) return j + 1;
+    if (c === '(' || c === '[' || c === '{' || c === "'" || c === '"') {
+      const e = closing(s, j);
+      if (e < 0) return -1;
+      j = e - 1;
+    }
+  }
+  return -1;
+}
+
+/** Where a line's `--` comment begins (outside strings), or its length. */
+function commentAt(line: string): number {
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c === "'" || c === '"') {
+      const e = closing(line, i);
+      if (e < 0) return line.length;
+      i = e - 1;
+    } else if (c === '-' && line[i + 1] === '-') return i;
+  }
+  return line.length;
+}
+
+const BUILDER_CALL = /\bKEY\.(\w+)\(/g;
+
+/** A literal string argument without escapes: its text. */
+const LITERAL_ARG = /^'([^'\\]*)'$|^"([^"\\]*)"$/;
+/** An argument `c and 'x' or 'y'` (literal branches without escapes). */
+const CHOICE_ARG = /^(.+) and '([^'\\]*)' or '([^'\\]*)'$/;
+
+/**
+ * The concatenation builder `b` stands for, given its arguments' Lua text (the prefix first),
+ * with literal text folded together as the scripts wrote it by hand: a literal argument joins
+ * the text beside it (`KEY.done(prefix, 'failed')`: `prefix .. 'done:failed'`), and the text
+ * before a choice goes into its branches (`KEY.groupList(prefix, g, high and 'h' or 'l')`:
+ * `prefix .. 'g:' .. g .. (high and ':h' or ':l')`), so the bytecode is what it was.
+ */
+function keyName(b: LuaKeyBuilder, args: string[]): string {
+  const pieces: Array<{ lit: string } | { expr: string }> = [{ expr: args[0] }];
+  for (const p of b.parts) {
+    const last = pieces[pieces.length - 1];
+    if (typeof p === 'string') {
+      if ('lit' in last) last.lit += p;
+      else pieces.push({ lit: p });
+      continue;
+    }
+    const a = args[p + 1];
+    const lit = LITERAL_ARG.exec(a);
+    const choice = CHOICE_ARG.exec(a);
+    if (lit) {
+      const text = lit[1] ?? lit[2];
+      if ('lit' in last) last.lit += text;
+      else pieces.push({ lit: text });
+    } else if (choice && 'lit' in last && !/ and | or /.test(choice[1])) {
+      pieces.pop();
+      pieces.push({ expr: `(${choice[1]} and ${luaString(last.lit + choice[2])} or ${luaString(last.lit + choice[3])})` });
+    } else pieces.push({ expr: PLAIN_ARG.test(a) ? a : `(${a})` });
+  }
+  return pieces.map((x) => ('lit' in x ? luaString(x.lit) : x.expr)).join(' .. ');
+}
+
+/**
+ * Lua text `text` (a script or include of `file`) with each call of a key builder
+ * `KEY.<name>(prefix, ...)` replaced, where it stands, by the concatenation the builder stands
+ * for: `KEY.job(prefix, id)` becomes `(prefix .. 'j:' .. id)`, as `queueKeys(queue).job(id)`
+ * builds it (builders: {@link luaKeyBuilders}). So the scripts name every key through the one
+ * definition of the layout and pay nothing for it: a Lua function call per key would cost the
+ * hot paths some 2 % of their instructions. Each line keeps its place (lint reports map back);
+ * comments are left as they are. An argument is evaluated where the name uses it (in
+ * `fanStaging` the token before the id): the scripts pass none with side effects. Throws on a
+ * builder that does not exist or a call with the wrong number of arguments.
+ */
+export function expandKeyBuilders(text: string, file: string): string {
+  const builders = new Map(luaKeyBuilders().map((b) => [b.name, b]));
+  let inBlock = false;
+  return text
+    .split('\n')
+    .map((line, at) => {
+      // (block comments: `--[[ ... ]]` on lines of their own, as the scripts' headers are)
+      if (inBlock) {
+        if (line.includes(']]')) inBlock = false;
+        return line;
+      }
+      if (/^\s*--\[\[/.test(line)) {
+        inBlock = !line.includes(']]');
+        return line;
+      }
+      const end = commentAt(line);
+      let code = line.slice(0, end);
+      for (;;) {
+        BUILDER_CALL.lastIndex = 0;
+        const m = BUILDER_CALL.exec(code);
+        if (!m) break;
+        const where = `${file}.lua:${at + 1}`;
+        const b = builders.get(m[1]);
+        if (!b) throw new Error(`${where}: KEY.${m[1]} is no key builder (src/redis/keys.ts)`);
+        const open = m.index + m[0].length - 1;
+        const close = closing(code, open);
+        if (close < 0) throw new Error(`${where}: KEY.${m[1]}( is not closed on its line`);
+        const args: string[] = [];
+        let from = open + 1;
+        for (let i = from; i < close - 1; i++) {
+          const c = code[i];
+          if (c === '(' || c === '[' || c === '{' || c === "'" || c === '"') i = closing(code, i) - 1;
+          else if (c === ',') {
+            args.push(code.slice(from, i).trim());
+            from = i + 1;
+          }
+        }
+        args.push(code.slice(from, close - 1).trim());
+        if (args.length !== b.params.length + 1 || args.some((a) => a === '')) {
+          throw new Error(`${where}: KEY.${b.name} takes the prefix and ${b.params.length} argument(s)`);
+        }
+        code = `${code.slice(0, m.index)}(${keyName(b, args)})${code.slice(close)}`;
+      }
+      return code + line.slice(end);
+    })
+    .join('\n');
 }
 
 /**

@@ -16,6 +16,10 @@
  * library's main chunk included). A name another file uses but its include does not export is
  * an undefined global to luacheck (`npm run lint:lua`), which checks the library as built.
  *
+ * Each key builder call of a script or include, `KEY.job(prefix, id)`, is expanded where it
+ * stands into the key name it stands for (expandKeyBuilders in ./keys.ts): the scripts name their
+ * keys through the one key layout, at no cost per call and no local of the library.
+ *
  * The library's name carries a hash of its code, so that executors of two Rota versions can run
  * side by side on one Redis (a rolling upgrade): each calls its own functions.
  *
@@ -28,6 +32,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import { LibraryMismatchError, RotaError } from '../errors.js';
+import { expandKeyBuilders } from './keys.js';
 import { wireInclude } from './wire.js';
 
 /** The function library: its code for FUNCTION LOAD, and the function name of each script. */
@@ -224,7 +229,7 @@ export function libraryChunks(dir: string, name: string): { chunks: LibraryChunk
       exporter.set(n, inc);
     }
     chunks.push({ file: inc, text: [...declareLocals(exports), `do -- ${inc}`].join('\n'), source: false });
-    chunks.push({ file: inc, text: exportingText(inc, text, new Set(exports)), source: true });
+    chunks.push({ file: inc, text: expandKeyBuilders(exportingText(inc, text, new Set(exports)), inc), source: true });
     chunks.push({ file: inc, text: 'end', source: false });
   }
   if (exporter.get(CALL_START) !== 'includes/common') throw new Error(`includes/common must export ${CALL_START}`);
@@ -239,7 +244,7 @@ export function libraryChunks(dir: string, name: string): { chunks: LibraryChunk
         ? `redis.register_function('${fn}', function(KEYS, ARGV)`
         : `redis.register_function{function_name='${fn}', flags={${flags.map((f) => `'${f}'`).join(', ')}}, callback=function(KEYS, ARGV)`;
     chunks.push({ file: script, text: `${head}\n${CALL_START}()`, source: false });
-    chunks.push({ file: script, text: text.replace(DIRECTIVE, ''), source: true });
+    chunks.push({ file: script, text: expandKeyBuilders(text.replace(DIRECTIVE, ''), script), source: true });
     chunks.push({ file: script, text: flags.length === 0 ? 'end)' : 'end}', source: false });
   }
   return { chunks, functions };

@@ -290,6 +290,19 @@ export const HISTORY_FAILED = '~failed@';
 /** An occurrence skipped by one of the task's exclusions (`~excluded@<occurrence>`). */
 export const HISTORY_EXCLUDED = '~excluded@';
 
+/**
+ * How many runs a job shows at most: its current or last one (in its hash) and the earlier ones
+ * its attempts list `att:<id>` keeps (lua/includes/attempts, src/redis/attempts.ts).
+ */
+export const ATTEMPTS_KEPT = 25;
+
+/**
+ * How long the history hashes are kept (s, their expiry, set by lua/includes/history): the
+ * minute hashes 25 hours, the day hashes 91 days, the per-group minute hashes 2 hours (the
+ * fairness view looks back an hour at most). See src/redis/history.ts.
+ */
+export const HISTORY_TTL_S = { minute: 25 * 3600, day: 91 * 86400, groups: 2 * 3600 } as const;
+
 /** The Lua pattern of a `leases` member (token digits, a mark, the job id), capturing the id. */
 const LEASE_ID_PATTERN = `^%d+[${SCHEDULED_MARK}${RUNNING_MARK}${CANCEL_MARK}](.*)$`;
 
@@ -363,6 +376,13 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
     excluded: HISTORY_EXCLUDED,
   },
   RESHARD_OUT,
+  ATTEMPTS_KEPT,
+  // (as text: an EXPIRE's argument goes as it is, where a number is formatted on every call)
+  HISTORY_TTL: {
+    minute: String(HISTORY_TTL_S.minute),
+    day: String(HISTORY_TTL_S.day),
+    groups: String(HISTORY_TTL_S.groups),
+  },
 };
 
 function luaString(s: string): string {

@@ -8,8 +8,9 @@ import { join } from 'node:path';
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
 import { packDescription, unpackDescription } from '../../src/redis/job-codec.js';
+import { luaKeyBuilders, periodicKeys, queueKeys } from '../../src/redis/keys.js';
 import { buildLibrary, rotaLibrary, runFunction, WIRE_INCLUDE } from '../../src/redis/library.js';
-import { LUA_WIRE, wireInclude } from '../../src/redis/wire.js';
+import { HISTORY_TTL_S, LUA_WIRE, type WireValue, wireInclude } from '../../src/redis/wire.js';
 import { LUA_DIR, luaFiles } from '../helpers/lua.js';
 import { closeAll, rawClient } from '../helpers/setup.js';
 
@@ -61,6 +62,35 @@ describe('the wire values', () => {
     expect(got).toEqual(JSON.parse(JSON.stringify(LUA_WIRE)));
   });
 
+  it('come with key builders for the scripts that build the names src/redis/keys.ts builds', async () => {
+    const builders = luaKeyBuilders();
+    // each builder called with arguments of its own (and a prefix of a shard of a queue)
+    const prefix = queueKeys('q.x', 2, 4).prefix;
+    const argsOf = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${name}-${i}'\\`);
+    const lua = `return cjson.encode({ ${builders
+      .map(
+        (b) =>
+          `${b.name} = KEY.${b.name}(ARGV[1]${argsOf(b.name, b.params.length)
+            .map((a) => `, ${JSON.stringify(a)}`)
+            .join('')})`,
+      )
+      .join(', ')} })`;
+    const got = JSON.parse(String(await runInLibrary<Buffer>(lua, [prefix])));
+    const q = queueKeys('q.x', 2, 4) as unknown as Record<string, unknown>;
+    const p = periodicKeys('q.x') as unknown as Record<string, unknown>;
+    const want: Record<string, string> = {};
+    for (const b of builders) {
+      const periodic = /^p[A-Z]/.test(b.name) && !(b.name in q);
+      const field = periodic ? `${b.name[1].toLowerCase()}${b.name.slice(2)}` : b.name;
+      const v = (periodic ? p : q)[field];
+      // (the periodic keys are in the home shard: its prefix swapped for the shard's)
+      const name = typeof v === 'function' ? (v as (...a: string[]) => string)(...argsOf(b.name, b.params.length)) : String(v);
+      want[b.name] = periodic ? prefix + name.slice(String(p.prefix).length) : name;
+    }
+    expect(Object.keys(want).length).toBeGreaterThan(40);
+    expect(got).toEqual(want);
+  });
+
   it('give a job description one field order on both sides', async () => {
     const d = {
       task: 't',
@@ -103,6 +133,26 @@ describe('the wire values', () => {
         );
         if (defines.test(text)) copies.push(`${f}: ${name}`);
       }
+    }
+    expect(copies).toEqual([]);
+  });
+
+  it('have no copy by value in a Lua file: the longer numbers (a TTL, the longest delay) appear nowhere else', () => {
+    const numbers = new Set<string>();
+    const collect = (v: WireValue) => {
+      if (typeof v === 'number' || (typeof v === 'string' && /^\d+$/.test(v))) numbers.add(String(v));
+      else if (typeof v === 'object' && !Array.isArray(v)) for (const x of Object.values(v)) collect(x as WireValue);
+    };
+    for (const v of Object.values(LUA_WIRE)) collect(v);
+    const distinctive = [...numbers].filter((n) => n.length >= 4);
+    // the history TTLs among them (once copied into includes/history)
+    for (const s of Object.values(HISTORY_TTL_S)) expect(distinctive).toContain(String(s));
+    const copies: string[] = [];
+    for (const f of files) {
+      const code = readFileSync(join(LUA, f), 'utf8')
+        .replace(/--\[\[[\s\S]*?\]\]/g, '')
+        .replace(/--.*$/gm, '');
+      for (const n of distinctive) if (new RegExp(`(?<![\\w.])${n}(?![\\w.])`).test(code)) copies.push(`${f}: ${n}`);
     }
     expect(copies).toEqual([]);
   });
