@@ -4,10 +4,10 @@
  * `--health-host` says otherwise (neither has authentication; a pod binds 0.0.0.0).
  */
 import { InvalidArgumentError, Option } from 'commander';
-import type { Health } from '../executor/health.js';
 import { type HealthServer, serveHealth } from '../observability/health.js';
 import { DEFAULT_HOST } from '../observability/listen.js';
 import { groupLabels, type MetricsOptions, type MetricsServer, serveMetrics } from '../observability/metrics.js';
+import type { Health } from '../util/health.js';
 import { EXIT_INVALID } from './exit-codes.js';
 import { CliError, intOption } from './support.js';
 

@@ -7,7 +7,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
 import { ReshardInProgressError, RotaError, ValidationError } from '../errors.js';
-import { type Health, health, LagMonitor } from '../executor/health.js';
 import { checkOptions, DASHBOARD_OPTIONS } from '../options.js';
 import { PeriodicTasks } from '../periodic/tasks.js';
 import { Queue } from '../queue/queue.js';
@@ -17,6 +16,7 @@ import { checkQueueName } from '../redis/keys.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkReadLayout } from '../redis/schema.js';
 import { checkShards, shardNumbers } from '../redis/shards.js';
+import { type Health, health, LagMonitor } from '../util/health.js';
 import { ACTIONS } from './actions.js';
 import { asset } from './assets.js';
 import type { Page, PageContext, QueueHandle } from './context.js';

@@ -11,7 +11,7 @@ import type { Handlers } from '../queue/context.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type Durability, replication } from '../queue/options.js';
 import { type ConnectionOption, maskFields, maskText } from '../redis/connection.js';
 import { checkShards } from '../redis/shards.js';
-import { STALL_AFTER_MS } from './health.js';
+import { STALL_AFTER_MS } from '../util/health.js';
 import type { Keep } from './recoverer.js';
 
 /** How long a task no live executor has a handler for is waited for before its jobs fail (ms). */
