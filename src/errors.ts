@@ -77,6 +77,16 @@ export class UndecodableJobError extends PermanentError {
 }
 
 /**
+ * A periodic task's stored record cannot be read back (its stored schedule, most likely): it was
+ * written by a raw writer or another build, or corrupted. `reason` says what is wrong.
+ */
+export class UndecodableTaskError extends RotaError {
+  constructor(readonly reason: string) {
+    super(`a periodic task cannot be read: ${reason}`);
+  }
+}
+
+/**
  * Redis could not be reached or refused the client. `target` is where it was looked for, with
  * any password masked; `reason` is the cause's code (`WRONGPASS`, `NOAUTH`, `ECONNREFUSED`,
  * `ENOTFOUND`, a TLS certificate error such as `DEPTH_ZERO_SELF_SIGNED_CERT`, ...).

@@ -22,6 +22,7 @@ export {
   TimeoutError,
   TimerStalledError,
   UndecodableJobError,
+  UndecodableTaskError,
   UnknownTaskError,
   ValidationError,
 } from './errors.js';

@@ -1,11 +1,14 @@
-/** Periodic task definitions: their shape, validation (zod) and how they are stored and read back. */
+/**
+ * Periodic task definitions: their API types and validation (zod). How they are stored and read
+ * back is src/redis/periodic-codec.ts.
+ */
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
 import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
-import { unpackValue } from '../redis/job-codec.js';
+import { encodeSchedule, type ScheduleSpec, type TaskRecord } from '../redis/periodic-codec.js';
 import { type Timer, TimerSyntaxError } from '../timers/index.js';
-import { decodeSchedule, encodeSchedule, isScheduleJson, type ScheduleSpec, scheduleTimer, storedTimer } from './schedule.js';
+import { scheduleTimer, storedTimer } from './schedule.js';
 
 /** What happens when an occurrence comes while an earlier run of the task has not ended. */
 export type OverlapPolicy = 'skip' | 'buffer-one' | 'allow' | 'cancel-previous' | 'buffer-all';
@@ -341,97 +344,32 @@ function checkUnionPeriod(timer: Timer, now: number): void {
   }
 }
 
-/** The hash fields of a checked definition (without nextrun and the run-time fields). */
-export function definitionFields(c: CheckedDefinition, now: number): Array<string | Buffer | number> {
+/** What a checked definition is stored as (src/redis/periodic-codec.ts), its defaults filled in. */
+export function taskRecord(c: CheckedDefinition): TaskRecord {
   const d = c.def;
-  return [
-    'id',
-    d.id,
-    'task',
-    d.task,
-    'timer',
-    c.stored,
-    'immediately',
-    d.immediately ? '1' : '',
-    'timezone',
-    d.timezone ?? '',
-    'kind',
-    c.timer.kind,
-    'group',
-    d.group ?? 'default',
-    'args',
-    c.packedArgs,
-    'priority',
-    d.priority ?? 'low',
-    'subject',
-    d.subject ?? '',
-    'submitter',
-    d.submitter ?? 'periodic',
-    'owner',
-    d.owner ?? '',
-    'overlap',
-    d.overlap ?? 'skip',
-    'catchup',
-    d.catchup ?? 'latest',
-    'catchupWindow',
-    d.catchupWindow ?? DEFAULT_CATCHUP_WINDOW,
-    'tolerance',
-    d.tolerance ?? '',
-    'maxRuntime',
-    c.maxRuntime ?? '',
-    'maxRetries',
-    d.maxRetries ?? 0,
-    'interval',
-    c.timer.intervalMs ?? '',
-    'updated',
-    now,
-    // --- pause on failure (issue 43, part b) ---
-    'pauseOnFailure',
-    d.pauseOnFailure ? '1' : '',
-    // (an upsert that enables the task clears the note of a pause, as enable does)
-    ...(d.enabled === false ? [] : ['note', '']),
-  ];
-}
-
-const NUMBERS = new Set([
-  'catchupWindow',
-  'tolerance',
-  'maxRuntime',
-  'maxRetries',
-  'nextrun',
-  'lastrun',
-  'created',
-  'updated',
-  'runs',
-]);
-const HIDDEN = new Set(['interval', 'period', 'staged']);
-
-/** Builds a task from an HGETALL reply (flat list of Buffers). */
-export function decodeTask(flat: Buffer[]): PeriodicTask {
-  const t: Record<string, unknown> = {};
-  for (let i = 0; i < flat.length; i += 2) {
-    const field = flat[i].toString();
-    const raw = flat[i + 1];
-    if (field === 'args') {
-      t.args = raw.length ? unpackValue(raw) : undefined;
-      continue;
-    }
-    if (HIDDEN.has(field)) continue;
-    const v = raw.toString();
-    if (v === '') continue;
-    if (field === 'timer') Object.assign(t, scheduleFields(v));
-    else if (field === 'enabled' || field === 'immediately' || field === 'pauseOnFailure') t[field] = v === '1';
-    else if (NUMBERS.has(field)) t[field] = Number(v);
-    else t[field] = v;
-  }
-  return t as unknown as PeriodicTask;
-}
-
-/** A task's schedule fields from its stored `timer` field. */
-function scheduleFields(stored: string): Partial<PeriodicTask> {
-  if (!isScheduleJson(stored)) return { timer: stored };
-  const { timers, ...rest } = decodeSchedule(stored);
-  return { timer: timers.length === 1 ? timers[0] : timers, ...rest };
+  return {
+    id: d.id,
+    task: d.task,
+    timer: c.stored,
+    immediately: d.immediately === true,
+    timezone: d.timezone,
+    kind: c.timer.kind,
+    group: d.group ?? 'default',
+    packedArgs: c.packedArgs,
+    priority: d.priority ?? 'low',
+    subject: d.subject,
+    submitter: d.submitter ?? 'periodic',
+    owner: d.owner,
+    overlap: d.overlap ?? 'skip',
+    catchup: d.catchup ?? 'latest',
+    catchupWindow: d.catchupWindow ?? DEFAULT_CATCHUP_WINDOW,
+    tolerance: d.tolerance,
+    maxRuntime: c.maxRuntime,
+    maxRetries: d.maxRetries ?? 0,
+    intervalMs: c.timer.intervalMs,
+    pauseOnFailure: d.pauseOnFailure === true,
+    enabled: d.enabled !== false,
+  };
 }
 
 /** Checks that `obj` has only the given keys (zod's strict error names no field). */

@@ -11,6 +11,7 @@ import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/options.js'
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { unpackDescription } from '../redis/job-codec.js';
 import { checkQueueName, type PeriodicKeys, periodicKeys } from '../redis/keys.js';
+import { decodeTask, definitionFields } from '../redis/periodic-codec.js';
 import { PeriodicReads, parseStaged, type ReplicaEntry } from '../redis/periodic-reads.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
@@ -22,11 +23,10 @@ import {
   checkId,
   checkTimer,
   DEFINITION_KEYS,
-  decodeTask,
-  definitionFields,
   knownKeys,
   type PeriodicTask,
   type PeriodicTaskDefinition,
+  taskRecord,
 } from './definition.js';
 import {
   checkEvent,
@@ -198,7 +198,7 @@ export class PeriodicTasks {
       enabled: c.def.enabled !== false,
       now,
       eventAt: null,
-      fields: definitionFields(c, now),
+      fields: definitionFields(taskRecord(c), now),
     });
     return (await this.get<A>(c.def.id))!;
   }
@@ -250,7 +250,8 @@ export class PeriodicTasks {
       const flat: Buffer[] = [];
       for (const [f, val] of Object.entries(hash)) flat.push(Buffer.from(f), val);
       if (!flat.length) continue;
-      const task = decodeTask(flat);
+      // (the codec's fields are a PeriodicTask's: definitionFields wrote them from a checked definition)
+      const task = decodeTask(flat) as unknown as PeriodicTask;
       if (last) task.lastJobId = last;
       const raw = hash.staged?.toString();
       const staged = raw ? raw.split(',').filter((m) => m !== held) : [];
