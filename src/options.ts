@@ -5,9 +5,11 @@
  */
 import { z } from 'zod';
 import { ValidationError } from './errors.js';
-import { unknownFieldError, zodError } from './queue/validate.js';
 import { type ConnectionOption, checkConnection } from './redis/connection.js';
 import { MAX_SHARDS } from './redis/shards.js';
+import { text, unknownFieldError, whole, zodError } from './util/check.js';
+
+export { checkValue, text, whole } from './util/check.js';
 
 /** Largest packed args or result a queue may be configured to accept (`maxArgsBytes`, `maxResultBytes`): 256 MiB. */
 export const MAX_PAYLOAD_LIMIT = 256 * 1024 * 1024;
@@ -24,20 +26,6 @@ const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 /** Longest keep age and other "forever-ish" durations: 100 years. */
 const CENTURY_MS = 100 * 365 * DAY_MS;
-
-/** A whole number from `min` to `max` (NaN, Infinity, fractions and other types refused), in `unit`. */
-export function whole(min: number, max: number, unit = ''): z.ZodNumber {
-  const message = `must be a whole number${unit ? ` of ${unit}` : ''} from ${min} to ${max}`;
-  return z.number({ error: message }).int(message).min(min, message).max(max, message);
-}
-
-/** A string of 1 to `max` bytes in UTF-8. */
-export function text(max: number): z.ZodType<string> {
-  return z
-    .string({ error: 'must be a string' })
-    .min(1, 'must not be empty')
-    .refine((s) => s.length * 3 <= max || Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
-}
 
 const func = <F>(what = 'a function') => z.custom<F>((v) => typeof v === 'function', `must be ${what}`);
 const bool = z.boolean({ error: 'must be true or false' });
@@ -222,14 +210,4 @@ export function checkOptions<S extends z.ZodRawShape>(
   const data = parsed.data as Checked<S>;
   if ('connection' in shape) checkConnection((data as { connection?: unknown }).connection);
   return data;
-}
-
-/**
- * Checks one value against `schema`; resolves what the schema gives (the value read once).
- * @throws {ValidationError} naming `field` (and the path below it).
- */
-export function checkValue<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw zodError(field, parsed.error);
-  return parsed.data;
 }

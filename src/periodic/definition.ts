@@ -5,9 +5,10 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
-import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
+import { JOB_FIELDS, packValue } from '../queue/validate.js';
 import { encodeSchedule, type ScheduleSpec, type TaskRecord } from '../redis/periodic-codec.js';
 import { type Timer, TimerSyntaxError } from '../timers/index.js';
+import { zodError } from '../util/check.js';
 import { scheduleTimer, storedTimer } from './schedule.js';
 
 /** What happens when an occurrence comes while an earlier run of the task has not ended. */
@@ -153,8 +154,6 @@ export const RULE_RUN_PREFIX = 'r:';
 export const RULE_OWNER_PREFIX = 'rule:';
 const ms = z.number().int('must be a whole number of milliseconds').nonnegative('must be >= 0');
 
-const bytes = (max: number) => z.string().refine((s) => Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
-
 const timerSpec = z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters');
 const instant = z.union([z.number().int().min(0).max(8.64e15), z.date().refine((d) => !Number.isNaN(d.getTime()))], {
   error: 'must be ms since the epoch (a whole number) or a valid Date',
@@ -168,16 +167,16 @@ const definitionSchema = z
       .string()
       .regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -')
       .refine((id) => !id.startsWith(RULE_RUN_PREFIX), `must not begin with "${RULE_RUN_PREFIX}" (event rules' runs)`),
-    task: bytes(200).pipe(z.string().min(1, 'must not be empty')),
+    task: JOB_FIELDS.task,
     timer: z.union([timerSpec, z.array(timerSpec).min(1, 'must list 1-20 timers').max(20, 'must list 1-20 timers')], {
       error: 'must be a timer spec or a list of 1-20',
     }),
     timezone: z.string().min(1, 'must not be empty').optional(),
-    group: bytes(200).pipe(z.string().min(1, 'must not be empty')).optional(),
-    args: z.unknown().optional(),
-    priority: z.enum(['high', 'low']).optional(),
-    subject: bytes(1000).optional(),
-    submitter: bytes(200).optional(),
+    group: JOB_FIELDS.group.optional(),
+    args: JOB_FIELDS.args.optional(),
+    priority: JOB_FIELDS.priority.optional(),
+    subject: JOB_FIELDS.subject.optional(),
+    submitter: JOB_FIELDS.submitter.optional(),
     enabled: z.boolean().optional(),
     owner: z
       .string()
@@ -188,8 +187,8 @@ const definitionSchema = z
     catchup: z.enum(['latest', 'all', 'none']).optional(),
     catchupWindow: ms.optional(),
     tolerance: ms.optional(),
-    maxRuntime: z.number().int('must be a whole number of milliseconds').positive('must be > 0').optional(),
-    maxRetries: z.number().int().min(0).max(1000).optional(),
+    maxRuntime: JOB_FIELDS.maxRuntime.optional(),
+    maxRetries: JOB_FIELDS.maxRetries.optional(),
     // schedule controls
     exclude: z.array(z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters')).max(100).optional(),
     startAt: instant.optional(),
@@ -370,11 +369,6 @@ export function taskRecord(c: CheckedDefinition): TaskRecord {
     pauseOnFailure: d.pauseOnFailure === true,
     enabled: d.enabled !== false,
   };
-}
-
-/** Checks that `obj` has only the given keys (zod's strict error names no field). */
-export function knownKeys(obj: object, shape: Record<string, unknown>): void {
-  for (const k of Object.keys(obj)) if (!(k in shape)) throw unknownFieldError('', k, Object.keys(shape));
 }
 
 /** The fields a task definition may have. */

@@ -17,13 +17,13 @@ import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
+import { bytes, knownKeys } from '../util/check.js';
 import { type BackfillOptions, type BackfillResult, checkBackfill, runBackfill } from './backfill.js';
 import {
   checkDefinition,
   checkId,
   checkTimer,
   DEFINITION_KEYS,
-  knownKeys,
   type PeriodicTask,
   type PeriodicTaskDefinition,
   taskRecord,
@@ -134,10 +134,7 @@ const UPCOMING_OPTIONS = {
 };
 const RUNS_OPTIONS = { limit: listLimit };
 const DISABLE_OPTIONS = {
-  note: z
-    .string({ error: 'must be a string' })
-    .refine((s) => Buffer.byteLength(s) <= 1000, { message: 'must be at most 1000 bytes' })
-    .optional(),
+  note: bytes(1000).optional(),
 };
 
 /**
