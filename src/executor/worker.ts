@@ -8,7 +8,7 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ShardCountError } from '../errors.js';
-import { CLOSE_OPTIONS, checkOptions } from '../options.js';
+import { checkOptions } from '../options.js';
 import type { ChildPage, Handlers } from '../queue/context.js';
 import { CONTINUATION_SUFFIX, packChildren } from '../queue/fanout.js';
 import { type Job, TRACE } from '../queue/job.js';
@@ -32,7 +32,14 @@ import { Delivery } from './delivery.js';
 import { Heartbeat, type HeldJob } from './heartbeat.js';
 import { isolatedSpec } from './isolated.js';
 import { shardOf } from './job-shard.js';
-import { checkHandlers, type ExecutorSettings, executorSettings, type WorkerOptions } from './options.js';
+import {
+  CLOSE_OPTIONS,
+  type CloseOptions,
+  checkHandlers,
+  type ExecutorSettings,
+  executorSettings,
+  type WorkerOptions,
+} from './options.js';
 import { Pool, type PoolStats } from './pool.js';
 import { Recoverer } from './recoverer.js';
 import type { WorkerEvents } from './reports.js';
@@ -40,7 +47,7 @@ import { type Outcome, Run, type RunHooks } from './run.js';
 import { Taker } from './taker.js';
 
 export type { Health, HealthCheck } from '../util/health.js';
-export type { JobLogger, WorkerOptions } from './options.js';
+export type { CloseOptions, JobLogger, WorkerOptions } from './options.js';
 export type { PoolStats } from './pool.js';
 export type { RecoveredJob } from './recoverer.js';
 export { LeaseLostError, type WorkerEvents } from './reports.js';
@@ -510,10 +517,10 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
    * Rejects with a ValidationError, closing nothing, when `timeout` is not a whole number of ms
    * from 0 to a day.
    */
-  close(opts: { timeout?: number } = {}): Promise<void> {
+  close(opts: CloseOptions = {}): Promise<void> {
     let timeout: number;
     try {
-      timeout = checkOptions(CLOSE_OPTIONS, opts, { optional: true }).timeout ?? 30_000;
+      timeout = checkOptions(CLOSE_OPTIONS, opts, { optional: true }).timeout;
     } catch (err) {
       return Promise.reject(err);
     }

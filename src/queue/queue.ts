@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { checkOptions, QUEUE_OPTIONS, text, whole } from '../options.js';
+import { checkOptions, text, whole } from '../options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queue-store.js';
@@ -16,7 +16,7 @@ import { submitCommitted } from './fanout.js';
 import { chainFlow, type FlowChildSpec, type FlowNode, type FlowSpec, packFlowTree } from './flow.js';
 import { FINAL_STATES, type Job, type JobState } from './job.js';
 import { type BulkResult, JobActions, type JobTarget } from './job-actions.js';
-import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type QueueOptions, replication } from './options.js';
+import { QUEUE_OPTIONS, type QueueOptions, replication } from './options.js';
 import {
   checkJobId,
   firstAnswer,
@@ -138,12 +138,12 @@ export class Queue<T extends object = UntypedTasks> {
     const { client, owned } = connect(opts.connection, { reuse: true });
     this.client = client;
     this.owned = owned;
-    this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
+    this.maxEvents = opts.maxEvents;
     this.stores = shardNumbers(this.shards).map(
       (shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, ...replicated, shard, shards: this.shards }),
     );
     this.reader = new QueueReader(name, client, this.connection, this.shards, this.stores);
-    this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
+    this.maxArgsBytes = opts.maxArgsBytes;
     this.submitter = new Submitter(this.shards, this.stores, this.reader, this.maxArgsBytes);
     this.actions = new JobActions(this.stores, this.shards);
     this.shardKeys = this.stores.map((s) => s.keys);
