@@ -23,6 +23,7 @@ export {
   TimerStalledError,
   UndecodableJobError,
   UndecodableTaskError,
+  UnexpectedReplyError,
   UnknownTaskError,
   ValidationError,
 } from './errors.js';

@@ -46,11 +46,12 @@ import type { WorkerEvents } from './reports.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
 import { Taker } from './taker.js';
 
+export { LeaseLostError } from '../errors.js';
 export type { Health, HealthCheck } from '../util/health.js';
 export type { CloseOptions, JobLogger, WorkerOptions } from './options.js';
 export type { PoolStats } from './pool.js';
 export type { RecoveredJob } from './recoverer.js';
-export { LeaseLostError, type WorkerEvents } from './reports.js';
+export type { WorkerEvents } from './reports.js';
 
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
 const CLOSE_FLUSH_MS = 5000;

@@ -11,6 +11,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { RotaError } from '../errors.js';
 import type { Job, JobState } from './job-codec.js';
 import { type QueueKeys, queueKeys } from './keys.js';
 import type { Arg, Library } from './library.js';
@@ -394,7 +395,7 @@ export class QueueStore {
       root,
       token,
     ]);
-    if (Number(added) < 0) throw new Error(`the staging of flow ${rootId} expired before its submit`);
+    if (Number(added) < 0) throw new RotaError(`the staging of flow ${rootId} expired before its submit`);
     await this.replicated();
     return { submitted: Number(submitted), added: Number(added) === 1 };
   }
