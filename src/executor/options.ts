@@ -33,7 +33,10 @@ export const DEFAULT_UNKNOWN_TASK_GRACE_MS = 5 * 60_000;
 
 /** Executor options. */
 export const WORKER_OPTIONS = {
-  ...QUEUE_OPTIONS,
+  /** Where Redis is: a URL, ioredis options or an ioredis client. */
+  connection: QUEUE_OPTIONS.connection,
+  /** Largest packed args accepted, in bytes: 1 to 256 MiB; default 512 KiB (see QueueOptions.maxArgsBytes). */
+  maxArgsBytes: QUEUE_OPTIONS.maxArgsBytes,
   /** Jobs run at once (slots): 1 to 100,000; default 1. */
   concurrency: whole(1, MAX_CONCURRENCY).default(1),
   /** Unique executor id (1 to 200 bytes); default `host:pid:random`. A fixed id lets a restarted executor clear its stale marks. */
