@@ -168,6 +168,11 @@ export interface FinishedCursor {
   skip: number;
 }
 
+/** A walk's position as its scripts take it (ARGV: until, score, skip); none: the first step. */
+function cursorArgs(cursor: FinishedCursor | undefined): [string, string, number] {
+  return cursor ? [cursor.until, cursor.score, cursor.skip] : ['', '-inf', 0];
+}
+
 /** One step of a walk over a finished-state set: the jobs it acted on, and where the next step starts (absent: the walk is over). */
 export interface WalkStep {
   count: number;
@@ -493,9 +498,7 @@ export class QueueStore {
       this.maxEvents,
       c.state,
       c.ageMs,
-      cursor?.until ?? '',
-      cursor?.score ?? '-inf',
-      cursor?.skip ?? 0,
+      ...cursorArgs(cursor),
       c.batch,
       c.group ?? '',
       c.most,
@@ -511,9 +514,7 @@ export class QueueStore {
     const raw = await this.fcall<RawWalk>('retry-failed', this.keys.done('failed'), [
       this.keys.prefix,
       this.maxEvents,
-      cursor?.until ?? '',
-      cursor?.score ?? '-inf',
-      cursor?.skip ?? 0,
+      ...cursorArgs(cursor),
       r.batch,
       r.group ?? '',
       r.task ?? '',
