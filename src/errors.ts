@@ -77,6 +77,16 @@ export class UndecodableJobError extends PermanentError {
 }
 
 /**
+ * A periodic task's stored record cannot be read back (its stored schedule, most likely): it was
+ * written by a raw writer or another build, or corrupted. `reason` says what is wrong.
+ */
+export class UndecodableTaskError extends RotaError {
+  constructor(readonly reason: string) {
+    super(`a periodic task cannot be read: ${reason}`);
+  }
+}
+
+/**
  * Redis could not be reached or refused the client. `target` is where it was looked for, with
  * any password masked; `reason` is the cause's code (`WRONGPASS`, `NOAUTH`, `ECONNREFUSED`,
  * `ENOTFOUND`, a TLS certificate error such as `DEPTH_ZERO_SELF_SIGNED_CERT`, ...).
@@ -255,3 +265,49 @@ export class LibraryMismatchError extends RotaError {
     );
   }
 }
+
+/**
+ * Thrown by {@link parseTimer} (and the kind-specific parsers) when a timer
+ * specification cannot be parsed. The message names the offending part and
+ * its position (0-based character offset into `spec`).
+ */
+export class TimerSyntaxError extends RotaError {
+  /** The specification that was rejected, as given. */
+  readonly spec: string;
+  /** 0-based offset of the offending part in `spec`. */
+  readonly position: number;
+  /** Which part was rejected, e.g. `"minute"`, `"weekday"`, `"timezone"`, `"duration"`. */
+  readonly part: string;
+
+  constructor(spec: string, position: number, part: string, reason: string) {
+    super(`Invalid timer ${JSON.stringify(spec)}: ${part} at position ${position}: ${reason}`);
+    this.spec = spec;
+    this.position = position;
+    this.part = part;
+  }
+}
+
+/**
+ * A late completion that the queue refused because the run's lease had been lost: emitted only for
+ * a run this executor started (not for a job it took and handed back unstarted, nor for the resend
+ * of an outcome the queue had applied).
+ */
+export class LeaseLostError extends RotaError {
+  constructor(readonly jobId: string) {
+    super(`completion of job ${jobId} refused: its lease was lost (recovered or taken over by another executor)`);
+  }
+}
+
+/**
+ * Rota's function library cannot be put on the server: this client may not run `FUNCTION LOAD`
+ * (load it with `rota migrate` as the deploy user, docs/operations.md), may not list functions to
+ * check it, or the server is older than Redis 7.0; or the package's `lua/` folder is missing or
+ * its scripts do not build into a library (a broken install).
+ */
+export class ScriptLoadError extends RotaError {}
+
+/**
+ * Redis answered what this Rota does not expect: a script reply of an unknown form (the server
+ * runs another build's library, in a mixed deploy), or a transaction that did not run.
+ */
+export class UnexpectedReplyError extends RotaError {}

@@ -22,10 +22,11 @@ export {
   TimeoutError,
   TimerStalledError,
   UndecodableJobError,
+  UndecodableTaskError,
+  UnexpectedReplyError,
   UnknownTaskError,
   ValidationError,
 } from './errors.js';
-export type { Health, HealthCheck } from './executor/health.js';
 export { type IsolatedOptions, isolated } from './executor/isolated.js';
 export type { PoolStats } from './executor/pool.js';
 export type { Keep } from './executor/recoverer.js';
@@ -58,3 +59,4 @@ export type { ConnectionOption } from './redis/connection.js';
 export { loadLibrary, ScriptLoadError } from './redis/library.js';
 export type { ClockJump } from './redis/server-clock.js';
 export * from './timers/index.js';
+export type { Health, HealthCheck } from './util/health.js';

@@ -34,7 +34,11 @@ async function phase<T>(name: string, body: () => Promise<T>): Promise<T> {
   const us = (await scriptUsec(admin)) - before;
   if (cg) {
     cg.dump(label);
-    console.log(`  ${name.padEnd(8)} ${Math.round(cg.counted(label) / n).toLocaleString('en-US').padStart(9)} instructions per task`);
+    console.log(
+      `  ${name.padEnd(8)} ${Math.round(cg.counted(label) / n)
+        .toLocaleString('en-US')
+        .padStart(9)} instructions per task`,
+    );
   } else {
     console.log(`  ${name.padEnd(8)} ${(us / n).toFixed(2).padStart(7)} µs Redis per task, ${ms.toFixed(0)} ms in all`);
   }

@@ -3,11 +3,11 @@
  * `rota dashboard` take, and serving them. Both bind 127.0.0.1 unless `--metrics-host` or
  * `--health-host` says otherwise (neither has authentication; a pod binds 0.0.0.0).
  */
-import { InvalidArgumentError, Option } from 'commander';
-import type { Health } from '../executor/health.js';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type HealthServer, serveHealth } from '../observability/health.js';
 import { DEFAULT_HOST } from '../observability/listen.js';
 import { groupLabels, type MetricsOptions, type MetricsServer, serveMetrics } from '../observability/metrics.js';
+import type { Health } from '../util/health.js';
 import { EXIT_INVALID } from './exit-codes.js';
 import { CliError, intOption } from './support.js';
 
@@ -58,6 +58,21 @@ export function metricsSweepIntervalOption(): Option {
     '--metrics-sweep-interval <ms>',
     'read Redis for the metrics at most once per this many ms, shared by every scrape (default 10000)',
   ).argParser(intOption('--metrics-sweep-interval', 1000, 3_600_000));
+}
+
+/**
+ * Adds the flags of both servers to `cmd`: `--metrics-port`, `--metrics-host`, `--metrics-groups`,
+ * `--metrics-sweep-interval`, `--health-port`, `--health-host` (what {@link MetricsFlags} and
+ * {@link HealthFlags} give).
+ */
+export function serverFlags(cmd: Command): Command {
+  return cmd
+    .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
+    .addOption(metricsHostOption())
+    .addOption(metricsGroupsOption())
+    .addOption(metricsSweepIntervalOption())
+    .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
+    .addOption(healthHostOption());
 }
 
 /** `--health-host`, the address of `--health-port`. */

@@ -3,9 +3,8 @@
  * and rate limit; cancel and retry a job; retry every failed job matching a filter; enable, disable and
  * trigger a periodic task; and the job actions of ./bulk.ts. Each answers what it did, in a sentence.
  */
-import { ValidationError } from '../errors.js';
+import { TimerSyntaxError, ValidationError } from '../errors.js';
 import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../timers/duration.js';
-import { TimerSyntaxError } from '../timers/errors.js';
 import { type Action, JOB_ACTIONS } from './bulk.js';
 
 /** Failed jobs one "retry all" retries at most. */

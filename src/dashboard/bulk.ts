@@ -6,12 +6,11 @@
  * `confirm=yes`), so that they never rest on the page script's confirm() alone. Each answers what
  * it did, in a sentence.
  */
-import { ValidationError } from '../errors.js';
+import { TimerSyntaxError, ValidationError } from '../errors.js';
 import type { JobState } from '../queue/job.js';
 import { summarize } from '../queue/job-action-summary.js';
 import { ACTION_STATES, type JobAction, type JobTarget } from '../queue/job-actions.js';
 import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../timers/duration.js';
-import { TimerSyntaxError } from '../timers/errors.js';
 import type { QueueHandle } from './context.js';
 import { count, type Html, html } from './html.js';
 

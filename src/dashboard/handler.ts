@@ -7,21 +7,22 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
 import { ReshardInProgressError, RotaError, ValidationError } from '../errors.js';
-import { type Health, health, LagMonitor } from '../executor/health.js';
-import { checkOptions, DASHBOARD_OPTIONS } from '../options.js';
+import { checkOptions } from '../options.js';
 import { PeriodicTasks } from '../periodic/tasks.js';
 import { Queue } from '../queue/queue.js';
-import { type ConnectionOption, connect } from '../redis/connection.js';
+import { connect } from '../redis/connection.js';
 import { DashboardStore, type Tick } from '../redis/dashboard-store.js';
 import { checkQueueName } from '../redis/keys.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkReadLayout } from '../redis/schema.js';
 import { checkShards, shardNumbers } from '../redis/shards.js';
+import { type Health, health, LagMonitor } from '../util/health.js';
 import { ACTIONS } from './actions.js';
 import { asset } from './assets.js';
 import type { Page, PageContext, QueueHandle } from './context.js';
 import { Flash } from './flash.js';
 import { bytes, count, html } from './html.js';
+import { DASHBOARD_OPTIONS, type DashboardOptions } from './options.js';
 import { countCommands, LiveReader, QueueLive } from './reader.js';
 import { Access, CSRF_FIELD, SECURITY_HEADERS } from './security.js';
 import { executors } from './views/executors.js';
@@ -32,43 +33,7 @@ import { overview, queueIndex, slotsBusy } from './views/overview.js';
 import { periodicList, periodicTask } from './views/periodic.js';
 import { redisPage } from './views/redis.js';
 
-/** Options of {@link dashboard}. */
-export interface DashboardOptions {
-  /** Where Redis is: a URL, ioredis options or an ioredis client (the dashboard opens its own connection from it). */
-  connection: ConnectionOption;
-  /** The queues shown: with one, its pages are at the root; with several, under `/q/<queue>/`. */
-  queues: readonly string[];
-  /** Path the handler is mounted at, e.g. `/admin/rota` (default: the root). */
-  basePath?: string;
-  /** Shows no action and refuses every POST. */
-  readOnly?: boolean;
-  /**
-   * When set (8 to 1,000 characters), every request must carry it: an `Authorization: Bearer`
-   * header, or the session cookie that opening a page with `?token=` sets (it lasts 12 hours, or
-   * until the process ends). Wrong tokens are limited to 10 a minute per client.
-   */
-  token?: string;
-  /**
-   * The dashboard is behind a proxy that sets `X-Forwarded-Proto` and `X-Forwarded-For`: its
-   * cookies are `Secure` when the proxy was reached over https, and wrong tokens are counted per
-   * forwarded client. Leave it off when clients reach the dashboard directly (they could forge them).
-   */
-  trustProxy?: boolean;
-  /**
-   * Host names (or addresses) the dashboard answers for besides loopback (`localhost`,
-   * 127.0.0.0/8, `[::1]`, with the port a request came in on) and the address a request came in
-   * on: `name` (any port), `name:port`, or `.example.com` (that name and every name under it).
-   * A request whose `Host` is none of them is refused (421), so that a page of another site whose
-   * name resolves to the dashboard's address (DNS rebinding) reads nothing and acts on nothing.
-   * List the names browsers reach the dashboard by (a proxy's public name among them).
-   */
-  allowedHosts?: readonly string[];
-  /**
-   * The queues' shard count (see QueueOptions.shards): one for every queue, or one per queue name
-   * (a queue not named has 1). A queue laid out with another count is refused (ShardCountError).
-   */
-  shards?: number | Readonly<Record<string, number>>;
-}
+export type { DashboardOptions } from './options.js';
 
 /** The handler, with what it holds. */
 export interface DashboardHandler {

@@ -9,36 +9,16 @@
 import { createServer, type Server } from 'node:http';
 import { isIP, type Socket } from 'node:net';
 import { ValidationError } from '../errors.js';
-import { checkOptions, DASHBOARD_OPTIONS } from '../options.js';
-import { type DashboardHandler, type DashboardOptions, dashboard } from './handler.js';
+import { checkOptions } from '../options.js';
+import { type DashboardHandler, dashboard } from './handler.js';
+import { SERVE_DASHBOARD_OPTIONS, type ServeDashboardOptions, type ServerTimeouts } from './options.js';
 import { SECURITY_HEADERS } from './security.js';
-
-/** The server's timeouts, ms. */
-export interface ServerTimeouts {
-  /** To receive a request's headers (default 10 s). */
-  headersMs: number;
-  /** To receive a whole request, its body included (default 30 s; a live page's stream is a response, not bound by it). */
-  requestMs: number;
-  /** An idle keep-alive connection is closed after this (default 5 s). */
-  keepAliveMs: number;
-}
 
 const TIMEOUTS: ServerTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 };
 /** Connections one client address may hold open at once (a browser opens 6 per host, and a stream per open page). */
 export const MAX_CONNECTIONS_PER_CLIENT = 32;
 
-/** Options of {@link serveDashboard}. */
-export interface ServeDashboardOptions extends DashboardOptions {
-  /** Port (0: a free one; up to 65,535); default 8080. */
-  port?: number;
-  /**
-   * Address to bind; default 127.0.0.1. Any other than a loopback address needs a token. A name
-   * bound is also a host it answers for (as if listed in `allowedHosts`).
-   */
-  host?: string;
-  /** The server's timeouts (each defaults as ServerTimeouts says). */
-  timeouts?: Partial<ServerTimeouts>;
-}
+export type { ServeDashboardOptions, ServerTimeouts } from './options.js';
 
 /** A running dashboard server. */
 export interface DashboardServer {
@@ -63,8 +43,8 @@ export function isLoopback(host: string): boolean {
  * another bad option (see {@link dashboard}); nothing is started then.
  */
 export async function serveDashboard(options: ServeDashboardOptions): Promise<DashboardServer> {
-  const opts: ServeDashboardOptions = { ...options, ...checkOptions(DASHBOARD_OPTIONS, options, { loose: true }) };
-  const host = opts.host ?? '127.0.0.1';
+  const opts = checkOptions(SERVE_DASHBOARD_OPTIONS, options);
+  const { host } = opts;
   if (!isLoopback(host) && !opts.token) {
     throw new ValidationError(
       'token',
@@ -94,7 +74,7 @@ export async function serveDashboard(options: ServeDashboardOptions): Promise<Da
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(opts.port ?? 8080, host, () => resolve());
+      server.listen(opts.port, host, () => resolve());
     });
   } catch (err) {
     await handler.close();

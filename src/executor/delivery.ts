@@ -5,8 +5,6 @@
  * takes for the slots they free (finish-and-take).
  */
 import type { Redis } from 'ioredis';
-import { Batcher } from '../queue/batcher.js';
-import type { Dictionary } from '../queue/churn.js';
 import { submitCommitted } from '../queue/fanout.js';
 import type { Job, JobState } from '../queue/job.js';
 import { packValue } from '../queue/validate.js';
@@ -16,6 +14,8 @@ import { byShard } from '../redis/shards.js';
 import { type SideWrite, sendSideWrites } from '../redis/side-writes.js';
 import type { StringValue } from '../redis/string-array.js';
 import { OUTCOME, RUN_WIDTH } from '../redis/wire.js';
+import { Batcher } from '../util/batcher.js';
+import type { Dictionary } from '../util/churn.js';
 import { GroupHistory } from './group-history.js';
 import type { HeldJob } from './heartbeat.js';
 import { shardOf } from './job-shard.js';

@@ -3,11 +3,11 @@
  * holds; tells the executor which runs it lost and which were cancelled meanwhile.
  */
 import { hostname } from 'node:os';
-import { MAX_TIMEOUT_MS } from '../queue/long-timer.js';
 import type { QueueStore } from '../redis/queue-store.js';
 import type { ServerClock } from '../redis/server-clock.js';
+import { ANSWER_MS, Answers } from '../util/health.js';
+import { MAX_TIMEOUT_MS } from '../util/long-timer.js';
 import { rotaVersion } from '../version.js';
-import { ANSWER_MS, Answers } from './health.js';
 
 export interface HeldJob {
   id: string;

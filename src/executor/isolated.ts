@@ -6,36 +6,40 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { checkOptions, ISOLATED_OPTIONS } from '../options.js';
+import { checkOptions, HOUR_MS, MAX_CONCURRENCY, type OptionsOf, text, whole } from '../options.js';
 import type { Handler } from '../queue/context.js';
 import type { UntypedTasks } from '../queue/task-map.js';
 import type { IsolateIn } from './isolate-member.js';
 
 /** Options of {@link isolated}. */
-export interface IsolatedOptions {
+export const ISOLATED_OPTIONS = {
   /**
    * `'thread'` (default): a worker thread, cheap to start and to talk to, with its own heap
    * limit; a native crash still ends the whole executor. `'process'`: a child process, which
    * survives anything the handler does (a native crash, `process.abort()`, kill -9) at the cost
    * of a Node process each.
    */
-  in?: IsolateIn;
+  in: z.enum(['thread', 'process'], { error: `must be 'thread' or 'process'` }).default('thread'),
   /** The export that is the handler; default: the module's default export when it is a function, else its export named after the task (or the default export object's). */
-  export?: string;
+  export: text(200).optional(),
   /** Most threads or processes of the task (1 to 100,000); default and at most the executor's `concurrency`. */
-  max?: number;
+  max: whole(1, MAX_CONCURRENCY).optional(),
   /** Threads or processes started with the executor (0 to `max`); default 1, so a module that cannot load shows in `health()` at once. */
-  min?: number;
+  min: whole(0, MAX_CONCURRENCY).optional(),
   /** Heap limit of each thread or process, in MB (16 to 1,048,576): a thread's `resourceLimits.maxOldGenerationSizeMb`, a process's `--max-old-space-size`. Past it the run fails, the thread or process is replaced. Default: Node's. */
-  memoryLimitMb?: number;
+  memoryLimitMb: whole(16, 1_048_576, 'MB').optional(),
   /** Replace a thread or process after this many jobs (1 to 10^9); default never. */
-  recycleAfterJobs?: number;
+  recycleAfterJobs: whole(1, 1_000_000_000).optional(),
   /** Replace a thread or process after a job that left it above this many MB (a thread's heap used, a process's RSS): 1 to 1,048,576; default never. */
-  recycleAboveMb?: number;
+  recycleAboveMb: whole(1, 1_048_576, 'MB').optional(),
   /** How long a thread or process may take to load the module (100 ms to an hour); default 30,000. */
-  startTimeoutMs?: number;
-}
+  startTimeoutMs: whole(100, HOUR_MS, 'ms').optional(),
+};
+
+/** Options of {@link isolated}. */
+export type IsolatedOptions = OptionsOf<typeof ISOLATED_OPTIONS>;
 
 /** An isolated task as the executor reads it. */
 export interface IsolatedSpec extends IsolatedOptions {
@@ -67,11 +71,11 @@ export function isolated<A = any, T extends object = UntypedTasks>(
   module: URL | string,
   options: IsolatedOptions = {},
 ): Handler<A, unknown, T> {
-  const opts = checkOptions(ISOLATED_OPTIONS, options, { optional: true }) as IsolatedOptions;
+  const opts = checkOptions(ISOLATED_OPTIONS, options, { optional: true });
   if (opts.min !== undefined && opts.max !== undefined && opts.min > opts.max) {
     throw new ValidationError('min', `must be at most max (${opts.max})`);
   }
-  const spec: IsolatedSpec = { ...opts, in: opts.in ?? 'thread', module: moduleUrl(module) };
+  const spec: IsolatedSpec = { ...opts, module: moduleUrl(module) };
   const handler = () => {
     throw new ValidationError('handler', 'an isolated() handler runs only in an executor (new Worker)');
   };

@@ -15,7 +15,7 @@ interface Pending {
 }
 
 export class ProgressThrottle {
-  // (a plain object: runs come and go all the time, see ../queue/churn.ts)
+  // (a plain object: runs come and go all the time, see ../util/churn.ts)
   private readonly runs: Record<string, Pending | undefined> = Object.create(null);
   /** Runs that reported progress (so that the end of the others costs no lookup). */
   private count = 0;

@@ -6,9 +6,9 @@
  */
 
 import { submitCommitted } from '../queue/fanout.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import type { QueueStore } from '../redis/queue-store.js';
 import type { ServerClock } from '../redis/server-clock.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../util/long-timer.js';
 
 /** How long finished jobs are kept: the newest `count`, each for at most `age` ms (-1: no bound). */
 export interface Keep {

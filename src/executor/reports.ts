@@ -3,6 +3,7 @@
  * logger gets. The delivery side reports each outcome once the queue has answered for it.
  */
 import type { EventEmitter } from 'node:events';
+import { LeaseLostError } from '../errors.js';
 import type { Job, JobState } from '../queue/job.js';
 import type { ClockJump } from '../redis/server-clock.js';
 import type { JobLogger } from './options.js';
@@ -36,18 +37,6 @@ export interface WorkerEvents {
   clockJump: [jump: ClockJump & { shard: number }];
   /** Something went wrong outside a handler (Redis unreachable, a refused late completion...). */
   error: [error: Error];
-}
-
-/**
- * A late completion that the queue refused because the run's lease had been lost: emitted only for
- * a run this executor started (not for a job it took and handed back unstarted, nor for the resend
- * of an outcome the queue had applied).
- */
-export class LeaseLostError extends Error {
-  constructor(readonly jobId: string) {
-    super(`completion of job ${jobId} refused: its lease was lost (recovered or taken over by another executor)`);
-    this.name = 'LeaseLostError';
-  }
 }
 
 /** The event a run's end is reported as, by the state it ended in. */

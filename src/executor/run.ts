@@ -9,10 +9,10 @@ import { checkOptions } from '../options.js';
 import type { ChildPage, Handlers, JobContext } from '../queue/context.js';
 import type { FanOutOptions } from '../queue/fanout.js';
 import type { Job } from '../queue/job.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import type { RunSpan } from '../queue/tracing.js';
 import { UNDECODABLE } from '../redis/job-codec.js';
 import type { OutcomeCode } from '../redis/wire.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../util/long-timer.js';
 import { cutError, cutLogLine, MAX_RUN_LOG_BYTES, RUN_LOG_FULL } from './log-limits.js';
 
 /** Why a run's signal aborted. */

@@ -1,21 +1,33 @@
 /**
  * Graceful shutdown on process signals, for executors run as services (the CLI worker uses it).
  */
-import { checkOptions, SHUTDOWN_OPTIONS } from '../options.js';
+import { z } from 'zod';
+import { bool, checkOptions, DAY_MS, func, type OptionsOf, whole } from '../options.js';
 import type { Worker } from './worker.js';
 
-export interface ShutdownOptions {
+/** Options of {@link installShutdownHandlers}. */
+export const SHUTDOWN_OPTIONS = {
   /** How long running jobs may go on after the signal before they are released: 0 to a day; default 30,000 ms. */
-  timeout?: number;
+  timeout: whole(0, DAY_MS, 'ms').default(30_000),
   /** Signals to handle; default SIGTERM and SIGINT. */
-  signals?: NodeJS.Signals[];
+  signals: z
+    .array(
+      z.custom<NodeJS.Signals>((v) => typeof v === 'string', 'must be signal names'),
+      {
+        error: 'must be an array of signal names',
+      },
+    )
+    .default(['SIGTERM', 'SIGINT']),
   /** Called once the executors are closed, before the process exits (close other resources here). */
-  onClosed?: () => void | Promise<void>;
+  onClosed: func<() => void | Promise<void>>().optional(),
   /** Exit the process once closed (code 0; 1 when closing failed); default true. */
-  exit?: boolean;
+  exit: bool.default(true),
   /** Where to say what is happening; default console.error. */
-  log?: (message: string) => void;
-}
+  log: func<(message: string) => void>().default(() => (m: string) => console.error(m)),
+};
+
+/** Options of {@link installShutdownHandlers}. */
+export type ShutdownOptions = OptionsOf<typeof SHUTDOWN_OPTIONS>;
 
 /**
  * On the first SIGTERM/SIGINT: each executor stops taking, lets running jobs finish for up to
@@ -27,10 +39,9 @@ export interface ShutdownOptions {
  * @example installShutdownHandlers(worker, { timeout: 10_000 });
  */
 export function installShutdownHandlers(workers: Worker | Worker[], options: ShutdownOptions = {}): () => void {
-  const opts = checkOptions(SHUTDOWN_OPTIONS, options, { optional: true }) as ShutdownOptions;
+  const opts = checkOptions(SHUTDOWN_OPTIONS, options, { optional: true });
   const list = Array.isArray(workers) ? workers : [workers];
-  const signals = opts.signals ?? ['SIGTERM', 'SIGINT'];
-  const log = opts.log ?? ((m: string) => console.error(m));
+  const { signals, log } = opts;
   let closing = false;
   const handler = (sig: NodeJS.Signals) => {
     if (closing) {
@@ -39,9 +50,7 @@ export function installShutdownHandlers(workers: Worker | Worker[], options: Shu
     }
     closing = true;
     const running = list.reduce((n, w) => n + w.running, 0);
-    log(
-      `rota: ${sig} received, closing ${list.length} executor(s) with ${running} running job(s) (timeout ${opts.timeout ?? 30_000} ms)`,
-    );
+    log(`rota: ${sig} received, closing ${list.length} executor(s) with ${running} running job(s) (timeout ${opts.timeout} ms)`);
     void (async () => {
       let code = 0;
       try {
@@ -51,7 +60,7 @@ export function installShutdownHandlers(workers: Worker | Worker[], options: Shu
         code = 1;
         log(`rota: closing failed: ${err instanceof Error ? err.message : String(err)}`);
       }
-      if (opts.exit ?? true) process.exit(code);
+      if (opts.exit) process.exit(code);
     })();
   };
   for (const s of signals) process.on(s, handler);

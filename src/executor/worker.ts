@@ -8,12 +8,10 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ShardCountError } from '../errors.js';
-import { CLOSE_OPTIONS, checkOptions } from '../options.js';
-import { Dictionary } from '../queue/churn.js';
+import { checkOptions } from '../options.js';
 import type { ChildPage, Handlers } from '../queue/context.js';
 import { CONTINUATION_SUFFIX, packChildren } from '../queue/fanout.js';
 import { type Job, TRACE } from '../queue/job.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
 import { DEFAULT_MAX_ARGS_BYTES } from '../queue/options.js';
 import type { HandlersOf, UntypedTasks } from '../queue/tasks.js';
 import { startRunSpan, tracingAvailable } from '../queue/tracing.js';
@@ -26,24 +24,34 @@ import { type ClockJump, ServerClock } from '../redis/server-clock.js';
 import { shardNumbers } from '../redis/shards.js';
 import { stageChildren } from '../redis/side-writes.js';
 import { CONTINUATION_MARK } from '../redis/wire.js';
-import { BlockWatch } from './block-watch.js';
+import { BlockWatch } from '../util/block-watch.js';
+import { Dictionary } from '../util/churn.js';
+import { type Health, type HealthCheck, health, LagMonitor } from '../util/health.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../util/long-timer.js';
 import { Delivery } from './delivery.js';
-import { type Health, type HealthCheck, health, LagMonitor } from './health.js';
 import { Heartbeat, type HeldJob } from './heartbeat.js';
 import { isolatedSpec } from './isolated.js';
 import { shardOf } from './job-shard.js';
-import { checkHandlers, type ExecutorSettings, executorSettings, type WorkerOptions } from './options.js';
+import {
+  CLOSE_OPTIONS,
+  type CloseOptions,
+  checkHandlers,
+  type ExecutorSettings,
+  executorSettings,
+  type WorkerOptions,
+} from './options.js';
 import { Pool, type PoolStats } from './pool.js';
 import { Recoverer } from './recoverer.js';
 import type { WorkerEvents } from './reports.js';
 import { type Outcome, Run, type RunHooks } from './run.js';
 import { Taker } from './taker.js';
 
-export type { Health, HealthCheck } from './health.js';
-export type { JobLogger, WorkerOptions } from './options.js';
+export { LeaseLostError } from '../errors.js';
+export type { Health, HealthCheck } from '../util/health.js';
+export type { CloseOptions, JobLogger, WorkerOptions } from './options.js';
 export type { PoolStats } from './pool.js';
 export type { RecoveredJob } from './recoverer.js';
-export { LeaseLostError, type WorkerEvents } from './reports.js';
+export type { WorkerEvents } from './reports.js';
 
 /** How long close() waits for Redis to take its last acknowledgements and releases. */
 const CLOSE_FLUSH_MS = 5000;
@@ -84,7 +92,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   /** Each shard's script calls, on `client`, by shard number (the home shard last: see ../redis/shards.ts). */
   private readonly stores: QueueStore[];
   private readonly subscriber: Redis;
-  /** Runs in progress by job id (a plain object, not a Map: runs come and go all the time, see ../queue/churn.ts). */
+  /** Runs in progress by job id (a plain object, not a Map: runs come and go all the time, see ../util/churn.ts). */
   private readonly runs = new Dictionary<Run>();
   /** Runs whose lease was lost: their slot is free, their late outcome is still sent (and refused). */
   private readonly lostRuns = new Set<Run>();
@@ -510,10 +518,10 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
    * Rejects with a ValidationError, closing nothing, when `timeout` is not a whole number of ms
    * from 0 to a day.
    */
-  close(opts: { timeout?: number } = {}): Promise<void> {
+  close(opts: CloseOptions = {}): Promise<void> {
     let timeout: number;
     try {
-      timeout = checkOptions(CLOSE_OPTIONS, opts, { optional: true }).timeout ?? 30_000;
+      timeout = checkOptions(CLOSE_OPTIONS, opts, { optional: true }).timeout;
     } catch (err) {
       return Promise.reject(err);
     }

@@ -4,7 +4,7 @@
  * `check()`, which reads what the process already knows and sends no Redis command.
  */
 import { createServer, type Server } from 'node:http';
-import type { Health } from '../executor/health.js';
+import type { Health } from '../util/health.js';
 import { listen } from './listen.js';
 
 export interface HealthServerOptions {

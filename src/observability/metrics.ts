@@ -8,8 +8,9 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { z } from 'zod';
 import type { PoolStats, Worker } from '../executor/worker.js';
-import { checkOptions, METRICS_OPTIONS } from '../options.js';
+import { checkOptions, func, type OptionsOf, text, whole } from '../options.js';
 import type { Scheduler } from '../periodic/scheduler.js';
 import type { Job } from '../queue/job.js';
 import type { Queue } from '../queue/queue.js';
@@ -21,44 +22,6 @@ import { shardNumbers } from '../redis/shards.js';
 import { registerCounters } from './counters.js';
 import { listen } from './listen.js';
 import { type Autoscale, type GroupLabels, MetricsSweep, type Snapshot } from './metrics-sweep.js';
-
-export interface MetricsOptions {
-  /** Port to listen on (0: a free one; up to 65,535). */
-  port: number;
-  /**
-   * Address to bind; default 127.0.0.1 (loopback only: the endpoint has no authentication).
-   * Prometheus in a pod scrapes the pod's address: bind 0.0.0.0 there.
-   */
-  host?: string;
-  /**
-   * Queue whose counts and group depths are exported (of any task map), and whose own submits
-   * are counted (`rota_jobs_submitted_total`: pass the producer's Queue to count its jobs).
-   */
-  // biome-ignore lint/suspicious/noExplicitAny: a typed Queue<Tasks> is no Queue (its submits take less), and metrics never submit.
-  queue: Queue<any>;
-  /** Executors whose jobs' waits are observed and whose runs and recoveries are counted. */
-  workers?: Worker[];
-  /**
-   * Which groups get series of their own (a `group` label, whose values are group names):
-   * `none` (the default: no group name is shown, and a sweep reads no group record beyond the
-   * autoscaling sweep's), `top:N` (the N deepest groups, N from 1 to 100,000), or `all` (every
-   * group: unbounded cardinality, for queues of a few hundred groups).
-   */
-  groups?: 'none' | 'all' | `top:${number}`;
-  /**
-   * A sweep of Redis starts at most once per this many ms, shared by every scrape: scrapes
-   * within it are answered from the last sweep. 1,000 to 3,600,000; default 10,000.
-   */
-  sweepIntervalMs?: number;
-  /** Scheduler replicas whose occurrences and jumps of the server's clock are counted (executors' jumps are counted too). */
-  schedulers?: Scheduler[];
-  /**
-   * Told of a scrape that failed (a Redis error, say): the response is a 500 that says only that
-   * the scrape failed, and the detail goes here. Default: one line on stderr, its URLs' secrets
-   * masked.
-   */
-  onError?: (err: Error) => void;
-}
 
 export interface MetricsServer {
   /** Where the metrics are served, the address bound, e.g. http://127.0.0.1:9464/metrics. */
@@ -82,22 +45,74 @@ export function groupLabels(text: string): GroupLabels | undefined {
   return m && Number(m[1]) <= 100_000 ? { top: Number(m[1]) } : undefined;
 }
 
+/** Options of {@link serveMetrics}. */
+export const METRICS_OPTIONS = {
+  /** Port to listen on (0: a free one; up to 65,535). */
+  port: whole(0, 65_535),
+  /**
+   * Address to bind; default 127.0.0.1 (loopback only: the endpoint has no authentication).
+   * Prometheus in a pod scrapes the pod's address: bind 0.0.0.0 there.
+   */
+  host: text(255).optional(),
+  /**
+   * Queue whose counts and group depths are exported (of any task map), and whose own submits
+   * are counted (`rota_jobs_submitted_total`: pass the producer's Queue to count its jobs).
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: a typed Queue<Tasks> is no Queue (its submits take less), and metrics never submit.
+  queue: z.custom<Queue<any>>(
+    (v) => typeof v === 'object' && v !== null && typeof (v as { counts?: unknown }).counts === 'function',
+    'must be a Queue',
+  ),
+  /** Executors whose jobs' waits are observed and whose runs and recoveries are counted. */
+  workers: z.array(z.custom<Worker>((v) => typeof v === 'object' && v !== null, 'must be a Worker')).default([]),
+  /**
+   * Which groups get series of their own (a `group` label, whose values are group names):
+   * `none` (the default: no group name is shown, and a sweep reads no group record beyond the
+   * autoscaling sweep's), `top:N` (the N deepest groups, N from 1 to 100,000), or `all` (every
+   * group: unbounded cardinality, for queues of a few hundred groups).
+   */
+  groups: z
+    .custom<'none' | 'all' | `top:${number}`>(
+      (v) => typeof v === 'string' && groupLabels(v) !== undefined,
+      'must be none, all or top:N (N from 1 to 100000)',
+    )
+    .default('none'),
+  /**
+   * A sweep of Redis starts at most once per this many ms, shared by every scrape: scrapes
+   * within it are answered from the last sweep. 1,000 to 3,600,000; default 10,000.
+   */
+  sweepIntervalMs: whole(1000, 3_600_000, 'ms').default(DEFAULT_SWEEP_INTERVAL_MS),
+  /** Scheduler replicas whose occurrences and jumps of the server's clock are counted (executors' jumps are counted too). */
+  schedulers: z.array(z.custom<Scheduler>((v) => typeof v === 'object' && v !== null, 'must be a Scheduler')).default([]),
+  /**
+   * Told of a scrape that failed (a Redis error, say): the response is a 500 that says only that
+   * the scrape failed, and the detail goes here. Default: one line on stderr, its URLs' secrets
+   * masked.
+   */
+  onError: func<(err: Error) => void>().default(
+    () => (err: Error) => process.stderr.write(`rota metrics: a scrape failed: ${maskText(err.message)}\n`),
+  ),
+};
+
+/** Options of {@link serveMetrics}. */
+export type MetricsOptions = OptionsOf<typeof METRICS_OPTIONS>;
+
 /**
  * Builds the registry and starts serving it on `/metrics`.
  * @throws {ValidationError} naming the first bad option; nothing is served then.
  */
 export async function serveMetrics(options: MetricsOptions): Promise<MetricsServer> {
-  const opts = checkOptions(METRICS_OPTIONS, options) as MetricsOptions;
+  const opts = checkOptions(METRICS_OPTIONS, options);
   const registry = new Registry();
   const { queue } = opts;
-  const labels = groupLabels(opts.groups ?? 'none') as GroupLabels;
+  const labels = groupLabels(opts.groups)!;
   const sweep = new MetricsSweep({
     stores: shardNumbers(queue.shards).map(
       (shard) => new MetricsStore(new QueueStore(queue.client, queue.name, { maxEvents: 0, shard, shards: queue.shards })),
     ),
     shards: queue.shards,
     groups: labels,
-    intervalMs: opts.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+    intervalMs: opts.sweepIntervalMs,
   });
 
   // The waits per group, as the group gauges: none (one series), the groups of the last sweep's
@@ -146,8 +161,8 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
   const jobCounters = registerCounters({
     registry,
     queue,
-    workers: opts.workers ?? [],
-    schedulers: opts.schedulers ?? [],
+    workers: opts.workers,
+    schedulers: opts.schedulers,
     grouped: labels !== 'none',
     groupLabel: (group) => waitLabels(group).group ?? '',
     settleGroups: async () => {
@@ -256,18 +271,17 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     registers: [registry],
   });
   const countJump = (j: { jumpMs: number }) => jumps.inc({ queue: queue.name, direction: j.jumpMs > 0 ? 'forward' : 'back' });
-  for (const s of opts.schedulers ?? []) s.on('clockJump', countJump);
-  for (const w of opts.workers ?? []) {
+  for (const s of opts.schedulers) s.on('clockJump', countJump);
+  for (const w of opts.workers) {
     w.on('clockJump', countJump);
     w.on('completed', observe);
     w.on('failed', observe);
     w.on('stuck', observe);
   }
 
-  registerPoolMetrics(registry, queue.name, opts.workers ?? []);
+  registerPoolMetrics(registry, queue.name, opts.workers);
 
-  const reportError =
-    opts.onError ?? ((err: Error) => process.stderr.write(`rota metrics: a scrape failed: ${maskText(err.message)}\n`));
+  const reportError = opts.onError;
   const server: Server = createServer((req, res) => {
     if (req.url !== '/metrics') {
       res.writeHead(404).end('see /metrics\n');

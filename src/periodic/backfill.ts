@@ -7,28 +7,10 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { checkOptions, whole } from '../options.js';
+import { bool, checkOptions, type OptionsOf, whole } from '../options.js';
 import type { PeriodicStore } from '../redis/periodic-store.js';
 import type { Timer } from '../timers/index.js';
 import { excludesOf } from './schedule.js';
-
-/** How a backfill's runs overlap: `buffer-all` (default) one after another, in order; `allow` all at once. */
-export type BackfillOverlap = 'buffer-all' | 'allow';
-
-/** Options of {@link PeriodicTasks.backfill}. Times are ms since the epoch, or Dates. */
-export interface BackfillOptions {
-  /** First instant of the range (included). */
-  from: number | Date;
-  /** End of the range (excluded); not after now. */
-  to: number | Date;
-  /**
-   * `buffer-all` (default): the runs are queued in the task's backlog and run one after another,
-   * in occurrence order (a scheduler replica releases each as the previous run ends). `allow`: all are submitted at once.
-   */
-  overlap?: BackfillOverlap;
-  /** Submit occurrences that already ran too (each rerun is a new job, `<id>@<occurrence>#<n>`). */
-  force?: boolean;
-}
 
 /** What a backfill did. */
 export interface BackfillResult {
@@ -48,12 +30,25 @@ export const MAX_BACKFILL = 1_000_000;
 const instant = z.union([whole(0, 8.64e15, 'ms since the epoch'), z.date()], {
   error: 'must be ms since the epoch (a whole number) or a valid Date',
 });
+/** Options of {@link PeriodicTasks.backfill}. Times are ms since the epoch, or Dates. */
 const BACKFILL_OPTIONS = {
+  /** First instant of the range (included). */
   from: instant,
+  /** End of the range (excluded); not after now. */
   to: instant,
-  overlap: z.enum(['buffer-all', 'allow']).optional(),
-  force: z.boolean().optional(),
+  /**
+   * `buffer-all` (default): the runs are queued in the task's backlog and run one after another,
+   * in occurrence order (a scheduler replica releases each as the previous run ends). `allow`: all are submitted at once.
+   */
+  overlap: z.enum(['buffer-all', 'allow'], { error: "must be 'buffer-all' or 'allow'" }).default('buffer-all'),
+  /** Submit occurrences that already ran too (each rerun is a new job, `<id>@<occurrence>#<n>`). */
+  force: bool.default(false),
 };
+
+/** Options of {@link PeriodicTasks.backfill}. Times are ms since the epoch, or Dates. */
+export type BackfillOptions = OptionsOf<typeof BACKFILL_OPTIONS>;
+/** How a backfill's runs overlap: `buffer-all` (default) one after another, in order; `allow` all at once. */
+export type BackfillOverlap = NonNullable<BackfillOptions['overlap']>;
 
 /** Checked backfill options: the range in ms. */
 export interface CheckedBackfill {
@@ -76,7 +71,7 @@ export function checkBackfill(options: unknown, now: number): CheckedBackfill {
   if (to <= from) throw new ValidationError('to', 'must be after from');
   if (to > now)
     throw new ValidationError('to', `must not be after now (${new Date(now).toISOString()}): a backfill runs past occurrences`);
-  return { from, to, overlap: o.overlap ?? 'buffer-all', force: o.force ?? false };
+  return { from, to, overlap: o.overlap, force: o.force };
 }
 
 /**

@@ -1,11 +1,15 @@
-/** Periodic task definitions: their shape, validation (zod) and how they are stored and read back. */
+/**
+ * Periodic task definitions: their API types and validation (zod). How they are stored and read
+ * back is src/redis/periodic-codec.ts.
+ */
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
-import { packValue, unknownFieldError, zodError } from '../queue/validate.js';
-import { unpackValue } from '../redis/job-codec.js';
+import { JOB_FIELDS, packValue } from '../queue/validate.js';
+import { encodeSchedule, type ScheduleSpec, type TaskRecord } from '../redis/periodic-codec.js';
 import { type Timer, TimerSyntaxError } from '../timers/index.js';
-import { decodeSchedule, encodeSchedule, isScheduleJson, type ScheduleSpec, scheduleTimer, storedTimer } from './schedule.js';
+import { zodError } from '../util/check.js';
+import { scheduleTimer, storedTimer } from './schedule.js';
 
 /** What happens when an occurrence comes while an earlier run of the task has not ended. */
 export type OverlapPolicy = 'skip' | 'buffer-one' | 'allow' | 'cancel-previous' | 'buffer-all';
@@ -150,8 +154,6 @@ export const RULE_RUN_PREFIX = 'r:';
 export const RULE_OWNER_PREFIX = 'rule:';
 const ms = z.number().int('must be a whole number of milliseconds').nonnegative('must be >= 0');
 
-const bytes = (max: number) => z.string().refine((s) => Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
-
 const timerSpec = z.string().min(1, 'must not be empty').max(500, 'must be at most 500 characters');
 const instant = z.union([z.number().int().min(0).max(8.64e15), z.date().refine((d) => !Number.isNaN(d.getTime()))], {
   error: 'must be ms since the epoch (a whole number) or a valid Date',
@@ -165,16 +167,16 @@ const definitionSchema = z
       .string()
       .regex(ID, 'must be 1-200 of A-Z a-z 0-9 . _ : -')
       .refine((id) => !id.startsWith(RULE_RUN_PREFIX), `must not begin with "${RULE_RUN_PREFIX}" (event rules' runs)`),
-    task: bytes(200).pipe(z.string().min(1, 'must not be empty')),
+    task: JOB_FIELDS.task,
     timer: z.union([timerSpec, z.array(timerSpec).min(1, 'must list 1-20 timers').max(20, 'must list 1-20 timers')], {
       error: 'must be a timer spec or a list of 1-20',
     }),
     timezone: z.string().min(1, 'must not be empty').optional(),
-    group: bytes(200).pipe(z.string().min(1, 'must not be empty')).optional(),
-    args: z.unknown().optional(),
-    priority: z.enum(['high', 'low']).optional(),
-    subject: bytes(1000).optional(),
-    submitter: bytes(200).optional(),
+    group: JOB_FIELDS.group.optional(),
+    args: JOB_FIELDS.args.optional(),
+    priority: JOB_FIELDS.priority.optional(),
+    subject: JOB_FIELDS.subject.optional(),
+    submitter: JOB_FIELDS.submitter.optional(),
     enabled: z.boolean().optional(),
     owner: z
       .string()
@@ -185,8 +187,8 @@ const definitionSchema = z
     catchup: z.enum(['latest', 'all', 'none']).optional(),
     catchupWindow: ms.optional(),
     tolerance: ms.optional(),
-    maxRuntime: z.number().int('must be a whole number of milliseconds').positive('must be > 0').optional(),
-    maxRetries: z.number().int().min(0).max(1000).optional(),
+    maxRuntime: JOB_FIELDS.maxRuntime.optional(),
+    maxRetries: JOB_FIELDS.maxRetries.optional(),
     // schedule controls
     exclude: z.array(z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters')).max(100).optional(),
     startAt: instant.optional(),
@@ -341,102 +343,32 @@ function checkUnionPeriod(timer: Timer, now: number): void {
   }
 }
 
-/** The hash fields of a checked definition (without nextrun and the run-time fields). */
-export function definitionFields(c: CheckedDefinition, now: number): Array<string | Buffer | number> {
+/** What a checked definition is stored as (src/redis/periodic-codec.ts), its defaults filled in. */
+export function taskRecord(c: CheckedDefinition): TaskRecord {
   const d = c.def;
-  return [
-    'id',
-    d.id,
-    'task',
-    d.task,
-    'timer',
-    c.stored,
-    'immediately',
-    d.immediately ? '1' : '',
-    'timezone',
-    d.timezone ?? '',
-    'kind',
-    c.timer.kind,
-    'group',
-    d.group ?? 'default',
-    'args',
-    c.packedArgs,
-    'priority',
-    d.priority ?? 'low',
-    'subject',
-    d.subject ?? '',
-    'submitter',
-    d.submitter ?? 'periodic',
-    'owner',
-    d.owner ?? '',
-    'overlap',
-    d.overlap ?? 'skip',
-    'catchup',
-    d.catchup ?? 'latest',
-    'catchupWindow',
-    d.catchupWindow ?? DEFAULT_CATCHUP_WINDOW,
-    'tolerance',
-    d.tolerance ?? '',
-    'maxRuntime',
-    c.maxRuntime ?? '',
-    'maxRetries',
-    d.maxRetries ?? 0,
-    'interval',
-    c.timer.intervalMs ?? '',
-    'updated',
-    now,
-    // --- pause on failure (issue 43, part b) ---
-    'pauseOnFailure',
-    d.pauseOnFailure ? '1' : '',
-    // (an upsert that enables the task clears the note of a pause, as enable does)
-    ...(d.enabled === false ? [] : ['note', '']),
-  ];
-}
-
-const NUMBERS = new Set([
-  'catchupWindow',
-  'tolerance',
-  'maxRuntime',
-  'maxRetries',
-  'nextrun',
-  'lastrun',
-  'created',
-  'updated',
-  'runs',
-]);
-const HIDDEN = new Set(['interval', 'period', 'staged']);
-
-/** Builds a task from an HGETALL reply (flat list of Buffers). */
-export function decodeTask(flat: Buffer[]): PeriodicTask {
-  const t: Record<string, unknown> = {};
-  for (let i = 0; i < flat.length; i += 2) {
-    const field = flat[i].toString();
-    const raw = flat[i + 1];
-    if (field === 'args') {
-      t.args = raw.length ? unpackValue(raw) : undefined;
-      continue;
-    }
-    if (HIDDEN.has(field)) continue;
-    const v = raw.toString();
-    if (v === '') continue;
-    if (field === 'timer') Object.assign(t, scheduleFields(v));
-    else if (field === 'enabled' || field === 'immediately' || field === 'pauseOnFailure') t[field] = v === '1';
-    else if (NUMBERS.has(field)) t[field] = Number(v);
-    else t[field] = v;
-  }
-  return t as unknown as PeriodicTask;
-}
-
-/** A task's schedule fields from its stored `timer` field. */
-function scheduleFields(stored: string): Partial<PeriodicTask> {
-  if (!isScheduleJson(stored)) return { timer: stored };
-  const { timers, ...rest } = decodeSchedule(stored);
-  return { timer: timers.length === 1 ? timers[0] : timers, ...rest };
-}
-
-/** Checks that `obj` has only the given keys (zod's strict error names no field). */
-export function knownKeys(obj: object, shape: Record<string, unknown>): void {
-  for (const k of Object.keys(obj)) if (!(k in shape)) throw unknownFieldError('', k, Object.keys(shape));
+  return {
+    id: d.id,
+    task: d.task,
+    timer: c.stored,
+    immediately: d.immediately === true,
+    timezone: d.timezone,
+    kind: c.timer.kind,
+    group: d.group ?? 'default',
+    packedArgs: c.packedArgs,
+    priority: d.priority ?? 'low',
+    subject: d.subject,
+    submitter: d.submitter ?? 'periodic',
+    owner: d.owner,
+    overlap: d.overlap ?? 'skip',
+    catchup: d.catchup ?? 'latest',
+    catchupWindow: d.catchupWindow ?? DEFAULT_CATCHUP_WINDOW,
+    tolerance: d.tolerance,
+    maxRuntime: c.maxRuntime,
+    maxRetries: d.maxRetries ?? 0,
+    intervalMs: c.timer.intervalMs,
+    pauseOnFailure: d.pauseOnFailure === true,
+    enabled: d.enabled !== false,
+  };
 }
 
 /** The fields a task definition may have. */

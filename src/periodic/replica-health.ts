@@ -1,6 +1,6 @@
 /** A scheduler replica's readiness and liveness (Scheduler.health), from what the replica keeps: no Redis command. */
 import type { Redis } from 'ioredis';
-import { type Answers, type Health, type HealthCheck, health, type LagMonitor } from '../executor/health.js';
+import { type Answers, type Health, type HealthCheck, health, type LagMonitor } from '../util/health.js';
 
 /** What a replica's health is read from. */
 export interface ReplicaState {

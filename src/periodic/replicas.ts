@@ -8,8 +8,8 @@
  * dashboard to list them (PeriodicTasks.replicas).
  */
 import { hostname } from 'node:os';
-import { ANSWER_MS, Answers } from '../executor/health.js';
 import type { PeriodicStore } from '../redis/periodic-store.js';
+import { ANSWER_MS, Answers } from '../util/health.js';
 import { rotaVersion } from '../version.js';
 
 /** How often a replica renews its entry (ms). */
@@ -74,7 +74,7 @@ export class Lateness {
 export class ReplicaBeat {
   private timer: NodeJS.Timeout | null = null;
   private beating: Promise<void> | null = null;
-  /** Whether Redis answers the renewals (../executor/health.ts): each is one Redis call. */
+  /** Whether Redis answers the renewals (../util/health.ts): each is one Redis call. */
   readonly answers = new Answers(2 * REPLICA_BEAT_MS + ANSWER_MS);
 
   private readonly started = Date.now();

@@ -6,13 +6,14 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Priority } from '../queue/job.js';
-import { DEFAULT_MAX_RETRIES, packValue, zodError } from '../queue/validate.js';
+import { DEFAULT_MAX_RETRIES, JOB_FIELDS, packValue } from '../queue/validate.js';
 import { unpackValue } from '../redis/job-codec.js';
 import type { Arg } from '../redis/library.js';
 import { MAX_DELAY_MS } from '../redis/wire.js';
 import { MAX_DURATION_MS } from '../timers/duration.js';
 import { parseTimer, type Timer } from '../timers/index.js';
-import { checkId, knownKeys, RULE_OWNER_PREFIX, RULE_RUN_PREFIX } from './definition.js';
+import { knownKeys, text, zodError } from '../util/check.js';
+import { checkId, RULE_OWNER_PREFIX, RULE_RUN_PREFIX } from './definition.js';
 
 /** An event rule (Toucan's "after event"): a run `delay` after each event, per subject. */
 export interface EventRuleDefinition<A = unknown> {
@@ -48,7 +49,7 @@ export interface EmittedEvent {
   at?: number | Date;
 }
 
-const eventName = z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+const eventName = text(200);
 const ruleSchema = z
   .object({
     id: z.string(),
@@ -57,18 +58,19 @@ const ruleSchema = z
       z.string().min(1, 'must not be empty'),
       z.number().int().nonnegative().max(MAX_DURATION_MS, `must be at most ${MAX_DURATION_MS} ms (100 years)`),
     ]),
-    task: z.string().min(1, 'must not be empty').max(200),
-    group: z.string().min(1, 'must not be empty').max(200).optional(),
-    args: z.unknown().optional(),
-    priority: z.enum(['high', 'low']).optional(),
-    maxRetries: z.number().int().min(0).max(1000).optional(),
+    task: JOB_FIELDS.task,
+    group: JOB_FIELDS.group.optional(),
+    args: JOB_FIELDS.args.optional(),
+    priority: JOB_FIELDS.priority.optional(),
+    maxRetries: JOB_FIELDS.maxRetries.optional(),
   })
   .strict();
 
 const emitSchema = z
   .object({
     event: eventName,
-    subject: z.string().min(1, 'must not be empty').max(1000, 'must be at most 1000 characters'),
+    // (the subject of a pending run: the job field, not empty)
+    subject: text(1000),
     at: z
       .union([z.number().int().nonnegative(), z.date().transform((d) => d.getTime())])
       .refine((t) => t >= 0 && t <= MAX_DELAY_MS, `must be a valid time at most ${MAX_DELAY_MS} ms (the year 2286)`)

@@ -6,17 +6,10 @@
  * changing any part of it plans the task afresh.
  */
 import { ValidationError } from '../errors.js';
+import { decodeSchedule, encodeSchedule, isScheduleJson, type ScheduleSpec } from '../redis/periodic-codec.js';
 import { type Exclusions, parseExclusions, parseTimer, type Timer, TimerSyntaxError } from '../timers/index.js';
 
-/** The parts of a schedule beyond its timers, as stored. */
-export interface ScheduleSpec {
-  timers: string[];
-  exclude?: string[];
-  startAt?: number;
-  endAt?: number;
-  jitter?: number;
-  limit?: number;
-}
+export type { ScheduleSpec };
 
 /** A schedule as one timer: its `next` is the union of its timers' within [startAt, endAt]. */
 export interface ScheduleTimer extends Timer {
@@ -25,32 +18,6 @@ export interface ScheduleTimer extends Timer {
   excludes(t: number): boolean;
   /** The end of the excluded stretch `t` falls in (see {@link Exclusions.excludedUntil}); `t` when none. */
   excludedUntil(t: number): number;
-}
-
-/** Whether a stored `timer` field holds a whole schedule (JSON) rather than one timer spec. */
-export function isScheduleJson(stored: string): boolean {
-  return stored.startsWith('{');
-}
-
-/** The stored `timer` field for a schedule: the one timer as it is when nothing else is set. */
-export function encodeSchedule(s: ScheduleSpec): string {
-  const extra = s.exclude?.length || s.startAt !== undefined || s.endAt !== undefined || s.jitter || s.limit !== undefined;
-  if (s.timers.length === 1 && !extra) return s.timers[0];
-  const out: ScheduleSpec = { timers: s.timers };
-  if (s.exclude?.length) out.exclude = s.exclude;
-  if (s.startAt !== undefined) out.startAt = s.startAt;
-  if (s.endAt !== undefined) out.endAt = s.endAt;
-  if (s.jitter) out.jitter = s.jitter;
-  if (s.limit !== undefined) out.limit = s.limit;
-  return JSON.stringify(out);
-}
-
-/** Reads a stored `timer` field back into a schedule. */
-export function decodeSchedule(stored: string): ScheduleSpec {
-  if (!isScheduleJson(stored)) return { timers: [stored] };
-  const s = JSON.parse(stored) as ScheduleSpec;
-  if (!Array.isArray(s.timers) || s.timers.some((t) => typeof t !== 'string')) throw new Error('bad stored schedule');
-  return s;
 }
 
 /**

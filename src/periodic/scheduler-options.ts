@@ -1,38 +1,34 @@
-/** The options and events of a scheduler replica (./scheduler.ts). */
-import type { ConnectionOption } from '../redis/connection.js';
+/** The options and events of a scheduler replica (./scheduler.ts): the options' TSDoc, bounds and defaults in one shape (see src/options.ts). */
+import { checkOptions, DAY_MS, func, HOUR_MS, keep, MIN_FALLBACK_WAKE_MS, type OptionsOf, text, whole } from '../options.js';
+import { QUEUE_OPTIONS } from '../queue/options.js';
 import type { ClockJump } from '../redis/server-clock.js';
 
-/** How much run history is kept per task. */
-export interface KeepRuns {
-  /** Newest entries kept per task: 0 to 1,000,000; default 100 (-1: all). */
-  count?: number;
-  /** Entries kept at most this long after their occurrence (ms, up to 100 years); default 30 days (-1: forever). */
-  age?: number;
-}
+/** How much run history is kept per task: newest `count` (0 to 1,000,000; default 100), each at most `age` ms (up to 100 years; default 30 days); -1 is no bound. */
+const keepRuns = keep(1_000_000, { count: 100, age: 30 * DAY_MS });
 
 /** Options of a scheduler replica. */
-export interface SchedulerOptions {
+export const SCHEDULER_OPTIONS = {
   /** Where Redis is: a URL, ioredis options or an ioredis client. */
-  connection: ConnectionOption;
+  connection: QUEUE_OPTIONS.connection,
   /** Replica id (for logs and events; 1 to 200 bytes); default `host:pid:random`. */
-  id?: string;
+  id: text(200).optional(),
   /**
    * Clock used to decide what is due and to compute occurrences (ms since the epoch). Default: the
    * Redis server's clock (estimated locally from the offset seen at each claim). Inject one in tests.
    */
-  now?: () => number;
+  now: func<() => number>().optional(),
   /**
    * Tasks are claimed and prepared this long before they are due (ms), so that at the occurrence
    * only the release runs: 0 to 600,000; default 2,500 (claiming and staging 10,000 tasks takes Redis a few hundred ms).
    */
-  lookaheadMs?: number;
+  lookaheadMs: whole(0, 10 * 60_000, 'ms').default(2500),
   /**
    * A claim expires after this long (ms), so a dead replica's tasks are taken over: 1,000 to an
    * hour; default 6,000 (at least the look-ahead plus one second).
    */
-  claimTtlMs?: number;
+  claimTtlMs: whole(1000, HOUR_MS, 'ms').default(6000),
   /** Tasks per claim and stage call, and occurrences per release call: 1 to 10,000; default 500. */
-  batchSize?: number;
+  batchSize: whole(1, 10_000).default(500),
   /**
    * No claim or release by any replica for longer than this (ms) means the schedulers were down:
    * an occurrence already this late when they resume follows the task's catch-up policy. An
@@ -40,25 +36,40 @@ export interface SchedulerOptions {
    * coming) is always submitted, however late. 0 to a day; default 15,000; keep it above
    * claimTtlMs.
    */
-  misfireGraceMs?: number;
+  misfireGraceMs: whole(0, DAY_MS, 'ms').default(15_000),
   /** Longest idle sleep (ms) before looking again anyway: 1,000 to an hour; default 60,000. */
-  fallbackWakeMs?: number;
+  fallbackWakeMs: whole(MIN_FALLBACK_WAKE_MS, HOUR_MS, 'ms').default(60_000),
   /**
    * A task holding a buffer-one run, or a buffer-all backlog, is looked at this often (ms) until
    * its previous run ends: 100 to 60,000; default 1,000. (A buffer-all backlog's next run is also
    * released as soon as an executor ends the previous one.)
    */
-  bufferPollMs?: number;
-  /** Run history kept per task. */
-  keepRuns?: KeepRuns;
+  bufferPollMs: whole(100, 60_000, 'ms').default(1000),
+  /** Run history kept per task: newest `count` (0 to 1,000,000; default 100), each at most `age` ms (default 30 days); -1 is no bound. */
+  keepRuns,
   /** Events stream cap (see QueueOptions.maxEvents). */
-  maxEvents?: number;
+  maxEvents: QUEUE_OPTIONS.maxEvents,
   /**
    * The queue's shard count (see QueueOptions.shards; default 1). The tasks and their runs live in
    * the queue's home shard whatever the count; a replica configured with another count than the
    * queue has refuses to start (ShardCountError).
    */
-  shards?: number;
+  shards: QUEUE_OPTIONS.shards,
+};
+
+/** Options of a scheduler replica. */
+export type SchedulerOptions = OptionsOf<typeof SCHEDULER_OPTIONS>;
+
+/** How much run history is kept per task. */
+export type KeepRuns = NonNullable<SchedulerOptions['keepRuns']>;
+
+/**
+ * Checks a replica's options and settles them (the claim TTL at least the look-ahead plus one second).
+ * @throws {ValidationError} naming the first bad option.
+ */
+export function schedulerSettings(options: SchedulerOptions) {
+  const o = checkOptions(SCHEDULER_OPTIONS, options);
+  return { ...o, claimTtlMs: Math.max(o.claimTtlMs, o.lookaheadMs + 1000) };
 }
 
 /** What a firing did, as the `fired` event reports it. */

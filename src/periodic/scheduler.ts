@@ -27,10 +27,6 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { TimerStalledError } from '../errors.js';
-import { type Health, LagMonitor, STALL_AFTER_MS } from '../executor/health.js';
-import { checkOptions, SCHEDULER_OPTIONS } from '../options.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from '../queue/long-timer.js';
-import { DEFAULT_MAX_EVENTS } from '../queue/options.js';
 import { connect } from '../redis/connection.js';
 import type { PeriodicKeys } from '../redis/keys.js';
 import { checkQueueName } from '../redis/keys.js';
@@ -40,6 +36,8 @@ import { QueueStore } from '../redis/queue-store.js';
 import { type ClockJump, ServerClock } from '../redis/server-clock.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
+import { type Health, LagMonitor, STALL_AFTER_MS } from '../util/health.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../util/long-timer.js';
 import { applyBounds } from './bounds.js';
 import { type Claimed, claimed, shiftedTimer, stageRecord } from './claimed.js';
 import { checkTimer } from './definition.js';
@@ -48,7 +46,13 @@ import { replicaHealth } from './replica-health.js';
 import { Lateness, ReplicaBeat } from './replicas.js';
 import { excludesOf } from './schedule.js';
 
-import type { OccurrenceCount, OccurrenceOutcome, SchedulerEvents, SchedulerOptions } from './scheduler-options.js';
+import {
+  type OccurrenceCount,
+  type OccurrenceOutcome,
+  type SchedulerEvents,
+  type SchedulerOptions,
+  schedulerSettings,
+} from './scheduler-options.js';
 
 export type {
   FiredInfo,
@@ -132,21 +136,20 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   constructor(queueName: string, schedulerOptions: SchedulerOptions) {
     super();
     checkQueueName(queueName);
-    const options = checkOptions(SCHEDULER_OPTIONS, schedulerOptions) as SchedulerOptions;
+    const options = schedulerSettings(schedulerOptions);
     const shards = checkShards(options.shards);
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.injected = options.now;
-    const lookaheadMs = options.lookaheadMs ?? 2500;
     this.o = {
-      lookaheadMs,
-      claimTtlMs: Math.max(options.claimTtlMs ?? 6000, lookaheadMs + 1000),
-      batchSize: options.batchSize ?? 500,
-      misfireGraceMs: options.misfireGraceMs ?? 15_000,
-      fallbackWakeMs: options.fallbackWakeMs ?? 60_000,
-      bufferPollMs: options.bufferPollMs ?? 1000,
-      maxEvents: options.maxEvents ?? DEFAULT_MAX_EVENTS,
-      keepCount: options.keepRuns?.count ?? 100,
-      keepAge: options.keepRuns?.age ?? 30 * 86_400_000,
+      lookaheadMs: options.lookaheadMs,
+      claimTtlMs: options.claimTtlMs,
+      batchSize: options.batchSize,
+      misfireGraceMs: options.misfireGraceMs,
+      fallbackWakeMs: options.fallbackWakeMs,
+      bufferPollMs: options.bufferPollMs,
+      maxEvents: options.maxEvents,
+      keepCount: options.keepRuns.count,
+      keepAge: options.keepRuns.age,
     };
     this.client = connect(options.connection, { blocking: true }).client;
     // (the home shard: a run is staged in one atomic call beside its task)

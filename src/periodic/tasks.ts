@@ -6,27 +6,27 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { checkOptions, PERIODIC_TASKS_OPTIONS, whole } from '../options.js';
-import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS } from '../queue/options.js';
-import { type ConnectionOption, connect } from '../redis/connection.js';
+import { checkOptions, func, type OptionsOf, whole } from '../options.js';
+import { DEFAULT_MAX_EVENTS, QUEUE_OPTIONS } from '../queue/options.js';
+import { connect } from '../redis/connection.js';
 import { unpackDescription } from '../redis/job-codec.js';
 import { checkQueueName, type PeriodicKeys, periodicKeys } from '../redis/keys.js';
+import { decodeTask, definitionFields } from '../redis/periodic-codec.js';
 import { PeriodicReads, parseStaged, type ReplicaEntry } from '../redis/periodic-reads.js';
 import { PeriodicStore } from '../redis/periodic-store.js';
 import { QueueStore } from '../redis/queue-store.js';
 import { checkShards, homeShard } from '../redis/shards.js';
 import type { Timer } from '../timers/index.js';
+import { bytes, knownKeys } from '../util/check.js';
 import { type BackfillOptions, type BackfillResult, checkBackfill, runBackfill } from './backfill.js';
 import {
   checkDefinition,
   checkId,
   checkTimer,
   DEFINITION_KEYS,
-  decodeTask,
-  definitionFields,
-  knownKeys,
   type PeriodicTask,
   type PeriodicTaskDefinition,
+  taskRecord,
 } from './definition.js';
 import {
   checkEvent,
@@ -95,20 +95,23 @@ function replicaOf(e: ReplicaEntry): SchedulerReplica {
 }
 
 /** Options of {@link PeriodicTasks}. */
-export interface PeriodicTasksOptions {
+export const PERIODIC_TASKS_OPTIONS = {
   /** Where Redis is: a URL, ioredis options or an ioredis client. */
-  connection: ConnectionOption;
+  connection: QUEUE_OPTIONS.connection,
   /** Clock for planning first occurrences (ms since the epoch); default `Date.now`. Inject one in tests. */
-  now?: () => number;
+  now: func<() => number>().optional(),
   /** Largest packed args accepted, in bytes: 1 to 256 MiB; default 512 KiB. */
-  maxArgsBytes?: number;
+  maxArgsBytes: QUEUE_OPTIONS.maxArgsBytes,
   /**
    * The queue's shard count (see QueueOptions.shards; default 1). The tasks and their runs live in
    * the queue's home shard whatever the count; a write made with another count than the queue
    * has is refused (ShardCountError).
    */
-  shards?: number;
-}
+  shards: QUEUE_OPTIONS.shards,
+};
+
+/** Options of {@link PeriodicTasks}. */
+export type PeriodicTasksOptions = OptionsOf<typeof PERIODIC_TASKS_OPTIONS>;
 
 /** One upcoming occurrence, as {@link PeriodicTasks.upcoming} lists it. */
 export interface UpcomingRun {
@@ -134,10 +137,7 @@ const UPCOMING_OPTIONS = {
 };
 const RUNS_OPTIONS = { limit: listLimit };
 const DISABLE_OPTIONS = {
-  note: z
-    .string({ error: 'must be a string' })
-    .refine((s) => Buffer.byteLength(s) <= 1000, { message: 'must be at most 1000 bytes' })
-    .optional(),
+  note: bytes(1000).optional(),
 };
 
 /**
@@ -176,7 +176,7 @@ export class PeriodicTasks {
     this.owned = owned;
     this.injected = opts.now !== undefined;
     this.clock = opts.now ?? Date.now;
-    this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
+    this.maxArgsBytes = opts.maxArgsBytes;
   }
 
   /**
@@ -198,7 +198,7 @@ export class PeriodicTasks {
       enabled: c.def.enabled !== false,
       now,
       eventAt: null,
-      fields: definitionFields(c, now),
+      fields: definitionFields(taskRecord(c), now),
     });
     return (await this.get<A>(c.def.id))!;
   }
@@ -250,7 +250,8 @@ export class PeriodicTasks {
       const flat: Buffer[] = [];
       for (const [f, val] of Object.entries(hash)) flat.push(Buffer.from(f), val);
       if (!flat.length) continue;
-      const task = decodeTask(flat);
+      // (the codec's fields are a PeriodicTask's: definitionFields wrote them from a checked definition)
+      const task = decodeTask(flat) as unknown as PeriodicTask;
       if (last) task.lastJobId = last;
       const raw = hash.staged?.toString();
       const staged = raw ? raw.split(',').filter((m) => m !== held) : [];

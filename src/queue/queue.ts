@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { checkOptions, QUEUE_OPTIONS, text, whole } from '../options.js';
+import { checkOptions, type OptionsOf, text, whole } from '../options.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queue-store.js';
@@ -16,7 +16,7 @@ import { submitCommitted } from './fanout.js';
 import { chainFlow, type FlowChildSpec, type FlowNode, type FlowSpec, packFlowTree } from './flow.js';
 import { FINAL_STATES, type Job, type JobState } from './job.js';
 import { type BulkResult, JobActions, type JobTarget } from './job-actions.js';
-import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type QueueOptions, replication } from './options.js';
+import { QUEUE_OPTIONS, type QueueOptions, replication } from './options.js';
 import {
   checkJobId,
   firstAnswer,
@@ -32,26 +32,6 @@ import type { JobOf, SubmitOf, TaskName, UntypedTasks } from './tasks.js';
 import { startSubmitSpan } from './tracing.js';
 import { type CheckedSpec, checkRate, type SubmitSpec } from './validate.js';
 
-/** What {@link Queue.clean} removes. */
-export interface CleanOptions {
-  /** The final state of the jobs to remove. */
-  state: 'success' | 'failed' | 'cancelled';
-  /** Only jobs finished at least this many ms ago; default 0 (all). */
-  olderThan?: number;
-  /** Only this group's jobs. */
-  group?: string;
-  /** Most jobs removed; default all. */
-  limit?: number;
-}
-
-/** What {@link Queue.retryFailed} puts back. */
-export interface RetryFailedOptions {
-  /** Only this group's jobs. */
-  group?: string;
-  /** Only jobs of this task. */
-  task?: string;
-}
-
 /**
  * Most members of a finished-state set that one step of a clean, or of a bulk retry, visits: each
  * step is one script call, and these keep one under 5 ms of Redis CPU (a retry costs more than a
@@ -61,15 +41,34 @@ export const CLEAN_BATCH = 250;
 export const RETRY_BATCH = 150;
 
 const group = text(200).optional();
+/** What {@link Queue.clean} removes. */
 const CLEAN_OPTIONS = {
+  /** The final state of the jobs to remove. */
   state: z.enum(['success', 'failed', 'cancelled'], {
     error: `must be one of ${[...FINAL_STATES].join(', ')} (a final state)`,
   }),
-  olderThan: whole(0, Number.MAX_SAFE_INTEGER, 'ms').optional(),
+  /** Only jobs finished at least this many ms ago; default 0 (all). */
+  olderThan: whole(0, Number.MAX_SAFE_INTEGER, 'ms').default(0),
+  /** Only this group's jobs. */
   group,
+  /** Most jobs removed (at least 1); default all. */
   limit: whole(1, Number.MAX_SAFE_INTEGER).optional(),
 };
-const RETRY_FAILED_OPTIONS = { group, task: text(200).optional() };
+
+/** What {@link Queue.clean} removes. */
+export type CleanOptions = OptionsOf<typeof CLEAN_OPTIONS>;
+
+/** What {@link Queue.retryFailed} puts back. */
+const RETRY_FAILED_OPTIONS = {
+  /** Only this group's jobs. */
+  group,
+  /** Only jobs of this task. */
+  task: text(200).optional(),
+};
+
+/** What {@link Queue.retryFailed} puts back. */
+export type RetryFailedOptions = OptionsOf<typeof RETRY_FAILED_OPTIONS>;
+
 const GROUP_LIMIT_OPTIONS = {
   concurrency: whole(0, 1_000_000).optional(),
   weight: whole(1, 1000).optional(),
@@ -138,12 +137,12 @@ export class Queue<T extends object = UntypedTasks> {
     const { client, owned } = connect(opts.connection, { reuse: true });
     this.client = client;
     this.owned = owned;
-    this.maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
+    this.maxEvents = opts.maxEvents;
     this.stores = shardNumbers(this.shards).map(
       (shard) => new QueueStore(client, name, { maxEvents: this.maxEvents, ...replicated, shard, shards: this.shards }),
     );
     this.reader = new QueueReader(name, client, this.connection, this.shards, this.stores);
-    this.maxArgsBytes = opts.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
+    this.maxArgsBytes = opts.maxArgsBytes;
     this.submitter = new Submitter(this.shards, this.stores, this.reader, this.maxArgsBytes);
     this.actions = new JobActions(this.stores, this.shards);
     this.shardKeys = this.stores.map((s) => s.keys);
@@ -365,7 +364,7 @@ export class Queue<T extends object = UntypedTasks> {
    * @throws {ValidationError} when an option is bad; nothing is removed then.
    */
   async clean(opts: CleanOptions): Promise<number> {
-    const { state, olderThan = 0, group, limit = Number.POSITIVE_INFINITY } = checkOptions(CLEAN_OPTIONS, opts);
+    const { state, olderThan, group, limit = Number.POSITIVE_INFINITY } = checkOptions(CLEAN_OPTIONS, opts);
     let removed = 0;
     // (shard by shard, so that `limit` holds across them)
     for (const store of group !== undefined ? this.storesOfGroup(group) : this.stores) {

@@ -17,7 +17,7 @@
  */
 import type { Redis } from 'ioredis';
 import { ReshardRefusedError, SchemaMismatchError } from '../errors.js';
-import { checkOptions, RESHARD_OPTIONS } from '../options.js';
+import { checkOptions, func, type OptionsOf, whole } from '../options.js';
 import { type ConnectionOption, checkConnection, connect } from '../redis/connection.js';
 import type { GroupState } from '../redis/group-state.js';
 import { checkQueueName } from '../redis/keys.js';
@@ -33,18 +33,21 @@ import {
   ReshardLayout,
   ReshardStore,
 } from '../redis/reshard-store.js';
-import { homeShard, shardNumbers, shardOfGroup, shardOfId, shardTag } from '../redis/shards.js';
+import { homeShard, MAX_SHARDS, shardNumbers, shardOfGroup, shardOfId, shardTag } from '../redis/shards.js';
 import { SCHEMA_VERSION } from '../redis/wire.js';
 
 /** Options of {@link reshard}. */
-export interface ReshardOptions {
+export const RESHARD_OPTIONS = {
   /** The shard count to go to: a whole number from 1 to 1024. */
-  to: number;
-  /** Most jobs one step takes out of a shard (default 500): each step is one short script call. */
-  batch?: number;
+  to: whole(1, MAX_SHARDS),
+  /** Most jobs one step takes out of a shard (1 to 10,000; default 500): each step is one short script call. */
+  batch: whole(1, 10_000).default(500),
   /** Called after each step that moved jobs, with the number moved so far. */
-  onProgress?: (moved: number) => void;
-}
+  onProgress: func<(moved: number) => void>().optional(),
+};
+
+/** Options of {@link reshard}. */
+export type ReshardOptions = OptionsOf<typeof RESHARD_OPTIONS>;
 
 /** What a reshard did. */
 export interface ReshardReport {
@@ -65,7 +68,6 @@ export interface ReshardReport {
   resumed: boolean;
 }
 
-const DEFAULT_BATCH = 500;
 /** Most bytes of job hashes and logs one reshard-in call carries. */
 const COPY_BYTES = 4 << 20;
 /** The retry backoff base of runs recovered before the move: an executor's default (WorkerOptions.retryDelay). */
@@ -94,7 +96,7 @@ const CHILD_ID = /^([\s\S]*)\/\d+$/;
  */
 export async function reshard(connection: ConnectionOption, queue: string, opts: ReshardOptions): Promise<ReshardReport> {
   checkQueueName(queue);
-  const { to, batch = DEFAULT_BATCH, onProgress } = checkOptions(RESHARD_OPTIONS, opts);
+  const { to, batch, onProgress } = checkOptions(RESHARD_OPTIONS, opts);
   checkConnection(connection);
   const { client, owned } = connect(connection, { reuse: true });
   try {

@@ -6,7 +6,7 @@
 import { BulkSubmitError, ValidationError } from '../errors.js';
 import type { QueueStore, SubmitReply } from '../redis/queue-store.js';
 import { bucketSuffix, byShard, groupBucket, shardOfGroup } from '../redis/shards.js';
-import { Batcher } from './batcher.js';
+import { Batcher } from '../util/batcher.js';
 import type { Job } from './job.js';
 import type { QueueReader } from './reader.js';
 import { type CheckedSpec, checkSpec, type SubmitSpec } from './validate.js';

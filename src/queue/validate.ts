@@ -3,6 +3,7 @@ import { pack } from 'msgpackr';
 import { z } from 'zod';
 import { PayloadTooLargeError, ValidationError } from '../errors.js';
 import { GROUP_DUE_MARK, MAX_DELAY_MS } from '../redis/wire.js';
+import { bytes, text, unknownFieldError, whole, zodError } from '../util/check.js';
 import type { Priority } from './job.js';
 
 /** The retries a job gets when its spec gives none; an event rule's runs get as many. */
@@ -97,16 +98,37 @@ const LATEST_DUE = `must be at most ${MAX_DELAY_MS} ms (a delay of some 317 year
  */
 export const MAX_DEPTH = 100;
 
-/** A string of at most `max` bytes in UTF-8 (one of at most max / 3 characters is, uncounted). */
-const bytes = (max: number, base = z.string()) =>
-  base.refine((s) => s.length * 3 <= max || Buffer.byteLength(s) <= max, { message: `must be at most ${max} bytes` });
-const nonEmpty = (max: number) => bytes(max, z.string().min(1, 'must not be empty'));
+/**
+ * The fields of a job as every path that makes jobs checks them (submit and its bulk, fan-out
+ * children, periodic task definitions, event rules): one schema a field, so their bounds agree.
+ * Lengths are in bytes of UTF-8.
+ */
+export const JOB_FIELDS = {
+  /** 1 to 200 bytes. */
+  task: text(200),
+  /** 1 to 200 bytes, any characters. */
+  group: text(200),
+  /** A caller-given job id: 1 to 200 bytes. */
+  id: text(200),
+  args: z.unknown(),
+  priority: z.enum(['high', 'low'], { error: "must be 'high' or 'low'" }),
+  /** At most 1,000 bytes. */
+  subject: bytes(1000),
+  /** At most 200 bytes. */
+  submitter: bytes(200),
+  maxRetries: whole(0, 1000),
+  /** The run time limit: a whole number of ms above 0. */
+  maxRuntime: z
+    .number({ error: 'must be a whole number of ms' })
+    .int('must be a whole number of ms')
+    .positive('must be above 0 ms'),
+};
 
 /** Longest dedup TTL (ms): what `PEXPIRE` and a job hash's expiry field take without surprise. */
 const MAX_DEDUP_TTL_MS = 2 ** 31 - 1;
 
 const dedupSchema = z.strictObject({
-  key: nonEmpty(200),
+  key: text(200),
   ttl: z.number().int('must be a whole number of ms').min(1).max(MAX_DEDUP_TTL_MS).optional(),
   until: z.enum(['start', 'end', 'ttl']).optional(),
   replace: z.boolean().optional(),
@@ -114,14 +136,14 @@ const dedupSchema = z.strictObject({
 });
 
 const specSchema = z.object({
-  task: nonEmpty(200),
-  group: nonEmpty(200).optional(),
-  priority: z.enum(['high', 'low']).optional(),
-  subject: bytes(1000).optional(),
-  submitter: bytes(200).optional(),
-  maxRetries: z.number().int().min(0).max(1000).optional(),
-  id: nonEmpty(200).optional(),
-  maxRuntime: z.number().int().positive().optional(),
+  task: JOB_FIELDS.task,
+  group: JOB_FIELDS.group.optional(),
+  priority: JOB_FIELDS.priority.optional(),
+  subject: JOB_FIELDS.subject.optional(),
+  submitter: JOB_FIELDS.submitter.optional(),
+  maxRetries: JOB_FIELDS.maxRetries.optional(),
+  id: JOB_FIELDS.id.optional(),
+  maxRuntime: JOB_FIELDS.maxRuntime.optional(),
   delay: z.number().int('must be a whole number of ms').nonnegative().max(MAX_DELAY_MS, LATEST_DUE).optional(),
   runAt: z
     .union([
@@ -133,51 +155,11 @@ const specSchema = z.object({
     ])
     .optional(),
   dedup: dedupSchema.optional(),
-  args: z.unknown().optional(),
+  args: JOB_FIELDS.args.optional(),
 });
 
 /** The fields a {@link SubmitSpec} may have. */
 const SPEC_FIELDS = new Set(Object.keys(specSchema.shape));
-
-/** Edit distance of two short strings (insertions, deletions, substitutions), case ignored. */
-function distance(a: string, b: string): number {
-  a = a.toLowerCase();
-  b = b.toLowerCase();
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    row = next;
-  }
-  return row[b.length];
-}
-
-/**
- * The error for a field `key` that is not one of `known`: it suggests the known field `key` most
- * likely misspells, or else lists them. `where` prefixes the field name (e.g. `specs[3]`).
- */
-export function unknownFieldError(where: string, key: string, known: Iterable<string>): ValidationError {
-  const fields = [...known];
-  const limit = Math.max(1, Math.floor(key.length * 0.4)); // edits a misspelling may have
-  let guess: string | undefined;
-  let best = limit + 1;
-  for (const f of fields) {
-    const d = distance(key, f);
-    if (d < best) [guess, best] = [f, d];
-  }
-  const hint = guess ? `did you mean "${guess}"?` : `known fields are ${fields.join(', ')}`;
-  return new ValidationError(where ? `${where}.${key}` : key, `is not a known field; ${hint}`);
-}
-
-/** Throws a ValidationError naming the first problem of a zod result, with `base` before its path. */
-export function zodError(base: string, error: z.ZodError): ValidationError {
-  const issue = error.issues[0];
-  const path = issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
-  const field = `${base}${path}`.replace(/^\./, '');
-  return new ValidationError(field || base, issue.message);
-}
 
 /**
  * A value msgpack cannot carry: where it is below the value checked (innermost first), and why.

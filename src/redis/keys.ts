@@ -5,7 +5,7 @@
  * generated from these (`KEY.job(prefix, id)`, {@link expandKeyBuilders}; key layout:
  * docs/architecture.md).
  */
-import { ValidationError } from '../errors.js';
+import { ScriptLoadError, ValidationError } from '../errors.js';
 import { shardTag } from './shards.js';
 import { CANCEL_MARK, RUNNING_MARK, SCHEDULED_MARK } from './wire.js';
 
@@ -263,8 +263,8 @@ export function luaKeyBuilders(): LuaKeyBuilder[] {
       else if (typeof value === 'function') {
         params = paramNames(value.length);
         built = (value as (...a: string[]) => string)(...params.map((_, i) => argMark(i)));
-      } else throw new Error(`key ${field} is neither a name nor a builder`);
-      if (!built.startsWith(prefix)) throw new Error(`key ${field} does not start with its queue's prefix`);
+      } else throw new ScriptLoadError(`key ${field} is neither a name nor a builder`);
+      if (!built.startsWith(prefix)) throw new ScriptLoadError(`key ${field} does not start with its queue's prefix`);
       const parts: Array<string | number> = [];
       let text = '';
       for (const ch of built.slice(prefix.length)) {
@@ -284,7 +284,7 @@ export function luaKeyBuilders(): LuaKeyBuilder[] {
   add(periodicKeys('q'), (f) => `p${f[0].toUpperCase()}${f.slice(1)}`);
   const names = new Set<string>();
   for (const b of out) {
-    if (names.has(b.name)) throw new Error(`two keys are named ${b.name} in Lua`);
+    if (names.has(b.name)) throw new ScriptLoadError(`two keys are named ${b.name} in Lua`);
     names.add(b.name);
   }
   return out;
@@ -404,10 +404,10 @@ export function expandKeyBuilders(text: string, file: string): string {
         if (!m) break;
         const where = `${file}.lua:${at + 1}`;
         const b = builders.get(m[1]);
-        if (!b) throw new Error(`${where}: KEY.${m[1]} is no key builder (src/redis/keys.ts)`);
+        if (!b) throw new ScriptLoadError(`${where}: KEY.${m[1]} is no key builder (src/redis/keys.ts)`);
         const open = m.index + m[0].length - 1;
         const close = closing(code, open);
-        if (close < 0) throw new Error(`${where}: KEY.${m[1]}( is not closed on its line`);
+        if (close < 0) throw new ScriptLoadError(`${where}: KEY.${m[1]}( is not closed on its line`);
         const args: string[] = [];
         let from = open + 1;
         for (let i = from; i < close - 1; i++) {
@@ -420,7 +420,7 @@ export function expandKeyBuilders(text: string, file: string): string {
         }
         args.push(code.slice(from, close - 1).trim());
         if (args.length !== b.params.length + 1 || args.some((a) => a === '')) {
-          throw new Error(`${where}: KEY.${b.name} takes the prefix and ${b.params.length} argument(s)`);
+          throw new ScriptLoadError(`${where}: KEY.${b.name} takes the prefix and ${b.params.length} argument(s)`);
         }
         code = `${code.slice(0, m.index)}(${keyName(b, args)})${code.slice(close)}`;
       }

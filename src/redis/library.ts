@@ -31,8 +31,11 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
-import { LibraryMismatchError, RotaError } from '../errors.js';
+import { LibraryMismatchError, ScriptLoadError } from '../errors.js';
 import { expandKeyBuilders } from './keys.js';
+
+export { ScriptLoadError };
+
 import { wireInclude } from './wire.js';
 
 /** The function library: its code for FUNCTION LOAD, and the function name of each script. */
@@ -49,7 +52,7 @@ function luaDir(): string {
     if (existsSync(join(candidate, 'submit.lua'))) return candidate;
     dir = dirname(dir);
   }
-  throw new Error('cannot find the lua/ folder of the rota package');
+  throw new ScriptLoadError('cannot find the lua/ folder of the rota package');
 }
 
 const INCLUDE = /^--- @include "([^"]+)"[ \t]*$/gm;
@@ -108,9 +111,9 @@ export function orderIncludes(dir: string, scripts: Array<[string, string]>): st
   const visit = (inc: string, from: string, path: string[]) => {
     if (inc === WIRE_INCLUDE || state.get(inc) === 'done') return;
     if (state.get(inc) === 'visiting')
-      throw new Error(`Lua includes depend on each other in a cycle: ${[...path, inc].join(' -> ')}`);
+      throw new ScriptLoadError(`Lua includes depend on each other in a cycle: ${[...path, inc].join(' -> ')}`);
     const file = join(dir, `${inc}.lua`);
-    if (!existsSync(file)) throw new Error(`${from} includes "${inc}", but there is no ${inc}.lua in ${dir}`);
+    if (!existsSync(file)) throw new ScriptLoadError(`${from} includes "${inc}", but there is no ${inc}.lua in ${dir}`);
     state.set(inc, 'visiting');
     for (const dep of declaredIncludes(readFileSync(file, 'utf8'))) visit(dep, `${inc}.lua`, [...path, inc]);
     state.set(inc, 'done');
@@ -125,7 +128,7 @@ export function orderIncludes(dir: string, scripts: Array<[string, string]>): st
  * generated `includes/wire` first (see {@link orderIncludes}), and the scripts by name. */
 export function libraryParts(dir: string): { includes: Array<[string, string]>; scripts: Array<[string, string]> } {
   if (existsSync(join(dir, `${WIRE_INCLUDE}.lua`))) {
-    throw new Error(`${WIRE_INCLUDE} is generated from src/redis/wire.ts: remove ${WIRE_INCLUDE}.lua from ${dir}`);
+    throw new ScriptLoadError(`${WIRE_INCLUDE} is generated from src/redis/wire.ts: remove ${WIRE_INCLUDE}.lua from ${dir}`);
   }
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.lua'))
@@ -176,7 +179,7 @@ function exportingText(inc: string, text: string, exports: Set<string>): string 
       const values = m[3]?.startsWith('=');
       if (exported.length === names.length) return values ? line.slice('local '.length) : (m[3] ?? '');
       if (values) {
-        throw new Error(
+        throw new ScriptLoadError(
           `${inc}.lua:${at + 1} gives values to exports (${exported.join(', ')}) and private names together: declare its exports on a line of their own`,
         );
       }
@@ -184,7 +187,7 @@ function exportingText(inc: string, text: string, exports: Set<string>): string 
     });
   const missing = [...exports].filter((n) => !assigned.has(n));
   if (missing.length) {
-    throw new Error(
+    throw new ScriptLoadError(
       `${inc}.lua exports ${missing.join(', ')}, which its top level does not declare (a \`local\` at the start of a line)`,
     );
   }
@@ -223,19 +226,20 @@ export function libraryChunks(dir: string, name: string): { chunks: LibraryChunk
   for (const [inc, text] of helpers) {
     const exports = declaredExports(text);
     for (const n of exports) {
-      if (!NAME.test(n)) throw new Error(`${inc}.lua exports "${n}", which is not a Lua name`);
+      if (!NAME.test(n)) throw new ScriptLoadError(`${inc}.lua exports "${n}", which is not a Lua name`);
       const other = exporter.get(n);
-      if (other) throw new Error(`${inc}.lua exports ${n}, which ${other} defines already`);
+      if (other) throw new ScriptLoadError(`${inc}.lua exports ${n}, which ${other} defines already`);
       exporter.set(n, inc);
     }
     chunks.push({ file: inc, text: [...declareLocals(exports), `do -- ${inc}`].join('\n'), source: false });
     chunks.push({ file: inc, text: expandKeyBuilders(exportingText(inc, text, new Set(exports)), inc), source: true });
     chunks.push({ file: inc, text: 'end', source: false });
   }
-  if (exporter.get(CALL_START) !== 'includes/common') throw new Error(`includes/common must export ${CALL_START}`);
+  if (exporter.get(CALL_START) !== 'includes/common') throw new ScriptLoadError(`includes/common must export ${CALL_START}`);
   const functions = new Map<string, string>();
   for (const [script, text] of scripts) {
-    if (declaredExports(text).length) throw new Error(`${script}.lua has --- @export lines: only includes export names`);
+    if (declaredExports(text).length)
+      throw new ScriptLoadError(`${script}.lua has --- @export lines: only includes export names`);
     const fn = `${name}_${script.replace(/-/g, '_')}`;
     functions.set(script, fn);
     const flags = FLAGS.exec(text)?.[1].split(' ') ?? [];
@@ -271,13 +275,6 @@ export function rotaLibrary(): Library {
   library ??= buildLibrary(luaDir());
   return library;
 }
-
-/**
- * The server has not Rota's function library and this client cannot load it: the user may not
- * run `FUNCTION LOAD` (load it with `rota migrate` as the deploy user, docs/operations.md), may
- * not list functions to check it, or the server is older than Redis 7.0.
- */
-export class ScriptLoadError extends RotaError {}
 
 /** What a server holds under the library's name: its code, or null when it has none. */
 async function loadedCode(server: Redis, lib: Library): Promise<string | null> {
@@ -408,7 +405,7 @@ export async function runFunction<T>(
   buffers = false,
 ): Promise<T> {
   const fn = lib.functions.get(script);
-  if (!fn) throw new Error(`no script named ${script}`);
+  if (!fn) throw new ScriptLoadError(`the library has no script named ${script}`);
   if (checked.get(client) !== lib.name) await checkOnce(client, lib);
   const call = () => client[buffers ? 'callBuffer' : 'call']('FCALL', fn, keys.length, ...keys, ...args) as Promise<T>;
   try {

@@ -2,7 +2,9 @@
  * Sends a pipeline or MULTI and checks every command's reply: ioredis resolves `exec()` with an
  * `[error, value]` pair per command, so a command Redis refused would otherwise pass unnoticed.
  */
+
 import type { ChainableCommander } from 'ioredis';
+import { UnexpectedReplyError } from '../errors.js';
 
 /**
  * Sends `pipe` and answers its commands' replies in order (undefined for a refused command).
@@ -12,7 +14,7 @@ import type { ChainableCommander } from 'ioredis';
  */
 export async function execChecked(pipe: ChainableCommander, refused?: (index: number, err: Error) => void): Promise<unknown[]> {
   const replies = await pipe.exec();
-  if (replies === null) throw new Error('the transaction was aborted');
+  if (replies === null) throw new UnexpectedReplyError('the transaction was aborted: Redis ran none of its commands');
   const values: unknown[] = [];
   for (const [i, [err, value]] of replies.entries()) {
     if (err) {

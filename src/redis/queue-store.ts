@@ -11,6 +11,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { RotaError } from '../errors.js';
 import type { Job, JobState } from './job-codec.js';
 import { type QueueKeys, queueKeys } from './keys.js';
 import type { Arg, Library } from './library.js';
@@ -165,6 +166,11 @@ export interface FinishedCursor {
   until: string;
   score: string;
   skip: number;
+}
+
+/** A walk's position as its scripts take it (ARGV: until, score, skip); none: the first step. */
+function cursorArgs(cursor: FinishedCursor | undefined): [string, string, number] {
+  return cursor ? [cursor.until, cursor.score, cursor.skip] : ['', '-inf', 0];
 }
 
 /** One step of a walk over a finished-state set: the jobs it acted on, and where the next step starts (absent: the walk is over). */
@@ -394,7 +400,7 @@ export class QueueStore {
       root,
       token,
     ]);
-    if (Number(added) < 0) throw new Error(`the staging of flow ${rootId} expired before its submit`);
+    if (Number(added) < 0) throw new RotaError(`the staging of flow ${rootId} expired before its submit`);
     await this.replicated();
     return { submitted: Number(submitted), added: Number(added) === 1 };
   }
@@ -492,9 +498,7 @@ export class QueueStore {
       this.maxEvents,
       c.state,
       c.ageMs,
-      cursor?.until ?? '',
-      cursor?.score ?? '-inf',
-      cursor?.skip ?? 0,
+      ...cursorArgs(cursor),
       c.batch,
       c.group ?? '',
       c.most,
@@ -510,9 +514,7 @@ export class QueueStore {
     const raw = await this.fcall<RawWalk>('retry-failed', this.keys.done('failed'), [
       this.keys.prefix,
       this.maxEvents,
-      cursor?.until ?? '',
-      cursor?.score ?? '-inf',
-      cursor?.skip ?? 0,
+      ...cursorArgs(cursor),
       r.batch,
       r.group ?? '',
       r.task ?? '',

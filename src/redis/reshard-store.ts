@@ -6,7 +6,9 @@
  * runner); that store is made with `resharding`, so that it works while the queue's layout names
  * a reshard under way. Every key a reshard touches is named here, from ./keys.ts.
  */
+
 import type { Redis } from 'ioredis';
+import { UnexpectedReplyError } from '../errors.js';
 import { serverTime } from './connection.js';
 import { type GroupState, readGroupStates } from './group-state.js';
 import { type GroupList, leaseJobId, type QueueKeys, queueKeys } from './keys.js';
@@ -77,7 +79,7 @@ const OUT_STATUS = new Map<string, keyof typeof RESHARD_OUT>(
 
 function decodeOut(raw: RawOut): OutStep {
   const status = OUT_STATUS.get(raw[0]);
-  if (!status) throw new Error(`reshard-out answered an unknown code: ${raw[0]}`);
+  if (!status) throw new UnexpectedReplyError(`reshard-out answered an unknown code: ${raw[0]}`);
   const jobs: MovingJob[] = [];
   for (let i = 1; i + 3 < raw.length; i += 4) {
     jobs.push({ id: raw[i], dest: Number(raw[i + 1]), place: raw[i + 2], score: raw[i + 3] });

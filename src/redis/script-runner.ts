@@ -6,7 +6,7 @@
  * this class holds what is the same for all of them.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { RedisFullError, ReplicationError } from '../errors.js';
+import { ConnectionError, RedisFullError, ReplicationError } from '../errors.js';
 import { type Arg, type Library, rotaLibrary, runFunction } from './library.js';
 import { SchemaGate } from './schema.js';
 
@@ -110,7 +110,13 @@ export class ScriptRunner {
     this.slot ??= Number(await cluster.call('CLUSTER', 'KEYSLOT', this.metaKey));
     const [nodeKey] = cluster.slots[this.slot] ?? [];
     const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
-    if (!node) throw new Error(`no primary is known for the slot of queue "${this.queue}" yet`);
+    if (!node) {
+      throw new ConnectionError(
+        `the primary of queue "${this.queue}"`,
+        'NOPRIMARY',
+        'no primary is known for its slot yet (the Cluster is failing over or moving the slot); try again',
+      );
+    }
     return node;
   }
 }

@@ -2,7 +2,7 @@
  * The systemd.time(7) calendar-event grammar: parsing, normalization,
  * validation and the canonical ("Normalized form") text, matching systemd 252.
  */
-import { TimerSyntaxError } from './errors.js';
+import { TimerSyntaxError } from '../errors.js';
 import { isValidTimeZone } from './zone.js';
 
 export const USEC_PER_SEC = 1_000_000;

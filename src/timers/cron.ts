@@ -12,7 +12,7 @@
  * a wall time that occurs twice once, at its first occurrence.
  */
 import { type CronExpression, CronExpressionParser } from 'cron-parser';
-import { TimerSyntaxError } from './errors.js';
+import { TimerSyntaxError } from '../errors.js';
 import type { Timer } from './types.js';
 import { offsetLookup } from './zone.js';
 

@@ -1,5 +1,5 @@
 /** Fixed-length durations: `2h30m`, `30 seconds`, ISO-8601 `PT15M`, `P1DT12H`, `P2W`. */
-import { TimerSyntaxError } from './errors.js';
+import { TimerSyntaxError } from '../errors.js';
 
 const UNIT_MS: Record<string, number> = {
   ms: 1,

@@ -10,8 +10,9 @@
  *   A window whose end is not after its start runs past midnight into the next day
  *   (`Sat 22:00..02:00`); `24:00` ends at midnight. A bare window (`02:00..04:00`) is every day.
  */
+
+import { TimerSyntaxError } from '../errors.js';
 import { type CalendarSpec, type Chain, parseCalendarSpec } from './calendar-spec.js';
-import { TimerSyntaxError } from './errors.js';
 import { offsetLookup } from './zone.js';
 
 /** Parsed exclusions: `excludes(t)` says whether the instant `t` (ms) falls in one of them. */

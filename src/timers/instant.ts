@@ -1,5 +1,5 @@
 /** ISO-8601 date-times: parsing, with wall times read in an IANA zone. */
-import { TimerSyntaxError } from './errors.js';
+import { TimerSyntaxError } from '../errors.js';
 import { WallClock } from './localtime.js';
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;

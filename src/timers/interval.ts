@@ -6,8 +6,9 @@
  * Occurrences are anchor + k × interval for k = 0, 1, 2…; without an explicit
  * anchor the anchor is the Unix epoch, so every replica computes the same grid.
  */
+
+import { TimerSyntaxError } from '../errors.js';
 import { formatDuration, formatIsoDuration, looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from './duration.js';
-import { TimerSyntaxError } from './errors.js';
 import { parseIsoInstant } from './instant.js';
 import type { Timer } from './types.js';
 

@@ -1,7 +1,8 @@
 /** parseTimer: decides a spec's kind and hands it to the right parser. */
+
+import { TimerSyntaxError } from '../errors.js';
 import { parseCalendar } from './calendar.js';
 import { looksLikeCron, parseCron } from './cron.js';
-import { TimerSyntaxError } from './errors.js';
 import { looksLikeIsoDateTime } from './instant.js';
 import { looksLikeInterval, parseInterval } from './interval.js';
 import { parseOnce } from './once.js';

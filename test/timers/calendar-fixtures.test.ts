@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { TimerSyntaxError } from '../../src/errors.js';
 import { parseCalendar } from '../../src/timers/calendar.js';
-import { TimerSyntaxError } from '../../src/timers/errors.js';
 import { elapses } from '../helpers/calendar.js';
 
 interface Accepted {

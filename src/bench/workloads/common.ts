@@ -81,6 +81,10 @@ export class Seen {
   get size(): number {
     return this.ids.size;
   }
+  /** What a result reports of the runs: the distinct jobs, and the runs of a job seen before. */
+  counts(): { unique: number; duplicates: number } {
+    return { unique: this.ids.size, duplicates: this.duplicates };
+  }
 }
 
 /** Brackets a measured phase: Redis counters, this process's CPU, wall time and peak RSS. */

@@ -133,8 +133,7 @@ export async function runDrain(ctx: RunContext, p: DrainParams): Promise<RunResu
     nodeCpuUs,
     peakRssBytes,
     expected: p.jobs,
-    unique: seen.size,
-    duplicates: seen.duplicates,
+    ...seen.counts(),
     capped,
     extra: {
       fillJobsPerSec: p.jobs / (filled.redis.ms / 1000),

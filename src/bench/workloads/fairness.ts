@@ -166,8 +166,7 @@ export async function runFairness(ctx: RunContext, p: FairnessParams): Promise<R
     jobsPerSec: heavyRate,
     ...m,
     expected,
-    unique: seen.size,
-    duplicates: seen.duplicates,
+    ...seen.counts(),
     capped,
     extra: {
       p50Ms: p50,

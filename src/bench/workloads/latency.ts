@@ -119,8 +119,7 @@ export async function runLatency(ctx: RunContext, p: LatencyParams): Promise<Run
     jobsPerSec: submitted / seconds,
     ...m,
     expected: submitted,
-    unique: seen.size,
-    duplicates: seen.duplicates,
+    ...seen.counts(),
     capped,
     extra: { rate: p.rate, p50Ms: p50, p99Ms: p99, p999Ms: p999, maxProducerLagMs: lagMs, idleCommandsPerSec },
   };

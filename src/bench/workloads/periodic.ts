@@ -81,8 +81,7 @@ export async function runPeriodic(ctx: RunContext, p: PeriodicParams): Promise<R
       jobsPerSec: seen.size / spanS,
       ...m,
       expected: p.tasks,
-      unique: seen.size,
-      duplicates: seen.duplicates,
+      ...seen.counts(),
       capped,
       extra: {
         p50Ms: p50,

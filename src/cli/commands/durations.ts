@@ -1,7 +1,7 @@
 /** Option parsers for durations and rates (`30s`, `PT15M`, `10/1s`). */
 import { InvalidArgumentError } from 'commander';
+import { TimerSyntaxError } from '../../errors.js';
 import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../../timers/duration.js';
-import { TimerSyntaxError } from '../../timers/errors.js';
 
 /** The ms of a duration `text` (`30s`, `2h30m`, `PT15M`), or an InvalidArgumentError naming option `name`. */
 function durationMs(name: string, text: string): number {

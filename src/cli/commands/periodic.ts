@@ -9,16 +9,7 @@ import { PeriodicTasks } from '../../periodic/tasks.js';
 import { Queue } from '../../queue/queue.js';
 import { parseTimer } from '../../timers/index.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
-import {
-  type HealthFlags,
-  healthHostOption,
-  type MetricsFlags,
-  metricsGroupsOption,
-  metricsHostOption,
-  metricsSweepIntervalOption,
-  serveHealthFlags,
-  serveMetricsFlags,
-} from '../observability-flags.js';
+import { type HealthFlags, type MetricsFlags, serveHealthFlags, serveMetricsFlags, serverFlags } from '../observability-flags.js';
 import { printMessage } from '../secrets.js';
 import { CliError, globals, intOption, iso, openClient, openTarget, printJson, printTable, run, shardsOf } from '../support.js';
 import { timeFormat } from '../times.js';
@@ -100,16 +91,9 @@ function notFound(id: string): CliError {
 
 /** Registers `scheduler` and `periodic` on `program`. */
 export function register(program: Command): void {
-  program
-    .command('scheduler')
+  serverFlags(program.command('scheduler'))
     .description('run a scheduler replica (any number may run; each occurrence is submitted once)')
     .option('--id <id>', 'replica id')
-    .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
-    .addOption(metricsHostOption())
-    .addOption(metricsGroupsOption())
-    .addOption(metricsSweepIntervalOption())
-    .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
-    .addOption(healthHostOption())
     .action(async (o: MetricsFlags & HealthFlags & { id?: string }, cmd: Command) =>
       run(async () => {
         const g = globals(cmd);

@@ -11,16 +11,7 @@ import type { MetricsServer } from '../../observability/metrics.js';
 import type { Handlers } from '../../queue/context.js';
 import { Queue } from '../../queue/queue.js';
 import { EXIT_INVALID } from '../exit-codes.js';
-import {
-  type HealthFlags,
-  healthHostOption,
-  type MetricsFlags,
-  metricsGroupsOption,
-  metricsHostOption,
-  metricsSweepIntervalOption,
-  serveHealthFlags,
-  serveMetricsFlags,
-} from '../observability-flags.js';
+import { type HealthFlags, type MetricsFlags, serveHealthFlags, serveMetricsFlags, serverFlags } from '../observability-flags.js';
 import { CliError, globals, intOption, openTarget, run } from '../support.js';
 
 /** What a tasks file gives: its handlers, and the isolation its `isolate` export asks for. */
@@ -122,8 +113,7 @@ function isolateFlag(value: string, previous: string[] = []): string[] {
 
 /** Registers the `worker` command on `program`. */
 export function register(program: Command): void {
-  program
-    .command('worker')
+  serverFlags(program.command('worker'))
     .description('run an executor; SIGTERM/SIGINT shut it down gracefully')
     .requiredOption('--tasks <module>', 'JavaScript module exporting task handlers')
     .option('--concurrency <n>', 'jobs run at once', intOption('--concurrency', 1, 100_000), 1)
@@ -153,12 +143,6 @@ export function register(program: Command): void {
       intOption('--isolate-recycle-above', 1, 1_048_576),
     )
     .option('--id <id>', 'executor id (a fixed id clears its stale marks on restart)')
-    .option('--metrics-port <port>', 'serve Prometheus metrics on this port', intOption('--metrics-port', 0, 65535))
-    .addOption(metricsHostOption())
-    .addOption(metricsGroupsOption())
-    .addOption(metricsSweepIntervalOption())
-    .option('--health-port <port>', 'serve /readyz and /livez on this port', intOption('--health-port', 0, 65535))
-    .addOption(healthHostOption())
     .option(
       '--stall-after <ms>',
       '/livez fails when the take loop makes no progress this long (default 120000)',

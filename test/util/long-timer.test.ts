@@ -1,7 +1,7 @@
 /** Timers longer than Node's setTimeout takes (2^31 ms): the helper, and a run's timebox through a real executor. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Job } from '../../src/index.js';
-import { clearLongTimeout, MAX_TIMEOUT_MS, setLongTimeout } from '../../src/queue/long-timer.js';
+import { clearLongTimeout, MAX_TIMEOUT_MS, setLongTimeout } from '../../src/util/long-timer.js';
 import { closeAll, openQueue, openWorker, uniqueQueue } from '../helpers/setup.js';
 
 afterEach(closeAll);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Batcher } from '../../src/queue/batcher.js';
+import { Batcher } from '../../src/util/batcher.js';
 
 /** A batcher whose calls stay unanswered until the test answers them, in order. */
 function gated(maxInFlight?: number) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Dictionary, removeFrom } from '../../src/queue/churn.js';
+import { Dictionary, removeFrom } from '../../src/util/churn.js';
 
 describe('collections for entries that come and go', () => {
   it('a dictionary counts, finds and removes values by any string key, prototype names and numbers included', () => {
