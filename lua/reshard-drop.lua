@@ -30,6 +30,7 @@ end
 for _, state in ipairs({ 'success', 'failed', 'cancelled' }) do
   if call('ZCARD', prefix .. 'done:' .. state) > 0 then return state .. ' jobs' end
 end
+if call('ZCARD', prefix .. 'waiting-children') > 0 then return 'jobs waiting for children' end
 if call('ZCARD', prefix .. 'fanouts') > 0 then return 'fan-out children not submitted' end
 local runs = false
 leasedJobs(prefix, function() runs = true end)
@@ -44,7 +45,7 @@ for i = 1, #records, 2 do
 end
 for _, id in ipairs(call('ZRANGE', prefix .. 'workers', '0', '-1')) do keys[#keys + 1] = prefix .. 'w:' .. id end
 for _, name in ipairs({ 'meta', 'rotation', 'seq', 'marker', 'delayed', 'leases', 'counts', 'groups', 'limited', 'events',
-  'workers', 'fanouts', 'done:success', 'done:failed', 'done:cancelled', 'tally' }) do
+  'workers', 'fanouts', 'waiting-children', 'done:success', 'done:failed', 'done:cancelled', 'tally' }) do
   keys[#keys + 1] = prefix .. name
 end
 for k = 1, #keys, 1000 do call('DEL', unpack(keys, k, math.min(#keys, k + 999))) end
