@@ -6,7 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardServer, serveDashboard } from '../../src/dashboard/index.js';
-import { type Handlers, PermanentError, reshard, serveMetrics } from '../../src/index.js';
+import { type Handlers, PermanentError, reshard, serveMetrics, ValidationError } from '../../src/index.js';
 import { queueKeys } from '../../src/redis/keys.js';
 import { rota } from '../helpers/cli.js';
 import { dashboardClient, textOf } from '../helpers/dashboard.js';
@@ -39,6 +39,13 @@ describe('waiting-children listed', () => {
     expect((await q.jobs({ state: 'waiting-children', group: 'g1' })).map((j) => j.id)).toEqual(['a', 'a/0', 'c']);
     expect((await q.jobs({ state: 'waiting-children', group: 'g2' })).map((j) => j.id)).toEqual(['b']);
     expect((await q.jobs({ state: 'waiting-children', limit: 2 })).map((j) => j.id)).toEqual(['a', 'a/0']);
+    // (a child in another queue is not built: refused, nothing written)
+    const other = await q
+      .submitFlow({ task: 'root', children: [{ task: 'x', queue: 'other' } as never] })
+      .catch((e: unknown) => e);
+    expect(other).toBeInstanceOf(ValidationError);
+    expect((other as ValidationError).field).toBe('children[0].queue');
+    expect((await q.counts())['waiting-children']).toBe(4);
 
     // cancel leaves the index; b's child fails for good and fails b (left), a retry of it re-opens b
     expect(await q.cancel(c.id)).toBe('cancelled');
@@ -151,5 +158,31 @@ describe('waiting-children on the dashboard', () => {
     expect(text).toMatch(/cancelled 1/);
     expect(page.body).toContain(`href="/jobs/${encodeURIComponent('p<1>/0')}"`);
     expect(page.body).not.toContain('p<1>');
+
+    // a fan-out's continuation waits for its parent's children: the page names the parent
+    const gate: { open?: () => void } = {};
+    const opened = new Promise<void>((r) => {
+      gate.open = r;
+    });
+    const split = await q.submit({ task: 'split' });
+    const w = openWorker(
+      name,
+      {
+        split: async (ctx) => {
+          await ctx.fanOut([1, 2], { task: 'part', after: { task: 'sum' } });
+        },
+        part: async () => opened,
+        sum: async () => 0,
+        merge: async () => opened,
+      },
+      { concurrency: 8 },
+    );
+    const after = `${split.id}/after`;
+    await eventually(async () => (await q.getJob(after))?.state === 'waiting-children');
+    const cont = await get(`/jobs/${encodeURIComponent(after)}`);
+    expect(textOf(cont.body)).toMatch(/It runs once the children of \S+ have ended: 0 of 2 have, 2 pending/);
+    expect(cont.body).toContain(`href="/jobs/${encodeURIComponent(`${split.id}/0`)}"`);
+    gate.open!();
+    await w.close();
   });
 });
