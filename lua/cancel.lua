@@ -20,6 +20,7 @@
 --- @include "includes/leases"
 --- @include "includes/groupChanges"
 --- @include "includes/children"
+--- @include "includes/waitIndex"
 --- @include "includes/dedup"
 --- @include "includes/tally"
 
@@ -54,6 +55,7 @@ local function cancel(id)
   -- (a waiting-children job is in no list: its children release it)
   if state == WAITING_CHILDREN then
     group = nil
+    waitIndex.remove(prefix, id)
   elseif state == 'delayed' then
     -- (in `delayed` alone: no list of its group holds it yet)
     call('ZREM', KEY.delayed(prefix), id)

@@ -1,6 +1,7 @@
 --[[
   A page of the dashboard's job list (src/dashboard/): the jobs of one state, optionally of one
-  group and one task, newest first for finished jobs, in take order for waiting ones. Candidates
+  group and one task, newest first for finished jobs, in take order for waiting ones, in submit
+  order for those waiting for children (their index, includes/waitIndex). Candidates
   (the ids of the set or lists that hold the state) are read a chunk at a time from a position,
   and the call stops once the page is full, it has looked at the most candidates it may, or it
   sent as many commands; no call reads a whole set, and none passes over candidates one by one
@@ -205,6 +206,8 @@ if state == 'success' or state == 'failed' or state == 'cancelled' then
   source = zsetSource(KEY.done(prefix, state), true, wholeAt(ARGV[5]))
 elseif state == 'stuck' or state == 'delayed' then
   source = zsetSource(KEY.delayed(prefix), false, wholeAt(ARGV[5]))
+elseif state == 'waiting-children' then
+  source = zsetSource(KEY.waitingChildren(prefix), false, wholeAt(ARGV[5]))
 elseif state == 'scheduled' or state == 'running' then
   source = zsetSource(KEY.leases(prefix), false, wholeAt(ARGV[5]))
   idOf = leaseJobId

@@ -30,6 +30,7 @@ end
 for _, state in ipairs({ 'success', 'failed', 'cancelled' }) do
   if call('ZCARD', KEY.done(prefix, state)) > 0 then return state .. ' jobs' end
 end
+if call('ZCARD', KEY.waitingChildren(prefix)) > 0 then return 'jobs waiting for children' end
 if call('ZCARD', KEY.fanouts(prefix)) > 0 then return 'fan-out children not submitted' end
 local runs = false
 leasedJobs(prefix, function() runs = true end)
@@ -46,7 +47,7 @@ end
 for _, id in ipairs(call('ZRANGE', KEY.workers(prefix), '0', '-1')) do keys[#keys + 1] = KEY.worker(prefix, id) end
 for _, key in ipairs({ KEY.meta(prefix), KEY.rotation(prefix), KEY.seq(prefix), KEY.marker(prefix), KEY.delayed(prefix),
   KEY.leases(prefix), KEY.counts(prefix), KEY.groups(prefix), KEY.limited(prefix), KEY.events(prefix), KEY.workers(prefix),
-  KEY.fanouts(prefix), KEY.done(prefix, 'success'), KEY.done(prefix, 'failed'), KEY.done(prefix, 'cancelled'),
+  KEY.fanouts(prefix), KEY.waitingChildren(prefix), KEY.done(prefix, 'success'), KEY.done(prefix, 'failed'), KEY.done(prefix, 'cancelled'),
   KEY.tally(prefix) }) do
   keys[#keys + 1] = key
 end

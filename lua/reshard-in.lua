@@ -2,7 +2,8 @@
   Puts jobs taken out of another shard of the queue (reshard-out.lua) into this one, while the
   queue's shard count changes (rota reshard, src/queue/reshard.ts): each job's hash and logs as
   they were, and its place: the back of its group's list (`:h`, `:l`: as submit.lua adds a job;
-  `:r`), or its set with its score (`delayed`: its due time; `done:<state>`: its finished time);
+  `:r`), or its set with its score (`delayed`: its due time; `waiting-children`: its submit time;
+  `done:<state>`: its finished time);
   its group's counters and the state counts follow (no event: its state does not change), and
   its dedup key while it holds one (includes/dedup).
   A job already here (the same `submitted` and description: a step done before) is not added
@@ -26,8 +27,8 @@
 
 local prefix = ARGV[1]
 local f = cmsgpack.unpack(ARGV[2])
-local PLACES = { [':h'] = true, [':l'] = true, [':r'] = true, delayed = true, ['done:success'] = true, ['done:failed'] = true,
-  ['done:cancelled'] = true }
+local PLACES = { [':h'] = true, [':l'] = true, [':r'] = true, delayed = true, ['waiting-children'] = true,
+  ['done:success'] = true, ['done:failed'] = true, ['done:cancelled'] = true }
 
 -- Where each job begins in f, and which are not here yet.
 local starts, fresh, held = {}, {}, {}

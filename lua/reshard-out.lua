@@ -11,7 +11,8 @@
   KEYS[1] counts   (every key is built from ARGV[1])
   ARGV[1] key prefix
   ARGV[2] what: 'pending' (answer what `moving` holds), 'close' (put back every list's jobs kept
-          aside), 'lists' or a set ('delayed', 'done:success', 'done:failed', 'done:cancelled')
+          aside), 'lists' or a set ('delayed', 'waiting-children', 'done:success', 'done:failed',
+          'done:cancelled')
   ARGV[3] for 'lists': one MessagePack array of strings, per group list: group, list ('h', 'l' or
           'r'), '1' to put its kept jobs back after this step (else '0'), the number n of jobs
           popped from its tail, then n pairs (job id, destination shard; '' for a job that

@@ -29,6 +29,7 @@ const config = join(root, '.luacheckrc');
 const { CALL_START, WIRE_INCLUDE, declaredExports, libraryChunks, libraryParts, topLevelNames } = await import(
   '../src/redis/library.ts'
 );
+const { WIRE_SCALARS } = await import('../src/redis/wire.ts');
 
 const INCLUDE = /^--- @include "([^"]+)"/gm;
 const REPORT = /^(.*?):(\d+):(\d+): (.*)$/;
@@ -57,9 +58,12 @@ const includeText = new Map(includes);
 const display = (file) => (file === WIRE_INCLUDE ? `${file} (src/redis/wire.ts)` : relative(root, join(luaDir, `${file}.lua`)));
 /** The include whose top level declares each name, exported or not (the last one, for a private name two keep). */
 const definedBy = new Map(includes.flatMap(([inc, text]) => topLevelNames(text).map(([n]) => [n, inc])));
-/** What each include exports: the wire include, all its values. */
+/** What each include exports: the wire include, all its values (its numbers and strings are written where named). */
 const exportsOf = new Map(
-  includes.map(([inc, text]) => [inc, inc === WIRE_INCLUDE ? topLevelNames(text).map(([n]) => n) : declaredExports(text)]),
+  includes.map(([inc, text]) => [
+    inc,
+    inc === WIRE_INCLUDE ? [...topLevelNames(text).map(([n]) => n), ...WIRE_SCALARS.keys()] : declaredExports(text),
+  ]),
 );
 const problems = [];
 

@@ -31,6 +31,7 @@
 --- @include "includes/jobs"
 --- @include "includes/groupChanges"
 --- @include "includes/periodic"
+--- @include "includes/waitIndex"
 --- @export parentOf, childStarted, childEnded, isChild, flushChildren, releaseWaiter, reopenWaiter
 
 -- The parent id of child `id` (what precedes its last '/').
@@ -108,6 +109,7 @@ local function releaseWaiter(prefix, id, why)
   call('LPUSH', KEY.groupList(prefix, j[2], high and 'h' or 'l'), id)
   deferGroup(j[2], high and 'nh' or 'nl', 1)
   left(WAITING_CHILDREN)
+  waitIndex.remove(prefix, id)
   changed(id, 'waiting')
   jobReleased(id, why)
   releasedAny = true
@@ -122,6 +124,7 @@ local function failWaiter(prefix, id, child, now)
   call('HSET', key, 'state', 'failed', 'finished', nowS, 'error', err, FLOW_FIELDS.failedBy, child)
   call('ZADD', KEY.done(prefix, 'failed'), nowS, id)
   left(WAITING_CHILDREN)
+  waitIndex.remove(prefix, id)
   changed(id, 'failed', err)
   -- (a flow's inner node ended for its own parent: counted there in this call)
   if isChild(prefix, id) then childEnded(id, false, 'failed') end
@@ -145,6 +148,7 @@ local function reopenWaiter(prefix, parent, child)
   call('ZREM', KEY.done(prefix, 'failed'), waiter)
   left('failed')
   changed(waiter, WAITING_CHILDREN)
+  waitIndex.add(prefix, waiter, wkey)
   local up = parentOf(waiter)
   if up and isChild(prefix, waiter) then
     local upKey = KEY.job(prefix, up)

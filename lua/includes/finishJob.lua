@@ -30,6 +30,7 @@
 --- @include "includes/tally"
 --- @include "includes/addJob"
 --- @include "includes/children"
+--- @include "includes/waitIndex"
 --- @export GROUP_READ, beginFinishes, finishJob, finishBatch
 -- The outcomes whose end writes to the job's group (a release goes back to its list, a failure
 -- may be retried, and so may a fan-out whose staging is gone); the end of any other run reads the
@@ -80,6 +81,7 @@ local function commitFanOut(at, jobKey, id, token)
     local next = continuation[AT_ID]
     if writeJob(KEY.job(at.prefix, next), at.nowS, continuation, 0, WAITING_CHILDREN, false) == 1 then
       changed(next, WAITING_CHILDREN)
+      waitIndex.add(at.prefix, next, nil, at.nowS)
     end
     call('HSET', jobKey, CHILD_FIELDS.continuation, next)
     if total == '0' then releaseWaiter(at.prefix, next, 'children') end

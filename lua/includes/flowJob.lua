@@ -9,6 +9,7 @@
 --- @include "includes/common"
 --- @include "includes/changes"
 --- @include "includes/addJob"
+--- @include "includes/waitIndex"
 --- @export writeFlowJob
 
 -- Where the flow's own fields lie in a record, past the job's offset.
@@ -28,6 +29,7 @@ local function writeFlowJob(prefix, batch, jobKey, submitted, f, i, unchecked)
     call('HSET', jobKey, CHILD_FIELDS.total, children, CHILD_FIELDS.running, '0', CHILD_FIELDS.success, '0',
       CHILD_FIELDS.failed, '0', CHILD_FIELDS.cancelled, '0')
     changed(id, WAITING_CHILDREN)
+    waitIndex.add(prefix, id, jobKey, submitted)
   else
     enqueueLater(prefix, batch, id, f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high')
   end

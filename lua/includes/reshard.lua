@@ -23,10 +23,11 @@ local function unpackEntry(movingEntry)
 end
 
 -- The key of job set `name` as src/redis/reshard-store.ts names the sets (`delayed`,
--- `done:<state>`), nil for any other name.
+-- `waiting-children`, `done:<state>`), nil for any other name.
 local FINAL_SETS = { ['done:success'] = 'success', ['done:failed'] = 'failed', ['done:cancelled'] = 'cancelled' }
 local function jobSetKey(prefix, name)
   if name == 'delayed' then return KEY.delayed(prefix) end
+  if name == 'waiting-children' then return KEY.waitingChildren(prefix) end
   local state = FINAL_SETS[name]
   return state and KEY.done(prefix, state)
 end

@@ -25,10 +25,13 @@ export const FINAL_STATES: ReadonlySet<JobState> = new Set(['success', 'failed',
  * first, stuck and delayed jobs by due time. The other states have no key: their lists are in
  * take order. (The lists of a sharded queue are merged by it.)
  */
-export const LIST_ORDER: Partial<Record<JobState, (j: { finished?: number; due?: number; runAt?: number }) => number>> = {
+export const LIST_ORDER: Partial<
+  Record<JobState, (j: { finished?: number; due?: number; runAt?: number; submitted?: number }) => number>
+> = {
   success: (j) => -(j.finished ?? 0),
   failed: (j) => -(j.finished ?? 0),
   cancelled: (j) => -(j.finished ?? 0),
   stuck: (j) => j.due ?? 0,
   delayed: (j) => j.runAt ?? 0,
+  'waiting-children': (j) => j.submitted ?? 0,
 };

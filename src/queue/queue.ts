@@ -465,8 +465,9 @@ export class Queue<T extends object = UntypedTasks> {
     return this.actions.run('retry', target);
   }
   /**
-   * Lists jobs in a state, newest first for finished ones and in take order for waiting ones,
-   * optionally of one group. At most `limit` jobs (1 to 10,000; default 50).
+   * Lists jobs in a state, newest first for finished ones, in take order for waiting ones and in
+   * submit order for those waiting for children, optionally of one group. At most `limit` jobs
+   * (1 to 10,000; default 50).
    * @throws {ValidationError} naming a bad option.
    */
   async jobs(options: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {

@@ -234,7 +234,7 @@ export class QueueReader {
         break;
       }
       case 'waiting-children':
-        throw new ValidationError('state', 'waiting-children jobs have no list of their own: read a flow with jobTree(id)');
+        return this.waitingChildren(reads, limit, opts.group);
       default:
         throw new ValidationError('state', `must be one of ${JOB_STATES.join(', ')}`);
     }
@@ -243,6 +243,23 @@ export class QueueReader {
       for (const job of await reads.jobs(ids.slice(i, i + 200))) {
         if (job && job.state === opts.state && (!opts.group || job.group === opts.group) && out.length < limit) out.push(job);
       }
+    }
+    return out;
+  }
+
+  /**
+   * The first `limit` jobs of one shard waiting for children (of group `group`), in submit order:
+   * their index is read 200 ids a call, and the walk stops once the list is full.
+   */
+  private async waitingChildren(reads: JobReadStore, limit: number, group?: string): Promise<Job[]> {
+    const out: Job[] = [];
+    const chunk = group ? 200 : Math.min(limit, 200);
+    for (let at = 0; out.length < limit; at += chunk) {
+      const ids = await reads.waitingChildrenIds(at, chunk);
+      for (const job of await reads.jobs(ids)) {
+        if (job && job.state === 'waiting-children' && (!group || job.group === group) && out.length < limit) out.push(job);
+      }
+      if (ids.length < chunk) break;
     }
     return out;
   }

@@ -108,6 +108,11 @@ export class JobReadStore {
     return this.client.zrevrange(this.keys.done(state), 0, limit === undefined ? -1 : limit - 1);
   }
 
+  /** The ids of `count` jobs waiting for children from rank `from`, in submit order (their index). */
+  async waitingChildrenIds(from: number, count: number): Promise<string[]> {
+    return this.client.zrange(this.keys.waitingChildren, from, from + count - 1);
+  }
+
   /** The ids of the jobs holding a lease (scheduled or running), in lease expiry order. */
   async leasedIds(): Promise<string[]> {
     const leased = await this.client.zrange(this.keys.leases, 0, -1);

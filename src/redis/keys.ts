@@ -41,6 +41,8 @@ export interface QueueKeys {
   workers: string;
   cancel: string;
   seq: string;
+  /** ZSET of the jobs in state `waiting-children` -> their submit time (lua/includes/waitIndex.lua). */
+  waitingChildren: string;
   /** ZSET of fan-out parents whose committed children are not all submitted yet -> commit time. */
   fanouts: string;
   /** STRING set for a lease after a forward jump of the server's clock (lua/includes/clock.lua): no lease expires meanwhile. */
@@ -117,6 +119,7 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     cancel: `${prefix}cancel`,
     seq: `${prefix}seq`,
     fanouts: `${prefix}fanouts`,
+    waitingChildren: `${prefix}waiting-children`,
     clockJump: `${prefix}clock-jump`,
     limited: `${prefix}limited`,
     tally: `${prefix}tally`,

@@ -36,7 +36,7 @@ import { expandKeyBuilders } from './keys.js';
 
 export { ScriptLoadError };
 
-import { wireInclude } from './wire.js';
+import { inlineWireScalars, WIRE_SCALARS, wireInclude } from './wire.js';
 
 /** The function library: its code for FUNCTION LOAD, and the function name of each script. */
 export interface Library {
@@ -222,7 +222,9 @@ export function libraryChunks(dir: string, name: string): { chunks: LibraryChunk
   const chunks: LibraryChunk[] = [{ file: 'library', text: `#!lua name=${name}`, source: false }];
   const [[, wire], ...helpers] = includes;
   chunks.push({ file: WIRE_INCLUDE, text: wire.replace(/\n$/, ''), source: true });
-  const exporter = new Map<string, string>(topLevelNames(wire).map(([n]) => [n, WIRE_INCLUDE]));
+  const exporter = new Map<string, string>(
+    [...topLevelNames(wire).map(([n]) => n), ...WIRE_SCALARS.keys()].map((n) => [n, WIRE_INCLUDE]),
+  );
   for (const [inc, text] of helpers) {
     const exports = declaredExports(text);
     for (const n of exports) {
@@ -232,7 +234,11 @@ export function libraryChunks(dir: string, name: string): { chunks: LibraryChunk
       exporter.set(n, inc);
     }
     chunks.push({ file: inc, text: [...declareLocals(exports), `do -- ${inc}`].join('\n'), source: false });
-    chunks.push({ file: inc, text: expandKeyBuilders(exportingText(inc, text, new Set(exports)), inc), source: true });
+    chunks.push({
+      file: inc,
+      text: expandKeyBuilders(inlineWireScalars(exportingText(inc, text, new Set(exports))), inc),
+      source: true,
+    });
     chunks.push({ file: inc, text: 'end', source: false });
   }
   if (exporter.get(CALL_START) !== 'includes/common') throw new ScriptLoadError(`includes/common must export ${CALL_START}`);
@@ -248,7 +254,7 @@ export function libraryChunks(dir: string, name: string): { chunks: LibraryChunk
         ? `redis.register_function('${fn}', function(KEYS, ARGV)`
         : `redis.register_function{function_name='${fn}', flags={${flags.map((f) => `'${f}'`).join(', ')}}, callback=function(KEYS, ARGV)`;
     chunks.push({ file: script, text: `${head}\n${CALL_START}()`, source: false });
-    chunks.push({ file: script, text: expandKeyBuilders(text.replace(DIRECTIVE, ''), script), source: true });
+    chunks.push({ file: script, text: expandKeyBuilders(inlineWireScalars(text.replace(DIRECTIVE, '')), script), source: true });
     chunks.push({ file: script, text: flags.length === 0 ? 'end)' : 'end}', source: false });
   }
   return { chunks, functions };

@@ -26,10 +26,10 @@ const PIPELINE = 1000;
 const COPY_READS = Math.floor(PIPELINE / 3);
 
 /** A set jobs are taken out of: due times (delayed and stuck jobs), or a finished state's. */
-export type JobSet = 'delayed' | 'done:success' | 'done:failed' | 'done:cancelled';
+export type JobSet = 'delayed' | 'waiting-children' | 'done:success' | 'done:failed' | 'done:cancelled';
 
 /** The sets {@link ReshardStore.outSet} takes from, in the order a reshard walks them. */
-export const JOB_SETS: readonly JobSet[] = ['delayed', 'done:success', 'done:failed', 'done:cancelled'];
+export const JOB_SETS: readonly JobSet[] = ['delayed', 'waiting-children', 'done:success', 'done:failed', 'done:cancelled'];
 
 /**
  * A job taken out of a shard and not forgotten there yet: its destination shard, and where it
@@ -157,6 +157,7 @@ export class ReshardStore {
   }
 
   private setKey(set: JobSet): string {
+    if (set === 'waiting-children') return this.keys.waitingChildren;
     return set === 'delayed'
       ? this.keys.delayed
       : this.keys.done(set.slice('done:'.length) as 'success' | 'failed' | 'cancelled');

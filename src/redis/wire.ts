@@ -13,7 +13,7 @@
  * first client to use the queue; a client of another version refuses the queue
  * (SchemaMismatchError).
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /**
  * Longest delay a job may have (ms), and its latest due time (`runAt`): 9,999,999,999,999 ms,
@@ -398,8 +398,32 @@ function luaValue(v: WireValue): string {
     .join(', ')} }`;
 }
 
-/** The Lua source of the include `includes/wire`: one `local` per name of {@link LUA_WIRE}. */
+const isScalar = (v: WireValue): v is number | string => typeof v === 'number' || typeof v === 'string';
+
+/**
+ * The Lua source of the include `includes/wire`: one `local` per table of {@link LUA_WIRE}; the
+ * numbers and strings are written into the scripts where they are named ({@link inlineWireScalars}),
+ * so that they take none of the 200 locals Lua allows the library's main chunk (and a literal is
+ * reached for less than an upvalue).
+ */
 export function wireInclude(): string {
-  const lines = Object.entries(LUA_WIRE).map(([name, v]) => `local ${name} = ${luaValue(v)}`);
+  const lines = Object.entries(LUA_WIRE).map(([name, v]) =>
+    isScalar(v) ? `-- ${name} = ${luaValue(v)} (written where it is named)` : `local ${name} = ${luaValue(v)}`,
+  );
   return `-- Generated from src/redis/wire.ts: values shared with the TypeScript side.\n-- luacheck: no max line length\n${lines.join('\n')}\n`;
+}
+
+/** The wire values that are numbers or strings, by name. */
+export const WIRE_SCALARS: ReadonlyMap<string, string> = new Map(
+  Object.entries(LUA_WIRE).flatMap(([name, v]) => (isScalar(v) ? [[name, luaValue(v)] as const] : [])),
+);
+
+const SCALAR_NAME = new RegExp(`(?<![\\w.'"])(${[...WIRE_SCALARS.keys()].join('|')})(?![\\w'"]|\\s*=[^=])`, 'g');
+
+/**
+ * Lua source `text` with each wire number or string it names (`SCHEMA_VERSION`, not a field
+ * `t.SCHEMA_VERSION` nor a table key `{ SCHEMA_VERSION = ... }`) written as its literal.
+ */
+export function inlineWireScalars(text: string): string {
+  return text.replace(SCALAR_NAME, (name) => WIRE_SCALARS.get(name) ?? name);
 }

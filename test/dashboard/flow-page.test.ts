@@ -28,7 +28,7 @@ describe('dashboard on a flow', () => {
     expect(page.body).not.toContain('f<1>');
     const text = textOf(page.body);
     expect(text).toContain('waiting-children');
-    expect(text).toContain('Why it waits: it runs once its children have ended (0 of 2 have)');
+    expect(text).toMatch(/Why it waits It runs once its children have ended: 0 of 2 have, 2 pending/);
     expect(text).toMatch(/Flow\s+child\s+task\s+state\s+f&lt;1&gt;\/0\s+part\s+waiting\s+f&lt;1&gt;\/1\s+part\s+waiting/);
     expect(page.body).toContain(`href="/jobs/${encodeURIComponent('f<1>/1')}"`);
     const child = textOf((await get(`/jobs/${encodeURIComponent('f<1>/1')}`)).body);

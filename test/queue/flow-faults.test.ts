@@ -161,6 +161,8 @@ async function chaos(s: Setup, mids: number, leaves: number, fanned: number): Pr
   for (const shard of shardNumbers(s.shards)) {
     const k = queueKeys(s.name, shard, s.shards);
     expect(await s.client.zcard(k.fanouts)).toBe(0);
+    // (every waiter left the index of its state with its release)
+    expect(await s.client.zcard(k.waitingChildren)).toBe(0);
   }
 }
 

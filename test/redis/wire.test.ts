@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { packDescription, unpackDescription } from '../../src/redis/job-codec.js';
 import { luaKeyBuilders, periodicKeys, queueKeys } from '../../src/redis/keys.js';
 import { buildLibrary, rotaLibrary, runFunction, WIRE_INCLUDE } from '../../src/redis/library.js';
-import { HISTORY_TTL_S, LUA_WIRE, type WireValue, wireInclude } from '../../src/redis/wire.js';
+import { HISTORY_TTL_S, inlineWireScalars, LUA_WIRE, WIRE_SCALARS, type WireValue, wireInclude } from '../../src/redis/wire.js';
 import { LUA_DIR, luaFiles } from '../helpers/lua.js';
 import { closeAll, rawClient } from '../helpers/setup.js';
 
@@ -26,12 +26,25 @@ describe('the wire values', () => {
     expect(code.indexOf(include)).toBeGreaterThan(0);
     // the first line after the library's header
     expect(code.split('\n')[1]).toBe(include.split('\n')[0]);
+    // a local per table; the numbers and strings are written into the scripts where named
     expect(
       include
         .split('\n')
         .filter((l) => l.startsWith('local '))
         .map((l) => l.split(' ')[1]),
-    ).toEqual(Object.keys(LUA_WIRE));
+    ).toEqual(Object.keys(LUA_WIRE).filter((n) => !WIRE_SCALARS.has(n)));
+    expect(WIRE_SCALARS.size).toBeGreaterThan(10);
+    expect(code).not.toMatch(new RegExp(`^local (${[...WIRE_SCALARS.keys()].join('|')}) `, 'm'));
+  });
+
+  it('that are numbers or strings are written as literals where a script names them, and only there', () => {
+    expect(
+      inlineWireScalars(
+        "if x == SCHEMA_VERSION then return { SCHEMA_VERSION = SCHEMA_VERSION, t.SCHEMA_VERSION, 'SCHEMA_VERSION' } end",
+      ),
+    ).toBe(
+      `if x == ${LUA_WIRE.SCHEMA_VERSION} then return { SCHEMA_VERSION = ${LUA_WIRE.SCHEMA_VERSION}, t.SCHEMA_VERSION, 'SCHEMA_VERSION' } end`,
+    );
   });
 
   /**

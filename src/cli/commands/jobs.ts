@@ -121,10 +121,27 @@ export function register(program: Command): void {
           for (const j of jobs) printJson(printable(j));
           return;
         }
-        // (delayed jobs have no executor nor error yet: their due time instead)
+        // (delayed jobs have no executor nor error yet: their due time instead; a job waiting for
+        // children, how many of them have ended)
         const delayed = o.state === 'delayed';
+        const parents = o.state === 'waiting-children';
+        const last = (j: Job) =>
+          delayed
+            ? [iso(j.runAt)]
+            : parents
+              ? [j.children ? `${j.children.total - j.children.waiting - j.children.running}/${j.children.total}` : '-']
+              : [j.worker, oneLine(j.error)];
         printTable(
-          ['ID', 'TASK', 'GROUP', 'PRIO', 'STATE', 'RETRIES', 'SUBMITTED', ...(delayed ? ['RUN AT'] : ['WORKER', 'ERROR'])],
+          [
+            'ID',
+            'TASK',
+            'GROUP',
+            'PRIO',
+            'STATE',
+            'RETRIES',
+            'SUBMITTED',
+            ...(delayed ? ['RUN AT'] : parents ? ['CHILDREN ENDED'] : ['WORKER', 'ERROR']),
+          ],
           jobs.map((j) => [
             j.id,
             j.task,
@@ -133,7 +150,7 @@ export function register(program: Command): void {
             j.state,
             `${j.retries}/${j.maxRetries}`,
             iso(j.submitted),
-            ...(delayed ? [iso(j.runAt)] : [j.worker, oneLine(j.error)]),
+            ...last(j),
           ]),
         );
       }),

@@ -11,6 +11,7 @@ import { ago, count, counted, type Html, html, name, pretty, time } from '../htm
 import { isFirstPage, readJobs } from '../shards.js';
 import { stateHelp, stateLegend } from '../state-help.js';
 import { attemptsTable } from './attempts.js';
+import { childrenWaitSection } from './children-wait.js';
 import { bulkForm, cleanForm, jobButtons, rowBox, selectable } from './job-actions.js';
 import { jobWaitSection } from './job-wait.js';
 import { actionButton } from './layout.js';
@@ -151,6 +152,7 @@ export async function jobDetail(ctx: PageContext, id: string): Promise<Page> {
   const waits = job.state === 'waiting' ? await jobWaitSection(ctx, job.id, job.group, job.priority) : '';
   // (a flow's parent, a fan-out: its first children, one pipelined read of at most FLOW_ROWS jobs)
   const tree = job.children || job.continuation ? await ctx.q.queue.jobTree(job.id, FLOW_ROWS + 1) : null;
+  const waitsForChildren = job.state === 'waiting-children' ? await childrenWaitSection(ctx, job, tree) : '';
   return {
     title: `Job ${id}`,
     nav: 'jobs',
@@ -183,7 +185,7 @@ ${job.due !== undefined ? html`<li><b>retry due</b> ${time(job.due)}</li>` : ''}
 ${job.finished !== undefined ? html`<li><b>finished</b> ${time(job.finished)}${job.started !== undefined ? ` (ran ${job.finished - job.started} ms)` : ''}</li>` : ''}
 </ol>
 ${waits}
-${job.state === 'waiting-children' ? html`<p class="why">Why it waits: it runs once its children have ended${job.children ? html` (${count(job.children.total - job.children.waiting - job.children.running)} of ${count(job.children.total)} have)` : ''}.</p>` : ''}
+${waitsForChildren}
 ${tree?.children?.length ? flowSection(ctx, tree) : ''}
 <h2>Args</h2><pre class="args">${pretty(job.args)}</pre>
 ${job.result !== undefined ? html`<h2>Result</h2><pre class="result">${pretty(job.result)}</pre>` : ''}
