@@ -20,6 +20,7 @@
 --- @include "includes/leases"
 --- @include "includes/groupChanges"
 --- @include "includes/children"
+--- @include "includes/batches"
 --- @include "includes/dedup"
 --- @include "includes/tally"
 
@@ -78,6 +79,7 @@ local function cancel(id)
   changed(id, 'cancelled')
   tallyCancelled(prefix, job[3])
   if isChild(prefix, id) then childEnded(id, false, 'cancelled') end
+  batches.ended(batches.of(job[3]), 'cancelled')
   return 'done'
 end
 
@@ -85,5 +87,6 @@ local out = {}
 for i = 4, #ARGV do out[#out + 1] = cancel(ARGV[i]) end
 flushGroups(prefix)
 if now then flushChildren(prefix, now) end
+if now then batches.flush(prefix, now) end
 flushChanges(prefix, ARGV[2])
 return out

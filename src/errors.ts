@@ -255,3 +255,23 @@ export class LibraryMismatchError extends RotaError {
     );
   }
 }
+
+/**
+ * A batch refused jobs (docs/jobs.md#batches): it is `gone` (never opened, or expired), `closed`
+ * (only its own running jobs may add to it then), `completed` (its jobs all ended after its
+ * close), or the job adding them (`stranger`) does not run in it. Nothing was written.
+ */
+export class BatchClosedError extends RotaError {
+  constructor(
+    readonly batch: string,
+    readonly reason: 'gone' | 'closed' | 'completed' | 'stranger',
+  ) {
+    const why = {
+      gone: 'does not exist (never opened, or expired)',
+      closed: 'is closed: only its own running jobs may add to it',
+      completed: 'has completed: every job of it ended after its close',
+      stranger: 'does not take jobs from this job: it does not run in the batch (its lease was lost, or it is of another batch)',
+    }[reason];
+    super(`batch ${batch} ${why}; nothing was written`);
+  }
+}
