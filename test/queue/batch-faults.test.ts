@@ -7,7 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Queue, type QueueEvent } from '../../src/index.js';
+import { Queue, type QueueEvent, type SubmitSpec } from '../../src/index.js';
 import { parseEntry } from '../../src/queue/events.js';
 import { queueKeys } from '../../src/redis/keys.js';
 import { readRuns } from '../fixtures/runs.js';
@@ -69,10 +69,12 @@ describe('batch faults', () => {
       // jobs added over time while executors die (until half the kills are done); some fail
       // once; some add to the batch
       for (let round = 0; round < 12 && (round < 3 || kills < KILLS / 2); round++) {
-        const jobs = await batch.submitBulk([
-          ...Array.from({ length: 25 }, (_, i) => ({ task: 'work', args: { ms: 150, flaky: i % 5 === 0 } })),
-          { task: 'spawn', args: { n: 5 } },
-        ]);
+        const specs: SubmitSpec[] = Array.from({ length: 25 }, (_, i) => ({
+          task: 'work',
+          args: { ms: 150, flaky: i % 5 === 0 },
+        }));
+        specs.push({ task: 'spawn', args: { n: 5 } });
+        const jobs = await batch.submitBulk(specs);
         for (const j of jobs) {
           ids.push(j.id);
           if (j.task === 'spawn') for (let i = 0; i < 5; i++) ids.push(`${j.id}-${i}`);
