@@ -31,7 +31,7 @@ function executor(name: string): NodeProcess {
 }
 
 const order = (e: QueueEvent) => e.streamId.split('-').map(Number) as [number, number];
-const before = (a: QueueEvent, b: QueueEvent) => {
+const earlier = (a: QueueEvent, b: QueueEvent) => {
   const [x, y] = [order(a), order(b)];
   return x[0] < y[0] || (x[0] === y[0] && x[1] < y[1]);
 };
@@ -117,11 +117,11 @@ describe('batch faults', () => {
     // (the last success and the completion are one call: one stream entry)
     const successes = events.filter((e) => e.state === 'success' && !e.event && ids.includes(e.id));
     expect(successes.length).toBe(total);
-    for (const s of successes) expect(before(fired[0], s), s.id).toBe(false);
+    for (const s of successes) expect(earlier(fired[0], s), s.id).toBe(false);
     for (const cb of [complete, success]) {
       const entered = events.filter((e) => e.id === cb && e.state === 'waiting');
       expect(entered.length, cb).toBe(1);
-      expect(before(entered[0], fired[0]), cb).toBe(false);
+      expect(earlier(entered[0], fired[0]), cb).toBe(false);
       expect((await q.getJob(cb))!.result, cb).toBe(total);
     }
     const runs = await readRuns(client, name);
