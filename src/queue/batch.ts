@@ -28,16 +28,16 @@ const CHUNK = { jobs: 1000, bytes: 1 << 20 };
 export const MAX_BATCH_PAGE = 1000;
 
 /** A batch's callback: a job submitted when the batch completes (or succeeds). Its group and priority default to the batch's. */
-export type BatchCallback<T extends object = UntypedTasks, K extends TaskName<T> = TaskName<T>> = Pick<
-  SubmitOf<T, K, unknown>,
-  'task' | 'args'
-> & {
-  group?: string;
-  priority?: Priority;
-  maxRetries?: number;
-  maxRuntime?: number;
-  subject?: string;
-};
+export type BatchCallback<T extends object = UntypedTasks, K extends TaskName<T> = TaskName<T>> =
+  K extends TaskName<T>
+    ? Pick<SubmitOf<T, K, unknown>, 'task' | 'args'> & {
+        group?: string;
+        priority?: Priority;
+        maxRetries?: number;
+        maxRuntime?: number;
+        subject?: string;
+      }
+    : never;
 
 /** What {@link Queue.openBatch} opens. */
 export interface BatchOptions<T extends object = UntypedTasks> {
