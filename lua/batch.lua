@@ -1,7 +1,7 @@
 --[[
   A batch's producer steps (Queue.openBatch, Batch.submit, Batch.close; includes/batches):
     open   writes the batch's hash (counts at zero, its callbacks and description) unless it
-           exists
+           exists, and lists it in `batches` (the batches not completed) until it completes
     add    adds jobs to the batch as submit.lua adds them (an existing id is left as it is and not
            counted), each added one counted pending and listed in `btj:<batch id>`; refused, writing
            nothing, when the batch is gone, or closed and the call is not from a running job of
@@ -45,6 +45,7 @@ if step == 'open' then
   if ARGV[5] ~= '' then call('HSET', key, BATCH.onComplete, ARGV[5]) end
   if ARGV[6] ~= '' then call('HSET', key, BATCH.onSuccess, ARGV[6]) end
   call('PEXPIRE', key, BATCH.ttl)
+  call('ZADD', prefix .. 'batches', nowS, id)
   return { now, 1 }
 end
 

@@ -171,7 +171,7 @@ export class ReshardInProgressError extends RotaError {
 export class ReshardRefusedError extends RotaError {
   constructor(
     readonly queue: string,
-    readonly reason: 'executors' | 'runs' | 'ids' | 'underway' | 'changed',
+    readonly reason: 'executors' | 'runs' | 'ids' | 'underway' | 'changed' | 'batches',
     message: string,
   ) {
     super(`cannot reshard queue "${queue}": ${message}`);

@@ -114,6 +114,7 @@ do
     local fired
     if not b[3] then
       call('HSET', key, BATCH.completed, nowS)
+      call('ZREM', prefix .. 'batches', id)
       submitCallback(prefix, key, BATCH.onComplete, nowS)
       fired = { { id, 'complete', total, s, tonumber(b[7]), tonumber(b[8]) } }
     end

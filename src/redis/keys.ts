@@ -58,6 +58,8 @@ export interface QueueKeys {
   batch(id: string): string;
   /** LIST of the ids of batch `id`'s jobs, in the order they were added. */
   batchJobs(id: string): string;
+  /** ZSET of the batches not completed yet -> when they were opened (ms): a reshard refuses while one is there. */
+  batches: string;
   /** LIST of job `id`'s earlier attempts, newest first (lua/includes/attempts). Outside `j:` too. */
   attempts(id: string): string;
   group(name: string): string;
@@ -112,6 +114,7 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     logs: (id) => `${prefix}log:${id}`,
     batch: (id) => `${prefix}bt:${id}`,
     batchJobs: (id) => `${prefix}btj:${id}`,
+    batches: `${prefix}batches`,
     attempts: (id) => `${prefix}att:${id}`,
     group: (g) => `${prefix}g:${g}`, // prefix of the group's lists :h, :l, :r
     done: (state) => `${prefix}done:${state}`,

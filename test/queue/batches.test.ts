@@ -6,9 +6,19 @@
  */
 import { Cluster } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BatchClosedError, type Handlers, PermanentError, Queue, ValidationError, Worker } from '../../src/index.js';
+import { BatchClosedError, type Handlers, PermanentError, Queue, reshard, ValidationError, Worker } from '../../src/index.js';
 import { startCluster } from '../helpers/cluster.js';
-import { closeAll, eventually, openQueue, openWorker, rawClient, streamEvents, track, uniqueQueue } from '../helpers/setup.js';
+import {
+  closeAll,
+  eventually,
+  openQueue,
+  openWorker,
+  rawClient,
+  redisUrl,
+  streamEvents,
+  track,
+  uniqueQueue,
+} from '../helpers/setup.js';
 
 afterEach(closeAll);
 
@@ -181,6 +191,17 @@ describe('batches', () => {
     expect(await q.batch(batch.id)).toMatchObject({ total: 3, success: 3, pending: 0 });
     expect(runs.at(-1)).toBe(`${batch.id}/complete`);
     expect(runs.filter((r) => r === `${batch.id}/complete`).length).toBe(1);
+  });
+
+  it('a reshard refuses while a batch of the queue is not completed (it moves no batch), and nothing is written', async () => {
+    const name = uniqueQueue('batch');
+    const q = openQueue(name);
+    const batch = await q.openBatch({ onComplete: { task: 'done' } });
+    await expect(reshard(redisUrl(), name, { to: 2 })).rejects.toMatchObject({ name: 'ReshardRefusedError', reason: 'batches' });
+    expect(await q.batch(batch.id)).toMatchObject({ state: 'open' });
+    // (an empty batch completes at its close)
+    await batch.close();
+    expect(await reshard(redisUrl(), name, { to: 2 })).toMatchObject({ from: 1, to: 2 });
   });
 
   it('bad input is refused with a typed error naming it, and nothing is written', async () => {
