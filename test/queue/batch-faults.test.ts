@@ -20,7 +20,7 @@ afterEach(async () => {
 });
 
 /** Executors killed in the run. */
-const KILLS = 6;
+const KILLS = 4;
 
 const script = new URL('../fixtures/batch-executor.ts', import.meta.url).pathname;
 
