@@ -21,6 +21,7 @@
 --- @include "includes/groupChanges"
 --- @include "includes/children"
 --- @include "includes/waitIndex"
+--- @include "includes/batches"
 --- @include "includes/dedup"
 --- @include "includes/tally"
 
@@ -79,6 +80,7 @@ local function cancel(id)
   changed(id, 'cancelled')
   tallyCancelled(prefix, job[3])
   if isChild(prefix, id) then childEnded(id, false, 'cancelled') end
+  batches.ended(batches.of(job[3]), 'cancelled')
   return 'done'
 end
 
@@ -86,5 +88,6 @@ local out = {}
 for i = 4, #ARGV do out[#out + 1] = cancel(ARGV[i]) end
 flushGroups(prefix)
 if now then flushChildren(prefix, now) end
+if now then batches.flush(prefix, now) end
 flushChanges(prefix, ARGV[2])
 return out

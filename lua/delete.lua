@@ -21,6 +21,7 @@
 --- @include "includes/jobs"
 --- @include "includes/groupChanges"
 --- @include "includes/children"
+--- @include "includes/batches"
 --- @include "includes/dedup"
 
 local prefix = ARGV[1]
@@ -73,6 +74,8 @@ for i = 4, #ARGV do
           childEnded(id, false, 'cancelled')
           now = now or nowMs()
         end
+        -- (a batch counts a job deleted before it ended as cancelled)
+        if not FINAL[state] then batches.ended(batches.of(job[3]), 'cancelled') end
         result = 'done'
       end
     end
@@ -81,5 +84,6 @@ for i = 4, #ARGV do
 end
 flushGroups(prefix)
 if now then flushChildren(prefix, now) end
+batches.flush(prefix, now)
 flushChanges(prefix, ARGV[2])
 return out

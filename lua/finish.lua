@@ -39,9 +39,12 @@
            its number in ARGV[11] (from 1) and its task id; or '' (or absent) for none. A task
            whose run ended is told (includes/periodic pRunEnded), so that a buffer-all backlog
            releases its next run now
-  ARGV[15] (absent when none) the runs of jobs with a dedup key, as one MessagePack array of
-           strings, flat, three per run: its number in ARGV[11] (from 1), its group and its key;
-           the keys of those that ended are released (see includes/dedup)
+  ARGV[15] (absent when none, '' when ARGV[16] follows) the runs of jobs with a dedup key, as one
+           MessagePack array of strings, flat, three per run: its number in ARGV[11] (from 1), its
+           group and its key; the keys of those that ended are released (see includes/dedup)
+  ARGV[16] (absent when none) the runs of batch jobs, as one MessagePack array of strings, flat,
+           two per run: its number in ARGV[11] (from 1) and its batch id; their batches count
+           those that ended (see includes/batches)
 
   Returns { finished time (ms), the end state of each run as one string of a character a run
             (END_CODES: s success, w waiting, c cancelled, k stuck, f failed, d delayed (an
@@ -59,6 +62,7 @@
 --- @include "includes/history"
 --- @include "includes/periodic"
 --- @include "includes/dedup"
+--- @include "includes/batches"
 
 local prefix = ARGV[1]
 local retryDelay = num(ARGV[3])
@@ -70,6 +74,8 @@ local at = beginFinishes(prefix, now)
 local limited = hasLimits(prefix)
 local verified = claimLeases(prefix, runs)
 local childFrom = #runs - RUN_WIDTH * num(ARGV[12]) + 1
+-- (batch runs: run number -> batch id)
+local batchOf = ARGV[16] and batches.runs(ARGV[16])
 for i = 1, #runs, RUN_WIDTH do
   local id, token = runs[i], runs[i + 1]
   local outcome = runs[i + 2]
@@ -102,6 +108,7 @@ for i = 1, #runs, RUN_WIDTH do
     ended[state] = true
     -- (a child's run counted as running unless this call applied its start)
     if i >= childFrom then childEnded(id, started == nil and job[2] == 'running', state) end
+    if batchOf then batches.ended(batchOf[(i - 1) / RUN_WIDTH + 1], state) end
   elseif job[1] == token and (job[2] == 'success' or (job[2] == 'waiting' and outcome == OUTCOME_RELEASED and call('HGET', jobKey, 'worker') == '')) then
     -- A repeat of this run's finish, already applied (the client resent it after a reconnect):
     -- only this script ends a run with this token as success, or released (worker cleared).
@@ -112,6 +119,7 @@ for i = 1, #runs, RUN_WIDTH do
 end
 finishBatch(prefix)
 if childFrom <= #runs then flushChildren(prefix, now) end
+if batchOf then batches.flush(prefix, now) end
 addHistory(prefix, now, ARGV[13] or '')
 if ARGV[14] and ARGV[14] ~= '' then
   local tracked = cmsgpack.unpack(ARGV[14])
@@ -122,7 +130,7 @@ if ARGV[14] and ARGV[14] ~= '' then
     end
   end
 end
-if ARGV[15] then releaseRuns(prefix, ARGV[15], runs, states) end
+if ARGV[15] and ARGV[15] ~= '' then releaseRuns(prefix, ARGV[15], runs, states) end
 -- A stuck job (or one passed on, delayed) is not runnable yet, so nobody was woken for it: wake
 -- one executor, whose take finds nothing due and answers the next due time, so it sleeps until
 -- the retry instead of until its fallback timer.

@@ -35,6 +35,7 @@
 --- @include "includes/finishJob"
 --- @include "includes/jobs"
 --- @include "includes/children"
+--- @include "includes/batches"
 --- @include "includes/clock"
 --- @include "includes/dedup"
 
@@ -80,6 +81,7 @@ for id, reason in pairs(victims) do
     labels[#labels + 1] = held[2] and jobTask(held[2]) or ''
     labels[#labels + 1] = job[4] or ''
     if isChild(prefix, id) then childEnded(id, job[2] == 'running', state) end
+    batches.ended(batches.of(held[2]), state)
     -- the children its run staged, if any, are not committed
     call('DEL', KEY.fanStaging(prefix, id, job[1]))
   end
@@ -89,6 +91,7 @@ for id, reason in pairs(victims) do
 end
 finishBatch(prefix)
 flushChildren(prefix, now)
+batches.flush(prefix, now)
 
 -- Recovered jobs are stuck (or failed), not runnable yet: wake one executor, whose take answers
 -- the next due time, so it sleeps until the retry instead of until its fallback timer.

@@ -23,6 +23,7 @@
 --- @include "includes/finishedScan"
 --- @include "includes/children"
 --- @include "includes/attempts"
+--- @include "includes/batches"
 
 local prefix = ARGV[1]
 local untilMs = ARGV[3]
@@ -45,6 +46,7 @@ local score, skip = walkFinished(key, untilMs, ARGV[4], tonumber(ARGV[5]), tonum
     enqueueLater(prefix, batch, id, job[2], describeJob(job[3]) == 'high')
     left('failed')
     retried = retried + 1
+    batches.reopened(batches.of(job[3]), 'failed')
     if isChild(prefix, id) then
       local parent = parentOf(id)
       local parentKey = KEY.job(prefix, parent)
@@ -60,6 +62,7 @@ local score, skip = walkFinished(key, untilMs, ARGV[4], tonumber(ARGV[5]), tonum
 end)
 sendChunks('ZREM', key, out, #out, 1000)
 if flushJobs(prefix, batch) then wake(prefix) end
+batches.flush(prefix)
 flushChanges(prefix, ARGV[2])
 if score == nil then return { retried, untilMs } end
 return { retried, untilMs, score, skip }

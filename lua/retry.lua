@@ -17,6 +17,7 @@
 --- @include "includes/groupChanges"
 --- @include "includes/children"
 --- @include "includes/attempts"
+--- @include "includes/batches"
 
 local prefix = ARGV[1]
 local expected = ARGV[3]
@@ -46,6 +47,7 @@ function retry(id)
   left(state)
   changed(id, 'waiting')
   deferGroup(job[2], high and 'nh' or 'nl', 1)
+  batches.reopened(batches.of(job[3]), state)
   -- a child counts as not ended again (its parent's children-ended event fires again when it
   -- ends), and the waiter its failure failed waits again (includes/children)
   if isChild(prefix, id) then
@@ -65,5 +67,6 @@ end
 local out = {}
 for i = 4, #ARGV do out[#out + 1] = retry(ARGV[i]) end
 if flushGroups(prefix) then wake(prefix) end
+batches.flush(prefix)
 flushChanges(prefix, ARGV[2])
 return out

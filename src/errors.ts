@@ -181,7 +181,7 @@ export class ReshardInProgressError extends RotaError {
 export class ReshardRefusedError extends RotaError {
   constructor(
     readonly queue: string,
-    readonly reason: 'executors' | 'runs' | 'ids' | 'underway' | 'changed',
+    readonly reason: 'executors' | 'runs' | 'ids' | 'underway' | 'changed' | 'batches',
     message: string,
   ) {
     super(`cannot reshard queue "${queue}": ${message}`);
@@ -311,3 +311,23 @@ export class ScriptLoadError extends RotaError {}
  * runs another build's library, in a mixed deploy), or a transaction that did not run.
  */
 export class UnexpectedReplyError extends RotaError {}
+
+/**
+ * A batch refused jobs (docs/jobs.md#batches): it is `gone` (never opened, or expired), `closed`
+ * (only its own running jobs may add to it then), `completed` (its jobs all ended after its
+ * close), or the job adding them (`stranger`) does not run in it. Nothing was written.
+ */
+export class BatchClosedError extends RotaError {
+  constructor(
+    readonly batch: string,
+    readonly reason: 'gone' | 'closed' | 'completed' | 'stranger',
+  ) {
+    const why = {
+      gone: 'does not exist (never opened, or expired)',
+      closed: 'is closed: only its own running jobs may add to it',
+      completed: 'has completed: every job of it ended after its close',
+      stranger: 'does not take jobs from this job: it does not run in the batch (its lease was lost, or it is of another batch)',
+    }[reason];
+    super(`batch ${batch} ${why}; nothing was written`);
+  }
+}

@@ -5,6 +5,7 @@
 
 export * from './dashboard/index.js';
 export {
+  BatchClosedError,
   BulkSubmitError,
   ConnectionError,
   FanOutLimitError,
@@ -42,6 +43,14 @@ export {
 export { createLogger } from './observability/logger.js';
 export { type MetricsOptions, type MetricsServer, serveMetrics } from './observability/metrics.js';
 export * from './periodic/index.js';
+export {
+  Batch,
+  type BatchCallback,
+  type BatchOptions,
+  type BatchPage,
+  type BatchStatus,
+  MAX_BATCH_PAGE,
+} from './queue/batch.js';
 export type { ChildPage, FanOut, Handler, Handlers, JobContext } from './queue/context.js';
 export type { QueueEvent } from './queue/events.js';
 export { type ContinuationSpec, type FanOutOptions, MAX_FAN_OUT } from './queue/fanout.js';

@@ -7,7 +7,7 @@
 --- @include "includes/common"
 --- @include "includes/periodicPause"
 --- @export countDelta, changedList, changed, left, arrived, periodicFailed, timerFailed, childrenDone
---- @export periodicEnded, deduplicated, jobReleased, flushChanges
+--- @export periodicEnded, deduplicated, jobReleased, flushChanges, moreEvents
 
 -- Collected state changes of one script call; flushed as one stream entry: the ids per state
 -- (in the order states first occur), and the changes that carry an error. The lists per state
@@ -42,6 +42,10 @@ local deduplicates = {}
 -- Jobs released from waiting-children in this call: { job id, why } (see includes/children).
 local releases = {}
 
+-- Entries of other kinds in this call (includes/batches): a list per EVENT_FIELD value, each
+-- flushed as one JSON list in the same stream entry.
+local moreEvents = {}
+
 onBeginCall(function()
   for i = 1, #stateOrder do
     local state = stateOrder[i]
@@ -59,6 +63,7 @@ onBeginCall(function()
   if next(timerFailures) then timerFailures = {} end
   if next(periodicEnds) then periodicEnds = {} end
   if next(deduplicates) then deduplicates = {} end
+  if next(moreEvents) then moreEvents = {} end
 end)
 
 -- The list of ids that entered `state` in this call, for a caller about to add one or more
@@ -137,7 +142,7 @@ local function flushChanges(prefix, maxEvents)
     if d ~= 0 then call('HINCRBY', KEY.counts(prefix), state, str(d)) end
   end
   if num(maxEvents) <= 0 or (#stateOrder == 0 and #events == 0 and #timerFailures == 0 and #periodicEnds == 0
-    and #deduplicates == 0) then
+    and #deduplicates == 0 and next(moreEvents) == nil) then
     return
   end
   local a, n = entry, 6
@@ -168,6 +173,9 @@ local function flushChanges(prefix, maxEvents)
   end
   if #deduplicates > 0 then
     a[n + 1], a[n + 2], n = EVENT_FIELD.deduplicated, cjson.encode(deduplicates), n + 2
+  end
+  for field, list in pairs(moreEvents) do
+    a[n + 1], a[n + 2], n = field, cjson.encode(list), n + 2
   end
   call(unpack(a, 1, n))
 end

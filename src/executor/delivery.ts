@@ -327,7 +327,10 @@ export class Delivery implements Outcomes {
     const tracked: StringValue[] = [];
     // (the runs of jobs with a dedup key: their number, group and key, released as they end)
     const dedups: StringValue[] = [];
+    // (the runs of batch jobs: their number and batch, counted by their batches as they end)
+    const batches: StringValue[] = [];
     for (const f of batch) {
+      if (f.run.job.batch !== undefined) batches.push(String(runs.length / RUN_WIDTH + 1), f.run.job.batch);
       if (f.run.job.tracker) tracked.push(String(runs.length / RUN_WIDTH + 1), f.run.job.tracker);
       if (f.run.job.dedupKey !== undefined) dedups.push(String(runs.length / RUN_WIDTH + 1), f.run.job.group, f.run.job.dedupKey);
       let payload: string | Buffer = '';
@@ -354,6 +357,7 @@ export class Delivery implements Outcomes {
         historyOf(batch, (group) => this.groupHistory.add(shard, group)),
         tracked,
         dedups,
+        batches,
       ),
     );
     let r: FinishReply;

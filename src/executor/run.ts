@@ -6,12 +6,13 @@
 import { z } from 'zod';
 import { PermanentError, TimeoutError, UndecodableJobError, UnknownTaskError, ValidationError } from '../errors.js';
 import { checkOptions } from '../options.js';
+import type { Batch } from '../queue/batch.js';
 import type { ChildPage, Handlers, JobContext } from '../queue/context.js';
 import type { FanOutOptions } from '../queue/fanout.js';
 import type { Job } from '../queue/job.js';
 import type { RunSpan } from '../queue/tracing.js';
 import { UNDECODABLE } from '../redis/job-codec.js';
-import type { OutcomeCode } from '../redis/wire.js';
+import { BATCH, type OutcomeCode } from '../redis/wire.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../util/long-timer.js';
 import { cutError, cutLogLine, MAX_RUN_LOG_BYTES, RUN_LOG_FULL } from './log-limits.js';
 
@@ -40,6 +41,8 @@ export interface RunHooks {
   began?(job: Job): void;
   /** Reads a page of the children `job` waited for (see JobContext.children). */
   children(job: Job, offset: number, limit: number): Promise<ChildPage>;
+  /** A handle on the batch of `job` (a job of it, or its callback), for ctx.batch. */
+  batch?(job: Job): Batch | undefined;
   /** Starts the run's span, when tracing is on (see src/queue/tracing.ts). */
   trace?(job: Job): RunSpan | null;
   /** Told of a handler call that held the event loop longer than {@link blockWarnMs} before it returned. */
@@ -243,6 +246,11 @@ export class Run {
       },
       [CONTEXT_RUN]: this,
     };
+    // (a batch's handle, for its jobs and callbacks only: not enumerable, so that an isolated
+    // run's context, copied field by field, leaves it out)
+    if (hooks.batch && (job.batch !== undefined || job.id.endsWith(BATCH.complete) || job.id.endsWith(BATCH.succeed))) {
+      Object.defineProperty(context, 'batch', { value: hooks.batch(job), enumerable: false });
+    }
     return Object.defineProperty(context, 'signal', SIGNAL) as unknown as JobContext;
   }
 

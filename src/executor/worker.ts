@@ -9,12 +9,14 @@ import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import { SchemaMismatchError, ShardCountError } from '../errors.js';
 import { checkOptions } from '../options.js';
+import { Batch, batchOfJob } from '../queue/batch.js';
 import type { ChildPage, Handlers } from '../queue/context.js';
 import { CONTINUATION_SUFFIX, packChildren } from '../queue/fanout.js';
 import { type Job, TRACE } from '../queue/job.js';
 import { DEFAULT_MAX_ARGS_BYTES } from '../queue/options.js';
 import type { HandlersOf, UntypedTasks } from '../queue/tasks.js';
 import { startRunSpan, tracingAvailable } from '../queue/tracing.js';
+import { BatchStore } from '../redis/batch-store.js';
 import { connect } from '../redis/connection.js';
 import { JobReadStore } from '../redis/job-read-store.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
@@ -145,6 +147,18 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         if (c) items.push({ id: c.id, state: c.state, result: c.result, error: c.error });
       }
       return { counts, items };
+    },
+    batch: (j) => {
+      const id = batchOfJob(j);
+      if (id === undefined) return undefined;
+      const store = this.stores[shardOf(j)];
+      // (a job of the batch adds as its member, under its lease; a callback only reads)
+      const member = j.batch === id ? { id: j.id, token: String(j.takeSeq) } : undefined;
+      return new Batch(
+        id,
+        { store: new BatchStore(store), reads: new JobReadStore(store), maxArgsBytes: DEFAULT_MAX_ARGS_BYTES },
+        member,
+      );
     },
     began: (j) => {
       if (this.listenerCount('started') > 0) this.emit('started', { ...j, state: 'running' });

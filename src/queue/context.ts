@@ -1,5 +1,6 @@
 /** What a handler receives, and the handler types. */
 import type { ValidationError } from '../errors.js';
+import type { Batch } from './batch.js';
 import type { FanOutOptions } from './fanout.js';
 import type { ChildCounts, Job, JobState } from './job.js';
 import type { IsUntyped, TaskName, UntypedTasks } from './task-map.js';
@@ -50,6 +51,13 @@ export interface JobContext<A = unknown, T extends object = UntypedTasks> {
    * @throws {ValidationError} naming a bad option.
    */
   children<R = unknown>(page?: { offset?: number; limit?: number }): Promise<ChildPage<R>>;
+  /**
+   * The batch of this job (docs/jobs.md#batches): for a job of a batch, a handle that adds jobs to
+   * it even after its close (while this run holds its lease); for a batch's callback, one that
+   * reads the batch's status and pages its jobs. Undefined for any other job, and in an isolated
+   * task (its context crosses to the thread or process field by field).
+   */
+  batch?: Batch<T>;
 }
 
 /** A page of a job's children ({@link JobContext.children}). */

@@ -3,6 +3,7 @@ import { ValidationError } from '../errors.js';
 import type { ConnectionOption } from '../redis/connection.js';
 import { streamEntries } from '../redis/event-stream.js';
 import {
+  EVENT_BATCH_FIELD,
   EVENT_CHILDREN_ENDED_FIELD,
   EVENT_DEDUPLICATED_FIELD,
   EVENT_ERRORS_FIELD,
@@ -49,7 +50,9 @@ export interface QueueEvent {
     | 'flow.released'
     | 'progress'
     | 'periodic.ended'
-    | 'deduplicated';
+    | 'deduplicated'
+    | 'batch.completed'
+    | 'batch.succeeded';
   /**
    * For flow.released (a job left `waiting-children` for `waiting`: a flow's parent, a fan-out's
    * continuation): `children` when its last child ended, `continue` when a child's failure policy
@@ -64,6 +67,12 @@ export interface QueueEvent {
   progress?: number;
   /** For deduplicated: the dedup key, and whether the submit replaced the job's args (dedup.replace). */
   dedup?: { key: string; replaced: boolean };
+  /**
+   * For batch.completed (every job of batch `id` ended after its close; its onComplete callback
+   * was submitted) and batch.succeeded (every one succeeded; onSuccess): its counts. `state` is
+   * `success`; no job has the batch's id.
+   */
+  batch?: { total: number; success: number; failed: number; cancelled: number };
 }
 
 /** Parses one stream entry's fields into events (key layout: docs/architecture.md). */
@@ -130,6 +139,12 @@ export function parseEntry(streamId: string, fields: string[]): QueueEvent[] {
     } else if (field === EVENT_DEDUPLICATED_FIELD) {
       for (const [id, state, key, replaced] of JSON.parse(fields[i + 1]) as Array<[string, JobState, string, number]>) {
         out.push({ streamId, id, state, event: 'deduplicated', dedup: { key, replaced: replaced === 1 } });
+      }
+    } else if (field === EVENT_BATCH_FIELD) {
+      const fired = JSON.parse(fields[i + 1]) as Array<[string, 'complete' | 'success', number, number, number, number]>;
+      for (const [id, what, total, success, failed, cancelled] of fired) {
+        const event = what === 'complete' ? 'batch.completed' : 'batch.succeeded';
+        out.push({ streamId, id, state: 'success', event, batch: { total, success, failed, cancelled } });
       }
     } else if (field === EVENT_PROGRESS_FIELD) {
       for (const [id, progress] of JSON.parse(fields[i + 1]) as Array<[string, number]>) {

@@ -7,10 +7,13 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { checkOptions, type OptionsOf, text, whole } from '../options.js';
+import { BatchStore } from '../redis/batch-store.js';
 import { type ConnectionOption, connect } from '../redis/connection.js';
+import { JobReadStore } from '../redis/job-read-store.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queue-store.js';
-import { checkShards, shardNumbers, shardOfGroup, shardsOfGroup } from '../redis/shards.js';
+import { checkShards, shardNumbers, shardOfGroup, shardOfId, shardsOfGroup } from '../redis/shards.js';
+import { Batch, type BatchOptions, type BatchStatus, checkBatchId, packBatch } from './batch.js';
 import type { QueueEvent } from './events.js';
 import { submitCommitted } from './fanout.js';
 import { chainFlow, type FlowChildSpec, type FlowNode, type FlowSpec, packFlowTree } from './flow.js';
@@ -303,6 +306,62 @@ export class Queue<T extends object = UntypedTasks> {
     await store.flow(packed.rootRecord, packed.root.id, packed.total, packed.chunks);
     await submitCommitted(store, packed.root.id);
     return packed.tree;
+  }
+
+  /**
+   * Opens a batch (Sidekiq Pro's): add jobs to it with `batch.submit` / `batch.submitBulk` over
+   * time, from this process or another (`reopenBatch(batch.id)`), and from its own running jobs
+   * (`ctx.batch`); then `batch.close()`. Once closed and every job has ended, `onComplete` is
+   * submitted, once; when every job succeeded, `onSuccess`, once (docs/jobs.md#batches). Every job
+   * of a batch lives in its group's shard (`options.group`), whatever its own group.
+   * @throws {ValidationError} naming a bad option (`onComplete.task`); nothing is written then.
+   */
+  async openBatch(options?: BatchOptions<T>): Promise<Batch<T>> {
+    const group = (options as { group?: unknown } | undefined)?.group;
+    const id = newJobId(typeof group === 'string' ? group : 'default');
+    const packed = packBatch(id, options, this.maxArgsBytes);
+    const handle = this.batchHandle(id);
+    await handle.store.open(id, packed.onComplete, packed.onSuccess, packed.description);
+    return handle.batch;
+  }
+
+  /**
+   * A handle on batch `id` (opened by any process), to add jobs to it or close it; null when
+   * there is none (never opened, or expired).
+   * @throws {ValidationError} when `id` is not a batch id.
+   */
+  async reopenBatch(id: string): Promise<Batch<T> | null> {
+    checkBatchId(id);
+    const handle = this.batchHandle(id);
+    return (await handle.store.read(id)) ? handle.batch : null;
+  }
+
+  /**
+   * Batch `id`'s status: its counts (total, pending, success, failed, cancelled), its times and
+   * state; null when there is none.
+   * @throws {ValidationError} when `id` is not a batch id.
+   */
+  async batch(id: string): Promise<BatchStatus | null> {
+    checkBatchId(id);
+    return this.batchHandle(id).batch.status();
+  }
+
+  private batchHandle(id: string): { store: BatchStore; batch: Batch<T> } {
+    const shard = this.stores[shardOfId(id, this.shards) ?? 0];
+    const store = new BatchStore(shard);
+    const batch = new Batch<T>(id, {
+      store,
+      reads: new JobReadStore(shard),
+      maxArgsBytes: this.maxArgsBytes,
+      onAdded: (jobs) => {
+        for (const listener of this.submitter.onAdded) {
+          try {
+            listener(jobs);
+          } catch {}
+        }
+      },
+    });
+    return { store, batch };
   }
 
   /**

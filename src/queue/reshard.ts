@@ -86,7 +86,7 @@ const CHILD_ID = /^([\s\S]*)\/\d+$/;
  * finishes when called again with the same `to`; no job is lost or doubled.
  * @throws {ValidationError} naming a bad option; nothing is written then.
  * @throws {ReshardRefusedError} while an executor is live or a run is in progress (`reason`
- * `executors`, `runs`), when two jobs of one id would meet in one shard (`ids`), or when another
+ * `executors`, `runs`), while a batch is not completed (`batches`), when two jobs of one id would meet in one shard (`ids`), or when another
  * reshard of the queue to another count is under way (`underway`); nothing is written then. With
  * `changed` when the queue changed under it (a producer or an executor still running): what it
  * moved stays moved, and it goes on when run again once they are stopped.
@@ -248,6 +248,15 @@ class Resharder {
         this.queue,
         'executors',
         `${executors.size} executor${executors.size === 1 ? ' is' : 's are'} live (${some([...executors])}): stop them, or scale them to 0, and run it again (nothing was written)`,
+      );
+    }
+    const batches: string[] = [];
+    for (const s of this.oldShards) batches.push(...(await this.old(s).openBatches()));
+    if (batches.length > 0) {
+      throw new ReshardRefusedError(
+        this.queue,
+        'batches',
+        `batches are open or running (${some(batches)}): a reshard moves no batch. Let them complete, and run it again (nothing was written)`,
       );
     }
     if (runs.length > 0) {

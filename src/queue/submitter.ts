@@ -67,6 +67,11 @@ let idTime = '';
  * random base-36 digits), and ending in the group's bucket, which names its shard (../redis/shards.ts).
  */
 export function newJobId(group: string): string {
+  return newJobIdIn(bucketSuffix(groupBucket(group)));
+}
+
+/** A new job id (as {@link newJobId}) ending in bucket suffix `bucket` (three base-36 digits): one of a batch's jobs, in its shard. */
+export function newJobIdIn(bucket: string): string {
   idCounter = (idCounter + 1) % 1_679_616;
   const now = Date.now();
   if (now !== idMs) {
@@ -76,7 +81,7 @@ export function newJobId(group: string): string {
   const random = Math.floor(Math.random() * 2_176_782_336)
     .toString(36)
     .padStart(6, '0');
-  return `${idTime}${idCounter.toString(36).padStart(4, '0')}${random}.${bucketSuffix(groupBucket(group))}`;
+  return `${idTime}${idCounter.toString(36).padStart(4, '0')}${random}.${bucket}`;
 }
 
 /** The submits of one queue (see {@link Queue.submit} and {@link Queue.submitBulk} for their contract). */

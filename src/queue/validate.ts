@@ -89,6 +89,8 @@ const PERIODIC_RUN_ID = /^[A-Za-z0-9._:-]{1,200}@\d+(?:~\d+)?(?:#\d+)?(?:\/\d+)*
  * would never be submitted, and the parent would wait for it forever).
  */
 const FAN_OUT_CHILD_ID = /\/\d+$/;
+/** A batch's callback id, `<batch id>/complete` or `<batch id>/success` (a batch id is Rota-made): reserved for its batch. */
+const BATCH_CALLBACK_ID = /^[0-9a-z]{18,19}\.[0-9a-z]{3}\/(complete|success)$/;
 
 const LATEST_DUE = `must be at most ${MAX_DELAY_MS} ms (a delay of some 317 years, or the year 2286)`;
 
@@ -312,6 +314,12 @@ export function checkSpec(given: SubmitSpec, argsLimit: number, where = ''): Che
     throw new ValidationError(
       where ? `${where}.id` : 'id',
       'ends in /<digits>, the form <parent id>/<index> of a fan-out child, which only its parent may submit (reserved)',
+    );
+  }
+  if (spec.id !== undefined && BATCH_CALLBACK_ID.test(spec.id)) {
+    throw new ValidationError(
+      where ? `${where}.id` : 'id',
+      "is a batch's callback id, <batch id>/complete or /success (reserved)",
     );
   }
   const packedArgs = packValue(spec.args, argsLimit, where ? `${where}.args` : 'args');

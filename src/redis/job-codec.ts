@@ -84,6 +84,8 @@ export interface Job<A = unknown, R = unknown> {
   children?: ChildCounts;
   /** The deduplication key it was submitted with (submit's `dedup.key`, scoped to its group). */
   dedupKey?: string;
+  /** The id of the batch it belongs to (`Batch.submit`, docs/jobs.md#batches). */
+  batch?: string;
   /** What its dedup key holds for: until it starts, until it ends, or for the whole TTL (`dedup.until`). */
   dedupUntil?: 'start' | 'end' | 'ttl';
   /** When its dedup key's TTL runs out (ms, server clock), when it has one. */
@@ -141,7 +143,7 @@ export interface ChildCounts {
 }
 
 export type JobDescription = Pick<Job, 'task' | 'group' | 'priority' | 'maxRetries'> &
-  Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence' | 'parent' | 'dedupKey'>>;
+  Partial<Pick<Job, 'subject' | 'submitter' | 'maxRuntime' | 'tracker' | 'occurrence' | 'parent' | 'dedupKey' | 'batch'>>;
 
 /**
  * Where a job read back keeps the trace context (a W3C traceparent) its submit stored, when a

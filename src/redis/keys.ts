@@ -72,6 +72,12 @@ export interface QueueKeys {
   fanned(id: string): string;
   /** LIST of job `id`'s log lines. Outside `j:`, so that no job id (any text) can name it. */
   logs(id: string): string;
+  /** HASH of batch `id`: its counts, times and callbacks (BATCH in ./wire.ts; lua/includes/batches). */
+  batch(id: string): string;
+  /** LIST of the ids of batch `id`'s jobs, in the order they were added. */
+  batchJobs(id: string): string;
+  /** ZSET of the batches not completed yet -> when they were opened (ms): a reshard refuses while one is there. */
+  batches: string;
   /** LIST of job `id`'s earlier attempts, newest first (lua/includes/attempts). Outside `j:` too. */
   attempts(id: string): string;
   group(name: string): string;
@@ -131,6 +137,9 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     fanStaging: (id, token) => `${prefix}fan:${token}:${id}`,
     fanned: (id) => `${prefix}fanned:${id}`,
     logs: (id) => `${prefix}log:${id}`,
+    batch: (id) => `${prefix}bt:${id}`,
+    batchJobs: (id) => `${prefix}btj:${id}`,
+    batches: `${prefix}batches`,
     attempts: (id) => `${prefix}att:${id}`,
     group: (g) => `${prefix}g:${g}`, // prefix of the group's lists :h, :l, :r
     done: (state) => `${prefix}done:${state}`,

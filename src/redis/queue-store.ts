@@ -310,7 +310,8 @@ export class QueueStore {
    * of periodic tasks (flat: the run's number in `runs` from 1, its task id), whose tasks are told
    * that a run ended (a buffer-all backlog releases its next run); `dedups` lists the runs of jobs
    * with a dedup key (flat: the run's number in `runs` from 1, its group, its key), whose keys are
-   * released when they end (see lua/includes/dedup). A replica timeout
+   * released when they end (see lua/includes/dedup); `batches` lists the runs of batch jobs (flat:
+   * the run's number from 1, its batch id), whose batches count them (lua/includes/batches). A replica timeout
    * that runs out does not reject: the answer says so ({@link Finished.unreplicated}).
    */
   async finish(
@@ -322,6 +323,7 @@ export class QueueStore {
     history: StringValue[] = [],
     tracked: StringValue[] = [],
     dedups: StringValue[] = [],
+    batches: StringValue[] = [],
   ): Promise<Finished> {
     const args: Arg[] = [
       this.keys.prefix,
@@ -339,7 +341,8 @@ export class QueueStore {
       history.length > 0 ? packStrings(history, Infinity, 'history') : '',
       tracked.length > 0 ? packStrings(tracked, Infinity, 'tracked') : '',
     ];
-    if (dedups.length > 0) args.push(packStrings(dedups, Infinity, 'dedups'));
+    if (dedups.length > 0 || batches.length > 0) args.push(dedups.length > 0 ? packStrings(dedups, Infinity, 'dedups') : '');
+    if (batches.length > 0) args.push(packStrings(batches, Infinity, 'batches'));
     // The runs go as one argument: results are capped each, so a batch stays far below what Redis
     // takes in one argument. Binary-safe reply: the taken jobs hold their args (msgpack).
     const [at, codes, flat, due] = await this.fcall<[number, Buffer, ...RawTake]>('finish', this.keys.leases, args, true);

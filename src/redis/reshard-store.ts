@@ -126,6 +126,17 @@ export class ReshardStore {
     };
   }
 
+  /** Up to 20 batches of the shard not completed yet (docs/jobs.md#batches): a reshard moves none. */
+  async openBatches(): Promise<string[]> {
+    const ids = await this.client.zrange(this.keys.batches, 0, 19);
+    if (ids.length === 0) return [];
+    const pipe = this.client.pipeline();
+    for (const id of ids) pipe.exists(this.keys.batch(id));
+    const found = (await pipe.exec()) ?? [];
+    // (a batch expired before it completed is no longer open)
+    return ids.filter((_, i) => found[i]?.[1] === 1);
+  }
+
   /** Every group the shard keeps a state for, with it. */
   async groupStates(): Promise<Map<string, GroupState>> {
     return readGroupStates(this.client, this.keys.groups);

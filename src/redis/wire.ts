@@ -85,6 +85,7 @@ export const DESCRIPTION = [
   'occurrence',
   'parent',
   'dedupKey',
+  'batch',
 ] as const;
 
 /**
@@ -277,6 +278,40 @@ export const EVENT_DEDUPLICATED_FIELD = 'u';
 export const EVENT_PERIODIC_PAUSED_FIELD = 'z';
 /** Jobs released from waiting-children: `[job id, why]` each, why `children` (all ended) or `continue` (a child's policy). */
 export const EVENT_RELEASED_FIELD = 'r';
+/** Batches that completed or succeeded (lua/includes/batches): `[batch id, 'complete'|'success', total, success, failed, cancelled]` each. */
+export const EVENT_BATCH_FIELD = 'a';
+
+/**
+ * Batches (docs/jobs.md#batches; lua/includes/batches). The fields of a batch's hash
+ * `bt:<batch id>`: its jobs added (`total`), not ended yet (`pending`), ended in each final state,
+ * when it was opened, closed, completed (every job ended after its close) and succeeded (every
+ * job succeeded), its callbacks (`onComplete`, `onSuccess`: one-job submit lists) and its
+ * description. `ttl`: how long (ms) a batch's keys are kept after its last write (30 days);
+ * `complete`, `succeed`: the ends of its callbacks' ids (`<batch id>/complete`, `/success`).
+ * What lua/batch.lua answers for an add it refuses: the batch is `gone`, closed (`shut`),
+ * completed (`over`), or the job adding to it does not run in it (`stranger`).
+ */
+export const BATCH = {
+  total: 'n',
+  pending: 'p',
+  success: 's',
+  failed: 'f',
+  cancelled: 'x',
+  opened: 'o',
+  closed: 'c',
+  completed: 'ce',
+  succeeded: 'se',
+  onComplete: 'oc',
+  onSuccess: 'os',
+  description: 'd',
+  ttl: 30 * 24 * 3600 * 1000,
+  complete: '/complete',
+  succeed: '/success',
+  gone: 'gone',
+  shut: 'closed',
+  over: 'completed',
+  stranger: 'stranger',
+} as const;
 
 /**
  * How a periodic task's run history marks an occurrence that was skipped, or missed, and an event
@@ -348,6 +383,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   WAITING_CHILDREN,
   FLOW_FIELDS,
   FAILURE_POLICY,
+  BATCH,
   FLOW_RECORD,
   FLOW_WIDTH,
   FLOW_CHUNK_MARK,
@@ -367,6 +403,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
     periodicPaused: EVENT_PERIODIC_PAUSED_FIELD,
     deduplicated: EVENT_DEDUPLICATED_FIELD,
     released: EVENT_RELEASED_FIELD,
+    batch: EVENT_BATCH_FIELD,
   },
   HISTORY_MARK: {
     skipped: HISTORY_SKIPPED,

@@ -38,6 +38,18 @@ export async function typedQueue(queue: Queue<Tasks>): Promise<void> {
   ]);
   await queue.submitBulk([{ task: 'send', args: { to: 'a' } }, { task: 'ping' }]);
 
+  // batches: callbacks and jobs typed with the map
+  const batch = await queue.openBatch({ onComplete: { task: 'send', args: { to: 'ops' } }, onSuccess: { task: 'ping' } });
+  // @ts-expect-error a callback task the map does not name
+  await queue.openBatch({ onComplete: { task: 'sned' } });
+  // @ts-expect-error a callback's args of another type
+  await queue.openBatch({ onSuccess: { task: 'send', args: { to: 1 } } });
+  const added = await batch.submit({ task: 'send', args: { to: 'a' } });
+  expectTypeOf(added.args).toEqualTypeOf<{ to: string }>();
+  // @ts-expect-error a batch job's args of another type
+  await batch.submit({ task: 'send', args: { to: 2 } });
+  await batch.submitBulk([{ task: 'ping' }, { task: 'send', args: { to: 'b' } }]);
+
   // A due time goes with any task: a delay in ms, or runAt as a Date or ms.
   const later = await queue.submit({ task: 'send', args: { to: 'a' }, delay: 30_000 });
   expectTypeOf(later.runAt).toEqualTypeOf<number | undefined>();

@@ -190,6 +190,50 @@ export function register(program: Command): void {
     );
 
   program
+    .command('batch')
+    .description("show a batch: its state, counts and times, and a page of its jobs' ids and states")
+    .argument('<id>', 'batch id (as Queue.openBatch answers it)')
+    .option('--json', 'print as JSON')
+    .option('--jobs <n>', 'list its first n jobs (at most 1,000)', intOption('--jobs', 1, 1000))
+    .option('--offset <n>', 'list its jobs from this one (from 0)', intOption('--offset', 0, Number.MAX_SAFE_INTEGER))
+    .action(async (id: string, o: { jobs?: number; offset?: number }, cmd: Command) =>
+      withQueue(cmd, async (queue, g) => {
+        const status = await queue.batch(id);
+        if (!status) throw new CliError(`no batch "${id}" in queue "${queue.name}" (never opened, or expired)`, EXIT_NOT_FOUND);
+        const page =
+          o.jobs !== undefined || o.offset !== undefined
+            ? (await (await queue.reopenBatch(id))?.jobs({ offset: o.offset ?? 0, limit: o.jobs ?? 100 }))?.items
+            : undefined;
+        if (g.json) {
+          printJson(page ? { ...status, jobs: page } : status);
+          return;
+        }
+        const rows: Array<[string, unknown]> = [
+          ['id', status.id],
+          ['state', status.state],
+          ['description', status.description],
+          ['total', status.total],
+          ['pending', status.pending],
+          ['success', status.success],
+          ['failed', status.failed],
+          ['cancelled', status.cancelled],
+          ['opened', iso(status.opened)],
+          ['closed', iso(status.closed)],
+          ['completed', iso(status.completed)],
+          ['succeeded', iso(status.succeeded)],
+        ];
+        for (const [k, v] of rows) if (v !== undefined && v !== '') process.stdout.write(`${k.padStart(11)}: ${String(v)}\n`);
+        if (page) {
+          process.stdout.write('\n');
+          printTable(
+            ['ID', 'STATE'],
+            page.map((j) => [j.id, j.state ?? '(removed)']),
+          );
+        }
+      }),
+    );
+
+  program
     .command('cancel')
     .description('cancel a job (a running job has its signal aborted)')
     .argument('<id>', 'job id')
@@ -279,6 +323,7 @@ function printJob(job: Job, logs: string[]): void {
     ['worker', job.worker],
     ['tracker', job.tracker],
     ['occurrence', iso(job.occurrence)],
+    ['batch', job.batch],
     ['dedup', job.dedupKey === undefined ? undefined : JSON.stringify(job.dedupKey)],
     ['dedupUntil', job.dedupUntil],
     ['dedupEnds', iso(job.dedupExpires)],

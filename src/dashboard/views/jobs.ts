@@ -3,6 +3,7 @@
  * detail (args, result, error with stack, log lines, progress, retries, timeline, executor),
  * its attempts, with the job actions (./job-actions.ts) and retry of every failed job matching the filter.
  */
+import { type BatchStatus, batchOfJob } from '../../queue/batch.js';
 import { JOB_STATES } from '../../queue/job.js';
 import type { JobTreeNode } from '../../queue/queue.js';
 import { type ChildCounts, type Job, unpackDescription } from '../../redis/job-codec.js';
@@ -111,6 +112,12 @@ function childCounts(ctx: PageContext, parent: string, c: ChildCounts): Html {
   return html`<span class="children" data-children="${parent}">${part('total', c.total)}${part('waiting', c.waiting)}${part('running', c.running)}${part('success', c.success)}${part('failed', c.failed)}${part('cancelled', c.cancelled)}${c.ended !== undefined ? html`<span class="child-count">all ended ${time(c.ended)}</span>` : ''}</span>${c.total > 0 ? html` <a href="${ctx.base}/jobs/${encodeURIComponent(`${parent}/0`)}">first child</a>` : ''}`;
 }
 
+/** A batch's id, state and counts (its job page row); the id alone when the batch is gone. */
+function batchLine(id: string, b: BatchStatus | null): Html {
+  if (!b) return html`<span class="mono">${id}</span> <span class="muted">(gone)</span>`;
+  return html`<span class="mono" data-batch="${id}">${id}</span> ${b.state}: ${count(b.total)} jobs, ${count(b.pending)} pending, ${count(b.success)} success, ${count(b.failed)} failed, ${count(b.cancelled)} cancelled`;
+}
+
 /** Children a job page lists (its flow section). */
 const FLOW_ROWS = 50;
 
@@ -153,6 +160,9 @@ export async function jobDetail(ctx: PageContext, id: string): Promise<Page> {
   // (a flow's parent, a fan-out: its first children, one pipelined read of at most FLOW_ROWS jobs)
   const tree = job.children || job.continuation ? await ctx.q.queue.jobTree(job.id, FLOW_ROWS + 1) : null;
   const waitsForChildren = job.state === 'waiting-children' ? await childrenWaitSection(ctx, job, tree) : '';
+  // (a batch's job or callback: its batch's counts, one HMGET)
+  const batchId = batchOfJob(job);
+  const batch = batchId === undefined ? null : await ctx.q.queue.batch(batchId).catch(() => null);
   return {
     title: `Job ${id}`,
     nav: 'jobs',
@@ -169,6 +179,7 @@ ${job.children ? row('children', childCounts(ctx, job.id, job.children)) : ''}
 ${job.continuation ? row('continuation', html`<a href="${ctx.base}/jobs/${encodeURIComponent(job.continuation)}">${job.continuation}</a>`) : ''}
 ${job.failedBy ? row('failed by child', html`<a href="${ctx.base}/jobs/${encodeURIComponent(job.failedBy)}">${job.failedBy}</a>`) : ''}
 ${job.onFailure ? row('on failure', job.onFailure) : ''}
+${batchId !== undefined ? row('batch', batchLine(batchId, batch)) : ''}
 ${row('executor', job.worker ?? '–')}
 ${job.subject ? row('subject', job.subject) : ''}${job.submitter ? row('submitter', job.submitter) : ''}
 ${job.tracker ? row('periodic task', html`<a href="${ctx.base}/periodic/${encodeURIComponent(job.tracker)}">${job.tracker}</a>`) : ''}
