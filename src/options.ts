@@ -110,6 +110,7 @@ export const ISOLATED_OPTIONS = {
   export: text(200).optional(),
   max: whole(1, MAX_CONCURRENCY).optional(),
   min: whole(0, MAX_CONCURRENCY).optional(),
+  jobsEach: whole(1, MAX_CONCURRENCY).optional(),
   memoryLimitMb: whole(16, 1_048_576, 'MB').optional(),
   recycleAfterJobs: whole(1, 1_000_000_000).optional(),
   recycleAboveMb: whole(1, 1_048_576, 'MB').optional(),
