@@ -4,7 +4,7 @@
  * reused and recycled, and options are checked.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -107,6 +107,28 @@ describe.each(['thread', 'process'] as const)('an isolated task in a %s', (where
     if (where === 'process') expect(results[3].pid).not.toBe(results[2].pid);
     expect(pool('hoard').restarts.memory).toBe(1);
   });
+});
+
+describe('the pool of an isolated task that shares its members', () => {
+  it.each(['thread', 'process'] as const)(
+    'runs several jobs at once in one %s (jobsEach), and defaults to no more members than cores',
+    async (where) => {
+      const name = uniqueQueue(`iso-share-${where}`);
+      const q = openQueue(name);
+      const w = openWorker(name, { gather: isolated(TASKS, { in: where, max: 1 }) }, { concurrency: 3 });
+      const results: Array<{ pid: number; seen: number }> = [];
+      w.on('completed', (_j, r) => results.push(r as { pid: number; seen: number }));
+      await q.submitBulk(Array.from({ length: 3 }, () => ({ task: 'gather', args: { n: 3 } })));
+      await until(w, 'completed', () => results.length === 3, 30_000);
+      // (one member took all three at once: each saw the other two)
+      expect(results.map((r) => r.seen)).toEqual([3, 3, 3]);
+      expect(new Set(results.map((r) => r.pid)).size).toBe(1);
+      expect(w.poolStats()[0]).toMatchObject({ max: 1, size: 1 });
+      expect(() => isolated(TASKS, { jobsEach: 0 })).toThrow(/^jobsEach:/);
+      const wide = openWorker(uniqueQueue('iso-wide'), { gather: isolated(TASKS) }, { concurrency: 1000, autorun: false });
+      expect(wide.poolStats()[0].max).toBe(Math.min(1000, availableParallelism()));
+    },
+  );
 });
 
 describe('the pool of an isolated task whose module could not load', () => {
