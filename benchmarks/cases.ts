@@ -92,8 +92,8 @@ export function cases(quick: boolean): CaseSpec[] {
     drain('drain-c10', DRAIN, 10, 1000),
     drain('drain-c100', DRAIN, 100, 1000),
     drain('drain-c100-2proc', DRAIN, 100, 1000, 2),
-    // Rota only: the c100 drain with its no-op handler in-process, isolated in 100 threads, and in
-    // 100 processes (started before the drain); interleaved, since decisions/0035 compares them.
+    // Rota only: the c100 drain with its no-op handler in-process, isolated in threads, and in
+    // processes (the pools' defaults, started before the drain); interleaved, since decisions/0035 compares them.
     // (--quick: 500 jobs at concurrency 4, a check that the cases run, not a measure)
     ...([undefined, 'thread', 'process'] as const).map(
       (isolate): CaseSpec => ({

@@ -1,6 +1,7 @@
 /**
  * What runs inside the thread or child process of an isolated task (./isolated.ts): loads the
- * task's module once, then runs one job at a time as the executor asks. The context it gives
+ * task's module once, then runs the jobs the executor sends (several at once when the task's
+ * `jobsEach` allows). Messages each way go in batches, one a turn of the event loop. The context it gives
  * the handler is built from the run message: its data fields as sent (`args`, `job`, ...), a
  * signal the executor aborts, and each context method as a call back to the executor, which
  * answers with the method's value (every such call returns a promise here).
@@ -14,7 +15,8 @@ import { type FromIsolate, fromWire, type ToIsolate, toWire } from './isolate-pr
 const ISOLATED = Symbol.for('rota.isolated');
 
 const inThread = !isMainThread;
-const post = (m: FromIsolate, then?: () => void): void => {
+/** Sends at once, unbatched (readiness, a crash before exiting). */
+const post = (m: FromIsolate | FromIsolate[], then?: () => void): void => {
   if (inThread) {
     parentPort!.postMessage(m);
     then?.();
@@ -22,9 +24,38 @@ const post = (m: FromIsolate, then?: () => void): void => {
   else then?.();
 };
 
+/** Messages of this turn of the event loop, sent in one batch; a message that cannot be cloned is given to its `refused`. */
+const outbox: Array<{ m: FromIsolate; refused?: (err: Error) => void }> = [];
+function send(m: FromIsolate, refused?: (err: Error) => void): void {
+  outbox.push({ m, refused });
+  if (outbox.length === 1) setImmediate(flush);
+}
+function flush(): void {
+  const batch = outbox.splice(0);
+  // (the memory once a batch, in each run's end: the pool reads it to recycle)
+  const mem = memory();
+  for (const { m } of batch) if (m.t === 'done') Object.assign(m, mem);
+  try {
+    post(batch.map((b) => b.m));
+  } catch {
+    for (const { m, refused } of batch) {
+      try {
+        post([m]);
+      } catch (err) {
+        refused?.(err as Error);
+      }
+    }
+  }
+}
+
 type Handler = (ctx: Record<string, unknown>) => unknown;
 let handler: Handler | null = null;
-const controllers = new Map<number, AbortController>();
+/** A run's signal, made on first read, and why it aborted. */
+interface Aborting {
+  controller: AbortController | null;
+  reason: Error | null;
+}
+const controllers = new Map<number, Aborting>();
 const calls = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
 let nextCall = 0;
 
@@ -69,13 +100,11 @@ function call(seq: number, method: string, args: unknown[]): Promise<unknown> {
   const id = nextCall++;
   const p = new Promise<unknown>((resolve, reject) => {
     calls.set(id, { resolve, reject });
-    try {
-      post({ t: 'call', seq, call: id, method, args });
-    } catch (err) {
+    send({ t: 'call', seq, call: id, method, args }, (err) => {
       // (arguments that cannot be cloned)
       calls.delete(id);
       reject(err);
-    }
+    });
   });
   // A handler need not await a call (log, progress): a refusal it does not await is not an unhandled rejection.
   p.catch(() => undefined);
@@ -83,24 +112,33 @@ function call(seq: number, method: string, args: unknown[]): Promise<unknown> {
 }
 
 async function run(seq: number, data: Record<string, unknown>, methods: string[]): Promise<void> {
-  const controller = new AbortController();
-  controllers.set(seq, controller);
-  const ctx: Record<string, unknown> = { ...data, signal: controller.signal };
+  // (the signal is made when the handler first reads it: most never do)
+  const state: Aborting = { controller: null, reason: null };
+  controllers.set(seq, state);
+  const ctx: Record<string, unknown> = { ...data };
+  Object.defineProperty(ctx, 'signal', {
+    get() {
+      if (!state.controller) {
+        state.controller = new AbortController();
+        if (state.reason) state.controller.abort(state.reason);
+      }
+      return state.controller.signal;
+    },
+    enumerable: true,
+  });
   for (const name of methods) ctx[name] = (...args: unknown[]) => call(seq, name, args);
   let done: FromIsolate;
   try {
     const value = await handler!(ctx);
-    done = { t: 'done', seq, ok: true, value, ...memory() };
+    done = { t: 'done', seq, ok: true, value, mb: 0 };
   } catch (err) {
-    done = { t: 'done', seq, ok: false, error: toWire(err), ...memory() };
+    done = { t: 'done', seq, ok: false, error: toWire(err), mb: 0 };
   }
   controllers.delete(seq);
-  try {
-    post(done);
-  } catch (err) {
-    const why = new PermanentError(`the handler's result cannot be sent to the executor: ${(err as Error).message}`);
-    post({ t: 'done', seq, ok: false, error: toWire(why), ...memory() });
-  }
+  send(done, (err) => {
+    const why = new PermanentError(`the handler's result cannot be sent to the executor: ${err.message}`);
+    post([{ t: 'done', seq, ok: false, error: toWire(why), ...memory() }]);
+  });
 }
 
 function abortError(message: string): Error {
@@ -109,7 +147,12 @@ function abortError(message: string): Error {
   return e;
 }
 
-function onMessage(m: ToIsolate): void {
+function onMessage(batch: ToIsolate | ToIsolate[]): void {
+  if (Array.isArray(batch)) for (const m of batch) onOne(m);
+  else onOne(batch);
+}
+
+function onOne(m: ToIsolate): void {
   switch (m.t) {
     case 'init':
       void load(m.module, m.task, m.exportName);
@@ -117,9 +160,14 @@ function onMessage(m: ToIsolate): void {
     case 'run':
       void run(m.seq, m.data, m.methods);
       break;
-    case 'abort':
-      controllers.get(m.seq)?.abort(abortError(m.message));
+    case 'abort': {
+      const state = controllers.get(m.seq);
+      if (state && !state.reason) {
+        state.reason = abortError(m.message);
+        state.controller?.abort(state.reason);
+      }
       break;
+    }
     case 'reply': {
       const waiting = calls.get(m.call);
       calls.delete(m.call);
@@ -134,7 +182,7 @@ if (inThread) {
   // (an uncaught exception or unhandled rejection ends the thread: the executor hears it as the thread's error event)
   parentPort!.on('message', onMessage);
 } else {
-  process.on('message', (m) => onMessage(m as ToIsolate));
+  process.on('message', (m) => onMessage(m as ToIsolate[]));
   // The executor decides when this process ends: a signal to the process group (Ctrl-C) lets it drain.
   process.on('SIGINT', () => undefined);
   process.on('SIGTERM', () => undefined);

@@ -1,6 +1,6 @@
 /**
  * One thread or child process of an isolated task's pool (./pool.ts): started once, then given
- * one run at a time. It says how it ended, in words an attempt's error can carry: an uncaught
+ * runs (one or several at once). It says how it ended, in words an attempt's error can carry: an uncaught
  * exception or unhandled rejection, an exit, a signal (kill -9, a native crash), running out of
  * memory, or the executor ending it (a handler that ignored its aborted signal, a recycle).
  */
@@ -88,7 +88,11 @@ export class Member {
       this.end({ cause: 'start', message: `did not load ${spec.module} within ${spec.startTimeoutMs} ms` });
     }, spec.startTimeoutMs);
     timer.unref();
-    const onMessage = (m: FromIsolate) => {
+    const onMessage = (batch: FromIsolate | FromIsolate[]) => {
+      if (Array.isArray(batch)) for (const m of batch) onOne(m);
+      else onOne(batch);
+    };
+    const onOne = (m: FromIsolate) => {
       if (m.t === 'ready') {
         clearTimeout(timer);
         this.isUp = true;
@@ -129,7 +133,7 @@ export class Member {
         stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
       });
       this.child = child;
-      child.on('message', (m) => onMessage(m as FromIsolate));
+      child.on('message', (m) => onMessage(m as FromIsolate[]));
       child.stderr?.on('data', (chunk: Buffer) => {
         process.stderr.write(chunk);
         this.stderrTail = (this.stderrTail + chunk.toString()).slice(-STDERR_TAIL);
@@ -160,6 +164,11 @@ export class Member {
     return this.child?.pid ?? process.pid;
   }
 
+  /** Whether its module loaded (it takes runs). */
+  get up(): boolean {
+    return this.isUp && !this.gone;
+  }
+
   /** Whether it ended. */
   get dead(): boolean {
     return this.gone;
@@ -170,16 +179,46 @@ export class Member {
     this.send({ t: 'init', module: this.spec.module, exportName: this.spec.exportName, task: this.spec.task });
   }
 
-  /** Where its messages go (one run at a time). */
+  /** Where its messages go (the pool's router: each names its run). */
   onMessage(fn: ((m: FromIsolate) => void) | null): void {
     this.listener = fn;
   }
 
-  /** Sends a message; throws when it cannot be cloned. */
-  send(m: ToIsolate): void {
+  /**
+   * Sends a message, with the others of this turn of the event loop in one batch (one crossing,
+   * one wake-up of the other side, however many runs start or calls are answered). `refused`
+   * hears it when the message cannot be cloned; the others of its batch go on.
+   */
+  send(m: ToIsolate, refused?: (err: Error) => void): void {
     if (this.gone) return;
-    if (this.thread) this.thread.postMessage(m);
-    else if (this.child?.connected) this.child.send(m);
+    this.outbox.push(m);
+    this.refusals.push(refused);
+    if (this.outbox.length === 1) setImmediate(this.flush);
+  }
+
+  private readonly outbox: ToIsolate[] = [];
+  private readonly refusals: Array<((err: Error) => void) | undefined> = [];
+  private readonly flush = (): void => {
+    const batch = this.outbox.splice(0);
+    const refusals = this.refusals.splice(0);
+    if (this.gone) return;
+    try {
+      this.post(batch);
+    } catch {
+      // (one of them cannot be cloned: each alone, so that only that one is refused)
+      batch.forEach((m, i) => {
+        try {
+          this.post([m]);
+        } catch (err) {
+          refusals[i]?.(err as Error);
+        }
+      });
+    }
+  };
+
+  private post(batch: ToIsolate[]): void {
+    if (this.thread) this.thread.postMessage(batch);
+    else if (this.child?.connected) this.child.send(batch);
   }
 
   /** Ends it at once (terminate, SIGKILL), for `ending`'s reason. */

@@ -24,8 +24,22 @@ export const ISOLATED_OPTIONS = {
   in: z.enum(['thread', 'process'], { error: `must be 'thread' or 'process'` }).default('thread'),
   /** The export that is the handler; default: the module's default export when it is a function, else its export named after the task (or the default export object's). */
   export: text(200).optional(),
-  /** Most threads or processes of the task (1 to 100,000); default and at most the executor's `concurrency`. */
+  /**
+   * Most threads or processes of the task (1 to 100,000; at most the executor's `concurrency`).
+   * Default: as many as the machine has cores (`os.availableParallelism()`), or, with `jobsEach`
+   * given, `concurrency / jobsEach`.
+   */
   max: whole(1, MAX_CONCURRENCY).optional(),
+  /**
+   * Jobs one thread or process runs at once (1 to 100,000). Default: the executor's
+   * `concurrency` shared among the `max` threads or processes (100 at concurrency 100 on two
+   * cores: 2 threads of 50 jobs each). Several jobs at once suit async handlers and cost far
+   * less than a thread each; leases hold either way (heartbeats are the executor's), but the
+   * jobs of one thread or process share its event loop, its memory limit and its fate: a crash,
+   * or a job that ignores its aborted signal past the grace, fails the others running there too.
+   * `jobsEach: 1` gives each job its own (and `concurrency` of them).
+   */
+  jobsEach: whole(1, MAX_CONCURRENCY).optional(),
   /** Threads or processes started with the executor (0 to `max`); default 1, so a module that cannot load shows in `health()` at once. */
   min: whole(0, MAX_CONCURRENCY).optional(),
   /** Heap limit of each thread or process, in MB (16 to 1,048,576): a thread's `resourceLimits.maxOldGenerationSizeMb`, a process's `--max-old-space-size`. Past it the run fails, the thread or process is replaced. Default: Node's. */

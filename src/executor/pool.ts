@@ -1,16 +1,18 @@
 /**
  * The pool of one isolated task: its threads or child processes (./isolate-member.ts), started
  * on demand up to its size and kept for the next job (a module loads once per member, not per
- * job), one run at a time each; recycled after N jobs or above a memory mark, replaced after a
- * crash. A run here is the handler's side of a {@link Run}: the context's data is sent over, its
- * method calls come back and are made on the real context, and the signal's abort goes over.
+ * job), each running up to `jobsEach` runs at once; recycled after N jobs or above a memory mark,
+ * replaced after a crash, and started again by itself after a failed start. A run here is the
+ * handler's side of a {@link Run}: the context's data is sent over, its method calls come back
+ * and are made on the real context, and the signal's abort goes over.
  */
+import { availableParallelism } from 'node:os';
 import { IsolateError, PermanentError } from '../errors.js';
 import type { JobContext } from '../queue/context.js';
 import { type EndCause, type Ending, Member } from './isolate-member.js';
 import { type FromIsolate, fromWire, toWire } from './isolate-protocol.js';
 import type { IsolatedSpec } from './isolated.js';
-import { onAbandon } from './run.js';
+import { onAbandon, onAborted } from './run.js';
 
 /** What a pool reports (Worker.pools(), the metrics). */
 export interface PoolStats {
@@ -31,22 +33,47 @@ export interface PoolStats {
 }
 
 const DEFAULT_START_TIMEOUT_MS = 30_000;
+/** The first wait before a pool whose start failed tries again (doubling up to {@link RESTART_MAX_MS}). */
+export const RESTART_FIRST_MS = 500;
+const RESTART_MAX_MS = 30_000;
+
+/** A run on a member, as the member's messages and end reach it. */
+interface Running {
+  message(m: FromIsolate): void;
+  ended(e: Ending): void;
+}
+
+/** The number of threads or processes and the runs each takes at once, from the task's options and the executor's concurrency. */
+export function poolSize(spec: IsolatedSpec, concurrency: number): { max: number; jobsEach: number } {
+  if (spec.max !== undefined || spec.jobsEach !== undefined) {
+    const max = Math.min(spec.max ?? Math.ceil(concurrency / (spec.jobsEach ?? 1)), concurrency);
+    return { max, jobsEach: spec.jobsEach ?? Math.ceil(concurrency / max) };
+  }
+  // (default: no more threads or processes than cores, the executor's concurrency shared among them)
+  const max = Math.max(1, Math.min(concurrency, availableParallelism()));
+  return { max, jobsEach: Math.ceil(concurrency / max) };
+}
 
 export class Pool {
-  /** Members that take runs (not those ending). */
+  /** Members that take runs (not those ending or draining). */
   private readonly members = new Set<Member>();
-  private readonly idle: Member[] = [];
+  /** Runs on each live member, by run number; a slot is counted from the run's acquire. */
+  private readonly runs = new Map<Member, Map<number, Running>>();
+  private readonly slots = new Map<Member, number>();
+  /** Why each draining member ends once its last run is done. */
+  private readonly draining = new Map<Member, Ending>();
   /** Runs waiting for a member. */
   private readonly waiting: Array<{ give(m: Member): void; fail(err: unknown): void }> = [];
-  /** What each busy member's end means to its run. */
-  private readonly running = new Map<Member, (e: Ending) => void>();
   private readonly restarts: Partial<Record<EndCause, number>> = {};
   private readonly ends = new Set<Promise<Ending>>();
   private startError: string | null = null;
+  private restartTimer: NodeJS.Timeout | null = null;
+  private restartMs = RESTART_FIRST_MS;
   private closed = false;
   private seq = 0;
   private endedCpuUs = 0;
   readonly max: number;
+  readonly jobsEach: number;
 
   constructor(
     readonly task: string,
@@ -54,7 +81,7 @@ export class Pool {
     concurrency: number,
     private readonly graceMs: number,
   ) {
-    this.max = Math.min(spec.max ?? concurrency, concurrency);
+    ({ max: this.max, jobsEach: this.jobsEach } = poolSize(spec, concurrency));
   }
 
   /** Starts the pool's first members (`min`, default 1); resolves once they are up or failed (see {@link stats}). */
@@ -65,7 +92,7 @@ export class Pool {
     await Promise.all(
       started.map((m) =>
         m.ready.then(
-          () => this.release(m),
+          () => this.serveWaiting(),
           () => undefined,
         ),
       ),
@@ -73,15 +100,17 @@ export class Pool {
   }
 
   stats(): PoolStats {
+    let busy = 0;
+    for (const r of this.runs.values()) busy += r.size;
     return {
       task: this.task,
       in: this.spec.in,
-      size: this.members.size,
-      busy: this.running.size,
+      size: this.members.size + this.draining.size,
+      busy,
       max: this.max,
       restarts: { ...this.restarts },
       ...(this.startError !== null ? { startError: this.startError } : {}),
-      cpuUs: this.endedCpuUs + [...this.members].reduce((s, m) => s + m.cpuUs, 0),
+      cpuUs: this.endedCpuUs + [...this.runs.keys()].reduce((s, m) => s + m.cpuUs, 0),
     };
   }
 
@@ -95,9 +124,16 @@ export class Pool {
       startTimeoutMs: this.spec.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
     });
     this.members.add(m);
+    const runs = new Map<number, Running>();
+    this.runs.set(m, runs);
+    this.slots.set(m, 0);
+    m.onMessage((msg) => {
+      if (msg.t === 'call' || msg.t === 'done') runs.get(msg.seq)?.message(msg);
+    });
     m.ready.then(
       () => {
         this.startError = null;
+        this.restartMs = RESTART_FIRST_MS;
       },
       (err: Error) => {
         this.startError = err.message;
@@ -106,38 +142,74 @@ export class Pool {
     this.ends.add(m.ended);
     void m.ended.then((e) => {
       this.ends.delete(m.ended);
-      this.forget(m);
+      this.members.delete(m);
+      this.draining.delete(m);
+      this.runs.delete(m);
+      this.slots.delete(m);
       this.endedCpuUs += m.cpuUs;
       if (e.cause !== 'closed') this.restarts[e.cause] = (this.restarts[e.cause] ?? 0) + 1;
-      const run = this.running.get(m);
-      this.running.delete(m);
-      run?.(e);
+      for (const run of runs.values()) run.ended(e);
       this.serveWaiting();
+      if (e.cause === 'start') this.restartLater();
     });
     m.init();
     return m;
   }
 
-  /** Takes `m` out of service (it ended, or is ending). */
-  private forget(m: Member): void {
-    this.members.delete(m);
-    const i = this.idle.indexOf(m);
-    if (i >= 0) this.idle.splice(i, 1);
+  /** After a failed start with nothing left running, starts a member again by itself (readiness then recovers with no job to prompt it). */
+  private restartLater(): void {
+    if (this.closed || this.restartTimer || this.members.size > 0) return;
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      if (this.closed || this.members.size > 0) return;
+      const m = this.spawn();
+      m.ready.then(
+        () => this.serveWaiting(),
+        () => undefined,
+      );
+    }, this.restartMs);
+    this.restartTimer.unref();
+    this.restartMs = Math.min(this.restartMs * 2, RESTART_MAX_MS);
   }
 
-  /** A member for a run: an idle one, a new one while the pool is below its size, else the next one freed. */
-  private acquire(signal: AbortSignal): Promise<Member> {
-    const m = this.idle.pop();
-    if (m) return Promise.resolve(m);
+  /** Whether `m` can take one more run now. */
+  private free(m: Member): boolean {
+    if (!m.up || m.dead || !this.members.has(m)) return false;
+    const used = this.slots.get(m) ?? 0;
+    const cap = this.spec.recycleAfterJobs;
+    return used < this.jobsEach && (cap === undefined || m.jobs + used < cap);
+  }
+
+  /** The member with a free slot that runs the fewest jobs, or undefined. */
+  private leastBusy(): Member | undefined {
+    let best: Member | undefined;
+    for (const m of this.members) {
+      if (this.free(m) && (best === undefined || this.slots.get(m)! < this.slots.get(best)!)) best = m;
+    }
+    return best;
+  }
+
+  private take(m: Member): Member {
+    this.slots.set(m, (this.slots.get(m) ?? 0) + 1);
+    return m;
+  }
+
+  /** A member for a run: an idle one, a new one while the pool is below its size, one with a free slot, else the next one freed. */
+  private acquire(ctx: JobContext): Promise<Member> {
+    const m = this.leastBusy();
+    if (m && this.slots.get(m) === 0) return Promise.resolve(this.take(m));
     if (this.members.size < this.max) {
-      const fresh = this.spawn();
+      const fresh = this.take(this.spawn());
       return fresh.ready.then(() => fresh);
     }
+    if (m) return Promise.resolve(this.take(m));
+    // (a run that waits for a member reads its signal: it may abort while it waits)
+    const { signal } = ctx;
     return new Promise<Member>((resolve, reject) => {
       const entry = {
         give: (member: Member) => {
           signal.removeEventListener('abort', onAbort);
-          resolve(member);
+          resolve(this.take(member));
         },
         fail: (err: unknown) => {
           signal.removeEventListener('abort', onAbort);
@@ -154,28 +226,39 @@ export class Pool {
     });
   }
 
-  /** A member is free: recycled when it reached its jobs or its memory mark, else given to the next run waiting or kept. */
+  /** A run on `m` ended: `m` drains when it reached its jobs or its memory mark, else its slot goes to the next run waiting. */
   private release(m: Member): void {
-    if (m.dead || !this.members.has(m)) return;
-    const { recycleAfterJobs, recycleAboveMb } = this.spec;
-    if (this.closed) m.end({ cause: 'closed', message: 'the executor closed' });
-    else if (recycleAfterJobs !== undefined && m.jobs >= recycleAfterJobs) {
-      m.end({ cause: 'recycled', message: `recycled after ${m.jobs} jobs` });
-    } else if (recycleAboveMb !== undefined && m.mb >= recycleAboveMb) {
-      m.end({ cause: 'memory', message: `recycled at ${Math.round(m.mb)} MB (mark: ${recycleAboveMb} MB)` });
-    } else {
-      const next = this.waiting.shift();
-      if (next) next.give(m);
-      else this.idle.push(m);
-      return;
+    if (m.dead) return;
+    this.slots.set(m, Math.max(0, (this.slots.get(m) ?? 1) - 1));
+    if (this.members.has(m)) {
+      const { recycleAfterJobs, recycleAboveMb } = this.spec;
+      if (this.closed) this.drain(m, { cause: 'closed', message: 'the executor closed' });
+      else if (recycleAfterJobs !== undefined && m.jobs >= recycleAfterJobs) {
+        this.drain(m, { cause: 'recycled', message: `recycled after ${m.jobs} jobs` });
+      } else if (recycleAboveMb !== undefined && m.mb >= recycleAboveMb) {
+        this.drain(m, { cause: 'memory', message: `recycled at ${Math.round(m.mb)} MB (mark: ${recycleAboveMb} MB)` });
+      }
     }
-    this.forget(m);
+    const ending = this.draining.get(m);
+    if (ending && this.slots.get(m) === 0) m.end(ending);
     this.serveWaiting();
   }
 
-  /** Starts members for the runs waiting, while the pool has room. */
+  /** Takes `m` out of service: it ends once its runs are done. */
+  private drain(m: Member, ending: Ending): void {
+    this.members.delete(m);
+    this.draining.set(m, ending);
+  }
+
+  /** Gives free slots to the runs waiting, and starts members for them while the pool has room. */
   private serveWaiting(): void {
-    while (!this.closed && this.waiting.length > 0 && this.members.size < this.max) {
+    while (!this.closed && this.waiting.length > 0) {
+      const m = this.leastBusy();
+      if (m) {
+        this.waiting.shift()!.give(m);
+        continue;
+      }
+      if (this.members.size >= this.max) return;
       const next = this.waiting.shift()!;
       const fresh = this.spawn();
       fresh.ready.then(
@@ -188,9 +271,11 @@ export class Pool {
   /** Runs the handler of `ctx`'s job in a member; settles as the handler did there, or with an {@link IsolateError}. */
   async run(ctx: JobContext): Promise<unknown> {
     if (this.closed) throw new IsolateError('closed', 'the executor is closing');
-    const { signal } = ctx;
-    const member = await this.acquire(signal);
-    if (member.dead) throw new IsolateError('crash', `the ${this.spec.in} of task "${this.task}" ended before the job was sent`);
+    const member = await this.acquire(ctx);
+    const runs = this.runs.get(member);
+    if (member.dead || !runs) {
+      throw new IsolateError('crash', `the ${this.spec.in} of task "${this.task}" ended before the job was sent`);
+    }
     const seq = ++this.seq;
     const data: Record<string, unknown> = {};
     const methods: string[] = [];
@@ -204,64 +289,53 @@ export class Pool {
     const where = this.spec.in === 'thread' ? 'thread' : `process ${member.pid}`;
     return new Promise<unknown>((resolve, reject) => {
       let settled = false;
+      let culprit = false;
       const finish = (fn: () => void) => {
         if (settled) return;
         settled = true;
-        signal.removeEventListener('abort', onAbort);
-        member.onMessage(null);
+        runs.delete(seq);
         fn();
       };
-      this.running.set(member, (e) =>
-        finish(() => reject(new IsolateError(e.cause, `the ${where} of task "${this.task}" ${e.message}`))),
-      );
-      member.onMessage((m: FromIsolate) => {
-        if (m.t === 'call') this.call(member, fields, m.call, m.method, m.args);
-        else if (m.t === 'done' && m.seq === seq) {
-          member.jobs++;
-          member.mb = m.mb;
-          if (m.cpuUs !== undefined) member.cpuUs = m.cpuUs;
-          this.running.delete(member);
-          finish(() => (m.ok ? resolve(m.value) : reject(fromWire(m.error))));
-          this.release(member);
-        }
+      runs.set(seq, {
+        ended: (e) =>
+          finish(() => {
+            const others = e.cause === 'abandoned' && !culprit ? ' (another job on it)' : '';
+            reject(new IsolateError(e.cause, `the ${where} of task "${this.task}" ${e.message}${others}`));
+          }),
+        message: (m) => {
+          if (m.t === 'call') this.call(member, fields, m.call, m.method, m.args);
+          else if (m.t === 'done') {
+            member.jobs++;
+            member.mb = m.mb;
+            if (m.cpuUs !== undefined) member.cpuUs = m.cpuUs;
+            finish(() => (m.ok ? resolve(m.value) : reject(fromWire(m.error))));
+            this.release(member);
+          }
+        },
       });
-      const onAbort = () => {
-        const reason = signal.reason as { message?: unknown } | undefined;
-        member.send({ t: 'abort', seq, message: String(reason?.message ?? 'aborted') });
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
       onAbandon(ctx, () => {
         const what = this.spec.in === 'thread' ? 'its thread was terminated' : `its process (${member.pid}) was killed`;
         const note = `the handler ignored its aborted signal for ${this.graceMs} ms: ${what}`;
-        this.forget(member);
+        culprit = true;
+        this.members.delete(member);
         member.end({ cause: 'abandoned', message: note });
         return note;
       });
-      try {
-        member.send({ t: 'run', seq, data, methods });
-      } catch (err) {
-        this.running.delete(member);
-        finish(() => reject(new PermanentError(`the job cannot be sent to its ${this.spec.in}: ${(err as Error).message}`)));
+      member.send({ t: 'run', seq, data, methods }, (err) => {
+        finish(() => reject(new PermanentError(`the job cannot be sent to its ${this.spec.in}: ${err.message}`)));
         this.release(member);
-        return;
-      }
-      if (signal.aborted) onAbort();
+      });
+      onAborted(ctx, (message) => {
+        if (!settled) member.send({ t: 'abort', seq, message });
+      });
     });
   }
 
   /** Makes a context method call of the member's run on the real context, and answers it. */
   private call(member: Member, ctx: Record<string, unknown>, call: number, method: string, args: unknown[]): void {
+    const refused = (err: unknown) => member.send({ t: 'reply', call, ok: false, error: toWire(err) });
     const answer = (p: Promise<unknown>) =>
-      p.then(
-        (value) => {
-          try {
-            member.send({ t: 'reply', call, ok: true, value });
-          } catch (err) {
-            member.send({ t: 'reply', call, ok: false, error: toWire(err) });
-          }
-        },
-        (err: unknown) => member.send({ t: 'reply', call, ok: false, error: toWire(err) }),
-      );
+      p.then((value) => member.send({ t: 'reply', call, ok: true, value }, refused), refused);
     const fn = Object.hasOwn(ctx, method) ? ctx[method] : undefined;
     if (typeof fn !== 'function') {
       void answer(Promise.reject(new Error(`the context has no method "${method}"`)));
@@ -277,8 +351,10 @@ export class Pool {
   /** Ends every member (after the executor's runs ended or were released) and waits until they are gone. */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = null;
     for (const w of this.waiting.splice(0)) w.fail(new IsolateError('closed', 'the executor is closing'));
-    for (const m of [...this.members]) m.end({ cause: 'closed', message: 'the executor closed' });
+    for (const m of [...this.runs.keys()]) m.end({ cause: 'closed', message: 'the executor closed' });
     await Promise.all([...this.ends]);
   }
 }

@@ -108,6 +108,24 @@ export function onAbandon(ctx: JobContext, end: () => string): void {
   if (run) run.abandon = end;
 }
 
+/**
+ * Tells `aborted` when the run of `ctx` aborts (at once if it did), without making its signal:
+ * an isolated task passes the abort on, and most runs never abort. Without a run behind `ctx`,
+ * it listens to `ctx.signal`.
+ */
+export function onAborted(ctx: JobContext, aborted: (message: string) => void): void {
+  const run = (ctx as { [CONTEXT_RUN]?: Run })[CONTEXT_RUN];
+  if (!run) {
+    const { signal } = ctx;
+    const tell = () => aborted(String((signal.reason as { message?: unknown } | undefined)?.message ?? 'aborted'));
+    if (signal.aborted) tell();
+    else signal.addEventListener('abort', tell, { once: true });
+    return;
+  }
+  run.onAbort = aborted;
+  if (run.abortMessage !== null) aborted(run.abortMessage);
+}
+
 /** Told, once, how a run ended. */
 export type RunEnded = (run: Run, outcome: Outcome) => void;
 
@@ -139,6 +157,8 @@ export class Run {
   fanned: Promise<number> | null = null;
   /** What ends a handler that ignored its aborted signal past the grace period (see {@link onAbandon}). */
   abandon: (() => string) | null = null;
+  /** Told of the abort (see {@link onAborted}). */
+  onAbort: ((message: string) => void) | null = null;
 
   /**
    * With `gated`, the handler waits for {@link open}: a periodic run is only called once the
@@ -310,6 +330,11 @@ export class Run {
     g?.(go);
   }
 
+  /** The message of the abort, if it aborted. */
+  get abortMessage(): string | null {
+    return this.abortError?.message ?? null;
+  }
+
   /** The reason the signal aborted, if it did. */
   get aborted(): AbortReason | null {
     return this.abortedFor;
@@ -330,6 +355,7 @@ export class Run {
     };
     this.abortError = new RunAborted(reason, messages[reason]);
     this.controller?.abort(this.abortError);
+    this.onAbort?.(this.abortError.message);
     this.addTimer(() => {
       const note = this.abandon?.();
       if (note) this.log([`rota: ${note}`]);

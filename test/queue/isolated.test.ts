@@ -3,6 +3,10 @@
  * whole context crosses (args, job, log, progress, fanOut, the result, thrown errors), pools are
  * reused and recycled, and options are checked.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isolated, type Job, PermanentError, serveMetrics, ValidationError, Worker } from '../../src/index.js';
 import { closeAll, eventually, openQueue, openWorker, track, uniqueQueue, until } from '../helpers/setup.js';
@@ -76,6 +80,74 @@ describe.each(['thread', 'process'] as const)('an isolated task in a %s', (where
     if (where === 'process') expect(new Set(results.map((r) => r.pid)).size).toBe(3);
     await eventually(async () => (w.poolStats()[0].restarts.recycled ?? 0) >= 2);
     expect(w.poolStats()[0]).toMatchObject({ task: 'noop', in: where, max: 1 });
+  });
+
+  it('recycles one that a job left above its memory mark, not one below it', async () => {
+    const name = uniqueQueue(`iso-mark-${where}`);
+    const q = openQueue(name);
+    const tasks = {
+      noop: isolated(TASKS, { in: where, recycleAboveMb: 400 }),
+      hoard: isolated(TASKS, { in: where, recycleAboveMb: 400 }),
+    };
+    const w = openWorker(name, tasks, { concurrency: 1 });
+    const results: Array<{ task: string; pid: number; ran?: number }> = [];
+    w.on('completed', (j, r) => results.push({ task: j.task, ...(r as { pid: number; ran?: number }) }));
+    const pool = (task: string) => w.poolStats().find((p) => p.task === task)!;
+    // a job that leaves its member small: kept
+    await q.submitBulk([{ task: 'noop' }, { task: 'noop' }]);
+    await until(w, 'completed', () => results.length === 2, 30_000);
+    expect(results.map((r) => r.ran)).toEqual([1, 2]);
+    expect(pool('noop').restarts.memory).toBeUndefined();
+    // one that leaks 500 MB (heap used of a thread, RSS of a process, past the 400 MB mark): replaced
+    await q.submit({ task: 'hoard', args: { mb: 500 } });
+    await until(w, 'completed', () => results.length === 3, 30_000);
+    await eventually(async () => pool('hoard').restarts.memory === 1, 20_000);
+    await q.submit({ task: 'hoard', args: { mb: 1 } });
+    await until(w, 'completed', () => results.length === 4, 30_000);
+    if (where === 'process') expect(results[3].pid).not.toBe(results[2].pid);
+    expect(pool('hoard').restarts.memory).toBe(1);
+  });
+});
+
+describe('the pool of an isolated task that shares its members', () => {
+  it.each(['thread', 'process'] as const)(
+    'runs several jobs at once in one %s (jobsEach), and defaults to no more members than cores',
+    async (where) => {
+      const name = uniqueQueue(`iso-share-${where}`);
+      const q = openQueue(name);
+      const w = openWorker(name, { gather: isolated(TASKS, { in: where, max: 1 }) }, { concurrency: 3 });
+      const results: Array<{ pid: number; seen: number }> = [];
+      w.on('completed', (_j, r) => results.push(r as { pid: number; seen: number }));
+      await q.submitBulk(Array.from({ length: 3 }, () => ({ task: 'gather', args: { n: 3 } })));
+      await until(w, 'completed', () => results.length === 3, 30_000);
+      // (one member took all three at once: each saw the other two)
+      expect(results.map((r) => r.seen)).toEqual([3, 3, 3]);
+      expect(new Set(results.map((r) => r.pid)).size).toBe(1);
+      expect(w.poolStats()[0]).toMatchObject({ max: 1, size: 1 });
+      expect(() => isolated(TASKS, { jobsEach: 0 })).toThrow(/^jobsEach:/);
+      const wide = openWorker(uniqueQueue('iso-wide'), { gather: isolated(TASKS) }, { concurrency: 1000, autorun: false });
+      expect(wide.poolStats()[0].max).toBe(Math.min(1000, availableParallelism()));
+    },
+  );
+});
+
+describe('the pool of an isolated task whose module could not load', () => {
+  it('starts again by itself, and the executor becomes ready once the module loads, with no job to prompt it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rota-iso-'));
+    try {
+      const file = join(dir, 'late.mjs');
+      const name = uniqueQueue('iso-late');
+      const w = openWorker(name, { late: isolated(pathToFileURL(file)) });
+      await w.run();
+      expect(w.health().ready).toBe(false);
+      expect(w.health().checks.pools.detail).toMatch(/task "late": its thread cannot start/);
+      writeFileSync(file, 'export default () => "late";\n');
+      await eventually(async () => w.health().ready, 20_000);
+      expect(w.poolStats()[0].startError).toBeUndefined();
+      expect(w.poolStats()[0].restarts.start).toBeGreaterThanOrEqual(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

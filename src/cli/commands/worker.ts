@@ -57,6 +57,7 @@ export interface IsolateFlags {
   /** `--isolate task=thread|process`, repeated. */
   isolate?: string[];
   isolateMax?: number;
+  isolateJobsEach?: number;
   isolateMemoryLimit?: number;
   isolateRecycleAfter?: number;
   isolateRecycleAbove?: number;
@@ -70,6 +71,7 @@ export interface IsolateFlags {
 export function applyIsolation({ handlers, isolate }: TasksModule, tasksPath: string, flags: IsolateFlags): Handlers {
   const defaults: IsolatedOptions = {
     ...(flags.isolateMax !== undefined ? { max: flags.isolateMax } : {}),
+    ...(flags.isolateJobsEach !== undefined ? { jobsEach: flags.isolateJobsEach } : {}),
     ...(flags.isolateMemoryLimit !== undefined ? { memoryLimitMb: flags.isolateMemoryLimit } : {}),
     ...(flags.isolateRecycleAfter !== undefined ? { recycleAfterJobs: flags.isolateRecycleAfter } : {}),
     ...(flags.isolateRecycleAbove !== undefined ? { recycleAboveMb: flags.isolateRecycleAbove } : {}),
@@ -124,8 +126,13 @@ export function register(program: Command): void {
     )
     .option(
       '--isolate-max <n>',
-      'most threads or processes per isolated task (default: --concurrency)',
+      'most threads or processes per isolated task (default: the cores, or --concurrency / --isolate-jobs-each)',
       intOption('--isolate-max', 1, 100_000),
+    )
+    .option(
+      '--isolate-jobs-each <n>',
+      'jobs one isolated thread or process runs at once (default: --concurrency shared among them; 1: a thread or process per job)',
+      intOption('--isolate-jobs-each', 1, 100_000),
     )
     .option(
       '--isolate-memory-limit <mb>',
