@@ -45,7 +45,10 @@ local score, skip = walkFinished(key, untilMs, ARGV[4], tonumber(ARGV[5]), tonum
     enqueueLater(prefix, batch, id, job[2], describeJob(job[3]) == 'high')
     left('failed')
     retried = retried + 1
-    if isChild(prefix, id) then
+    if call('HEXISTS', jobKey, CROSS.queue) == 1 then
+      -- (a child of a parent in another queue: its re-open is sent there)
+      cross.send(prefix, id, 'open', nowMs())
+    elseif isChild(prefix, id) then
       local parent = parentOf(id)
       local parentKey = prefix .. 'j:' .. parent
       local removed = call('HGET', jobKey, FLOW_FIELDS.policy) == FAILURE_POLICY.remove

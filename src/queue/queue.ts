@@ -11,9 +11,10 @@ import { type ConnectionOption, connect } from '../redis/connection.js';
 import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queue-store.js';
 import { checkShards, shardNumbers, shardOfGroup, shardsOfGroup } from '../redis/shards.js';
+import { CrossRelay, childShard, queueRef, shardCounts } from './cross.js';
 import type { QueueEvent } from './events.js';
 import { submitCommitted } from './fanout.js';
-import { chainFlow, type FlowChildSpec, type FlowNode, type FlowSpec, packFlowTree } from './flow.js';
+import { chainFlow, type FlowChildSpec, type FlowNode, type FlowSpec, flowQueues, packFlowTree } from './flow.js';
 import { FINAL_STATES, type Job, type JobState } from './job.js';
 import { type BulkResult, JobActions, type JobTarget } from './job-actions.js';
 import { DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_EVENTS, type QueueOptions, replication } from './options.js';
@@ -97,6 +98,16 @@ export interface JobTreeNode {
 }
 
 const CANCEL_OPTIONS = { children: z.boolean().optional() };
+
+/** Whether `name` is a valid queue name (an invalid one is refused by the flow's check, naming its field). */
+function validQueueName(name: string): boolean {
+  try {
+    checkQueueName(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export class Queue<T extends object = UntypedTasks> {
   readonly name: string;
@@ -299,10 +310,21 @@ export class Queue<T extends object = UntypedTasks> {
    * @throws {FanOutLimitError} past 100,000 jobs.
    */
   async submitFlow(flow: FlowSpec): Promise<FlowNode> {
-    const packed = packFlowTree(flow, this.maxArgsBytes, newJobId);
+    const others = flowQueues(flow, this.name);
+    const layouts = others.size > 0 ? await shardCounts(this.client, [...others].filter(validQueueName)) : null;
+    const packed = packFlowTree(flow, this.maxArgsBytes, newJobId, {
+      own: this.name,
+      ownRef: (group) => queueRef(this.name, shardOfGroup(group, this.shards), this.shards),
+      refOf: (queue, id, group) => {
+        const shards = layouts?.get(queue) ?? 1;
+        return queueRef(queue, childShard(id, group, shards), shards);
+      },
+    });
     const store = this.stores[shardOfGroup(packed.root.group, this.shards)];
     await store.flow(packed.rootRecord, packed.root.id, packed.total, packed.chunks);
     await submitCommitted(store, packed.root.id);
+    // (children in other queues: relayed at once, best effort; else by an executor's recovery pass)
+    if (layouts) await new CrossRelay(this.client, this.maxEvents).submits(store).catch(() => 0);
     return packed.tree;
   }
 
