@@ -18,6 +18,7 @@
 
 local prefix = ARGV[1]
 local applied = 0
+cross.policy = {}
 for i = 3, #ARGV do
   local e = cmsgpack.unpack(ARGV[i])
   applied = applied + cross.deliver(prefix, e[2], tonumber(e[3]), e[4], e[5])

@@ -50,7 +50,8 @@ local childDeltas, childParents, childFailures = {}, {}, {}
 -- Whether this call released a waiter (its group's list changed after the batch's flush).
 local releasedAny = false
 -- Children in other queues: `ends` the final ends of this call per parent ({ id, state, ... }),
--- read only when the parent is not in this slot; `policy` the failure policies of delivered ends.
+-- read only when the parent is not in this slot; `policy` the failure policies of delivered ends
+-- (set anew by each xend-in.lua call: the only call that delivers).
 local cross = { ends = {}, policy = {} }
 onBeginCall(function()
   if childParents[1] ~= nil then
@@ -59,7 +60,6 @@ onBeginCall(function()
     cross.ends = {}
     clearList(childParents)
   end
-  if next(cross.policy) ~= nil then cross.policy = {} end
   releasedAny = false
 end)
 
