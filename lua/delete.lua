@@ -66,6 +66,8 @@ for i = 4, #ARGV do
         local keys = { jobKey, prefix .. 'log:' .. id, prefix .. 'att:' .. id, prefix .. 'fanned:' .. id }
         if job[4] then keys[5] = prefix .. 'fan:' .. job[4] .. ':' .. id end
         releaseDedupOf(prefix, id, false)
+        -- (a child of a parent in another queue ends there as cancelled: sent before its hash goes)
+        if not FINAL[state] and call('HEXISTS', jobKey, CROSS.queue) == 1 then cross.send(prefix, id, 'cancelled', nowMs()) end
         call('DEL', unpack(keys))
         call('ZREM', prefix .. 'fanouts', id)
         left(state)

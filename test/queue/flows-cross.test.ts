@@ -7,7 +7,7 @@
 import { Cluster } from 'ioredis';
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Handlers, type Job, PermanentError, Queue, Worker } from '../../src/index.js';
+import { type Handlers, type Job, PermanentError, Queue, ValidationError, Worker } from '../../src/index.js';
 import { packFlowTree } from '../../src/queue/flow.js';
 import { queueKeys } from '../../src/redis/keys.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
@@ -99,6 +99,25 @@ describe('flow children in other queues', () => {
     }
   });
 
+  it('refuses a bad child queue with a ValidationError naming the field, writing nothing', async () => {
+    const [a, b] = [uniqueQueue('xva'), uniqueQueue('xvb')];
+    const qa = openQueue(a);
+    const qb = openQueue(b);
+    const many = Array.from({ length: 1001 }, () => ({ task: 'leaf' }));
+    const bad: Array<[unknown, string]> = [
+      [{ task: 'r', queue: b, children: [{ task: 'x' }] }, 'queue'],
+      [{ task: 'r', children: [{ task: 'x', queue: 'no such name!' }] }, 'children[0].queue'],
+      [{ task: 'r', children: [{ task: 'x', queue: b, children: [{ task: 'y', queue: a }] }] }, 'children[0].children[0].queue'],
+      [{ task: 'r', children: [{ task: 'x', queue: b, children: many }] }, 'children[0]'],
+    ];
+    for (const [flow, field] of bad) {
+      const err = await qa.submitFlow(flow as never).catch((e: unknown) => e);
+      expect(err, field).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field).toBe(field);
+    }
+    for (const q of [qa, qb]) expect(Object.values(await q.counts()).reduce((x, y) => x + y, 0)).toBe(0);
+  });
+
   it('refuses a repeat of each crossing: a child submitted again, an end delivered again or out of order', async () => {
     const [a, b] = [uniqueQueue('xra'), uniqueQueue('xrb')];
     const qa = openQueue(a);
@@ -172,6 +191,26 @@ describe('flow children in other queues', () => {
     const events = await streamEvents(a);
     expect(events.filter((e) => e.id === tree.id && e.state === 'waiting-children').length).toBe(2);
     expect(events.filter((e) => e.event === 'flow.released' && e.id === tree.id).length).toBe(1);
+  });
+
+  it('a remote child cancelled or deleted before it ran ends for its parent as cancelled', async () => {
+    const [a, b] = [uniqueQueue('xda'), uniqueQueue('xdb')];
+    const qa = openQueue(a);
+    const qb = openQueue(b);
+    const tree = await qa.submitFlow({
+      task: 'root',
+      children: [
+        { task: 'leaf', queue: b },
+        { task: 'leaf', queue: b },
+      ],
+    });
+    const [c0, c1] = tree.children!.map((c) => c.id);
+    expect(await qb.cancel(c0)).toBe('cancelled');
+    expect(await qb.deleteJob(c1)).toBe('deleted');
+    // (delivered by B's executor's recovery pass: B has no job to run)
+    openWorker(b, {}, { leaseMs: 1000 });
+    const parent = await stateOf(qa, tree.id, 'waiting');
+    expect(parent.children).toMatchObject({ total: 2, cancelled: 2 });
   });
 
   it('on a 3-primary Redis Cluster, with the two queues on two nodes', async () => {
