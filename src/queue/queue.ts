@@ -292,9 +292,33 @@ export class Queue<T extends object = UntypedTasks> {
         const ids = Array.from({ length: total }, (_, i) => `${parent}/${i}`);
         if (ids.length > 0) await this.cancelJobs({ ids });
         // (a child with children of its own: a flow's inner node)
-        for (const job of await this.reader.jobsById(ids)) if (job?.children) next.push(job.id);
+        const jobs = await this.reader.jobsById(ids);
+        for (const job of jobs) if (job?.children) next.push(job.id);
+        await this.cancelRemoteChildren(
+          parent,
+          jobs.flatMap((j, i) => (j ? [] : [i])),
+        );
       }
       parents = next;
+    }
+  }
+
+  /** Cancels children `indexes` of `parent` that are in other queues (a flow's), and theirs, in their queues. */
+  private async cancelRemoteChildren(parent: string, indexes: number[]): Promise<void> {
+    if (indexes.length === 0) return;
+    const refs = await this.onJob(parent, async (s) => {
+      const found = await s.crossChildQueues(parent, indexes);
+      return found.some((r) => r !== null) ? found : null;
+    });
+    for (const [k, ref] of (refs ?? []).entries()) {
+      if (ref === null) continue;
+      const [queue, , shards] = ref.split(' ');
+      const there = new Queue(queue, { connection: this.client, shards: Number(shards), maxEvents: this.maxEvents });
+      try {
+        await there.cancel(`${parent}/${indexes[k]}`, { children: true });
+      } finally {
+        await there.close();
+      }
     }
   }
 

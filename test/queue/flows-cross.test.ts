@@ -211,6 +211,12 @@ describe('flow children in other queues', () => {
     openWorker(b, {}, { leaseMs: 1000 });
     const parent = await stateOf(qa, tree.id, 'waiting');
     expect(parent.children).toMatchObject({ total: 2, cancelled: 2 });
+    // cancel with children reaches children in other queues, and theirs
+    const t2 = await qa.submitFlow({ task: 'root', children: [{ task: 'mid', queue: b, children: [{ task: 'leaf' }] }] });
+    const mid = t2.children![0].id;
+    expect(await qa.cancel(t2.id, { children: true })).toBe('cancelled');
+    expect((await qb.getJob(mid))?.state).toBe('cancelled');
+    expect((await qb.getJob(`${mid}/0`))?.state).toBe('cancelled');
   });
 
   it('on a 3-primary Redis Cluster, with the two queues on two nodes', async () => {
