@@ -67,6 +67,8 @@ for i = 4, #ARGV do
         local keys = { jobKey, KEY.logs(prefix, id), KEY.attempts(prefix, id), KEY.fanned(prefix, id) }
         if job[4] then keys[5] = KEY.fanStaging(prefix, id, job[4]) end
         releaseDedupOf(prefix, id, false)
+        -- (a child of a parent in another queue ends there as cancelled: sent before its hash goes)
+        if not FINAL[state] and call('HEXISTS', jobKey, CROSS.queue) == 1 then cross.send(prefix, id, 'cancelled', nowMs()) end
         call('DEL', unpack(keys))
         call('ZREM', KEY.fanouts(prefix), id)
         left(state)

@@ -6,7 +6,8 @@
   has children of its own is written `waiting-children` with its child counts (its children come
   in this chunk after it or in later chunks), and a failure policy other than `fail` is kept in
   the job's hash (see includes/children). A parent whose list is empty afterwards leaves `fanouts`. Every chunk is popped by
-  one call only, so any number of executors may pump the same parent at once.
+  one call only, so any number of executors may pump the same parent at once. An entry that begins
+  CROSS.mark is a flow's child in another queue: it moves to the `xsub` outbox (see xsub-in.lua).
 
   KEYS[1] fanouts   (every key is built from ARGV[1])
   ARGV[1] key prefix
@@ -33,6 +34,16 @@ local chunk = call('LPOP', list)
 local remaining = call('LLEN', list)
 if remaining == 0 then call('ZREM', fanouts, parent) end
 if not chunk then return { parent, 0, 0 } end
+if stringSub(chunk, 1, 1) == CROSS.mark then
+  -- A child in another queue (its subtree): into the `xsub` outbox, for a relay to submit there
+  -- (xsub-in.lua); its parent notes the child's queue, for reads of its children.
+  local body = stringSub(chunk, 2)
+  local child, ref = unpack(cmsgpack.unpack(body), 1, 2)
+  local of, index = string.match(child, '^(.*)/(%d+)$')
+  call('HSET', KEY.job(prefix, of), CROSS.index .. index, ref)
+  call('RPUSH', KEY.crossSubmits(prefix), body)
+  return { parent, 0, remaining }
+end
 
 local flow = stringSub(chunk, 1, 1) == FLOW_CHUNK_MARK
 local width = SUBMIT_WIDTH

@@ -47,7 +47,10 @@ local score, skip = walkFinished(key, untilMs, ARGV[4], tonumber(ARGV[5]), tonum
     left('failed')
     retried = retried + 1
     batches.reopened(batches.of(job[3]), 'failed')
-    if isChild(prefix, id) then
+    if call('HEXISTS', jobKey, CROSS.queue) == 1 then
+      -- (a child of a parent in another queue: its re-open is sent there)
+      cross.send(prefix, id, 'open', nowMs())
+    elseif isChild(prefix, id) then
       local parent = parentOf(id)
       local parentKey = KEY.job(prefix, parent)
       local removed = call('HGET', jobKey, FLOW_FIELDS.policy) == FAILURE_POLICY.remove

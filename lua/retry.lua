@@ -50,7 +50,10 @@ function retry(id)
   batches.reopened(batches.of(job[3]), state)
   -- a child counts as not ended again (its parent's children-ended event fires again when it
   -- ends), and the waiter its failure failed waits again (includes/children)
-  if isChild(prefix, id) then
+  if call('HEXISTS', jobKey, CROSS.queue) == 1 then
+    -- (a child of a parent in another queue: its re-open is sent there)
+    cross.send(prefix, id, 'open', nowMs())
+  elseif isChild(prefix, id) then
     local parent = parentOf(id)
     local parentKey = KEY.job(prefix, parent)
     local field = CHILD_FIELDS[state]

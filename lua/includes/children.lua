@@ -24,6 +24,11 @@
   Committed children wait, packed as submit calls' job lists (chunks of at most 1,000 jobs), in
   the parent's list `fanned:<parent>`, listed in `fanouts` (parent id -> commit time) until
   fanout.lua has submitted every chunk.
+
+  A child in another queue (`cross`, docs/architecture.md#flows) finds no parent hash in its own
+  slot: its final end (or its re-open, when retried) is pushed to its queue's `xend` ZSET with a
+  sequence number per child, for a relay to deliver (xend-in.lua, in the parent's slot), where
+  cross.deliver applies it as a local child's end, refusing one not newer than the last applied.
 ]]
 --- @include "includes/wire"
 --- @include "includes/common"
@@ -32,7 +37,7 @@
 --- @include "includes/groupChanges"
 --- @include "includes/periodic"
 --- @include "includes/waitIndex"
---- @export parentOf, childStarted, childEnded, isChild, flushChildren, releaseWaiter, reopenWaiter
+--- @export parentOf, childStarted, childEnded, isChild, flushChildren, releaseWaiter, reopenWaiter, cross
 
 -- The parent id of child `id` (what precedes its last '/').
 local function parentOf(id)
@@ -44,10 +49,15 @@ end
 local childDeltas, childParents, childFailures = {}, {}, {}
 -- Whether this call released a waiter (its group's list changed after the batch's flush).
 local releasedAny = false
+-- Children in other queues: `ends` the final ends of this call per parent ({ id, state, ... }),
+-- read only when the parent is not in this slot; `policy` the failure policies of delivered ends
+-- (set anew by each xend-in.lua call: the only call that delivers).
+local cross = { ends = {}, policy = {} }
 onBeginCall(function()
   if childParents[1] ~= nil then
     childDeltas = {}
     childFailures = {}
+    cross.ends = {}
     clearList(childParents)
   end
   releasedAny = false
@@ -79,7 +89,15 @@ local function childEnded(id, wasRunning, state)
   if not parent then return end
   if wasRunning then childDelta(parent, CHILD_FIELDS.running, -1) end
   local field = FINAL_COUNT[state]
-  if field then childDelta(parent, field, 1) end
+  if field then
+    childDelta(parent, field, 1)
+    local ends = cross.ends[parent]
+    if not ends then
+      ends = {}
+      cross.ends[parent] = ends
+    end
+    ends[#ends + 1], ends[#ends + 2] = id, state
+  end
   if state == 'failed' then
     local failed = childFailures[parent]
     if not failed then
@@ -94,7 +112,18 @@ end
 -- id has a child's form and that parent counts children).
 local function isChild(prefix, id)
   local parent = parentOf(id)
-  return parent ~= nil and call('HEXISTS', KEY.job(prefix, parent), CHILD_FIELDS.total) == 1
+  return parent ~= nil and (call('HEXISTS', KEY.job(prefix, parent), CHILD_FIELDS.total) == 1
+    or call('HEXISTS', KEY.job(prefix, id), CROSS.queue) == 1)
+end
+
+-- Pushes to the `xend` outbox the end of child `id` whose parent is in another queue (`state` a
+-- final state, or 'open' for a re-open), when it is such a child; numbered per child (CROSS.seq).
+function cross.send(prefix, id, state, now)
+  local key = KEY.job(prefix, id)
+  local c = call('HMGET', key, CROSS.queue, FLOW_FIELDS.policy)
+  if not c[1] then return end
+  local seq = call('HINCRBY', key, CROSS.seq, 1)
+  call('ZADD', KEY.crossEnds(prefix), str(now), cmsgpack.pack({ c[1], id, seq, state, c[2] or '' }))
 end
 
 -- Releases waiter `id` to `waiting` (at the back of its priority's list) when it is still
@@ -126,7 +155,7 @@ local function failWaiter(prefix, id, child, now)
   left(WAITING_CHILDREN)
   waitIndex.remove(prefix, id)
   changed(id, 'failed', err)
-  -- (a flow's inner node ended for its own parent: counted there in this call)
+  -- (a flow's inner node ended for its own parent: counted there in this call, or sent there)
   if isChild(prefix, id) then childEnded(id, false, 'failed') end
 end
 
@@ -158,6 +187,39 @@ local function reopenWaiter(prefix, parent, child)
   end
 end
 
+-- Delivers the end (or re-open, `state` 'open') number `seq` of child `child` from another queue
+-- to its parent here, unless a number as high was delivered (`xd:<parent>`: child -> "seq field",
+-- the count field its last delivered end added to, '' for none): the count of an earlier end is
+-- taken back (re-opening the waiter it failed), the new end counted as a local child's. The caller
+-- runs flushChildren. Answers 1 when applied, 0 when refused or the parent is gone.
+function cross.deliver(prefix, child, seq, state, policy)
+  local parent = parentOf(child)
+  if not parent then return 0 end
+  local parentKey = KEY.job(prefix, parent)
+  if call('HEXISTS', parentKey, CHILD_FIELDS.total) == 0 then return 0 end
+  local d = KEY.crossDelivered(prefix, parent)
+  local last = call('HGET', d, child)
+  local lastSeq, lastField = 0, ''
+  if last then
+    local at = string.find(last, ' ', 1, true)
+    lastSeq, lastField = tonumber(string.sub(last, 1, at - 1)), string.sub(last, at + 1)
+  end
+  if seq <= lastSeq then return 0 end
+  if lastField ~= '' then
+    call('HINCRBY', parentKey, lastField, '-1')
+    call('HDEL', parentKey, CHILD_FIELDS.ended)
+    if lastField == CHILD_FIELDS.failed then reopenWaiter(prefix, parent, child) end
+  end
+  local field = FINAL_COUNT[state] or ''
+  if field ~= '' then
+    if state == 'failed' and policy == FAILURE_POLICY.remove then field = CHILD_FIELDS.removed end
+    cross.policy[child] = policy
+    childEnded(child, false, state)
+  end
+  call('HSET', d, child, seq .. ' ' .. field)
+  return 1
+end
+
 -- Applies the count changes of this call (see above), and the waiters' releases and failures.
 local function flushChildren(prefix, now)
   local i = 1
@@ -175,7 +237,7 @@ local function flushChildren(prefix, now)
       local waiter = p[2] == WAITING_CHILDREN and parent or p[3]
       if waiter and failures then
         for k = 1, #failures do
-          local policy = call('HGET', KEY.job(prefix, failures[k]), FLOW_FIELDS.policy)
+          local policy = cross.policy[failures[k]] or call('HGET', KEY.job(prefix, failures[k]), FLOW_FIELDS.policy)
           if policy == FAILURE_POLICY.remove then
             deltas[CHILD_FIELDS.failed] = deltas[CHILD_FIELDS.failed] - 1
             deltas[CHILD_FIELDS.removed] = (deltas[CHILD_FIELDS.removed] or 0) + 1
@@ -208,6 +270,12 @@ local function flushChildren(prefix, now)
           end
         end
         if ended >= total and waiter then releaseWaiter(prefix, waiter, 'children') end
+      end
+    elseif not total then
+      -- (no parent here: children of a parent in another queue send their ends)
+      local ends = cross.ends[parent]
+      if ends then
+        for k = 1, #ends, 2 do cross.send(prefix, ends[k], ends[k + 1], now) end
       end
     end
   end

@@ -56,6 +56,8 @@ export interface CarriedTakes {
 }
 
 export interface DeliveryDeps extends ReportTo {
+  /** Called after a finish call of shard `shard` that ended children's runs (their ends may go to other queues). */
+  childrenEnded?: (shard: number) => void;
   /** The executor's connection (side writes go through it in a pipeline). */
   client: Redis;
   /** Each shard's script calls, by shard number. */
@@ -369,6 +371,7 @@ export class Delivery implements Outcomes {
       return;
     }
     const { finishedAt: at, states } = r;
+    if (children > 0) this.d.childrenEnded?.(shard);
     if (r.unreplicated) {
       this.unreplicated(batch, r.unreplicated, at, states);
       return;

@@ -5,6 +5,7 @@
  * died right after the parent's finish). Every live executor runs it; the script is atomic, so they never collide.
  */
 
+import type { CrossRelay } from '../queue/cross.js';
 import { submitCommitted } from '../queue/fanout.js';
 import type { QueueStore } from '../redis/queue-store.js';
 import type { ServerClock } from '../redis/server-clock.js';
@@ -24,6 +25,8 @@ export interface RecovererDeps {
    */
   clock: ServerClock;
   workerId: string;
+  /** The relay of flows' children in other queues (../queue/cross.ts). */
+  relay?: CrossRelay;
   retryDelay: number;
   everyMs: number;
   /**
@@ -88,6 +91,11 @@ export class Recoverer {
       if (recovered.length > 0) this.d.onRecovered?.(recovered.map((id, i) => ({ id, ...labels[i] })));
       // Children committed by an executor that died before it submitted them all.
       await submitCommitted(this.d.store);
+      // Flow children in other queues, and ends of children whose parents are there.
+      if (this.d.relay) {
+        await this.d.relay.submits(this.d.store);
+        await this.d.relay.ends(this.d.store);
+      }
       return recovered;
     } catch (err) {
       this.d.onError(err);

@@ -11,6 +11,7 @@ import { SchemaMismatchError, ShardCountError } from '../errors.js';
 import { checkOptions } from '../options.js';
 import { Batch, batchOfJob } from '../queue/batch.js';
 import type { ChildPage, Handlers } from '../queue/context.js';
+import { CrossRelay } from '../queue/cross.js';
 import { CONTINUATION_SUFFIX, packChildren } from '../queue/fanout.js';
 import { type Job, TRACE } from '../queue/job.js';
 import { DEFAULT_MAX_ARGS_BYTES } from '../queue/options.js';
@@ -141,7 +142,24 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       const parent = (await reads.jobs([source]))[0];
       const counts = parent?.children ?? null;
       const n = counts ? Math.max(0, Math.min(limit, counts.total - offset)) : 0;
-      const jobs = await reads.jobs(Array.from({ length: n }, (_, i) => `${source}/${offset + i}`));
+      const ids = Array.from({ length: n }, (_, i) => `${source}/${offset + i}`);
+      const jobs = await reads.jobs(ids);
+      // (children in other queues: their parent names each one's queue; read there, by queue)
+      const missing = jobs.flatMap((c, i) => (c ? [] : [i]));
+      const refs = await this.stores[shardOf(j)].crossChildQueues(
+        source,
+        missing.map((i) => offset + i),
+      );
+      const byRef = new Map<string, number[]>();
+      refs.forEach((ref, k) => {
+        if (ref !== null) byRef.set(ref, [...(byRef.get(ref) ?? []), missing[k]]);
+      });
+      for (const [ref, at] of byRef) {
+        const found = await new JobReadStore(this.relay.store(ref)).jobs(at.map((i) => ids[i]));
+        found.forEach((c, k) => {
+          jobs[at[k]] = c;
+        });
+      }
       const items: ChildPage['items'] = [];
       for (const c of jobs) {
         if (c) items.push({ id: c.id, state: c.state, result: c.result, error: c.error });
@@ -165,6 +183,11 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     },
     trace: tracingAvailable ? (j) => startRunSpan(this.name, j, (j as { [TRACE]?: string })[TRACE]) : undefined,
   };
+  /** Relays flow children's ends to parents in other queues (../queue/cross.ts). */
+  private readonly relay: CrossRelay;
+  /** The relays of child ends in flight, by shard, and the shards with ends since theirs began. */
+  private readonly relaying = new Map<number, Promise<void>>();
+  private readonly relayAgain = new Set<number>();
   private readonly startedAt = Date.now();
   /** The start-up passed: the schema matched and the library loaded. */
   private up = false;
@@ -217,6 +240,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
         new QueueStore(this.client, name, { maxEvents: opts.maxEvents, ...opts.replication, shard, shards: this.shards }),
     );
     this.keys = this.stores[0].keys;
+    this.relay = new CrossRelay(this.client, opts.maxEvents);
     const settings = {
       workerId: this.id,
       countingScheme: opts.countingScheme,
@@ -246,6 +270,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       workerId: this.id,
       closing: () => this.closing,
       onLost: (lost) => this.abortLost(lost),
+      childrenEnded: (shard) => this.relayEnds(shard),
       onError,
     });
     this.taker = new Taker({
@@ -300,11 +325,33 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
           keepSucceeded: opts.keepSucceeded,
           keepFailed: opts.keepFailed,
           onRecovered: (jobs) => this.emit('recovered', jobs),
+          relay: this.relay,
           onError,
         }),
     );
     // (a failure to start is an error event)
     if (opts.autorun) this.run().catch(() => undefined);
+  }
+
+  /**
+   * After a finish of children's runs: relays the ends of shard `shard`'s children whose parents
+   * are in other queues at once (one relay in flight per shard, run again when more ended
+   * meanwhile; what a relay misses, the recovery pass takes).
+   */
+  private relayEnds(shard: number): void {
+    if (this.relaying.has(shard)) {
+      this.relayAgain.add(shard);
+      return;
+    }
+    const run = (async () => {
+      do {
+        this.relayAgain.delete(shard);
+        await this.relay.ends(this.stores[shard]);
+      } while (this.relayAgain.has(shard) && !this.closing);
+    })()
+      .catch((err: unknown) => this.emitError(err))
+      .finally(() => this.relaying.delete(shard));
+    this.relaying.set(shard, run);
   }
 
   /**
@@ -559,6 +606,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     }
     await new Promise((r) => setImmediate(r));
     for (const r of this.recoverers) r.stop();
+    await Promise.allSettled(this.relaying.values());
     this.lag.stop();
     this.blockWatch.stop();
     await Promise.all(this.pools.map((p) => p.close()));

@@ -5,7 +5,10 @@
  * mechanism of a fan-out's committed children (docs/architecture.md#flows).
  */
 import { FanOutLimitError, ValidationError } from '../errors.js';
+import { checkQueueName } from '../redis/keys.js';
 import { type FlowRecord, packFlow, packSubmits } from '../redis/queue-store.js';
+import { packStrings } from '../redis/string-array.js';
+import { CROSS } from '../redis/wire.js';
 import { MAX_FAN_OUT } from './fanout.js';
 import type { FailurePolicy } from './job.js';
 import { type CheckedSpec, checkSpec, type SubmitSpec } from './validate.js';
@@ -31,12 +34,19 @@ export interface FlowSpec<A = unknown> extends Omit<SubmitSpec<A>, 'delay' | 'ru
 export interface FlowChildSpec<A = unknown> extends Omit<FlowSpec<A>, 'id'> {
   /** What its failure (for good, retries used up) does to its parent; default `fail`. */
   onFailure?: FailurePolicy;
+  /**
+   * The queue it runs in, when not its parent's (docs/jobs.md#flows, "Children in other
+   * queues"). Its own children stay in that queue, at most 1,000 jobs (1 MiB of args) below it.
+   */
+  queue?: string;
 }
 
 /** The ids of a submitted flow's jobs, in the shape of the tree. */
 export interface FlowNode {
   id: string;
   task: string;
+  /** The queue of a child in another queue than its parent's. */
+  queue?: string;
   children?: FlowNode[];
 }
 
@@ -50,23 +60,62 @@ export interface PackedFlow {
   tree: FlowNode;
 }
 
+/** Where a flow's children in other queues go: the flow's own queue, and each child's queue ref. */
+export interface FlowQueues {
+  /** The queue the flow is submitted to. */
+  own: string;
+  /** The ref (`<queue> <shard> <shards>`) of the shard of the flow's root, of group `rootGroup`. */
+  ownRef(rootGroup: string): string;
+  /** The ref of the shard of queue `queue` that holds child `id` of group `group`. */
+  refOf(queue: string, id: string, group: string): string;
+}
+
+/** The queues the children of a flow name, other than `own` (for the caller to read their shard counts). */
+export function flowQueues(spec: FlowSpec, own: string): Set<string> {
+  const out = new Set<string>();
+  const visit = (node: unknown, depth: number) => {
+    if (typeof node !== 'object' || node === null || depth > 10_000) return;
+    const { queue, children } = node as FlowChildSpec;
+    if (typeof queue === 'string' && queue !== own) out.add(queue);
+    if (Array.isArray(children)) for (const c of children) visit(c, depth + 1);
+  };
+  visit(spec, 0);
+  return out;
+}
+
 /**
  * Checks a flow and packs it, writing nothing. `rootId` gives the root its id when it has none.
+ * A child in another queue (`queue`, see {@link FlowQueues}) and its subtree go as one staged
+ * entry marked CROSS.mark, after the local chunks.
  * @throws {ValidationError} naming the bad field (`children[0].children[2].task`).
  * @throws {FanOutLimitError} past {@link MAX_FLOW_JOBS} jobs.
  */
-export function packFlowTree(spec: FlowSpec, maxArgsBytes: number, rootId: (group: string) => string): PackedFlow {
+export function packFlowTree(
+  spec: FlowSpec,
+  maxArgsBytes: number,
+  rootId: (group: string) => string,
+  queues?: FlowQueues,
+): PackedFlow {
   if (typeof spec !== 'object' || spec === null) throw new ValidationError('flow', 'must be an object');
   let count = 0;
   const check = (
     node: unknown,
     where: string,
     parent: CheckedSpec | null,
-  ): { spec: CheckedSpec; kids: unknown[]; policy?: FailurePolicy } => {
+  ): { spec: CheckedSpec; kids: unknown[]; policy?: FailurePolicy; queue?: string } => {
     if (typeof node !== 'object' || node === null) throw new ValidationError(where || 'flow', 'must be an object');
     if (++count > MAX_FLOW_JOBS) throw new FanOutLimitError(count, MAX_FLOW_JOBS);
-    const { children, onFailure, ...rest } = node as FlowChildSpec & { id?: string };
+    const { children, onFailure, queue, ...rest } = node as FlowChildSpec & { id?: string };
     const at = (f: string) => (where ? `${where}.${f}` : f);
+    if (!parent && 'queue' in (node as object))
+      throw new ValidationError('queue', "is a child's option (the root is in the queue submitFlow is called on)");
+    if (queue !== undefined) {
+      try {
+        checkQueueName(queue);
+      } catch {
+        throw new ValidationError(at('queue'), `"${String(queue)}" is not a valid queue name (1-100 of A-Z a-z 0-9 . _ -)`);
+      }
+    }
     if (parent && onFailure !== undefined && (typeof onFailure !== 'string' || !POLICIES.has(onFailure))) {
       throw new ValidationError(at('onFailure'), `must be one of ${[...POLICIES].join(', ')}`);
     }
@@ -87,7 +136,7 @@ export function packFlowTree(spec: FlowSpec, maxArgsBytes: number, rootId: (grou
       given.group ??= parent.group;
       given.priority ??= parent.priority;
     }
-    return { spec: checkSpec(given, maxArgsBytes, where), kids: children ?? [], policy: onFailure };
+    return { spec: checkSpec(given, maxArgsBytes, where), kids: children ?? [], policy: onFailure, queue };
   };
 
   const top = check(spec, '', null);
@@ -112,6 +161,7 @@ export function packFlowTree(spec: FlowSpec, maxArgsBytes: number, rootId: (grou
   const queue: Array<{ node: FlowNode; spec: CheckedSpec; kids: unknown[]; where: string }> = [
     { node: tree, spec: root, kids: top.kids, where: '' },
   ];
+  const remote: Buffer[] = [];
   for (let q = 0; q < queue.length; q++) {
     const { node, spec: parent, kids, where } = queue[q];
     node.children = [];
@@ -121,6 +171,12 @@ export function packFlowTree(spec: FlowSpec, maxArgsBytes: number, rootId: (grou
       const id = `${node.id}/${i}`;
       const child: FlowNode = { id, task: c.spec.task };
       node.children!.push(child);
+      if (c.queue !== undefined && c.queue !== (queues?.own ?? c.queue)) {
+        child.queue = c.queue;
+        remote.push(packRemote(c, id, node.id, child, at));
+        total++;
+        return;
+      }
       const record: FlowRecord = {
         ...c.spec,
         id,
@@ -140,7 +196,56 @@ export function packFlowTree(spec: FlowSpec, maxArgsBytes: number, rootId: (grou
     });
   }
   if (chunk.length > 0) chunks.push(packChunk(chunk));
+  chunks.push(...remote);
   return { root, rootRecord, total, chunks, tree };
+
+  // A child in another queue and its subtree (all in that queue, one chunk at most) as one
+  // entry: CROSS.mark, then the child id, its queue's ref, the flow's ref, the child's record and
+  // its subtree's chunk (see lua/xsub-in.lua).
+  function packRemote(c: ReturnType<typeof check>, id: string, parentId: string, node: FlowNode, where: string): Buffer {
+    if (!queues) throw new ValidationError(`${where}.queue`, 'is not known here');
+    const records: FlowRecord[] = [];
+    let bytes = 0;
+    const below: Array<{ node: FlowNode; spec: CheckedSpec; kids: unknown[]; where: string }> = [
+      { node, spec: c.spec, kids: c.kids, where },
+    ];
+    for (let q = 0; q < below.length; q++) {
+      const { node: n, spec: parent, kids, where: w } = below[q];
+      n.children = kids.length > 0 ? [] : undefined;
+      kids.forEach((kid, i) => {
+        const at = `${w}.children[${i}]`;
+        const k = check(kid, at, parent);
+        if (k.queue !== undefined && k.queue !== c.queue) {
+          throw new ValidationError(
+            `${at}.queue`,
+            `must be ${c.queue}: a job below a child in another queue stays in that queue`,
+          );
+        }
+        const kidId = `${n.id}/${i}`;
+        const kidNode: FlowNode = { id: kidId, task: k.spec.task };
+        n.children!.push(kidNode);
+        records.push({
+          ...k.spec,
+          id: kidId,
+          parent: n.id,
+          children: k.kids.length > 0 ? k.kids.length : undefined,
+          policy: k.policy,
+        });
+        bytes += k.spec.packedArgs.length;
+        if (records.length > CHUNK.jobs || bytes > CHUNK.bytes) {
+          throw new ValidationError(where, `has more than ${CHUNK.jobs} jobs (or 1 MiB of args) below it in queue ${c.queue}`);
+        }
+        if (k.kids.length > 0) below.push({ node: kidNode, spec: k.spec, kids: k.kids, where: at });
+      });
+    }
+    const record = packFlow(
+      [{ ...c.spec, id, parent: parentId, children: c.kids.length > 0 ? c.kids.length : undefined, policy: c.policy }],
+      false,
+    );
+    const parts: Array<string | Buffer> = [id, queues.refOf(c.queue!, id, c.spec.group), queues.ownRef(root.group), record];
+    if (records.length > 0) parts.push(packFlow(records, true));
+    return Buffer.concat([Buffer.from(CROSS.mark), packStrings(parts, Infinity, 'flow')]);
+  }
 }
 
 /**

@@ -14,9 +14,10 @@ import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queue-store.js';
 import { checkShards, shardNumbers, shardOfGroup, shardOfId, shardsOfGroup } from '../redis/shards.js';
 import { Batch, type BatchOptions, type BatchStatus, checkBatchId, packBatch } from './batch.js';
+import { CrossRelay, childShard, queueRef, shardCounts } from './cross.js';
 import type { QueueEvent } from './events.js';
 import { submitCommitted } from './fanout.js';
-import { chainFlow, type FlowChildSpec, type FlowNode, type FlowSpec, packFlowTree } from './flow.js';
+import { chainFlow, type FlowChildSpec, type FlowNode, type FlowSpec, flowQueues, packFlowTree } from './flow.js';
 import { FINAL_STATES, type Job, type JobState } from './job.js';
 import { type BulkResult, JobActions, type JobTarget } from './job-actions.js';
 import { QUEUE_OPTIONS, type QueueOptions, replication } from './options.js';
@@ -99,6 +100,16 @@ export interface JobTreeNode {
 }
 
 const CANCEL_OPTIONS = { children: z.boolean().optional() };
+
+/** Whether `name` is a valid queue name (an invalid one is refused by the flow's check, naming its field). */
+function validQueueName(name: string): boolean {
+  try {
+    checkQueueName(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export class Queue<T extends object = UntypedTasks> {
   readonly name: string;
@@ -283,9 +294,33 @@ export class Queue<T extends object = UntypedTasks> {
         const ids = Array.from({ length: total }, (_, i) => `${parent}/${i}`);
         if (ids.length > 0) await this.cancelJobs({ ids });
         // (a child with children of its own: a flow's inner node)
-        for (const job of await this.reader.jobsById(ids)) if (job?.children) next.push(job.id);
+        const jobs = await this.reader.jobsById(ids);
+        for (const job of jobs) if (job?.children) next.push(job.id);
+        await this.cancelRemoteChildren(
+          parent,
+          jobs.flatMap((j, i) => (j ? [] : [i])),
+        );
       }
       parents = next;
+    }
+  }
+
+  /** Cancels children `indexes` of `parent` that are in other queues (a flow's), and theirs, in their queues. */
+  private async cancelRemoteChildren(parent: string, indexes: number[]): Promise<void> {
+    if (indexes.length === 0) return;
+    const refs = await this.onJob(parent, async (s) => {
+      const found = await s.crossChildQueues(parent, indexes);
+      return found.some((r) => r !== null) ? found : null;
+    });
+    for (const [k, ref] of (refs ?? []).entries()) {
+      if (ref === null) continue;
+      const [queue, , shards] = ref.split(' ');
+      const there = new Queue(queue, { connection: this.client, shards: Number(shards), maxEvents: this.maxEvents });
+      try {
+        await there.cancel(`${parent}/${indexes[k]}`, { children: true });
+      } finally {
+        await there.close();
+      }
     }
   }
 
@@ -301,10 +336,21 @@ export class Queue<T extends object = UntypedTasks> {
    * @throws {FanOutLimitError} past 100,000 jobs.
    */
   async submitFlow(flow: FlowSpec): Promise<FlowNode> {
-    const packed = packFlowTree(flow, this.maxArgsBytes, newJobId);
+    const others = flowQueues(flow, this.name);
+    const layouts = others.size > 0 ? await shardCounts(this.client, [...others].filter(validQueueName)) : null;
+    const packed = packFlowTree(flow, this.maxArgsBytes, newJobId, {
+      own: this.name,
+      ownRef: (group) => queueRef(this.name, shardOfGroup(group, this.shards), this.shards),
+      refOf: (queue, id, group) => {
+        const shards = layouts?.get(queue) ?? 1;
+        return queueRef(queue, childShard(id, group, shards), shards);
+      },
+    });
     const store = this.stores[shardOfGroup(packed.root.group, this.shards)];
     await store.flow(packed.rootRecord, packed.root.id, packed.total, packed.chunks);
     await submitCommitted(store, packed.root.id);
+    // (children in other queues: relayed at once, best effort; else by an executor's recovery pass)
+    if (layouts) await new CrossRelay(this.client, this.maxEvents).submits(store).catch(() => 0);
     return packed.tree;
   }
 

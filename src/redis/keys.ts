@@ -45,6 +45,14 @@ export interface QueueKeys {
   waitingChildren: string;
   /** ZSET of fan-out parents whose committed children are not all submitted yet -> commit time. */
   fanouts: string;
+  /** LIST: outbox of a flow's children to submit in other queues (lua/fanout.lua adds, ../queue/cross.ts relays). */
+  crossSubmits: string;
+  /** ZSET: the child ids received from other queues' outboxes (lua/xsub-in.lua) -> receive time; kept a day. */
+  crossIn: string;
+  /** ZSET: outbox of the ends of children whose parents are in other queues (lua/includes/children) -> push time. */
+  crossEnds: string;
+  /** HASH of parent `id`: child id -> "<seq> <count field>", the last end delivered from another queue (lua/xend-in.lua). */
+  crossDelivered(id: string): string;
   /** STRING set for a lease after a forward jump of the server's clock (lua/includes/clock.lua): no lease expires meanwhile. */
   clockJump: string;
   /** SET of the groups that have a concurrency limit. */
@@ -133,6 +141,10 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     reshardKept: `${prefix}reshard:kept`,
     keptAside: (list, g) => `${prefix}rk:${list}:${g}`,
     dedup: (bytes, g, key) => `${prefix}dd:${bytes}:${g}${key}`,
+    crossSubmits: `${prefix}xsub`,
+    crossIn: `${prefix}xin`,
+    crossEnds: `${prefix}xend`,
+    crossDelivered: (id) => `${prefix}xd:${id}`,
     job: (id) => `${prefix}j:${id}`,
     fanStaging: (id, token) => `${prefix}fan:${token}:${id}`,
     fanned: (id) => `${prefix}fanned:${id}`,

@@ -20,7 +20,7 @@ import { ScriptRunner } from './script-runner.js';
 import type { ClockExpectation } from './server-clock.js';
 import { stageChildren } from './side-writes.js';
 import { packStrings, type StringValue } from './string-array.js';
-import { SUBMIT_ANSWER, WAKE_MEMBER } from './wire.js';
+import { CROSS, SUBMIT_ANSWER, WAKE_MEMBER } from './wire.js';
 
 export { addRun, decodeEndStates, decodeTaken, type FlowRecord, packFlow, packSubmits, type SubmitJob } from './queue-codec.js';
 
@@ -406,6 +406,45 @@ export class QueueStore {
     if (Number(added) < 0) throw new RotaError(`the staging of flow ${rootId} expired before its submit`);
     await this.replicated();
     return { submitted: Number(submitted), added: Number(added) === 1 };
+  }
+
+  /**
+   * xsub-in.lua: receives a flow's child from another queue's outbox (`entry`, see
+   * ../queue/cross.ts); answers false when it was a repeat (the child was received before).
+   */
+  async crossSubmit(entry: Buffer): Promise<boolean> {
+    return Number(await this.fcall<number>('xsub-in', this.keys.crossIn, [this.keys.prefix, this.maxEvents, entry])) === 1;
+  }
+
+  /** xend-in.lua: delivers ends of children in other queues to their parents here; answers how many applied. */
+  async crossEnds(entries: readonly Buffer[]): Promise<number> {
+    return Number(await this.fcall<number>('xend-in', this.keys.meta, [this.keys.prefix, this.maxEvents, ...entries]));
+  }
+
+  /** The first `n` entries of the outbox of children to submit in other queues (`xsub`), oldest first. */
+  async crossSubmitOutbox(n: number): Promise<Buffer[]> {
+    return this.client.lrangeBuffer(this.keys.crossSubmits, 0, n - 1);
+  }
+
+  /** Removes a delivered entry of the `xsub` outbox (one LREM: the entries are distinct, each names its child). */
+  async crossSubmitDone(entry: Buffer): Promise<void> {
+    await this.client.lrem(this.keys.crossSubmits, 1, entry);
+  }
+
+  /** The first `n` entries of the outbox of child ends for parents in other queues (`xend`), oldest first. */
+  async crossEndOutbox(n: number): Promise<Buffer[]> {
+    return this.client.zrangeBuffer(this.keys.crossEnds, 0, n - 1);
+  }
+
+  /** Removes delivered entries of the `xend` outbox. */
+  async crossEndsDone(entries: readonly Buffer[]): Promise<void> {
+    if (entries.length > 0) await this.client.zrem(this.keys.crossEnds, ...entries);
+  }
+
+  /** The queue refs (`<queue> <shard> <shards>`) of children `indexes` of `parent` in other queues, null for the others. */
+  async crossChildQueues(parent: string, indexes: readonly number[]): Promise<Array<string | null>> {
+    if (indexes.length === 0) return [];
+    return this.client.hmget(this.keys.job(parent), ...indexes.map((i) => `${CROSS.index}${i}`));
   }
 
   /** progress.lua: records runs' progress and lists the updates in the events stream; answers how many it wrote. */

@@ -13,7 +13,7 @@
  * first client to use the queue; a client of another version refuses the queue
  * (SchemaMismatchError).
  */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /**
  * Longest delay a job may have (ms), and its latest due time (`runAt`): 9,999,999,999,999 ms,
@@ -178,6 +178,15 @@ export const FLOW_WIDTH = 6;
 export const FLOW_CHUNK_MARK = 'F';
 /** The end of a staging's child count when its next entry is the continuation (fanOut `after`). */
 export const CONTINUATION_MARK = '+';
+
+/**
+ * A flow's children in another queue (docs/architecture.md#flows, "Cross-queue children"):
+ * `mark` the first byte of a staged entry that is a remote child's subtree (fanout.lua moves it
+ * to the `xsub` outbox); job hash fields: `queue` (on a remote child) its parent's queue ref,
+ * `seq` (on it) how many ends and re-opens it sent, `index` (on the parent, + child index) the
+ * child's queue ref. A queue ref is `<queue> <shard> <shards>`.
+ */
+export const CROSS = { mark: 'X', queue: 'xq', seq: 'xs', index: 'x:' } as const;
 
 /** Entries per run in a finish call's packed runs: job id, lease token, outcome, payload. */
 export const RUN_WIDTH = 4;
@@ -388,6 +397,7 @@ export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   FLOW_WIDTH,
   FLOW_CHUNK_MARK,
   CONTINUATION_MARK,
+  CROSS,
   END_CODES,
   END_REFUSED,
   OVERLAP_CODE,

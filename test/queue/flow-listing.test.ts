@@ -39,9 +39,9 @@ describe('waiting-children listed', () => {
     expect((await q.jobs({ state: 'waiting-children', group: 'g1' })).map((j) => j.id)).toEqual(['a', 'a/0', 'c']);
     expect((await q.jobs({ state: 'waiting-children', group: 'g2' })).map((j) => j.id)).toEqual(['b']);
     expect((await q.jobs({ state: 'waiting-children', limit: 2 })).map((j) => j.id)).toEqual(['a', 'a/0']);
-    // (a child in another queue is not built: refused, nothing written)
+    // (a child's queue that is no queue name: refused, nothing written)
     const other = await q
-      .submitFlow({ task: 'root', children: [{ task: 'x', queue: 'other' } as never] })
+      .submitFlow({ task: 'root', children: [{ task: 'x', queue: 'no such name!' }] })
       .catch((e: unknown) => e);
     expect(other).toBeInstanceOf(ValidationError);
     expect((other as ValidationError).field).toBe('children[0].queue');
