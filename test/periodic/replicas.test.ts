@@ -3,9 +3,9 @@ import { PeriodicTasks, Queue } from '../../src/index.js';
 import { parseEntry } from '../../src/queue/events.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
+import { sleep } from '../helpers/wait.js';
 
 const CHILD = new URL('../fixtures/scheduler-replica.ts', import.meta.url).pathname;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const procs: NodeProcess[] = [];
 afterAll(async () => {
   for (const p of procs) await p.kill();

@@ -2,9 +2,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue } from '../../src/index.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
+import { sleep } from '../helpers/wait.js';
 
 const CHILD = new URL('../fixtures/stalled-replica.ts', import.meta.url).pathname;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const procs: NodeProcess[] = [];
 afterAll(async () => {
   for (const p of procs) await p.kill();

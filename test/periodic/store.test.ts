@@ -3,9 +3,9 @@ import { PeriodicTasks, Queue, Scheduler, ValidationError } from '../../src/inde
 import { parseEntry } from '../../src/queue/events.js';
 import { queueKeys } from '../../src/redis/keys.js';
 import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
+import { sleep } from '../helpers/wait.js';
 
 afterEach(closeAll);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function setup(opts: { now?: () => number } = {}) {
   const name = uniqueQueue('p');
