@@ -103,7 +103,15 @@ describe('live updates', () => {
     });
     const viewsBefore = streams.reduce((n, s) => n + (s.events.get('view') ?? 0), 0);
     const started = Date.now();
-    await new Promise((r) => setTimeout(r, 20_000));
+    // (a window of ten ticks on every page, about ten seconds, and at least one view refreshed)
+    const ticksBefore = streams.map((s) => s.events.get('tick') ?? 0);
+    await eventually(
+      'ten more ticks on every page, and a view refreshed',
+      async () =>
+        streams.every((s, i) => (s.events.get('tick') ?? 0) >= ticksBefore[i] + 10) &&
+        streams.reduce((n, s) => n + (s.events.get('view') ?? 0), 0) > viewsBefore,
+      40_000,
+    );
     const seconds = (Date.now() - started) / 1000;
     monitor.disconnect();
     const viewsAfter = streams.reduce((n, s) => n + (s.events.get('view') ?? 0), 0);

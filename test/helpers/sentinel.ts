@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort, RedisServer } from './redis-server.js';
+import { until as waitUntil } from './wait.js';
 
 /** The name the sentinels monitor the primary under. */
 export const MASTER_NAME = 'rota-test';
@@ -42,13 +43,9 @@ async function ask<T>(port: number, fn: (c: Redis) => Promise<T>): Promise<T> {
   }
 }
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Polls `check` (a failed check counts as not yet: the servers are coming up) until it holds. */
+const until = (what: string, check: () => Promise<boolean>, timeoutMs: number) =>
+  waitUntil(what, () => check().catch(() => false), { timeoutMs, intervalMs: 100 });
 
 /** Starts the primary, `replicas` replicas and three sentinels, and resolves once all see each other. */
 export async function startSentinels(replicas = 1): Promise<LocalSentinels> {

@@ -6,6 +6,9 @@ import { type Handlers, Queue, type QueueOptions, Worker, type WorkerOptions } f
 import { parseEntry, type QueueEvent } from '../../src/queue/events.js';
 import { type RedisServerOptions, type RunningRedis, startRedis } from './redis-server.js';
 
+// (the waits are ./wait.ts's, re-exported for the tests that import them from here)
+export { eventually, sleep, until } from './wait.js';
+
 /** URL of the Redis server of this test run. */
 export function redisUrl(): string {
   return inject('redisUrl');
@@ -34,34 +37,6 @@ export async function streamEvents(name: string): Promise<QueueEvent[]> {
   }
 }
 
-/** Resolves when `pred` holds, checking after each event of `emitter` named `event`. */
-export function until<T>(
-  emitter: NodeJS.EventEmitter,
-  event: string,
-  pred: () => T | undefined | false,
-  timeoutMs = 20_000,
-): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      const v = pred();
-      if (v) {
-        cleanup();
-        resolve(v);
-      }
-    };
-    const timer = setTimeout(() => {
-      cleanup();
-      reject(new Error(`timed out after ${timeoutMs} ms waiting on "${event}"`));
-    }, timeoutMs);
-    const cleanup = () => {
-      clearTimeout(timer);
-      emitter.off(event, check);
-    };
-    emitter.on(event, check);
-    check();
-  });
-}
-
 const opened: Array<{ close(): Promise<unknown> }> = [];
 
 /** Remembers something to close after the test (see {@link closeAll}). */
@@ -83,17 +58,6 @@ export function openQueue(name: string, opts: Partial<QueueOptions> = {}): Queue
 /** An executor on the test Redis, closed after the test. */
 export function openWorker(name: string, handlers: Handlers, opts: Partial<WorkerOptions> = {}): Worker {
   return track(new Worker(name, handlers, { connection: redisUrl(), ...opts }));
-}
-
-/** Resolves with the first truthy value of `fn`, polled every 20 ms, or fails after `timeoutMs`. */
-export async function eventually<T>(fn: () => Promise<T | undefined | false | null>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /**

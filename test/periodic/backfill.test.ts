@@ -3,11 +3,11 @@ import { PeriodicTasks, Queue, Scheduler, ValidationError, Worker } from '../../
 import { rota } from '../helpers/cli.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
+import { sleep } from '../helpers/wait.js';
 
 afterEach(closeAll);
 const H = 3_600_000;
 const FIXTURE = new URL('../fixtures/backfill.ts', import.meta.url).pathname;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function setup() {
   const name = uniqueQueue('bf');

@@ -5,10 +5,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Scheduler, Worker } from '../../src/index.js';
 import { closeAll, eventually, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
+import { sleep } from '../helpers/wait.js';
 
 afterEach(closeAll);
 const M = 60_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('buffer-all backlog', () => {
   it.each([

@@ -13,6 +13,7 @@ import { fakeClockMissing, fakeClockNodeEnv, fakeClockRedisEnv } from '../helper
 import { NodeProcess } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { uniqueQueue } from '../helpers/setup.js';
+import { sleep } from '../helpers/wait.js';
 
 interface FixtureWindow {
   name: string;
@@ -42,7 +43,6 @@ const RUNS: Record<string, { start: string; until: string }> = {
 };
 const missing = fakeClockMissing();
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const cleanup: Array<() => Promise<void>> = [];
 afterAll(async () => {

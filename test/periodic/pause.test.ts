@@ -8,9 +8,9 @@ import { PeriodicTasks, Queue, Scheduler, ValidationError, Worker } from '../../
 import { rota } from '../helpers/cli.js';
 import { dashboardClient, textOf } from '../helpers/dashboard.js';
 import { closeAll, eventually, rawClient, redisUrl, streamEvents, track, uniqueQueue } from '../helpers/setup.js';
+import { sleep } from '../helpers/wait.js';
 
 afterEach(closeAll);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function setup() {
   const name = uniqueQueue('pause');

@@ -3,9 +3,9 @@ import { PeriodicTasks, Queue } from '../../src/index.js';
 import { parseEntry } from '../../src/queue/events.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
+import { sleep, until } from '../helpers/wait.js';
 
 const CHILD = new URL('../fixtures/scheduler-replica.ts', import.meta.url).pathname;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const procs: NodeProcess[] = [];
 afterAll(async () => {
   for (const p of procs) await p.kill();
@@ -43,12 +43,30 @@ describe('scheduler replicas', () => {
     const end = start + 30_000;
     await sleep(end - Date.now());
     const lastOcc = Math.floor(end / 2000) * 2000;
-    await sleep(8000); // claims of the last killed replica expire (TTL 6 s) and are fired by others
+    // (the claims of the last killed replica expire, TTL 6 s, and are fired by others: until every
+    // occurrence up to the last is submitted)
+    const expected = (lastOcc - firstOcc) / 2000 + 1;
+    const watcher = rawClient();
+    await until(
+      'every occurrence up to the last submitted',
+      async () => {
+        const entries = (await watcher.xrange(queue.keys.events, '-', '+')) as Array<[string, string[]]>;
+        const ids = new Set<string>();
+        for (const [sid, fields] of entries) {
+          for (const e of parseEntry(sid, fields)) {
+            const at = Number(e.id.slice(e.id.indexOf('@') + 1));
+            if (e.state === 'waiting' && at >= firstOcc && at <= lastOcc) ids.add(e.id);
+          }
+        }
+        return ids.size === TASKS * expected;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    watcher.disconnect();
     for (const p of live) {
       p.send({ close: true });
       await p.exited;
     }
-    const expected = (lastOcc - firstOcc) / 2000 + 1;
     expect(expected).toBeGreaterThanOrEqual(14);
 
     // Count submissions from the events stream: one `waiting` change per job actually added.

@@ -2,9 +2,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Queue } from '../../src/index.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { redisUrl, uniqueQueue } from '../helpers/setup.js';
+import { until } from '../helpers/wait.js';
 
 const CHILD = new URL('../fixtures/stalled-replica.ts', import.meta.url).pathname;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const procs: NodeProcess[] = [];
 afterAll(async () => {
   for (const p of procs) await p.kill();
@@ -25,10 +25,12 @@ describe('a scheduler replica with a misbehaving timer', () => {
     await past.close();
     for (let i = 0; i < 6; i++) await tasks.upsert({ id: `ok${i}`, task: 'noop', timer: '*:*:0/1', overlap: 'allow' });
     const events = new AbortController();
+    let readToEnd = false;
     const failed: Array<{ id: string; task?: string; error?: string }> = [];
     const reading = (async () => {
       for await (const e of queue.events({ from: '0', signal: events.signal })) {
         if (e.event === 'periodic.failed') failed.push({ id: e.id, task: e.periodic?.task, error: e.error });
+        if (e.id === 'after-the-replica') readToEnd = true;
       }
     })().catch(() => undefined);
 
@@ -36,7 +38,21 @@ describe('a scheduler replica with a misbehaving timer', () => {
     procs.push(child);
     await child.waitFor((m) => m.ready);
     const start = Date.now();
-    await sleep(6000);
+    // (until the stalled task is disabled, the slow one caught up, and every other one ran 5 s past the start)
+    const second = Math.ceil(start / 1000) * 1000;
+    await until(
+      'the replica to settle every task',
+      async () => {
+        if ((await tasks.get('stalled'))!.enabled) return false;
+        if (!(await tasks.runs('slow', { limit: 1000 })).some((r) => r.status === 'missed')) return false;
+        for (let i = 0; i < 6; i++) {
+          const runs = await tasks.runs(`ok${i}`, { limit: 1 });
+          if (!(runs[0]?.jobId && runs[0].occurrence >= second + 5000)) return false;
+        }
+        return true;
+      },
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
     child.signal('SIGTERM');
     const closed = await child.waitFor<{ closed: { maxDelayMs: number } }>((m) => m.closed, 10_000);
     expect(await child.exited).toBe(0);
@@ -49,7 +65,9 @@ describe('a scheduler replica with a misbehaving timer', () => {
     const history = await tasks.runs('stalled');
     expect(history.map((r) => r.status)).toEqual(['failed']);
     expect(history[0].error).toMatch(/does not advance/);
-    await sleep(200);
+    // (an event after every one of the replica's: once it is read, so are they)
+    await queue.submit({ id: 'after-the-replica', task: 'noop' });
+    await until('the events read to the end', () => readToEnd);
     events.abort();
     await reading;
     expect(failed.filter((f) => f.task === 'stalled')).toHaveLength(1);

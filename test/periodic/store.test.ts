@@ -5,7 +5,6 @@ import { queueKeys } from '../../src/redis/keys.js';
 import { closeAll, eventually, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
 afterEach(closeAll);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function setup(opts: { now?: () => number } = {}) {
   const name = uniqueQueue('p');
@@ -34,9 +33,10 @@ describe('periodic store and single replica', () => {
     const s = new Scheduler(name, { connection: redisUrl() });
     track(s);
     await s.start();
-    await sleep(3500);
-    const runs = await tasks.runs('tick');
-    expect(runs.length).toBeGreaterThanOrEqual(3);
+    const runs = await eventually('three runs of tick', async () => {
+      const r = await tasks.runs('tick');
+      return r.length >= 3 && r;
+    });
     for (const r of runs) {
       expect(r.jobId).toBe(`tick@${r.occurrence}`);
       expect(r.status).toBe('waiting');
@@ -68,8 +68,11 @@ describe('periodic store and single replica', () => {
     const s = new Scheduler(name, { connection: redisUrl(), keepRuns: { count: 3 } });
     track(s);
     await s.start();
-    await sleep(4500);
-    const runs = await tasks.runs('h', { limit: 100 });
+    // (five occurrences submitted: untrimmed, the history would hold five)
+    const runs = await eventually('the fifth run of h', async () => {
+      const r = await tasks.runs('h', { limit: 100 });
+      return r.length > 0 && r[0].occurrence >= up[0].occurrence + 4000 && r;
+    });
     expect(runs.length).toBeGreaterThanOrEqual(3);
     expect(runs.length).toBeLessThanOrEqual(4);
     const list = await tasks.list();
@@ -187,12 +190,18 @@ describe('periodic store and single replica', () => {
       () => tasks.upsert({ id: 'd', task: 'noop', timer: '*:17' }),
       () => tasks.remove('d'),
     ];
-    for (const change of cases) {
+    for (const [i, change] of cases.entries()) {
+      const mark = `mark-${i}`;
       const next = (await tasks.get('d'))!.nextrun!;
       const jobId = `d@${next}`;
       clock = next - 1000;
+      // A task of one occurrence at the same instant: once it is released, so would the dropped one have been.
+      await tasks.upsert({ id: mark, task: 'noop', timer: new Date(next).toISOString() });
       s.wake();
-      await eventually(async () => (await staged()).some((m) => m.startsWith(`s${jobId}|`)));
+      await eventually(`${jobId} and the mark staged`, async () => {
+        const all = await staged();
+        return all.some((m) => m.startsWith(`s${jobId}|`)) && all.some((m) => m.startsWith(`s${mark}@${next}|`));
+      });
       await change();
       // the occurrence staged under the old definition is gone (a new timer may stage its own)
       expect((await staged()).filter((m) => m.startsWith(`s${jobId}|`))).toEqual([]);
@@ -200,8 +209,10 @@ describe('periodic store and single replica', () => {
       if (await tasks.get('d')) expect((await tasks.runs('d')).map((r) => r.jobId)).not.toContain(jobId);
       clock = next + 10;
       s.wake();
-      await new Promise((r) => setTimeout(r, 100));
+      await eventually('the mark released', () => queue.getJob(`${mark}@${next}`));
       expect(await queue.getJob(jobId)).toBeNull();
+      // (enabled again before its occurrence on the replica's clock, so that the replica stages it rather than catches it up)
+      clock = next - 1000;
       if (await tasks.get('d')) await tasks.enable('d');
     }
   });

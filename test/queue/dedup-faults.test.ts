@@ -12,23 +12,12 @@ import { executorScript } from '../fixtures/chaos.js';
 import { readRuns } from '../fixtures/runs.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
+import { eventually } from '../helpers/wait.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined | false | null>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 async function setup(): Promise<{ url: string; c: Redis; q: Queue; name: string }> {
   const server = await RedisServer.start();
@@ -74,7 +63,7 @@ describe('deduplication under kill -9', () => {
     // while they are retried, every duplicate still meets its first job
     const during = await q.submitBulk(keys.map((key) => ({ task: 'work', args: { ms: 1 }, dedup: { key } })));
     expect(during.map((j) => j.id)).toEqual(first.map((j) => j.id));
-    await eventually('every job done', async () => (await q.counts()).success === keys.length);
+    await eventually('every job done', async () => (await q.counts()).success === keys.length, 30_000);
     const counts = await q.counts();
     expect(counts.waiting + counts.delayed + counts.stuck + counts.failed).toBe(0);
     expect(await c.keys(`{rota:${name}}:dd:*`)).toEqual([]);
@@ -100,12 +89,12 @@ describe('deduplication under kill -9', () => {
     expect((await q.submit({ task: 'work', dedup: { key: 'once' } })).id).toBe(job.id);
     const b = executor(url, name, 'exec-b');
     await b.waitFor((m) => m.type === 'ready');
-    await eventually('the job failed', async () => (await q.getJob(job.id))?.state === 'failed');
+    await eventually('the job failed', async () => (await q.getJob(job.id))?.state === 'failed', 30_000);
     // (one script failed the job and released its key: never one without the other)
     expect(await c.exists(key)).toBe(0);
     const fresh = await q.submit({ task: 'work', args: { ms: 1 }, dedup: { key: 'once' } });
     expect(fresh.id).not.toBe(job.id);
-    await eventually('the new job ran', async () => (await q.getJob(fresh.id))?.state === 'success');
+    await eventually('the new job ran', async () => (await q.getJob(fresh.id))?.state === 'success', 30_000);
     expect(await c.exists(key)).toBe(0);
   }, 60_000);
 

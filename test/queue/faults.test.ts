@@ -10,24 +10,12 @@ import { executorScript, formatReport, runChaos } from '../fixtures/chaos.js';
 import { readRuns } from '../fixtures/runs.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
+import { eventually, sleep } from '../helpers/wait.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `check` until it returns a truthy value, or fails after `timeoutMs`. */
-async function eventually<T>(what: string, check: () => Promise<T | undefined | false | null>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 async function privateRedis(opts: Parameters<typeof RedisServer.start>[0] = {}): Promise<RedisServer> {
   const server = await RedisServer.start(opts);
@@ -158,7 +146,7 @@ describe('faults', () => {
     })();
 
     const before = await q.submit({ task: 'work', args: { ms: 1 } });
-    await eventually('the first job', async () => (await q.getJob(before.id))?.state === 'success');
+    await eventually('the first job', async () => (await q.getJob(before.id))?.state === 'success', 30_000);
     await sleep(500); // both executors are idle, blocked on the marker
 
     await server.kill();
@@ -170,7 +158,7 @@ describe('faults', () => {
     // Taken and started within 2 s; both times are the Redis server's clock.
     console.log(`taken ${started - job.submitted} ms after submission, after 20 s of outage`);
     expect(started - job.submitted).toBeLessThanOrEqual(2000);
-    await eventually('the job to succeed', async () => (await q.getJob(job.id))?.state === 'success');
+    await eventually('the job to succeed', async () => (await q.getJob(job.id))?.state === 'success', 30_000);
     await eventually('the observer to see it', async () => seen.some((e) => e.id === job.id && e.state === 'success'), 10_000);
     // The same executor processes did it, without a restart.
     expect(execs.map((e) => e.pid)).toEqual(pids);
@@ -193,7 +181,7 @@ describe('faults', () => {
     w.on('error', (e) => errors.push(e));
     cleanups.push(() => w.close());
     const job = await q.submit({ task: 'hang' });
-    await eventually('the job to run', async () => (await q.getJob(job.id))?.state === 'running');
+    await eventually('the job to run', async () => (await q.getJob(job.id))?.state === 'running', 30_000);
     await server.kill();
     const t = Date.now();
     await w.close({ timeout: 200 });
@@ -225,7 +213,7 @@ describe('faults', () => {
     const b = executor({ REDIS_URL: server.url, QUEUE: name, ID: 'reg-b' });
     await Promise.all([a, b].map((e) => e.waitFor((m) => m?.type === 'ready')));
     await q.submit({ task: 'hang', group: 'x' });
-    await eventually('a running job to be reported', async () => (await q.workers()).some((w) => w.running === 1));
+    await eventually('a running job to be reported', async () => (await q.workers()).some((w) => w.running === 1), 30_000);
     const list = (await q.workers()).sort((x, y) => x.id.localeCompare(y.id));
     expect(list.map((w) => [w.id, w.pid, w.concurrency])).toEqual([
       ['reg-a', a.pid, 3],

@@ -5,9 +5,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type QueueEvent, ValidationError, type Worker } from '../../src/index.js';
 import { closeAll, openQueue, openWorker, uniqueQueue } from '../helpers/setup.js';
+import { sleep } from '../helpers/wait.js';
 
 afterEach(closeAll);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const completed = (w: Worker) => new Promise((resolve) => w.once('completed', resolve));
 
 /** The progress events of job `id` on the queue's stream, read from its start until one carries `last`. */

@@ -8,13 +8,12 @@ import { executorScript } from '../fixtures/chaos.js';
 import { NodeProcess } from '../helpers/processes.js';
 import { rawClient, redisUrl, uniqueQueue, until } from '../helpers/setup.js';
 import { finishRuns, settings, startRuns, storeOf, takeRuns } from '../helpers/store.js';
+import { eventually, sleep } from '../helpers/wait.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
   for (const c of open.splice(0).reverse()) await c.close();
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function queue(name: string): Queue {
   const q = new Queue(name, { connection: redisUrl() });
@@ -33,22 +32,16 @@ function worker(
   return w;
 }
 
-async function eventually<T>(what: string, check: () => Promise<T | undefined | false | null>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
 /** Resolves once the job is in one of `states`. */
 function stateOf(q: Queue, id: string, states: string[]): Promise<Job> {
-  return eventually(`job ${id} to be ${states.join('|')}`, async () => {
-    const j = await q.getJob(id);
-    return j && states.includes(j.state) ? j : null;
-  });
+  return eventually(
+    `job ${id} to be ${states.join('|')}`,
+    async () => {
+      const j = await q.getJob(id);
+      return j && states.includes(j.state) ? j : null;
+    },
+    20_000,
+  );
 }
 
 describe('graceful shutdown', () => {
@@ -229,10 +222,14 @@ describe('retention', () => {
     await until(w, 'completed', () => order.length === 10);
     await Promise.all(
       bad.map((j) =>
-        eventually('failed or removed', async () => {
-          const job = await q.getJob(j.id);
-          return !job || job.state === 'failed';
-        }),
+        eventually(
+          'failed or removed',
+          async () => {
+            const job = await q.getJob(j.id);
+            return !job || job.state === 'failed';
+          },
+          20_000,
+        ),
       ),
     );
     const raw = rawClient();
@@ -352,7 +349,7 @@ describe('events stream', () => {
     const doomed = await q.submit({ task: 'doomed' });
     await stateOf(q, flaky.id, ['success']);
     await stateOf(q, doomed.id, ['failed']);
-    await eventually('events', async () => seen.filter((e) => e.state === 'success' || e.state === 'failed').length >= 2);
+    await eventually('events', async () => seen.filter((e) => e.state === 'success' || e.state === 'failed').length >= 2, 20_000);
     ac.abort();
     await reading;
     const of = (id: string) => seen.filter((e) => e.id === id);

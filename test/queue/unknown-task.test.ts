@@ -7,10 +7,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Job, UnknownTaskError, ValidationError, Worker } from '../../src/index.js';
 import { closeAll, eventually, openQueue, openWorker, rawClient, redisUrl, uniqueQueue } from '../helpers/setup.js';
+import { sleep } from '../helpers/wait.js';
 
 afterEach(closeAll);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('a job of a task its executor lacks', () => {
   it.each([1, 3])(
