@@ -12,7 +12,7 @@ import type { JobReadStore } from '../redis/job-read-store.js';
 import type { SubmitJob } from '../redis/queue-store.js';
 import { BATCH } from '../redis/wire.js';
 import type { Job, JobState, Priority } from './job.js';
-import { newJobIdIn } from './submitter.js';
+import { newJobIdIn, submittedJob } from './submitter.js';
 import type { JobOf, SubmitOf, TaskName, UntypedTasks } from './task-map.js';
 import { type CheckedSpec, checkSpec, type SubmitSpec } from './validate.js';
 
@@ -214,24 +214,7 @@ export class Batch<T extends object = UntypedTasks> {
           out.push(known.get(c.id!)!);
           return;
         }
-        const submitted = r.submitted!;
-        const runAt = c.runAt ?? (c.delay !== undefined ? submitted + c.delay : undefined);
-        const job: Job = {
-          id: c.id!,
-          task: c.task,
-          group: c.group,
-          args: c.args,
-          priority: c.priority,
-          subject: c.subject ?? '',
-          submitter: c.submitter ?? '',
-          state: runAt !== undefined && runAt > submitted ? 'delayed' : 'waiting',
-          retries: 0,
-          maxRetries: c.maxRetries,
-          submitted,
-          maxRuntime: c.maxRuntime,
-          runAt,
-          batch: this.id,
-        };
+        const job: Job = { ...submittedJob(c, r.submitted!), batch: this.id };
         out.push(job);
         if (r.added![k]) added.push(job);
       });

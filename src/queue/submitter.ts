@@ -213,24 +213,10 @@ export class Submitter {
     const jobs = checked.map((c, i): Job => {
       const known = existing.get(i);
       if (known) return known;
-      // (as submit.lua decides: a due time still to come makes the job delayed)
-      const runAt = c.runAt ?? (c.delay !== undefined ? submitted + c.delay : undefined);
       // (a holder gone before it was read back: the job as this submit described it, by its id)
       const holder = r.deduplicated?.get(i);
       return {
-        id: holder?.id ?? c.id!,
-        task: c.task,
-        group: c.group,
-        args: c.args,
-        priority: c.priority,
-        subject: c.subject ?? '',
-        submitter: c.submitter ?? '',
-        state: runAt !== undefined && runAt > submitted ? 'delayed' : 'waiting',
-        retries: 0,
-        maxRetries: c.maxRetries,
-        submitted,
-        maxRuntime: c.maxRuntime,
-        runAt,
+        ...submittedJob(c, submitted, holder?.id),
         ...(c.dedup && {
           dedupKey: c.dedup.key,
           dedupUntil: c.dedup.until,
@@ -251,4 +237,25 @@ export class Submitter {
     }
     return jobs;
   }
+}
+
+/** The job a submit of `c` added at `submitted` (ms), as submit.lua wrote it, with id `id` (default: its own). */
+export function submittedJob(c: CheckedSpec, submitted: number, id = c.id!): Job {
+  // (as submit.lua decides: a due time still to come makes the job delayed)
+  const runAt = c.runAt ?? (c.delay !== undefined ? submitted + c.delay : undefined);
+  return {
+    id,
+    task: c.task,
+    group: c.group,
+    args: c.args,
+    priority: c.priority,
+    subject: c.subject ?? '',
+    submitter: c.submitter ?? '',
+    state: runAt !== undefined && runAt > submitted ? 'delayed' : 'waiting',
+    retries: 0,
+    maxRetries: c.maxRetries,
+    submitted,
+    maxRuntime: c.maxRuntime,
+    runAt,
+  };
 }
