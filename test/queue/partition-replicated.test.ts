@@ -15,8 +15,10 @@ if (unavailable) console.warn(`partition-replicated: skipped, ${unavailable}`);
 
 describe.skipIf(unavailable !== null)('a network partition under replicated durability', () => {
   it('reports each job completed once, by the run the final primary kept', async () => {
-    const counts = await runPartition({ jobs: 800, perSecond: 40, runMs: 200, partitionMs: 15_000 });
-    // the partition struck runs in flight: their finishes were lost, and the jobs ran again
+    const counts = await runPartition({ jobs: 800, perSecond: 40, runMs: 400, partitionMs: 15_000 });
+    // the partition struck runs in flight: their finishes were lost, and the jobs ran again (runs of
+    // 400 ms at 40 jobs a second keep some 8 in flight on the cut side; with 200 ms, a cut once
+    // struck none)
     expect(counts.ranTwice).toBeGreaterThan(0);
     expect(counts).toMatchObject({
       acked: 800,
