@@ -3,6 +3,7 @@
  * maximum rate; pickup latency = handler start − submit call. Then the executor sits idle and the
  * Redis commands it causes per second are counted (a polling executor shows up here).
  */
+import { GROUP_HISTORY_FLUSH_MS } from '../../executor/group-history.js';
 import { nowMs, percentiles, redisDelta, sampleRedis, sleep } from '../measure.js';
 import { payload } from '../peers/types.js';
 import { groupOf, handlerWork, Phase, paddingOf, type RunContext, type RunResult, Seen, until } from './common.js';
@@ -100,7 +101,9 @@ export async function runLatency(ctx: RunContext, p: LatencyParams): Promise<Run
 
   let idleCommandsPerSec: number | null = null;
   if (p.idleMs > 0) {
-    await sleep(500);
+    // Past the sends an executor defers (Rota's per-group run counts go out within
+    // GROUP_HISTORY_FLUSH_MS of a run's end): those are not polling.
+    await sleep(GROUP_HISTORY_FLUSH_MS + 500);
     const a = await sampleRedis(ctx.admin);
     await sleep(p.idleMs);
     const d = redisDelta(a, await sampleRedis(ctx.admin));
