@@ -23,7 +23,7 @@
 --- @include "includes/common"
 --- @include "includes/changes"
 --- @include "includes/groupChanges"
---- @export AT_ID, AT_GROUP, AT_PRIORITY, AT_RUN_AT, writeJob, packDescription, newJobBatch, enqueueLater
+--- @export AT_ID, AT_GROUP, AT_PRIORITY, writeJob, packDescription, newJobBatch, enqueueLater
 --- @export stageJob, flushJobs, submittedKeys, dueTime, delayedUntil, flushSubmitted
 
 -- The HSET arguments of the job being written (reused: the library keeps it across calls).
