@@ -72,41 +72,23 @@ elseif b[1] then
 end
 local width = num(ARGV[5])
 local f = cmsgpack.unpack(ARGV[6])
+local jobKeys, fresh = submittedKeys(prefix, f, width)
+if not jobKeys then return { now, {}, fresh } end
 local jobs = newJobBatch()
-local jobKeys = {}
-for i = 0, #f - 1, width do jobKeys[#jobKeys + 1] = KEY.job(prefix, f[i + AT_ID]) end
-local fresh = call('EXISTS', unpack(jobKeys)) == 0
-if not fresh then
-  for k, jobKey in ipairs(jobKeys) do
-    if call('HGET', jobKey, 'state') == 'planned' then return { now, {}, k } end
-  end
-end
 local flags, added, seen = {}, {}, {}
-local enqueued, earliest = 0, nil
 for k, jobKey in ipairs(jobKeys) do
   local i = (k - 1) * width
   local jobId = f[i + AT_ID]
   local runAt, state
-  if width > SUBMIT_WIDTH and f[i + AT_RUN_AT] ~= '' then
-    local due = f[i + AT_RUN_AT]
-    runAt = stringSub(due, 1, 1) == DELAY_MARK and now + tonumber(stringSub(due, 2)) or tonumber(due)
-    if runAt > now then state = 'delayed' end
-  end
+  if width > SUBMIT_WIDTH then runAt, state = dueTime(f, i, now) end
   local a = 0
   if not seen[jobId] then
     seen[jobId] = true
     a = writeJob(jobKey, nowS, f, i, state, fresh, runAt)
   end
-  if a == 1 then
+  if a == SUBMIT_ANSWER.added then
     added[#added + 1] = jobId
-    if state then
-      call('ZADD', KEY.delayed(prefix), str(runAt), jobId)
-      changed(jobId, 'delayed')
-      if not earliest or runAt < earliest then earliest = runAt end
-    else
-      enqueueLater(prefix, jobs, jobId, f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high')
-      enqueued = enqueued + 1
-    end
+    enqueueLater(prefix, jobs, jobId, f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high', state and runAt)
   end
   flags[k] = a
 end
@@ -118,11 +100,6 @@ if #added > 0 then
   call('PEXPIRE', key, BATCH.ttl)
   call('PEXPIRE', list, BATCH.ttl)
 end
-flushJobs(prefix, jobs)
-if enqueued > 0 then wake(prefix) end
-if earliest and not woken then
-  local head = call('ZRANGE', KEY.delayed(prefix), '0', '0', 'WITHSCORES')
-  if tonumber(head[2]) == earliest then wake(prefix) end
-end
+flushSubmitted(prefix, jobs)
 flushChanges(prefix, ARGV[2])
 return { now, flags }

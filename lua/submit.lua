@@ -33,51 +33,27 @@ local prefix = ARGV[1]
 local width = num(ARGV[3])
 local f = cmsgpack.unpack(ARGV[4])
 local now = nowMs()
+local jobKeys, fresh = submittedKeys(prefix, f, width)
+if not jobKeys then return { now, {}, fresh } end
 local submitted = str(now)
 local batch = newJobBatch()
-local flags = {}
--- One EXISTS for the whole batch: when none of its ids exists (the usual case), a job needs no
--- check of its own, only one against an id repeated inside the batch.
-local jobKeys = {}
-for i = 0, #f - 1, width do jobKeys[#jobKeys + 1] = KEY.job(prefix, f[i + AT_ID]) end
-local fresh = true
-for i = 1, #jobKeys, 1000 do
-  if call('EXISTS', unpack(jobKeys, i, math.min(#jobKeys, i + 999))) > 0 then fresh = false break end
-end
-if not fresh then
-  for k, key in ipairs(jobKeys) do
-    if call('HGET', key, 'state') == 'planned' then return { now, {}, k } end
-  end
-end
--- The due time of the job at offset i (ms), or nil: none given (a call with due times only).
-local function dueTime(i)
-  local at = f[i + AT_RUN_AT]
-  if at == '' then return nil end
-  if stringSub(at, 1, 1) == DELAY_MARK then return now + tonumber(stringSub(at, 2)) end
-  return tonumber(at)
-end
-local seen = {}
-local enqueued, earliest = 0, nil
+local flags, seen = {}, {}
 -- (jobs with a dedup key, by position; see includes/dedup)
 local dedups, holders = ARGV[5] and dedupSpecs(ARGV[5]), nil
 for k, key in ipairs(jobKeys) do
   local i = (k - 1) * width
   local id = f[i + AT_ID]
   local runAt, state
-  if width > SUBMIT_WIDTH then
-    runAt = dueTime(i)
-    if runAt and runAt > now then state = 'delayed' end
-  end
+  if width > SUBMIT_WIDTH then runAt, state = dueTime(f, i, now) end
   local a
   local dedup = dedups and dedups[k]
   if dedup then
-    local holder, due
-    a, holder, due = dedupJob(prefix, batch, key, f, i, state, runAt, dedup, submitted, now)
+    local holder
+    a, holder = dedupJob(prefix, batch, key, f, i, state, runAt, dedup, submitted, now)
     seen[id] = true
     if holder then
       holders = holders or {}
       holders[#holders + 1], holders[#holders + 2] = k, holder
-      if due == true then enqueued = enqueued + 1 elseif due and (not earliest or due < earliest) then earliest = due end
     end
   elseif not fresh then
     a = writeJob(key, submitted, f, i, state, false, runAt)
@@ -88,24 +64,11 @@ for k, key in ipairs(jobKeys) do
     a = writeJob(key, submitted, f, i, state, true, runAt)
   end
   if a == SUBMIT_ANSWER.added then
-    if state then
-      call('ZADD', KEY.delayed(prefix), str(runAt), id)
-      changed(id, 'delayed')
-      if not earliest or runAt < earliest then earliest = runAt end
-    else
-      enqueueLater(prefix, batch, id, f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high')
-      enqueued = enqueued + 1
-    end
+    enqueueLater(prefix, batch, id, f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high', state and runAt)
   end
   flags[k] = a
 end
-flushJobs(prefix, batch)
-if enqueued > 0 then wake(prefix) end
--- (an executor sleeps until the head of `delayed`: one is woken to learn of an earlier one)
-if earliest and not woken then
-  local head = call('ZRANGE', KEY.delayed(prefix), '0', '0', 'WITHSCORES')
-  if tonumber(head[2]) == earliest then wake(prefix) end
-end
+flushSubmitted(prefix, batch)
 flushChanges(prefix, ARGV[2])
 if holders then return { now, flags, false, holders } end
 return { now, flags }

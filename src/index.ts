@@ -60,7 +60,7 @@ export { FINAL_STATES, JOB_STATES } from './queue/job.js';
 export type { BulkResult, JobAction, JobOutcome, JobTarget } from './queue/job-actions.js';
 export type { Durability, QueueOptions } from './queue/options.js';
 export { type CleanOptions, type JobTreeNode, Queue, type RetryFailedOptions } from './queue/queue.js';
-export type { GroupInfo, QueueStats, WorkerInfo } from './queue/reader.js';
+export type { EventsOptions, GroupInfo, JobsOptions, QueueStats, WorkerInfo } from './queue/reader.js';
 export { type ReshardOptions, type ReshardReport, reshard } from './queue/reshard.js';
 export type { TaskName, TaskSpec, UntypedTasks } from './queue/tasks.js';
 export type { DedupOptions, SubmitSpec } from './queue/validate.js';

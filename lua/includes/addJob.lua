@@ -7,8 +7,13 @@
      hot paths read (group; tracker and occurrence of a periodic run, whose start reads them), so
      that they unpack nothing; the paths that need the priority or retry limit (cancel, retry, a
      failed run) read them from the description (describeJob);
-  enqueueLater puts it in its group's list in a batch (newJobBatch): list pushes are collected and
-  applied by flushJobs with one LPUSH per list, and the group counters with one update per batch.
+  enqueueLater puts it in its group's list in a batch (newJobBatch), or in `delayed` when it has a
+  due time still to come: list pushes are collected and applied by flushJobs with one LPUSH per
+  list, and the group counters with one update per batch.
+
+  A submit of a list of jobs (submit.lua, batch.lua's add) checks its ids at once
+  (submittedKeys), reads each due time (dueTime), and ends with flushSubmitted, which wakes an
+  idle executor for what it added.
 
   A periodic occurrence's job is staged ahead of its occurrence (stageJob): its hash is written
   in state `planned`, in no list and no count, so that at the occurrence the release only flips
@@ -18,8 +23,8 @@
 --- @include "includes/common"
 --- @include "includes/changes"
 --- @include "includes/groupChanges"
---- @export AT_ID, AT_GROUP, AT_PRIORITY, AT_RUN_AT, writeJob, packDescription, newJobBatch, enqueueLater
---- @export stageJob, flushJobs
+--- @export AT_ID, AT_GROUP, AT_PRIORITY, writeJob, packDescription, newJobBatch, enqueueLater
+--- @export stageJob, flushJobs, submittedKeys, dueTime, delayedUntil, flushSubmitted
 
 -- The HSET arguments of the job being written (reused: the library keeps it across calls).
 local jobFields = { 'd', false, 'group', false, 'state', false }
@@ -68,8 +73,23 @@ local function newJobBatch()
   return { lists = {}, listOrder = {}, keysHigh = {}, keysLow = {} }
 end
 
--- Queues job `id` for its group's list in a batch (and lists it as entered `waiting`).
-local function enqueueLater(prefix, batch, id, group, high)
+-- Notes in `batch` a job delayed until `at` (ms): flushSubmitted wakes an executor when no job in
+-- `delayed` is due before it.
+local function delayedUntil(batch, at)
+  local earliest = batch.earliest
+  if not earliest or at < earliest then batch.earliest = at end
+end
+
+-- Queues job `id` for its group's list in a batch (and lists it as entered `waiting`); or, given
+-- `delayedTo` (ms, still to come), adds it to `delayed` due then (and lists it as entered
+-- `delayed`), where the take promotes it (see promoteDue in includes/take).
+local function enqueueLater(prefix, batch, id, group, high, delayedTo)
+  if delayedTo then
+    call('ZADD', KEY.delayed(prefix), str(delayedTo), id)
+    changed(id, 'delayed')
+    delayedUntil(batch, delayedTo)
+    return
+  end
   local keys = high and batch.keysHigh or batch.keysLow
   local key = keys[group]
   if not key then
@@ -120,4 +140,47 @@ local function flushJobs(prefix, batch)
     end
   end
   return flushGroups(prefix)
+end
+
+-- The keys of the jobs of a submitted list f (`width` fields per job), and whether none of them
+-- exists: one EXISTS per 1,000 ids, so that in the usual case a job needs no check of its own,
+-- only one against an id repeated in the list. Or nil and the position (from 1) of the first job
+-- whose id is a planned periodic occurrence (staged ahead, not submitted yet: the id is
+-- reserved for it).
+local function submittedKeys(prefix, f, width)
+  local jobKeys = {}
+  for i = 0, #f - 1, width do jobKeys[#jobKeys + 1] = KEY.job(prefix, f[i + AT_ID]) end
+  local fresh = true
+  for i = 1, #jobKeys, 1000 do
+    if call('EXISTS', unpack(jobKeys, i, math.min(#jobKeys, i + 999))) > 0 then fresh = false break end
+  end
+  if not fresh then
+    for k, jobKey in ipairs(jobKeys) do
+      if call('HGET', jobKey, 'state') == 'planned' then return nil, k end
+    end
+  end
+  return jobKeys, fresh
+end
+
+-- The due time (ms) of the job at offset i of a submitted list f with due times (its field
+-- runAt: '' none, ms, or DELAY_MARK and a delay in ms from `now`), and 'delayed' when it is
+-- still to come (the state the job is written in), else nil.
+local function dueTime(f, i, now)
+  local at = f[i + AT_RUN_AT]
+  if at == '' then return nil end
+  if stringSub(at, 1, 1) == DELAY_MARK then at = now + tonumber(stringSub(at, 2)) else at = tonumber(at) end
+  return at, at > now and 'delayed' or nil
+end
+
+-- Applies a submit's batch (flushJobs) and wakes an idle executor when it enqueued a job, or
+-- delayed one to before anything else in `delayed` (an executor sleeps until the head of
+-- `delayed`: one is woken to learn of an earlier one).
+local function flushSubmitted(prefix, batch)
+  flushJobs(prefix, batch)
+  if batch.waiting then wake(prefix) end
+  local earliest = batch.earliest
+  if earliest and not woken then
+    local head = call('ZRANGE', KEY.delayed(prefix), '0', '0', 'WITHSCORES')
+    if tonumber(head[2]) == earliest then wake(prefix) end
+  end
 end

@@ -74,33 +74,34 @@ end
 -- dedup.replace: the pending holder `id` (in `state`) takes the description of the job at offset
 -- i of f, and, when delayed, its due time `runAt` (none or past: it waits now, at the back of its
 -- list). A waiting holder keeps its place, and is replaced only when the priorities match.
--- Answers the answer, and the new due time (ms) of a holder still delayed or true for one now
--- waiting.
+-- Answers the answer, and the state the holder is in afterwards. Its move is noted in `batch`
+-- (for flushSubmitted's wake-up) as a submitted job's is.
 local function replaceHolder(prefix, batch, id, state, f, i, runAt, now)
   local jobKey = KEY.job(prefix, id)
   local d = f[i + DESCRIPTION_AT]
   if state == 'waiting' then
-    if describeJob(call('HGET', jobKey, 'd')) ~= f[i + AT_PRIORITY] then return SUBMIT_ANSWER.deduplicated end
+    if describeJob(call('HGET', jobKey, 'd')) ~= f[i + AT_PRIORITY] then return SUBMIT_ANSWER.deduplicated, state end
     call('HSET', jobKey, 'd', d)
-    return SUBMIT_ANSWER.replaced
+    return SUBMIT_ANSWER.replaced, state
   end
   if runAt and runAt > now then
     call('HSET', jobKey, 'd', d, 'runAt', str(runAt))
     call('ZADD', KEY.delayed(prefix), str(runAt), id)
-    return SUBMIT_ANSWER.replaced, runAt
+    delayedUntil(batch, runAt)
+    return SUBMIT_ANSWER.replaced, state
   end
   call('ZREM', KEY.delayed(prefix), id)
   call('HSET', jobKey, 'd', d, 'state', 'waiting')
   call('HDEL', jobKey, 'runAt')
   left('delayed')
   enqueueLater(prefix, batch, id, f[i + AT_GROUP], f[i + AT_PRIORITY] == 'high')
-  return SUBMIT_ANSWER.replaced, true
+  return SUBMIT_ANSWER.replaced, 'waiting'
 end
 
 -- Submits the job at offset i of f (SUBMIT_FIELDS) under key `jobKey` with dedup `d` (of
 -- dedupSpecs), in `state` (nil: waiting) with due time `runAt`: unless its id exists (answers
--- SUBMIT_ANSWER.existed), or its key holds (answers SUBMIT_ANSWER.deduplicated or SUBMIT_ANSWER.replaced, the holder's id,
--- and what replaceHolder answers of its due time), it is written and holds the key (answers
+-- SUBMIT_ANSWER.existed), or its key holds (answers SUBMIT_ANSWER.deduplicated or SUBMIT_ANSWER.replaced, and the holder's
+-- id), it is written and holds the key (answers
 -- SUBMIT_ANSWER.added; the caller lists it, as any job written).
 local function dedupJob(prefix, batch, jobKey, f, i, state, runAt, d, submitted, now)
   if call('EXISTS', jobKey) == 1 then return SUBMIT_ANSWER.existed end
@@ -114,9 +115,9 @@ local function dedupJob(prefix, batch, jobKey, f, i, state, runAt, d, submitted,
       call('HSET', KEY.job(prefix, holder), 'ddx', str(now + d.ttl))
     end
     if d.replace and PENDING[holderState] then
-      local answer, due = replaceHolder(prefix, batch, holder, holderState, f, i, runAt, now)
-      deduplicated(holder, due == true and 'waiting' or holderState, d.key, answer == SUBMIT_ANSWER.replaced)
-      return answer, holder, due
+      local answer, after = replaceHolder(prefix, batch, holder, holderState, f, i, runAt, now)
+      deduplicated(holder, after, d.key, answer == SUBMIT_ANSWER.replaced)
+      return answer, holder
     end
     deduplicated(holder, holderState, d.key, false)
     return SUBMIT_ANSWER.deduplicated, holder

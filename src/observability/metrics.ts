@@ -209,43 +209,43 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     );
   }
 
-  const queueGauge = (name: string, help: string, value: (a: Autoscale) => number) =>
+  // The queue's gauges: name, help, and the autoscale figure each shows.
+  const queueGauges: Array<[string, string, keyof Autoscale]> = [
+    [
+      'rota_queue_runnable_jobs',
+      'Waiting jobs an executor with a free slot could start now: waiting jobs not in paused groups, nor in groups at their concurrency limit or parked at their rate (summed over shards)',
+      'runnable',
+    ],
+    [
+      'rota_queue_held_jobs',
+      'Waiting jobs of groups at their concurrency limit or parked at their rate (not paused): more executors would not start them',
+      'held',
+    ],
+    [
+      'rota_queue_oldest_runnable_wait_seconds',
+      "How long the oldest runnable job has waited: from its submit, a delayed job's due time or a retry's due time (0: none)",
+      'oldestWait',
+    ],
+    ['rota_queue_running_jobs', 'Jobs in state running (summed over shards)', 'running'],
+    [
+      'rota_queue_due_soon_jobs',
+      "Delayed jobs and stuck jobs' retries due within the next minute, overdue ones not yet made waiting included",
+      'dueSoon',
+    ],
+    ['rota_executor_slots', "Run slots (concurrency) of the queue's live executors, each executor counted once", 'slots'],
+    ['rota_executor_slots_busy', "Jobs the queue's live executors report running", 'busySlots'],
+  ];
+  for (const [name, help, figure] of queueGauges) {
     new Gauge({
       name,
       help,
       labelNames: ['queue'],
       registers: [registry],
       async collect() {
-        this.set({ queue: queue.name }, value((await snapshot()).autoscale));
+        this.set({ queue: queue.name }, (await snapshot()).autoscale[figure]);
       },
     });
-  queueGauge(
-    'rota_queue_runnable_jobs',
-    'Waiting jobs an executor with a free slot could start now: waiting jobs not in paused groups, nor in groups at their concurrency limit or parked at their rate (summed over shards)',
-    (a) => a.runnable,
-  );
-  queueGauge(
-    'rota_queue_held_jobs',
-    'Waiting jobs of groups at their concurrency limit or parked at their rate (not paused): more executors would not start them',
-    (a) => a.held,
-  );
-  queueGauge(
-    'rota_queue_oldest_runnable_wait_seconds',
-    "How long the oldest runnable job has waited: from its submit, a delayed job's due time or a retry's due time (0: none)",
-    (a) => a.oldestWait,
-  );
-  queueGauge('rota_queue_running_jobs', 'Jobs in state running (summed over shards)', (a) => a.running);
-  queueGauge(
-    'rota_queue_due_soon_jobs',
-    "Delayed jobs and stuck jobs' retries due within the next minute, overdue ones not yet made waiting included",
-    (a) => a.dueSoon,
-  );
-  queueGauge(
-    'rota_executor_slots',
-    "Run slots (concurrency) of the queue's live executors, each executor counted once",
-    (a) => a.slots,
-  );
-  queueGauge('rota_executor_slots_busy', "Jobs the queue's live executors report running", (a) => a.busySlots);
+  }
   const lateness = new Histogram({
     name: 'rota_periodic_lateness_seconds',
     help: 'Time from a periodic occurrence to the submit of its job',

@@ -123,22 +123,38 @@ export interface UpcomingRun {
   occurrence: number;
 }
 
-const listLimit = whole(1, 10_000).optional();
+/** Most entries a list answers: 1 to 10,000; default 20. */
+const listLimit = whole(1, 10_000).default(20);
+/** Whose tasks {@link PeriodicTasks.list} lists. */
 const LIST_OPTIONS = {
+  /** Only this owner's tasks (including its rules' pending runs). */
   owner: z.string({ error: 'must be 1-200 of A-Z a-z 0-9 . _ : -' }).optional(),
 };
+/** How far {@link PeriodicTasks.upcoming} looks. */
 const UPCOMING_OPTIONS = {
   limit: listLimit,
+  /** None after this time (ms since the epoch, or a valid Date). */
   until: z
     .union([whole(0, 8.64e15, 'ms since the epoch'), z.date()], {
       error: 'must be ms since the epoch (a whole number) or a valid Date',
     })
     .optional(),
 };
+/** How much of a task's history {@link PeriodicTasks.runs} reads. */
 const RUNS_OPTIONS = { limit: listLimit };
+/** Why {@link PeriodicTasks.disable} disables a task. */
 const DISABLE_OPTIONS = {
+  /** Why (at most 1000 bytes), read back as the task's `note` until it is enabled. */
   note: bytes(1000).optional(),
 };
+/** Whose tasks {@link PeriodicTasks.list} lists. */
+export type ListTasksOptions = OptionsOf<typeof LIST_OPTIONS>;
+/** How far {@link PeriodicTasks.upcoming} looks. */
+export type UpcomingOptions = OptionsOf<typeof UPCOMING_OPTIONS>;
+/** How much of a task's history {@link PeriodicTasks.runs} reads. */
+export type RunsOptions = OptionsOf<typeof RUNS_OPTIONS>;
+/** Why {@link PeriodicTasks.disable} disables a task. */
+export type DisableOptions = OptionsOf<typeof DISABLE_OPTIONS>;
 
 /**
  * Periodic tasks and event rules of queue `queueName`.
@@ -222,7 +238,7 @@ export class PeriodicTasks {
   }
 
   /** Every task defined with {@link upsert} (or only an owner's, including its rules' pending runs), sorted by id. */
-  async list(options: { owner?: string } = {}): Promise<PeriodicTask[]> {
+  async list(options: ListTasksOptions = {}): Promise<PeriodicTask[]> {
     const opts = checkOptions(LIST_OPTIONS, options, { optional: true });
     const ids = (await this.reads.taskIds(opts.owner === undefined ? undefined : checkId(opts.owner, 'owner'))).sort();
     const out: PeriodicTask[] = [];
@@ -304,7 +320,7 @@ export class PeriodicTasks {
    * task is enabled. False when there is no such task.
    * @throws {ValidationError} naming a bad option; nothing is written then.
    */
-  async disable(id: string, options: { note?: string } = {}): Promise<boolean> {
+  async disable(id: string, options: DisableOptions = {}): Promise<boolean> {
     const opts = checkOptions(DISABLE_OPTIONS, options, { optional: true });
     return this.store.disable(checkId(id), this.clock(), opts.note ?? '');
   }
@@ -375,9 +391,9 @@ export class PeriodicTasks {
    * at most `limit` (1 to 10,000; default 20), none after `until` (ms since the epoch, or a valid Date).
    * @throws {ValidationError} naming a bad option.
    */
-  async upcoming(options: { limit?: number; until?: number | Date } = {}): Promise<UpcomingRun[]> {
+  async upcoming(options: UpcomingOptions = {}): Promise<UpcomingRun[]> {
     const opts = checkOptions(UPCOMING_OPTIONS, options, { optional: true });
-    const limit = opts.limit ?? 20;
+    const { limit } = opts;
     const until = opts.until === undefined ? Infinity : Number(opts.until);
     // Scores are the next occurrence, or up to a claim's TTL past it: read a little further.
     const ids = await this.reads.nextrunIds(until + 60_000, limit * 2 + 100);
@@ -419,8 +435,8 @@ export class PeriodicTasks {
    * times, status, executor, host, pid, log lines and error output, plus the occurrences that
    * were skipped (overlap) or missed (catch-up).
    */
-  async runs(id: string, options: { limit?: number } = {}): Promise<RunRecord[]> {
-    const limit = checkOptions(RUNS_OPTIONS, options, { optional: true }).limit ?? 20;
+  async runs(id: string, options: RunsOptions = {}): Promise<RunRecord[]> {
+    const { limit } = checkOptions(RUNS_OPTIONS, options, { optional: true });
     return readRuns(this.reads, checkId(id), limit);
   }
 

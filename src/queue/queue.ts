@@ -23,8 +23,10 @@ import { type BulkResult, JobActions, type JobTarget } from './job-actions.js';
 import { QUEUE_OPTIONS, type QueueOptions, replication } from './options.js';
 import {
   checkJobId,
+  type EventsOptions,
   firstAnswer,
   type GroupInfo,
+  type JobsOptions,
   type MAX_LEASES_READ,
   QueueReader,
   type QueueStats,
@@ -575,7 +577,7 @@ export class Queue<T extends object = UntypedTasks> {
    * (1 to 10,000; default 50).
    * @throws {ValidationError} naming a bad option.
    */
-  async jobs(options: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
+  async jobs(options: JobsOptions): Promise<Job[]> {
     return this.reader.jobs(options);
   }
 
@@ -653,7 +655,7 @@ export class Queue<T extends object = UntypedTasks> {
    * event's `streamId`) to resume after it; by default only new events are read. A sharded
    * queue's events come in order within each shard, and their `streamId` holds each shard's place.
    */
-  events(options: { from?: string; signal?: AbortSignal } = {}): AsyncIterable<QueueEvent> {
+  events(options: EventsOptions = {}): AsyncIterable<QueueEvent> {
     return this.reader.events(options);
   }
 

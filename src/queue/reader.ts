@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { checkOptions, checkValue, text, whole } from '../options.js';
+import { checkOptions, checkValue, type OptionsOf, type SettingsOf, text, whole } from '../options.js';
 import type { ConnectionOption } from '../redis/connection.js';
 import { EMPTY_GROUP } from '../redis/group-state.js';
 import { JobReadStore } from '../redis/job-read-store.js';
@@ -71,18 +71,29 @@ export function checkJobId(id: unknown): void {
   checkValue(text(MAX_JOB_ID_BYTES), id, 'id');
 }
 
+/** What {@link Queue.jobs} lists. */
 const JOBS_OPTIONS = {
+  /** The state of the jobs listed. */
   state: z.enum(JOB_STATES, { error: `must be one of ${JOB_STATES.join(', ')}` }),
+  /** Only this group's jobs. */
   group: text(200).optional(),
-  limit: whole(1, 10_000).optional(),
+  /** Most jobs listed: 1 to 10,000; default 50. */
+  limit: whole(1, 10_000).default(50),
 };
+/** What {@link Queue.jobs} lists. */
+export type JobsOptions = OptionsOf<typeof JOBS_OPTIONS>;
 const STATS_WINDOW = whole(1, 30 * 86_400_000, 'ms');
 /** A stream id (`$`, `<ms>` or `<ms>-<seq>`) per shard, joined by `,`. */
 const STREAM_PLACES = /^(\$|\d{1,20}(-\d{1,20})?)(,(\$|\d{1,20}(-\d{1,20})?))*$/;
+/** Where {@link Queue.events} reads from, and what stops it. */
 const EVENTS_OPTIONS = {
+  /** An event's `streamId`: the events after it (default: only new events). */
   from: z.string({ error: 'must be a string' }).regex(STREAM_PLACES, "must be an event's streamId").optional(),
+  /** Ends the iteration when aborted. */
   signal: z.instanceof(AbortSignal, { error: 'must be an AbortSignal' }).optional(),
 };
+/** Where {@link Queue.events} reads from, and what stops it. */
+export type EventsOptions = OptionsOf<typeof EVENTS_OPTIONS>;
 
 /** Orders by group name. */
 export function byGroupName(a: { group: string }, b: { group: string }): number {
@@ -191,11 +202,11 @@ export class QueueReader {
     return logs ?? [];
   }
 
-  async jobs(options: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
+  async jobs(options: JobsOptions): Promise<Job[]> {
     const opts = checkOptions(JOBS_OPTIONS, options);
     await this.layoutChecked();
     if (this.reads.length === 1) return this.shardJobs(this.reads[0], opts);
-    const limit = opts.limit ?? 50;
+    const { limit } = opts;
     const reads = opts.group !== undefined ? this.readsOfGroup(opts.group) : this.reads;
     const parts = await Promise.all(reads.map((r) => this.shardJobs(r, opts)));
     const all = parts.flat();
@@ -207,8 +218,8 @@ export class QueueReader {
   }
 
   /** {@link jobs} of one shard. */
-  private async shardJobs(reads: JobReadStore, opts: { state: JobState; group?: string; limit?: number }): Promise<Job[]> {
-    const limit = opts.limit ?? 50;
+  private async shardJobs(reads: JobReadStore, opts: SettingsOf<typeof JOBS_OPTIONS>): Promise<Job[]> {
+    const { limit } = opts;
     let ids: string[];
     switch (opts.state) {
       case 'success':
@@ -377,7 +388,7 @@ export class QueueReader {
     return [...out.values()];
   }
 
-  events(options: { from?: string; signal?: AbortSignal }): AsyncIterable<QueueEvent> {
+  events(options: EventsOptions): AsyncIterable<QueueEvent> {
     const opts = checkOptions(EVENTS_OPTIONS, options, { optional: true });
     return readShardEvents(
       this.connection,

@@ -92,6 +92,9 @@ function compareFields(a: Tm, b: Tm): number {
 /** What {@link findNextElapse} answers when its search gave up after MAX_STEPS (systemd: "Infinite loop in calendar calculation"). */
 export const STUCK = 'stuck';
 
+/** The fields the search zeroes from (see resetBelow). */
+type Level = 'month' | 'day' | 'hour' | 'min' | 'sec';
+
 /**
  * The first elapse at or after `fromUs + 1` microseconds, in microseconds
  * since the epoch, or null when the event never elapses again (systemd's
@@ -110,7 +113,7 @@ export function findNextElapse(spec: CalendarSpec, zone: string | null, afterUs:
   // Once a candidate was found not after the start (a DST change made the wall clock repeat or
   // skip), systemd keeps mktime's own DST flag from then on instead of asking it to find out.
   let keepDst = false;
-  const resetBelow = (level: 'month' | 'day' | 'hour' | 'min' | 'sec'): void => {
+  const resetBelow = (level: Level): void => {
     switch (level) {
       case 'month':
         c.mon = 0; // falls through
@@ -125,6 +128,31 @@ export function findNextElapse(spec: CalendarSpec, zone: string | null, afterUs:
         tmUsec = 0;
     }
   };
+  // One step of the search, for field `field` of `c` (held as the chain's value less `base`):
+  // it moves to the chain's first match at or after it, zeroing the fields `below` and under;
+  // when none matches or the date is out of bounds, field `carry` above moves on instead, zeroing
+  // `level` and under. True when the search starts again from the top.
+  const advance = (
+    chain: Chain,
+    isDay: boolean,
+    field: 'mon' | 'mday' | 'hour' | 'min',
+    base: number,
+    level: Level,
+    below: Level,
+    carry: 'year' | 'mon' | 'mday' | 'hour',
+  ): boolean => {
+    const v = matchChain(spec, chain, isDay, clock, c, c[field] + base);
+    if (v !== null && v - base !== c[field]) {
+      c[field] = v - base;
+      resetBelow(below);
+    }
+    const r = v === null ? -1 : withinBounds(clock, c);
+    if (r < 0) {
+      c[carry]++;
+      resetBelow(level);
+    }
+    return r <= 0;
+  };
   for (let steps = 0; steps < MAX_STEPS; steps++) {
     // Normalize the current date; from here on let mktime find out about DST.
     Object.assign(c, clock.mktime(c).tm);
@@ -138,30 +166,8 @@ export function findNextElapse(spec: CalendarSpec, zone: string | null, afterUs:
     }
     if (withinBounds(clock, c) <= 0) return null;
 
-    v = matchChain(spec, spec.month, false, clock, c, c.mon + 1);
-    let r: number;
-    if (v !== null && v - 1 !== c.mon) {
-      c.mon = v - 1;
-      resetBelow('day');
-    }
-    if (v === null || (r = withinBounds(clock, c)) < 0) {
-      c.year++;
-      resetBelow('month');
-      continue;
-    }
-    if (r === 0) continue;
-
-    v = matchChain(spec, spec.day, true, clock, c, c.mday);
-    if (v !== null && v !== c.mday) {
-      c.mday = v;
-      resetBelow('hour');
-    }
-    if (v === null || (r = withinBounds(clock, c)) < 0) {
-      c.mon++;
-      resetBelow('day');
-      continue;
-    }
-    if (r === 0) continue;
+    if (advance(spec.month, false, 'mon', 1, 'month', 'day', 'year')) continue;
+    if (advance(spec.day, true, 'mday', 0, 'day', 'hour', 'mon')) continue;
 
     if (!matchesWeekday(spec.weekdays, clock, c)) {
       c.mday++;
@@ -169,35 +175,15 @@ export function findNextElapse(spec: CalendarSpec, zone: string | null, afterUs:
       continue;
     }
 
-    v = matchChain(spec, spec.hour, false, clock, c, c.hour);
-    if (v !== null && v !== c.hour) {
-      c.hour = v;
-      resetBelow('min');
-    }
-    if (v === null || (r = withinBounds(clock, c)) < 0) {
-      c.mday++;
-      resetBelow('hour');
-      continue;
-    }
-    if (r === 0) continue;
-
-    v = matchChain(spec, spec.minute, false, clock, c, c.min);
-    if (v !== null && v !== c.min) {
-      c.min = v;
-      resetBelow('sec');
-    }
-    if (v === null || (r = withinBounds(clock, c)) < 0) {
-      c.hour++;
-      resetBelow('min');
-      continue;
-    }
-    if (r === 0) continue;
+    if (advance(spec.hour, false, 'hour', 0, 'hour', 'min', 'mday')) continue;
+    if (advance(spec.minute, false, 'min', 0, 'min', 'sec', 'hour')) continue;
 
     v = matchChain(spec, spec.usec, false, clock, c, c.sec * USEC_PER_SEC + tmUsec);
     if (v !== null) {
       tmUsec = v % USEC_PER_SEC;
       c.sec = Math.floor(v / USEC_PER_SEC);
     }
+    let r: number;
     if (v === null || (r = withinBounds(clock, c)) < 0) {
       c.min++;
       resetBelow('sec');

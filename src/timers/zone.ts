@@ -54,44 +54,14 @@ export function isValidTimeZone(name: string): boolean {
 
 function exactOffset(zone: string, epochSec: number): number {
   const parts = formatter(zone).formatToParts(new Date(epochSec * 1000));
-  let y = 0;
-  let mo = 0;
-  let d = 0;
-  let h = 0;
-  let mi = 0;
-  let s = 0;
-  let bc = false;
-  for (const p of parts) {
-    switch (p.type) {
-      case 'year':
-        y = Number(p.value);
-        break;
-      case 'month':
-        mo = Number(p.value);
-        break;
-      case 'day':
-        d = Number(p.value);
-        break;
-      case 'hour':
-        h = Number(p.value);
-        break;
-      case 'minute':
-        mi = Number(p.value);
-        break;
-      case 'second':
-        s = Number(p.value);
-        break;
-      case 'era':
-        bc = p.value.startsWith('B');
-        break;
-      default:
-        break;
-    }
-  }
-  if (bc) y = 1 - y;
+  // (the parts by type: year, month, day, hour, minute, second and era)
+  const part = new Map(parts.map((p) => [p.type, p.value]));
+  const n = (type: Intl.DateTimeFormatPartTypes) => Number(part.get(type) ?? 0);
+  const year = n('year');
+  const y = part.get('era')?.startsWith('B') ? 1 - year : year;
   const wall = new Date(0);
-  wall.setUTCFullYear(y, mo - 1, d);
-  wall.setUTCHours(h, mi, s, 0);
+  wall.setUTCFullYear(y, n('month') - 1, n('day'));
+  wall.setUTCHours(n('hour'), n('minute'), n('second'), 0);
   return Math.round(wall.getTime() / 1000 - epochSec);
 }
 

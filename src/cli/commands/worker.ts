@@ -113,9 +113,28 @@ function isolateFlag(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
+/** The `--isolate-*` flags that take a whole number: flags, least, most, and what each sets. */
+const ISOLATE_NUMBERS: Array<[string, number, number, string]> = [
+  [
+    '--isolate-max <n>',
+    1,
+    100_000,
+    'most threads or processes per isolated task (default: the cores, or --concurrency / --isolate-jobs-each)',
+  ],
+  [
+    '--isolate-jobs-each <n>',
+    1,
+    100_000,
+    'jobs one isolated thread or process runs at once (default: --concurrency shared among them; 1: a thread or process per job)',
+  ],
+  ['--isolate-memory-limit <mb>', 16, 1_048_576, 'heap limit of each isolated thread or process, in MB'],
+  ['--isolate-recycle-after <jobs>', 1, 1_000_000_000, 'replace an isolated thread or process after this many jobs'],
+  ['--isolate-recycle-above <mb>', 1, 1_048_576, 'replace an isolated thread or process after a job left it above this many MB'],
+];
+
 /** Registers the `worker` command on `program`. */
 export function register(program: Command): void {
-  serverFlags(program.command('worker'))
+  const command = serverFlags(program.command('worker'))
     .description('run an executor; SIGTERM/SIGINT shut it down gracefully')
     .requiredOption('--tasks <module>', 'JavaScript module exporting task handlers')
     .option('--concurrency <n>', 'jobs run at once', intOption('--concurrency', 1, 100_000), 1)
@@ -123,32 +142,11 @@ export function register(program: Command): void {
       '--isolate <task=thread|process>',
       'run a task of the tasks file in a pool of worker threads or child processes (repeatable)',
       isolateFlag,
-    )
-    .option(
-      '--isolate-max <n>',
-      'most threads or processes per isolated task (default: the cores, or --concurrency / --isolate-jobs-each)',
-      intOption('--isolate-max', 1, 100_000),
-    )
-    .option(
-      '--isolate-jobs-each <n>',
-      'jobs one isolated thread or process runs at once (default: --concurrency shared among them; 1: a thread or process per job)',
-      intOption('--isolate-jobs-each', 1, 100_000),
-    )
-    .option(
-      '--isolate-memory-limit <mb>',
-      'heap limit of each isolated thread or process, in MB',
-      intOption('--isolate-memory-limit', 16, 1_048_576),
-    )
-    .option(
-      '--isolate-recycle-after <jobs>',
-      'replace an isolated thread or process after this many jobs',
-      intOption('--isolate-recycle-after', 1, 1_000_000_000),
-    )
-    .option(
-      '--isolate-recycle-above <mb>',
-      'replace an isolated thread or process after a job left it above this many MB',
-      intOption('--isolate-recycle-above', 1, 1_048_576),
-    )
+    );
+  for (const [flags, min, max, description] of ISOLATE_NUMBERS) {
+    command.option(flags, description, intOption(flags.split(' ')[0], min, max));
+  }
+  command
     .option('--id <id>', 'executor id (a fixed id clears its stale marks on restart)')
     .option(
       '--stall-after <ms>',
