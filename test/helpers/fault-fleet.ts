@@ -4,12 +4,28 @@
  * queue in stream order, and a flow tree's waiters.
  */
 import type { Redis } from 'ioredis';
-import type { FlowNode, QueueEvent } from '../../src/index.js';
+import type { FlowNode, Queue, QueueEvent } from '../../src/index.js';
 import { parseEntry } from '../../src/queue/events.js';
 import { queueKeys } from '../../src/redis/keys.js';
 import { shardNumbers } from '../../src/redis/shards.js';
 import { NodeProcess } from './processes.js';
 import { sleep } from './wait.js';
+
+/** A fault test's queue: its name and shard count, how executors reach Redis, a raw client and a handle. */
+export interface FaultQueue {
+  name: string;
+  shards: number;
+  /** The executors' connection: REDIS_URL or CLUSTER_NODES (`host:port,...`). */
+  env: NodeJS.ProcessEnv;
+  /** A plain client (a Cluster one on a cluster) for reading the queue's keys. */
+  client: Redis;
+  q: Queue;
+}
+
+/** The environment of an executor of `s` running `concurrency` jobs at once, with a 1 s lease. */
+export function executorEnv(s: FaultQueue, concurrency: number): NodeJS.ProcessEnv {
+  return { ...s.env, QUEUE: s.name, SHARDS: String(s.shards), LEASE_MS: '1000', CONCURRENCY: String(concurrency) };
+}
 
 /** How a fleet's kill loop strikes. */
 export interface KillLoop {

@@ -13,7 +13,7 @@ import { queueKeys } from '../../src/redis/keys.js';
 import { shardOfGroup, shardOfId } from '../../src/redis/shards.js';
 import { readRuns } from '../fixtures/runs.js';
 import { startCluster } from '../helpers/cluster.js';
-import { ExecutorFleet, shardEvents, streamBefore } from '../helpers/fault-fleet.js';
+import { ExecutorFleet, executorEnv, type FaultQueue, shardEvents, streamBefore } from '../helpers/fault-fleet.js';
 import { eventually, redisUrl, sleep, uniqueQueue } from '../helpers/setup.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -26,13 +26,7 @@ const KILLS = 4;
 
 const script = new URL('../fixtures/batch-executor.ts', import.meta.url).pathname;
 
-interface Setup {
-  name: string;
-  shards: number;
-  /** How executors reach Redis: REDIS_URL or CLUSTER_NODES. */
-  env: NodeJS.ProcessEnv;
-  client: Redis;
-  q: Queue;
+interface Setup extends FaultQueue {
   /** The groups of the batches opened (each batch's jobs live in its group's shard). */
   groups: string[];
   /** `work` jobs a round adds to each batch (beside one `spawn` of 5). */
@@ -41,7 +35,7 @@ interface Setup {
 
 async function chaos(s: Setup): Promise<void> {
   const { q } = s;
-  const env = { ...s.env, QUEUE: s.name, SHARDS: String(s.shards), LEASE_MS: '1000', CONCURRENCY: '6' };
+  const env = executorEnv(s, 6);
   const fleet = await ExecutorFleet.start(script, [env, env, env], (p) => cleanups.push(() => p.kill()));
   const batches: Batch[] = [];
   for (const group of s.groups)

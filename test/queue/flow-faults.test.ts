@@ -12,7 +12,7 @@ import { queueKeys } from '../../src/redis/keys.js';
 import { shardNumbers } from '../../src/redis/shards.js';
 import { readRuns } from '../fixtures/runs.js';
 import { startCluster } from '../helpers/cluster.js';
-import { ExecutorFleet, flowTree, shardEvents, streamBefore } from '../helpers/fault-fleet.js';
+import { ExecutorFleet, executorEnv, type FaultQueue, flowTree, shardEvents, streamBefore } from '../helpers/fault-fleet.js';
 import { eventually, redisUrl, uniqueQueue } from '../helpers/setup.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -25,17 +25,9 @@ const KILLS = 12;
 
 const script = new URL('../fixtures/flow-executor.ts', import.meta.url).pathname;
 
-interface Setup {
-  name: string;
-  shards: number;
-  env: NodeJS.ProcessEnv;
-  client: Redis;
-  q: Queue;
-}
-
-async function chaos(s: Setup, mids: number, leaves: number, fanned: number): Promise<void> {
+async function chaos(s: FaultQueue, mids: number, leaves: number, fanned: number): Promise<void> {
   const { q } = s;
-  const env = { ...s.env, QUEUE: s.name, SHARDS: String(s.shards), LEASE_MS: '1000', CONCURRENCY: '4' };
+  const env = executorEnv(s, 4);
   const fleet = await ExecutorFleet.start(script, [env, env], (p) => cleanups.push(() => p.kill()));
   const flow = await q.submitFlow({
     task: 'node',
