@@ -9,7 +9,7 @@
 import { getHeapStatistics } from 'node:v8';
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { PermanentError } from '../errors.js';
-import { type FromIsolate, fromWire, type ToIsolate, toWire } from './isolate-protocol.js';
+import { BATCH_CALL, type FromIsolate, fromWire, type ToIsolate, toWire } from './isolate-protocol.js';
 
 /** Marks a function made by isolated() (the same symbol as in ./isolated.ts, shared by every copy of the package). */
 const ISOLATED = Symbol.for('rota.isolated');
@@ -126,7 +126,13 @@ async function run(seq: number, data: Record<string, unknown>, methods: string[]
     },
     enumerable: true,
   });
-  for (const name of methods) ctx[name] = (...args: unknown[]) => call(seq, name, args);
+  for (const name of methods) {
+    const to = (...args: unknown[]) => call(seq, name, args);
+    // (a method of the batch's handle goes on ctx.batch, which the run's data made `{ id }`)
+    if (name.startsWith(BATCH_CALL) && ctx.batch && typeof ctx.batch === 'object') {
+      (ctx.batch as Record<string, unknown>)[name.slice(BATCH_CALL.length)] = to;
+    } else ctx[name] = to;
+  }
   let done: FromIsolate;
   try {
     const value = await handler!(ctx);

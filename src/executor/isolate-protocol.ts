@@ -3,10 +3,18 @@
  * clone both ways: postMessage, or the IPC channel's `advanced` serialization), and how errors
  * cross it. The main side keeps the lease and all Redis; the isolated side only runs the handler
  * and asks the main side to run the context's methods (`log`, `progress`, `fanOut`, and any
- * method a context gains: they are named in each run message, not listed here).
+ * method a context gains: they are named in each run message, not listed here). A batch's
+ * handle (`ctx.batch`) crosses as its id (data `batch: { id }`) and its methods as calls named
+ * `batch.<method>`.
  */
 import { PermanentError } from '../errors.js';
 import { cutError } from './log-limits.js';
+
+/** The prefix of a call to a method of the context's batch handle (`ctx.batch`). */
+export const BATCH_CALL = 'batch.';
+
+/** The methods of `ctx.batch` an isolated handler may call (those of the Batch handle). */
+export const BATCH_METHODS: readonly string[] = ['submit', 'submitBulk', 'close', 'status', 'jobs'];
 
 /** An error as it crosses the channel: its class name, message, stack, and whether it is permanent. */
 export interface WireError {

@@ -10,7 +10,7 @@ import { availableParallelism } from 'node:os';
 import { IsolateError, PermanentError } from '../errors.js';
 import type { JobContext } from '../queue/context.js';
 import { type EndCause, type Ending, Member } from './isolate-member.js';
-import { type FromIsolate, fromWire, toWire } from './isolate-protocol.js';
+import { BATCH_CALL, BATCH_METHODS, type FromIsolate, fromWire, toWire } from './isolate-protocol.js';
 import type { IsolatedSpec } from './isolated.js';
 import { onAbandon, onAborted } from './run.js';
 
@@ -286,6 +286,12 @@ export class Pool {
       if (typeof v === 'function') methods.push(key);
       else data[key] = v;
     }
+    // (a batch's handle, not enumerable: its id as data, its methods as `batch.<name>` calls)
+    const batch = (ctx as { batch?: { id: string } }).batch;
+    if (batch) {
+      data.batch = { id: batch.id };
+      for (const m of BATCH_METHODS) methods.push(`${BATCH_CALL}${m}`);
+    }
     const where = this.spec.in === 'thread' ? 'thread' : `process ${member.pid}`;
     return new Promise<unknown>((resolve, reject) => {
       let settled = false;
@@ -336,13 +342,17 @@ export class Pool {
     const refused = (err: unknown) => member.send({ t: 'reply', call, ok: false, error: toWire(err) });
     const answer = (p: Promise<unknown>) =>
       p.then((value) => member.send({ t: 'reply', call, ok: true, value }, refused), refused);
-    const fn = Object.hasOwn(ctx, method) ? ctx[method] : undefined;
+    const inBatch = method.startsWith(BATCH_CALL) ? method.slice(BATCH_CALL.length) : undefined;
+    const owner = inBatch === undefined ? ctx : (ctx.batch as Record<string, unknown> | undefined);
+    const name = inBatch ?? method;
+    const known = inBatch === undefined ? Object.hasOwn(ctx, method) : owner !== undefined && BATCH_METHODS.includes(name);
+    const fn = known ? owner![name] : undefined;
     if (typeof fn !== 'function') {
       void answer(Promise.reject(new Error(`the context has no method "${method}"`)));
       return;
     }
     try {
-      void answer(Promise.resolve((fn as (...a: unknown[]) => unknown)(...args)));
+      void answer(Promise.resolve((fn as (...a: unknown[]) => unknown).apply(owner, args)));
     } catch (err) {
       void answer(Promise.reject(err));
     }

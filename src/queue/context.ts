@@ -54,8 +54,8 @@ export interface JobContext<A = unknown, T extends object = UntypedTasks> {
   /**
    * The batch of this job (docs/jobs.md#batches): for a job of a batch, a handle that adds jobs to
    * it even after its close (while this run holds its lease); for a batch's callback, one that
-   * reads the batch's status and pages its jobs. Undefined for any other job, and in an isolated
-   * task (its context crosses to the thread or process field by field).
+   * reads the batch's status and pages its jobs. Undefined for any other job. In an isolated task
+   * its `id` and its methods, whose calls the executor makes.
    */
   batch?: Batch<T>;
 }

@@ -96,6 +96,8 @@ const GROUP_LIMIT_OPTIONS = {
 /** A job of {@link Queue.jobTree}, and its children (read ones). */
 export interface JobTreeNode {
   job: Job;
+  /** The queue the job is in, when not the tree's root's (a flow's child in another queue, and its children). */
+  queue?: string;
   children?: JobTreeNode[];
   /** Some children were not read (past the limit). */
   more?: boolean;
@@ -430,32 +432,78 @@ export class Queue<T extends object = UntypedTasks> {
   /**
    * A job and its children, and theirs, as a tree (a flow, a fan-out): at most `limit` jobs
    * (default 1,000) read, breadth first; `more` is set on a node whose children were not all read.
+   * A flow's child in another queue is read there (with its own children), and names that queue.
    */
   async jobTree(id: string, limit = 1000): Promise<JobTreeNode | null> {
     checkJobId(id);
     const top = await this.getJob(id);
     if (!top) return null;
     const root: JobTreeNode = { job: top };
-    let read = 1;
-    const level: JobTreeNode[] = [root];
-    for (let q = 0; q < level.length && read < limit; q++) {
-      const node = level[q];
-      const total = node.job.children?.total ?? 0;
-      const n = Math.min(total, limit - read);
-      const ids = Array.from({ length: n }, (_, i) => `${node.job.id}/${i}`);
-      if (node.job.continuation) ids.push(node.job.continuation);
-      const jobs = await this.reader.jobsById(ids);
-      read += ids.length;
-      node.children = [];
-      for (const job of jobs) {
-        if (!job) continue;
-        const child: JobTreeNode = { job };
-        node.children.push(child);
-        level.push(child);
+    // (the other queues a tree reaches, opened once each on this queue's connection)
+    const others = new Map<string, Queue>();
+    try {
+      let read = 1;
+      const level: Array<{ node: JobTreeNode; at: Queue<T> | Queue }> = [{ node: root, at: this }];
+      for (let q = 0; q < level.length && read < limit; q++) {
+        const { node, at } = level[q];
+        const total = node.job.children?.total ?? 0;
+        const n = Math.min(total, limit - read);
+        const ids = Array.from({ length: n }, (_, i) => `${node.job.id}/${i}`);
+        if (node.job.continuation) ids.push(node.job.continuation);
+        const jobs: Array<{ job: Job | null; at: Queue<T> | Queue }> = (await at.reader.jobsById(ids)).map((job) => ({
+          job,
+          at,
+        }));
+        read += ids.length;
+        const missing = jobs.flatMap((j, i) => (j.job || i >= n ? [] : [i]));
+        for (const [i, found] of await at.childrenElsewhere(node.job.id, missing, others)) jobs[i] = found;
+        node.children = [];
+        for (const { job, at: there } of jobs) {
+          if (!job) continue;
+          const child: JobTreeNode = there === this ? { job } : { job, queue: there.name };
+          node.children.push(child);
+          level.push({ node: child, at: there });
+        }
+        if (n < total) node.more = true;
       }
-      if (n < total) node.more = true;
+    } finally {
+      await Promise.all([...others.values()].map((o) => o.close()));
     }
     return root;
+  }
+
+  /**
+   * Children `indexes` of `parent` (a flow's, not found in this queue) that are in other queues,
+   * read there: one HMGET of their queue refs, then one read per queue. `others` keeps the queues
+   * opened, by name.
+   */
+  private async childrenElsewhere(
+    parent: string,
+    indexes: number[],
+    others: Map<string, Queue>,
+  ): Promise<Array<[number, { job: Job | null; at: Queue<T> | Queue }]>> {
+    if (indexes.length === 0) return [];
+    const refs = await this.onJob(parent, async (s) => {
+      const found = await s.crossChildQueues(parent, indexes);
+      return found.some((r) => r !== null) ? found : null;
+    });
+    const byQueue = new Map<Queue<T> | Queue, number[]>();
+    for (const [k, ref] of (refs ?? []).entries()) {
+      if (ref === null) continue;
+      const [name, , shards] = ref.split(' ');
+      let there = others.get(name);
+      if (!there) {
+        there = new Queue(name, { connection: this.client, shards: Number(shards), maxEvents: this.maxEvents });
+        others.set(name, there);
+      }
+      byQueue.set(there, [...(byQueue.get(there) ?? []), indexes[k]]);
+    }
+    const out: Array<[number, { job: Job | null; at: Queue<T> | Queue }]> = [];
+    for (const [there, at] of byQueue) {
+      const jobs = await there.reader.jobsById(at.map((i) => `${parent}/${i}`));
+      out.push(...jobs.map((job, k): [number, { job: Job | null; at: Queue<T> | Queue }] => [at[k], { job, at: there }]));
+    }
+    return out;
   }
   /** Puts a failed or cancelled job back as `waiting` (retries reset); resolves its state afterwards, or null. */
   async retry(id: string): Promise<JobState | null> {

@@ -33,4 +33,23 @@ describe('rota job --tree', () => {
     expect(json.children.map((c: { job: { id: string } }) => c.job.id)).toEqual(['report/0', 'report/1']);
     expect((await rota([...args, 'job', 'nope', '--tree'])).code).toBe(EXIT_NOT_FOUND);
   });
+
+  it('prints the children in other queues with their queue', async () => {
+    const [qa, qb] = [openQueue(uniqueQueue('cli-tree-a')), openQueue(uniqueQueue('cli-tree-b'))];
+    await qa.submitFlow({
+      id: 'xreport',
+      task: 'merge',
+      children: [{ task: 'part' }, { task: 'part', queue: qb.name, children: [{ task: 'leaf' }] }],
+    });
+    const out = await rota(['--redis', redisUrl(), '--queue', qa.name, 'job', 'xreport', '--tree']);
+    expect(out.code).toBe(0);
+    const lines = out.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+TASK\s+STATE\s+CHILDREN\s+QUEUE$/);
+    expect(lines.slice(1).map((l) => l.replace(/\s+/g, ' ').trim())).toEqual([
+      'xreport merge waiting-children 0/2 ended',
+      'xreport/0 part waiting',
+      `xreport/1 part waiting-children 0/1 ended ${qb.name}`,
+      `xreport/1/0 leaf waiting ${qb.name}`,
+    ]);
+  });
 });

@@ -38,3 +38,44 @@ describe('dashboard on a flow', () => {
     expect(overview).toMatch(/waiting-children\s+1/);
   });
 });
+
+describe('dashboard on a flow with children in another queue', () => {
+  const [a, b] = [uniqueQueue('dash-xa'), uniqueQueue('dash-xb')];
+  let qa: Queue;
+  let qb: Queue;
+  let both: DashboardServer;
+  let one: DashboardServer;
+  const bothClient = dashboardClient(() => both.url);
+  const oneClient = dashboardClient(() => one.url);
+
+  beforeAll(async () => {
+    qa = new Queue(a, { connection: redisUrl() });
+    qb = new Queue(b, { connection: redisUrl() });
+    [both, one] = await Promise.all([
+      serveDashboard({ connection: redisUrl(), queues: [a, b], port: 0 }),
+      serveDashboard({ connection: redisUrl(), queues: [a], port: 0 }),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([both?.close(), one?.close()]);
+    await Promise.all([qa?.close(), qb?.close()]);
+  });
+
+  it("lists them with their state and queue, linking to their queue's job page when the dashboard shows it", async () => {
+    const tree = await qa.submitFlow({ task: 'merge', children: [{ task: 'part' }, { task: 'part', queue: b }] });
+    const [local, far] = tree.children!.map((c) => c.id);
+    expect(await qb.cancel(far)).toBe('cancelled');
+    const page = await bothClient.get(`/q/${a}/jobs/${encodeURIComponent(tree.id)}`);
+    expect(page.status).toBe(200);
+    const text = textOf(page.body);
+    expect(text).toContain(`${local} part waiting ${far} in queue ${b} part cancelled`);
+    expect(page.body).toContain(`href="/q/${a}/jobs/${encodeURIComponent(local)}"`);
+    expect(page.body).toContain(`href="/q/${b}/jobs/${encodeURIComponent(far)}"`);
+    const there = textOf((await bothClient.get(`/q/${b}/jobs/${encodeURIComponent(far)}`)).body);
+    expect(there).toContain('cancelled');
+    // (a dashboard that does not show queue b names it, without a link)
+    const alone = await oneClient.get(`/jobs/${encodeURIComponent(tree.id)}`);
+    expect(textOf(alone.body)).toContain(`${far} in queue ${b} part cancelled`);
+    expect(alone.body).not.toContain(`jobs/${encodeURIComponent(far)}"`);
+  });
+});

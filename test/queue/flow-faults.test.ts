@@ -7,13 +7,12 @@
  */
 import { Cluster, Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type FlowNode, Queue, type QueueEvent } from '../../src/index.js';
-import { parseEntry } from '../../src/queue/events.js';
+import { Queue, type QueueEvent } from '../../src/index.js';
 import { queueKeys } from '../../src/redis/keys.js';
 import { shardNumbers } from '../../src/redis/shards.js';
 import { readRuns } from '../fixtures/runs.js';
 import { startCluster } from '../helpers/cluster.js';
-import { NodeProcess } from '../helpers/processes.js';
+import { ExecutorFleet, executorEnv, type FaultQueue, flowTree, shardEvents, streamBefore } from '../helpers/fault-fleet.js';
 import { eventually, redisUrl, uniqueQueue } from '../helpers/setup.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -26,50 +25,10 @@ const KILLS = 12;
 
 const script = new URL('../fixtures/flow-executor.ts', import.meta.url).pathname;
 
-interface Setup {
-  name: string;
-  shards: number;
-  env: NodeJS.ProcessEnv;
-  client: Redis;
-  q: Queue;
-}
-
-function executor(s: Setup): NodeProcess {
-  const p = new NodeProcess(script, [], {
-    ...s.env,
-    QUEUE: s.name,
-    SHARDS: String(s.shards),
-    LEASE_MS: '1000',
-    CONCURRENCY: '4',
-  });
-  cleanups.push(() => p.kill());
-  return p;
-}
-
-/** Every event of every shard, each shard's in its order. */
-async function allEvents(s: Setup): Promise<QueueEvent[]> {
-  const out: QueueEvent[] = [];
-  for (const shard of shardNumbers(s.shards)) {
-    const key = queueKeys(s.name, shard, s.shards).events;
-    const entries = (await s.client.xrange(key, '-', '+')) as Array<[string, string[]]>;
-    out.push(...entries.flatMap(([sid, f]) => parseEntry(sid, f)));
-  }
-  return out;
-}
-
-function streamMs(e: QueueEvent): [number, number] {
-  const [ms, seq] = e.streamId.split('-').map(Number);
-  return [ms, seq];
-}
-const before = (a: QueueEvent, b: QueueEvent) => {
-  const [x, y] = [streamMs(a), streamMs(b)];
-  return x[0] < y[0] || (x[0] === y[0] && x[1] < y[1]);
-};
-
-async function chaos(s: Setup, mids: number, leaves: number, fanned: number): Promise<void> {
+async function chaos(s: FaultQueue, mids: number, leaves: number, fanned: number): Promise<void> {
   const { q } = s;
-  const procs = [executor(s), executor(s)];
-  await Promise.all(procs.map((p) => p.waitFor((m) => m.type === 'ready', 60_000)));
+  const env = executorEnv(s, 4);
+  const fleet = await ExecutorFleet.start(script, [env, env], (p) => cleanups.push(() => p.kill()));
   const flow = await q.submitFlow({
     task: 'node',
     group: 'root',
@@ -84,19 +43,8 @@ async function chaos(s: Setup, mids: number, leaves: number, fanned: number): Pr
 
   // kill -9 an executor 300-900 ms after the last new one is up, and start another, `KILLS`
   // times or until both waiters are done
-  let kills = 0;
-  let done = false;
-  const killer = (async () => {
-    while (!done && kills < KILLS) {
-      await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 600)));
-      if (done) break;
-      const i = Math.floor(Math.random() * procs.length);
-      await procs[i].kill();
-      kills++;
-      procs[i] = executor(s);
-      await procs[i].waitFor((m) => m.type === 'ready', 60_000);
-    }
-  })();
+  const killing = fleet.killRepeatedly({ times: KILLS, pauseMs: [300, 900], replace: 'await' });
+  let kills: number;
   try {
     await eventually(async () => {
       const [r, c] = await Promise.all([q.getJob(flow.id), q.getJob(continuation)]);
@@ -106,24 +54,11 @@ async function chaos(s: Setup, mids: number, leaves: number, fanned: number): Pr
       throw err;
     });
   } finally {
-    done = true;
-    await killer;
+    kills = await killing.stop();
   }
   console.log(`flow faults (${s.shards} shard(s)): ${kills} executors killed`);
 
-  const ids: string[] = [];
-  const waiters = new Map<string, string[]>();
-  const walk = (n: FlowNode) => {
-    ids.push(n.id);
-    if (n.children) {
-      waiters.set(
-        n.id,
-        n.children.map((c) => c.id),
-      );
-      n.children.forEach(walk);
-    }
-  };
-  walk(flow);
+  const { ids, waiters } = flowTree(flow);
   const fanChildren = Array.from({ length: fanned }, (_, i) => `${fan.id}/${i}`);
   ids.push(fan.id, continuation, ...fanChildren);
   waiters.set(continuation, fanChildren);
@@ -136,7 +71,7 @@ async function chaos(s: Setup, mids: number, leaves: number, fanned: number): Pr
   // no job doubled: the queue holds exactly these, each succeeded once
   const counts = await q.counts();
   expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(ids.length);
-  const events = await allEvents(s);
+  const events = await shardEvents(s.client, s.name, s.shards);
   const successes = new Map<string, QueueEvent[]>();
   for (const e of events) {
     if (e.state === 'success' && !e.event) successes.set(e.id, [...(successes.get(e.id) ?? []), e]);
@@ -147,9 +82,9 @@ async function chaos(s: Setup, mids: number, leaves: number, fanned: number): Pr
     const released = events.filter((e) => e.event === 'flow.released' && e.id === waiter);
     expect(released.length, waiter).toBe(1);
     // (the last child's success and the release are one call: one stream entry)
-    for (const c of children) expect(before(released[0], successes.get(c)![0]), `${c} before ${waiter}`).toBe(false);
+    for (const c of children) expect(streamBefore(released[0], successes.get(c)![0]), `${c} before ${waiter}`).toBe(false);
     const early = events.filter(
-      (e) => e.id === waiter && (e.state === 'running' || e.state === 'scheduled') && before(e, released[0]),
+      (e) => e.id === waiter && (e.state === 'running' || e.state === 'scheduled') && streamBefore(e, released[0]),
     );
     expect(early, waiter).toEqual([]);
   }

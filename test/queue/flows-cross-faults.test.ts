@@ -7,10 +7,9 @@
  */
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type FlowNode, Queue, type QueueEvent } from '../../src/index.js';
-import { parseEntry } from '../../src/queue/events.js';
+import { Queue, type QueueEvent } from '../../src/index.js';
 import { queueKeys } from '../../src/redis/keys.js';
-import { NodeProcess } from '../helpers/processes.js';
+import { ExecutorFleet, flowTree, shardEvents } from '../helpers/fault-fleet.js';
 import { eventually, redisUrl, uniqueQueue } from '../helpers/setup.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -23,16 +22,7 @@ const KILLS = 5;
 
 const script = new URL('../fixtures/flow-executor.ts', import.meta.url).pathname;
 
-function executor(queue: string): NodeProcess {
-  const p = new NodeProcess(script, [], { REDIS_URL: redisUrl(), QUEUE: queue, LEASE_MS: '1000', CONCURRENCY: '4' });
-  cleanups.push(() => p.kill());
-  return p;
-}
-
-async function events(client: Redis, queue: string): Promise<QueueEvent[]> {
-  const entries = (await client.xrange(queueKeys(queue).events, '-', '+')) as Array<[string, string[]]>;
-  return entries.flatMap(([sid, f]) => parseEntry(sid, f));
-}
+const env = (queue: string): NodeJS.ProcessEnv => ({ REDIS_URL: redisUrl(), QUEUE: queue, LEASE_MS: '1000', CONCURRENCY: '4' });
 
 const ms = (e: QueueEvent) => Number(e.streamId.split('-')[0]);
 
@@ -47,9 +37,7 @@ describe('flow faults across queues', () => {
       () => qb.close(),
       () => client.disconnect(),
     );
-    const queues = [a, b, b];
-    const procs = queues.map(executor);
-    await Promise.all(procs.map((p) => p.waitFor((m) => m.type === 'ready', 60_000)));
+    const fleet = await ExecutorFleet.start(script, [env(a), env(b), env(b)], (p) => cleanups.push(() => p.kill()));
     const flow = await qa.submitFlow({
       task: 'node',
       children: [
@@ -64,54 +52,19 @@ describe('flow faults across queues', () => {
     });
     // kill -9 a ready executor every 200-700 ms (a replacement started at once, not awaited),
     // `KILLS` times or until the root is done
-    let kills = 0;
-    let done = false;
-    const ready = procs.map(() => true);
-    const killer = (async () => {
-      while (!done && kills < KILLS) {
-        await new Promise((r) => setTimeout(r, 200 + Math.floor(Math.random() * 500)));
-        if (done) break;
-        const up = ready.flatMap((r, i) => (r ? [i] : []));
-        if (up.length === 0) continue;
-        const i = up[Math.floor(Math.random() * up.length)];
-        await procs[i].kill();
-        kills++;
-        ready[i] = false;
-        procs[i] = executor(queues[i]);
-        void procs[i]
-          .waitFor((m) => m.type === 'ready', 60_000)
-          .then(
-            () => {
-              ready[i] = true;
-            },
-            () => undefined,
-          );
-      }
-    })();
+    const killing = fleet.killRepeatedly({ times: KILLS, pauseMs: [200, 700], replace: 'ready' });
+    let kills: number;
     try {
       await eventually(async () => (await qa.getJob(flow.id))?.state === 'success', 120_000);
     } finally {
-      done = true;
-      await killer;
+      kills = await killing.stop();
     }
     console.log(`cross-queue flow faults: ${kills} executors killed`);
 
     // every job of the tree, in its queue, succeeded once
     const inA = new Set([flow.id, ...flow.children!.filter((c) => !c.queue).map((c) => c.id)]);
-    const waiters = new Map<string, string[]>();
-    const ids: string[] = [];
-    const walk = (n: FlowNode) => {
-      ids.push(n.id);
-      if (n.children) {
-        waiters.set(
-          n.id,
-          n.children.map((c) => c.id),
-        );
-        n.children.forEach(walk);
-      }
-    };
-    walk(flow);
-    const all = [...(await events(client, a)), ...(await events(client, b))];
+    const { ids, waiters } = flowTree(flow);
+    const all = [...(await shardEvents(client, a)), ...(await shardEvents(client, b))];
     const successes = new Map<string, QueueEvent[]>();
     for (const e of all) if (e.state === 'success' && !e.event) successes.set(e.id, [...(successes.get(e.id) ?? []), e]);
     expect(ids.filter((id) => successes.get(id)?.length !== 1)).toEqual([]);

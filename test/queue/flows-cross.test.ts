@@ -7,7 +7,7 @@
 import { Cluster } from 'ioredis';
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Handlers, type Job, PermanentError, Queue, ValidationError, Worker } from '../../src/index.js';
+import { type Handlers, type Job, type JobTreeNode, PermanentError, Queue, ValidationError, Worker } from '../../src/index.js';
 import { packFlowTree } from '../../src/queue/flow.js';
 import { queueKeys } from '../../src/redis/keys.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
@@ -219,6 +219,45 @@ describe('flow children in other queues', () => {
     expect((await qb.getJob(`${mid}/0`))?.state).toBe('cancelled');
   });
 
+  it('jobTree reads children in other queues there, with their own children and states, naming their queue, within its limit', async () => {
+    const [a, b] = [uniqueQueue('xta'), uniqueQueue('xtb')];
+    const qa = openQueue(a);
+    const qb = openQueue(b);
+    const tree = await qa.submitFlow({
+      task: 'root',
+      children: [
+        { task: 'leaf' },
+        { task: 'mid', queue: b, children: [{ task: 'leaf' }, { task: 'leaf' }] },
+        { task: 'leaf', queue: b },
+      ],
+    });
+    const [local, mid, far] = tree.children!.map((c) => c.id);
+    expect(await qb.cancel(far)).toBe('cancelled');
+    const t = (await qa.jobTree(tree.id))!;
+    expect(t.queue).toBeUndefined();
+    const row = (n: JobTreeNode) => [n.job.id, n.job.state, n.queue];
+    expect(t.children!.map(row)).toEqual([
+      [local, 'waiting', undefined],
+      [mid, 'waiting-children', b],
+      [far, 'cancelled', b],
+    ]);
+    expect(t.children![1].children!.map(row)).toEqual([
+      [`${mid}/0`, 'waiting', b],
+      [`${mid}/1`, 'waiting', b],
+    ]);
+    // (the limit counts the jobs read in every queue)
+    const cut = (await qa.jobTree(tree.id, 5))!;
+    expect(cut.children!.map((c) => c.job.id)).toEqual([local, mid, far]);
+    expect(cut.children![1].children!.map((c) => c.job.id)).toEqual([`${mid}/0`]);
+    expect(cut.children![1].more).toBe(true);
+    // from the other queue, the subtree is its own
+    const there = (await qb.jobTree(mid))!;
+    expect(there.children!.map(row)).toEqual([
+      [`${mid}/0`, 'waiting', undefined],
+      [`${mid}/1`, 'waiting', undefined],
+    ]);
+  });
+
   it('on a 3-primary Redis Cluster, with the two queues on two nodes', async () => {
     const cluster = await startCluster(3);
     track({ close: () => cluster.destroy() });
@@ -258,6 +297,16 @@ describe('flow children in other queues', () => {
     track(new Worker(b, handlers, { connection: connect(), leaseMs: 2000 }));
     const done = await stateOf(qa, tree.id, 'success');
     expect(done.result).toBe(10);
+    const t = (await qa.jobTree(tree.id))!;
+    expect(t.children!.map((c) => [c.job.state, c.queue])).toEqual([
+      ['success', undefined],
+      ['success', b],
+      ['success', b],
+    ]);
+    expect(t.children![1].children!.map((c) => [c.job.result, c.queue])).toEqual([
+      [2, b],
+      [3, b],
+    ]);
     expect((await qb.getJob(tree.children![1].id))?.result).toBe(5);
     expect(await admin.llen(queueKeys(a).crossSubmits)).toBe(0);
     await eventually(async () => (await admin.zcard(queueKeys(b).crossEnds)) === 0);

@@ -46,6 +46,27 @@ describe.each(['thread', 'process'] as const)('an isolated task in a %s', (where
     expect(children.map((c) => c?.args)).toEqual([1, 2, 3]);
   });
 
+  it('gets the batch of a job of it, or of its callback, as ctx.batch: it adds jobs, reads the status and pages the jobs', async () => {
+    const name = uniqueQueue(`iso-batch-${where}`);
+    const q = openQueue(name);
+    openWorker(name, { batched: isolated(TASKS, { in: where }), noop: async () => 'added' });
+    const batch = await q.openBatch({ onSuccess: { task: 'batched' } });
+    const job = await batch.submit({ task: 'batched', args: { add: 2 } });
+    await batch.close();
+    const callback = await eventually(async () => {
+      const j = await q.getJob(`${batch.id}/success`);
+      return j?.state === 'success' && j;
+    });
+    expect((await q.getJob(job.id))?.result).toMatchObject({ id: batch.id, total: 3 });
+    expect(callback.result).toEqual({ id: batch.id, total: 3, listed: 3 });
+    const added = await Promise.all([0, 1].map((i) => q.getJob(`${job.id}-${i}`)));
+    expect(added.map((j) => [j?.state, j?.batch])).toEqual([
+      ['success', batch.id],
+      ['success', batch.id],
+    ]);
+    expect(await q.batch(batch.id)).toMatchObject({ total: 3, success: 3, state: 'succeeded' });
+  });
+
   it('keeps a PermanentError permanent, and a plain error retried with its message and stack cut to the limit', async () => {
     const name = uniqueQueue(`iso-err-${where}`);
     const q = openQueue(name);

@@ -30,18 +30,28 @@ function parseState(value: string): JobState {
 }
 
 /** A job as printed: without the take sequence, the queue's internal lease token. */
-/** Prints a job tree, one job a line, indented by depth: id, task, state, and the children's counts. */
+/**
+ * Prints a job tree, one job a line, indented by depth: id, task, state, and the children's
+ * counts; and, when the tree reaches other queues, the queue of each job there.
+ */
 function printTree(root: JobTreeNode): void {
   const rows: string[][] = [];
+  let elsewhere = false;
   const walk = (n: JobTreeNode, depth: number) => {
     const c = n.job.children;
     const counts = c ? `${c.success + c.failed + c.cancelled + c.removed}/${c.total} ended` : '';
-    rows.push([`${'  '.repeat(depth)}${n.job.id}`, n.job.task, n.job.state, counts]);
+    if (n.queue !== undefined) elsewhere = true;
+    rows.push([`${'  '.repeat(depth)}${n.job.id}`, n.job.task, n.job.state, counts, n.queue ?? '']);
     for (const k of n.children ?? []) walk(k, depth + 1);
-    if (n.more) rows.push([`${'  '.repeat(depth + 1)}...`, '', '', '']);
+    if (n.more) rows.push([`${'  '.repeat(depth + 1)}...`, '', '', '', '']);
   };
   walk(root, 0);
-  printTable(['ID', 'TASK', 'STATE', 'CHILDREN'], rows);
+  if (elsewhere) printTable(['ID', 'TASK', 'STATE', 'CHILDREN', 'QUEUE'], rows);
+  else
+    printTable(
+      ['ID', 'TASK', 'STATE', 'CHILDREN'],
+      rows.map((r) => r.slice(0, 4)),
+    );
 }
 
 function printable({ takeSeq: _, ...job }: Job): Omit<Job, 'takeSeq'> {

@@ -121,13 +121,25 @@ function batchLine(id: string, b: BatchStatus | null): Html {
 /** Children a job page lists (its flow section). */
 const FLOW_ROWS = 50;
 
+/**
+ * A child's id, linking to its job page: this queue's, or, for a flow's child in another queue,
+ * that queue's when the dashboard shows it (the id and the queue's name alone when not).
+ */
+function childLink(ctx: PageContext, c: JobTreeNode): Html {
+  const id = encodeURIComponent(c.job.id);
+  if (c.queue === undefined) return html`<a href="${ctx.base}/jobs/${id}">${c.job.id}</a>`;
+  const queue = html` <span class="muted child-queue">in queue ${c.queue}</span>`;
+  if (!ctx.queues.includes(c.queue)) return html`${c.job.id}${queue}`;
+  return html`<a href="${ctx.root}/q/${encodeURIComponent(c.queue)}/jobs/${id}">${c.job.id}</a>${queue}`;
+}
+
 /** A job's children (the first {@link FLOW_ROWS}) and its continuation: id (a link), task, state. */
 function flowSection(ctx: PageContext, tree: JobTreeNode): Html {
   const rows = (tree.children ?? [])
     .slice(0, FLOW_ROWS)
     .map(
       (c) =>
-        html`<tr><td class="mono"><a href="${ctx.base}/jobs/${encodeURIComponent(c.job.id)}">${c.job.id}</a></td><td>${c.job.task}</td><td><span class="state state-${c.job.state}" title="${stateHelp(c.job.state)}">${c.job.state}</span></td></tr>`,
+        html`<tr><td class="mono">${childLink(ctx, c)}</td><td>${c.job.task}</td><td><span class="state state-${c.job.state}" title="${stateHelp(c.job.state)}">${c.job.state}</span></td></tr>`,
     );
   const more = (tree.children?.length ?? 0) > FLOW_ROWS || tree.more;
   return html`<h2>Flow</h2><table class="flow"><thead><tr><th>child</th><th>task</th><th>state</th></tr></thead><tbody>${rows}</tbody></table>${more ? html`<p class="muted">Only the first ${count(FLOW_ROWS)} are listed; the CLI's <code>rota job &lt;id&gt; --tree</code> prints more.</p>` : ''}`;
