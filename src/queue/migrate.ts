@@ -6,8 +6,9 @@
  * and two at once never rewrite a record twice. The last batch of a step raises the shard's schema.
  * The version rule and how to add a step: docs/upgrading.md.
  */
-import { MigrationPathError, ReshardInProgressError, ValidationError } from '../errors.js';
+
 import type { Cluster, Redis } from 'ioredis';
+import { MigrationPathError, ReshardInProgressError, ValidationError } from '../errors.js';
 import { type MigrationState, MigrationStore } from '../redis/migration-store.js';
 import { readLayoutOf } from '../redis/schema.js';
 import { shardNumbers } from '../redis/shards.js';

@@ -7,7 +7,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { ConnectionError, UnexpectedReplyError } from '../errors.js';
 import { type QueueKeys, queueKeys } from './keys.js';
-import { runFunction, rotaLibrary } from './library.js';
+import { rotaLibrary, runFunction } from './library.js';
 import { packStrings } from './string-array.js';
 import { META, MIGRATE_BATCH } from './wire.js';
 
@@ -128,7 +128,11 @@ export class MigrationStore {
     const [nodeKey] = cluster.slots[slot] ?? [];
     const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
     if (!node) {
-      throw new ConnectionError(`the primary of queue "${this.queue}"`, 'NOPRIMARY', 'no primary is known for its slot yet; try again');
+      throw new ConnectionError(
+        `the primary of queue "${this.queue}"`,
+        'NOPRIMARY',
+        'no primary is known for its slot yet; try again',
+      );
     }
     this.node = node;
     return node;

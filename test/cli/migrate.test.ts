@@ -2,13 +2,12 @@
  * `rota migrate` migrates data: a test-only step (test/fixtures/migrate-step.ts) run by the CLI as
  * a child process, killed with kill -9 midway and started again while an executor works on the
  * queue, rewrites every record exactly once and nothing else; `--dry-run` writes nothing; a bad
- * `--to` is refused; a sharded queue migrates every shard; the version rule lets builds of the old
- * schema read the migrated data and refuses data too old or too new with what to run.
+ * `--to` is refused; a sharded queue migrates every shard. Child processes started and killed:
+ * @full-suite
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EXIT_INVALID } from '../../src/cli/exit-codes.js';
-import { SchemaMismatchError } from '../../src/index.js';
 import { migrateQueue } from '../../src/queue/migrate.js';
 import { META, SCHEMA_VERSION } from '../../src/redis/wire.js';
 import { TEST_STEP } from '../fixtures/migrate-step.js';
@@ -26,8 +25,13 @@ afterEach(() => {
 });
 
 /** Starts the CLI with the test step; resolves its exit code and output when it ends. */
-function startMigrate(args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> } {
-  const child = spawn(process.execPath, [...TS_EXEC_ARGV, CLI, '--redis', redisUrl(), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startMigrate(args: string[]): {
+  child: ChildProcess;
+  done: Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>;
+} {
+  const child = spawn(process.execPath, [...TS_EXEC_ARGV, CLI, '--redis', redisUrl(), ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(child);
   let stdout = '';
   let stderr = '';
@@ -96,7 +100,10 @@ describe('rota migrate', () => {
       const dryOut = await dry.done;
       expect(dryOut.code).toBe(0);
       const plan = JSON.parse(dryOut.stdout);
-      expect(plan).toMatchObject({ dryRun: true, shards: [{ shard: 0, schema: String(SCHEMA_VERSION), after: String(TEST_STEP.to) }] });
+      expect(plan).toMatchObject({
+        dryRun: true,
+        shards: [{ shard: 0, schema: String(SCHEMA_VERSION), after: String(TEST_STEP.to) }],
+      });
       expect(plan.shards[0].steps).toHaveLength(1);
       expect(plan.shards[0].steps[0].keys).toBeGreaterThanOrEqual(N);
       expect(await raw.hgetall(meta)).toEqual({ [META.schema]: String(SCHEMA_VERSION), shards: '1' });
@@ -120,8 +127,15 @@ describe('rota migrate', () => {
       const out = await second.done;
       expect(out.code).toBe(0);
       const report = JSON.parse(out.stdout);
-      expect(report.shards[0]).toMatchObject({ resumed: TEST_STEP.to, schema: String(SCHEMA_VERSION), after: String(TEST_STEP.to) });
-      const progress = out.stderr.trim().split('\n').map((line) => JSON.parse(line));
+      expect(report.shards[0]).toMatchObject({
+        resumed: TEST_STEP.to,
+        schema: String(SCHEMA_VERSION),
+        after: String(TEST_STEP.to),
+      });
+      const progress = out.stderr
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
       expect(progress.at(-1)).toMatchObject({ shard: 0, from: TEST_STEP.from, to: TEST_STEP.to, complete: true });
 
       producing = false;
@@ -191,38 +205,5 @@ describe('rota migrate', () => {
     } finally {
       raw.disconnect();
     }
-  });
-});
-
-describe('the version rule', () => {
-  /** The error a submit to a queue recording `fields` in its meta hash rejects with (null: none). */
-  async function submitWith(fields: Record<string, string>): Promise<unknown> {
-    const name = uniqueQueue('schema-rule');
-    const raw = rawClient();
-    await raw.hset(`{rota:${name}}:meta`, fields);
-    raw.disconnect();
-    return openQueue(name)
-      .submit({ task: 't' })
-      .then(
-        () => null,
-        (e: unknown) => e,
-      );
-  }
-
-  it('reads data of a newer schema whose oldest reader is this one', async () => {
-    expect(await submitWith({ schema: String(SCHEMA_VERSION + 1), [META.compat]: String(SCHEMA_VERSION) })).toBeNull();
-  });
-
-  it('refuses data a newer build wrote that this one cannot read, saying to run a newer Rota', async () => {
-    const err = await submitWith({ schema: String(SCHEMA_VERSION + 2), [META.compat]: String(SCHEMA_VERSION + 1) });
-    expect(err).toBeInstanceOf(SchemaMismatchError);
-    expect((err as Error).message).toContain(`needs a Rota of schema version ${SCHEMA_VERSION + 1} or newer`);
-  });
-
-  it('refuses data older than it reads, saying to run rota migrate', async () => {
-    const err = await submitWith({ schema: String(SCHEMA_VERSION - 1) });
-    expect(err).toBeInstanceOf(SchemaMismatchError);
-    expect(err).toMatchObject({ remedy: 'migrate' });
-    expect((err as Error).message).toMatch(/run `rota migrate --queue schema-rule\S*` of this version first/);
   });
 });

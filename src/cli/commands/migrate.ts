@@ -27,7 +27,11 @@ export function register(program: Command): void {
       "load this Rota's function library into Redis (as the deploy user; a library of its name holding other code is replaced), then migrate the queue's data to this Rota's schema, online and resumable",
     )
     .option('--dry-run', 'say which steps would run on each shard and how many keys they would read; write nothing')
-    .option('--to <schema>', 'the schema version to migrate to (default: the newest this Rota knows)', intOption('--to', 1, 1_000_000))
+    .option(
+      '--to <schema>',
+      'the schema version to migrate to (default: the newest this Rota knows)',
+      intOption('--to', 1, 1_000_000),
+    )
     .option(
       '--batch <keys>',
       `keys one batch reads (default ${MIGRATE_BATCH_KEYS})`,
