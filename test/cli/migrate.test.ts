@@ -164,7 +164,7 @@ describe('rota migrate', () => {
       const again = startMigrate(['--queue', name, 'migrate']);
       const againOut = await again.done;
       expect(againOut.code).toBe(0);
-      expect(againOut.stdout).toContain(`shard 0: schema ${TEST_STEP.to}, nothing to migrate`);
+      expect(againOut.stdout).toContain(`queue ${name}: schema ${TEST_STEP.to}, nothing to migrate\n`);
     } finally {
       producing = false;
       await producer;

@@ -53,21 +53,20 @@ export function register(program: Command): void {
           };
           const shards = await migrateQueue(client, g.queue, { to: o.to, batch: o.batch, dryRun: o.dryRun, onProgress });
           if (g.json) {
-            printJson({ queue: g.queue, dryRun: o.dryRun === true, library, libraryChanged: changed, shards });
+            printJson({ library, changed, queue: g.queue, dryRun: o.dryRun === true, shards });
             return;
           }
           const out: string[] = [];
           if (o.dryRun) out.push(`would load function library ${library} (unless loaded)`);
           else out.push(`function library ${library} ${changed ? 'loaded' : 'was loaded already'}`);
-          for (const s of shards) {
-            const head = `queue ${g.queue} shard ${s.shard}: schema ${s.schema ?? '(none: never used)'}`;
-            if (!s.steps.length) out.push(`${head}, nothing to migrate`);
+          const ran = shards.filter((s) => s.steps.length > 0);
+          // (a queue at this schema: one line; one never used: the library's line alone)
+          const recorded = shards.find((s) => s.schema !== null);
+          if (!ran.length && recorded) out.push(`queue ${g.queue}: schema ${recorded.after}, nothing to migrate`);
+          for (const s of ran) {
             for (const st of s.steps) {
-              out.push(
-                o.dryRun
-                  ? `${head}: would run step ${st.from} -> ${st.to} (${st.description}) over ${st.keys} job keys`
-                  : `${head}: ran step ${st.from} -> ${st.to} (${st.description}), ${st.rewritten} records rewritten`,
-              );
+              const head = `queue ${g.queue} shard ${s.shard}: step ${st.from} -> ${st.to} (${st.description})`;
+              out.push(o.dryRun ? `${head}: would read ${st.keys} job keys` : `${head}: ${st.rewritten} records rewritten`);
             }
           }
           process.stdout.write(`${out.join('\n')}\n`);
