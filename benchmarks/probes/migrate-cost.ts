@@ -35,7 +35,10 @@ await admin.config('RESETSTAT');
 const cpu0 = await serverCpuUs(admin);
 const t0 = performance.now();
 let batches = 0;
-const [report] = await migrateQueue(admin, 'migrate', { steps: [step], batch, onProgress: (p) => void (batches = p.batches) });
+const onProgress = (p: { batches: number }) => {
+  batches = p.batches;
+};
+const [report] = await migrateQueue(admin, 'migrate', { steps: [step], batch, onProgress });
 const s = (performance.now() - t0) / 1000;
 const cpu = (await serverCpuUs(admin)) - cpu0;
 const rewritten = report.steps[0].rewritten;
