@@ -5,9 +5,10 @@
  * library directly, not through the schema check: a migration runs on data the check refuses.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { ConnectionError, UnexpectedReplyError } from '../errors.js';
+import { UnexpectedReplyError } from '../errors.js';
 import { type QueueKeys, queueKeys } from './keys.js';
 import { rotaLibrary, runFunction } from './library.js';
+import { slotPrimary } from './script-runner.js';
 import { packStrings } from './string-array.js';
 import { META, MIGRATE_BATCH } from './wire.js';
 
@@ -124,16 +125,7 @@ export class MigrationStore {
       this.node = this.client as Redis;
       return this.node;
     }
-    const slot = Number(await cluster.call('CLUSTER', 'KEYSLOT', this.keys.meta));
-    const [nodeKey] = cluster.slots[slot] ?? [];
-    const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
-    if (!node) {
-      throw new ConnectionError(
-        `the primary of queue "${this.queue}"`,
-        'NOPRIMARY',
-        'no primary is known for its slot yet; try again',
-      );
-    }
+    const node = slotPrimary(cluster, Number(await cluster.call('CLUSTER', 'KEYSLOT', this.keys.meta)), this.queue);
     this.node = node;
     return node;
   }
