@@ -122,17 +122,45 @@ export class RedisFullError extends RotaError {
 }
 
 /**
- * The queue's data was written by a Rota of another data format (its `schema` in
- * `{rota:<queue>}:meta`). Nothing was written. Run a Rota of that format, or migrate the queue.
+ * The queue's data is of a schema this build cannot read (its `schema` and `schemaCompat` in the
+ * shard's `meta` hash; the rule: docs/upgrading.md): older than the oldest it reads (`rota migrate`
+ * raises it), or written by a newer build in a format this one does not know (run a newer build).
+ * Nothing was written.
  */
 export class SchemaMismatchError extends RotaError {
+  /**
+   * @param found the schema the queue records
+   * @param expected the schema this build writes
+   * @param remedy what to run: `migrate` (the data is too old) or `upgrade` (too new)
+   * @param needs for `upgrade`, the oldest build schema that reads the data
+   */
   constructor(
     readonly queue: string,
     readonly found: string,
     readonly expected: number,
+    readonly remedy: 'migrate' | 'upgrade' = 'upgrade',
+    readonly needs: number = Number(found),
   ) {
     super(
-      `queue "${queue}" holds data of schema version ${found}, but this Rota reads and writes schema version ${expected}; nothing was written`,
+      remedy === 'migrate'
+        ? `queue "${queue}" holds data of schema version ${found}, older than this Rota (schema version ${expected}) reads; run \`rota migrate --queue ${queue}\` of this version first; nothing was written`
+        : `queue "${queue}" holds data of schema version ${found}, which needs a Rota of schema version ${needs} or newer, but this Rota reads and writes schema version ${expected}; run a newer Rota; nothing was written`,
+    );
+  }
+}
+
+/**
+ * `rota migrate` knows no step that leads a shard of the queue on from the schema it records (a
+ * schema of another build's steps, or older than the oldest step of this one). Nothing was written.
+ */
+export class MigrationPathError extends RotaError {
+  constructor(
+    readonly queue: string,
+    readonly found: string,
+    readonly to: number,
+  ) {
+    super(
+      `queue "${queue}" holds data of schema version ${found}, and this Rota has no migration step from it to schema version ${to}; migrate with the Rota that wrote it (or one of the versions between, docs/upgrading.md); nothing was written`,
     );
   }
 }

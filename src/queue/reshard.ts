@@ -223,7 +223,10 @@ class Resharder {
     const stores = [...this.oldShards.map((s) => this.old(s)), ...shardNumbers(this.to).map((s) => this.new(s))];
     for (const store of stores) {
       const found = await store.schema();
-      if (found !== null && found !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, found, SCHEMA_VERSION);
+      if (found !== null && found !== String(SCHEMA_VERSION)) {
+        // (a reshard copies records as this build writes them: it wants its own schema exactly)
+        throw new SchemaMismatchError(this.queue, found, SCHEMA_VERSION, Number(found) < SCHEMA_VERSION ? 'migrate' : 'upgrade');
+      }
     }
   }
 

@@ -109,8 +109,9 @@ const READS = [
 
 /** The commands each role sends. */
 export const ROLE_COMMANDS: Readonly<Record<AclRole, readonly string[]>> = {
-  // (INFO and PING: `rota migrate`'s connection and ready check)
-  deploy: ['ping', 'info', 'function|load', 'function|list'],
+  // (`rota migrate`: INFO and PING its connection and ready check, FUNCTION LOAD the library; its
+  // data steps read the shards' meta hashes and SCAN their job hashes, and call the steps' scripts)
+  deploy: [...CONNECT, ...SCRIPTS, 'function|load', 'scan'],
   // (WAIT: `durability: 'replicated'`; side writes outside scripts: set, hset, rpush, ltrim, pexpire, zadd...)
   producer: [...CONNECT, ...SCRIPTS, ...READS, 'wait', 'incrby'],
   // (BZPOPMIN and SUBSCRIBE: the wake-ups; the side writes of log() and progress())
@@ -130,13 +131,13 @@ export function commandsOf(roles: readonly AclRole[]): string[] {
 }
 
 /**
- * The `ACL SETUSER` lines of docs/operations.md: the deploy user `rota-deploy` (no keys) and the
+ * The `ACL SETUSER` lines of docs/operations.md: the deploy user `rota-deploy` (keys under `{rota:`, no channels) and the
  * runtime user `rota` (keys and channels under `{rota:`), their passwords to be replaced.
  */
 export function aclLines(): string[] {
   const plus = (cmds: string[]) => cmds.map((c) => `+${c}`).join(' ');
   return [
-    `ACL SETUSER rota-deploy on >CHANGE-ME-DEPLOY resetkeys resetchannels -@all ${plus(commandsOf(['deploy']))}`,
+    `ACL SETUSER rota-deploy on >CHANGE-ME-DEPLOY resetkeys ~{rota:* resetchannels -@all ${plus(commandsOf(['deploy']))}`,
     `ACL SETUSER rota on >CHANGE-ME resetkeys ~{rota:* resetchannels &{rota:* -@all ${plus(commandsOf(RUNTIME_ROLES))}`,
   ];
 }

@@ -3,7 +3,7 @@
  * (`{rota:<queue>}` for an unsharded queue, `{rota:<queue>:<i>}` for shard i: ./shards.ts), so a
  * shard lives in one Redis Cluster slot. The Lua scripts build the same names with the builders
  * generated from these (`KEY.job(prefix, id)`, {@link expandKeyBuilders}; key layout:
- * docs/architecture.md).
+ * docs/format.md).
  */
 import { ScriptLoadError, ValidationError } from '../errors.js';
 import { shardTag } from './shards.js';
@@ -172,7 +172,7 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
  * Key names of the periodic scheduler, below the queue's home-shard prefix `{rota:<queue>}:` (so
  * a queue's tasks, rules and their runs live in one Redis Cluster slot). The Lua scripts build the
  * same names from the prefix (see lua/includes/periodic.lua); the table of what each holds is in
- * docs/architecture.md ("Periodic tasks"). The queue's schema version (`meta`) covers these keys
+ * docs/format.md ("Periodic keys"). The queue's schema version (`meta`) covers these keys
  * too: the periodic scripts write the queue's jobs.
  */
 export interface PeriodicKeys {

@@ -3,13 +3,14 @@
  * the shard's `meta` hash, and the queue's shard count in the unsharded queue's `meta` hash (the
  * queue's layout); a client of another version, or configured with another count, refuses the
  * queue before its first script call, and so does every client while the queue's shard count is
- * being changed (`reshard` in the layout, see src/queue/reshard.ts).
+ * being changed (`reshard` in the layout, see src/queue/reshard.ts). Which recorded schemas a
+ * build reads is the version rule of docs/upgrading.md ({@link checkSchema}).
  */
 import type { Cluster, Redis } from 'ioredis';
 import { ReshardInProgressError, SchemaMismatchError, ShardCountError } from '../errors.js';
 import { asConnectionError } from './connection.js';
 import { queueKeys } from './keys.js';
-import { SCHEMA_VERSION } from './wire.js';
+import { META, SCHEMA_READS_FROM, SCHEMA_VERSION } from './wire.js';
 
 /**
  * The fields of the queue's layout (the unsharded queue's `meta` hash): its shard count, and while
@@ -47,14 +48,49 @@ export interface Layout {
 }
 
 /** Reads the queue's layout from `layoutKey`, the unsharded queue's `meta` hash (read only). */
-export async function readLayout(client: Redis, layoutKey: string): Promise<Layout> {
+export async function readLayout(client: Redis | Cluster, layoutKey: string): Promise<Layout> {
   const [shards, reshard, reshardStep] = await client.hmget(layoutKey, LAYOUT.shards, LAYOUT.reshard, LAYOUT.reshardStep);
   return { shards: shards === null ? null : Number(shards), reshard: reshard === null ? null : Number(reshard), reshardStep };
+}
+
+/** Reads queue `queue`'s layout (read only). */
+export function readLayoutOf(client: Redis | Cluster, queue: string): Promise<Layout> {
+  return readLayout(client, queueKeys(queue).meta);
 }
 
 /** The shard count queue `queue`'s layout records, as recorded (null when none is). */
 export function readShardCount(client: Redis | Cluster, queue: string): Promise<string | null> {
   return client.hget(queueKeys(queue).meta, LAYOUT.shards);
+}
+
+/** The schema facts of a shard's `meta` hash (null: not recorded). */
+export interface RecordedSchema {
+  schema: string | null;
+  compat: string | null;
+}
+
+/**
+ * Throws unless this build reads data of schema `schema` whose oldest reader is `compat` (absent:
+ * the schema itself): the schema must be at least {@link SCHEMA_READS_FROM} (else the data needs
+ * `rota migrate`), and `compat` at most {@link SCHEMA_VERSION} (else a newer build wrote what this
+ * one cannot read). A shard that records none passes.
+ * @throws {SchemaMismatchError} naming what to run.
+ */
+export function checkSchema(queue: string, recorded: RecordedSchema): void {
+  if (recorded.schema === null) return;
+  const schema = Number(recorded.schema);
+  const compat = recorded.compat === null ? schema : Number(recorded.compat);
+  if (!Number.isInteger(schema) || !Number.isInteger(compat)) {
+    throw new SchemaMismatchError(queue, recorded.schema, SCHEMA_VERSION);
+  }
+  if (schema < SCHEMA_READS_FROM) throw new SchemaMismatchError(queue, recorded.schema, SCHEMA_VERSION, 'migrate');
+  if (compat > SCHEMA_VERSION) throw new SchemaMismatchError(queue, recorded.schema, SCHEMA_VERSION, 'upgrade', compat);
+}
+
+/** Reads the schema facts of the shard whose `meta` hash is `metaKey` (read only). */
+export async function readSchema(client: Redis, metaKey: string): Promise<RecordedSchema> {
+  const [schema, compat] = await client.hmget(metaKey, META.schema, META.compat);
+  return { schema, compat };
 }
 
 /** One client's check of one queue's schema, made once, before its first script call. */
@@ -79,7 +115,7 @@ export class SchemaGate {
 
   /**
    * Reads the queue's schema, recording this one when it has none (HSETNX): rejects with
-   * a {@link SchemaMismatchError} when that is another. A failed read (Redis unreachable) is
+   * a {@link SchemaMismatchError} when this build cannot read it ({@link checkSchema}). A failed read (Redis unreachable) is
    * tried again by the next call; a mismatch is answered to every call.
    */
   check(): Promise<void> {
@@ -107,9 +143,12 @@ export class SchemaGate {
   private async readOnce(): Promise<void> {
     // Reads first: a queue that has its schema and count needs no write, so the check passes
     // while Redis refuses writes (maxmemory reached, a read-only replica).
-    const schema =
-      (await this.client.hget(this.metaKey, 'schema')) ?? (await this.record(this.metaKey, 'schema', SCHEMA_VERSION));
-    if (schema !== String(SCHEMA_VERSION)) throw new SchemaMismatchError(this.queue, String(schema), SCHEMA_VERSION);
+    let recorded = await readSchema(this.client, this.metaKey);
+    if (recorded.schema === null) {
+      await this.record(this.metaKey, META.schema, SCHEMA_VERSION);
+      recorded = await readSchema(this.client, this.metaKey);
+    }
+    checkSchema(this.queue, recorded);
     if (this.resharding) return;
     const [found, to] = await this.client.hmget(this.layoutKey, LAYOUT.shards, LAYOUT.reshard);
     const shards = found ?? (await this.record(this.layoutKey, LAYOUT.shards, this.shards));

@@ -108,15 +108,24 @@ export class ScriptRunner {
     const cluster = this.client as unknown as Cluster;
     if (typeof cluster.nodes !== 'function') return this.client;
     this.slot ??= Number(await cluster.call('CLUSTER', 'KEYSLOT', this.metaKey));
-    const [nodeKey] = cluster.slots[this.slot] ?? [];
-    const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
-    if (!node) {
-      throw new ConnectionError(
-        `the primary of queue "${this.queue}"`,
-        'NOPRIMARY',
-        'no primary is known for its slot yet (the Cluster is failing over or moving the slot); try again',
-      );
-    }
-    return node;
+    return slotPrimary(cluster, this.slot, this.queue);
   }
+}
+
+/**
+ * The primary of Cluster slot `slot`, which holds a shard of queue `queue` (for the commands that
+ * name no key: WAIT, SCAN).
+ * @throws {ConnectionError} while no primary is known for the slot.
+ */
+export function slotPrimary(cluster: Cluster, slot: number, queue: string): Redis {
+  const [nodeKey] = cluster.slots[slot] ?? [];
+  const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
+  if (!node) {
+    throw new ConnectionError(
+      `the primary of queue "${queue}"`,
+      'NOPRIMARY',
+      'no primary is known for its slot yet (the Cluster is failing over or moving the slot); try again',
+    );
+  }
+  return node;
 }

@@ -9,11 +9,39 @@
  */
 
 /**
- * The data format's version, recorded per queue as field `schema` of `{rota:<queue>}:meta` by the
- * first client to use the queue; a client of another version refuses the queue
- * (SchemaMismatchError).
+ * The data format's version this build writes, recorded per queue shard as field `schema` of its
+ * `meta` hash by the first client to use it, and raised by `rota migrate`'s steps (the version
+ * rule: docs/upgrading.md; the format: docs/format.md).
  */
 export const SCHEMA_VERSION = 7;
+
+/**
+ * The oldest recorded schema this build reads without a migration: a shard recording an older one
+ * is refused until `rota migrate` raises it (SchemaMismatchError).
+ */
+export const SCHEMA_READS_FROM = 7;
+
+/**
+ * The fields of a shard's `meta` hash that version its data: `schema`, the format its records are
+ * in (every record of it at least that new); `compat`, the oldest build schema that reads the data
+ * (absent: the `schema` itself); and while a migration step is under way, the schema it leads to
+ * (`step`), the SCAN cursor it goes on from (`cursor`) and the records it rewrote so far (`done`).
+ */
+export const META = {
+  schema: 'schema',
+  compat: 'schemaCompat',
+  step: 'migrateStep',
+  cursor: 'migrateCursor',
+  done: 'migrateDone',
+} as const;
+
+/**
+ * What one batch of a migration step answers first (lua/migrate-job-field.lua): it ran (`ok`,
+ * then the records the step rewrote so far, and whether the step is complete), or it wrote
+ * nothing since the shard is not where the caller thought: at another schema or step (`stale`), or
+ * at another cursor (`moved`: another migrate runs, or one was killed after its batch).
+ */
+export const MIGRATE_BATCH = { ok: 'o', stale: 's', moved: 'm' } as const;
 
 /**
  * Longest delay a job may have (ms), and its latest due time (`runAt`): 9,999,999,999,999 ms,
@@ -363,6 +391,8 @@ export type WireValue = number | string | readonly string[] | Readonly<Record<st
 /** The names and values injected into the Lua library as `includes/wire`. */
 export const LUA_WIRE: Readonly<Record<string, WireValue>> = {
   SCHEMA_VERSION,
+  META,
+  MIGRATE_BATCH,
   MAX_DELAY_MS,
   WAKE_MEMBER,
   TAKEN_WIDTH,

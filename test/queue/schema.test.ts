@@ -1,7 +1,10 @@
-/** A queue records its schema version; a client of another version refuses it and writes nothing. */
+/**
+ * A queue records its schema version; a client refuses, writing nothing, a queue of a schema it
+ * cannot read (the version rule of docs/upgrading.md), saying what to run.
+ */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeriodicTasks, Scheduler, SchemaMismatchError } from '../../src/index.js';
-import { SCHEMA_VERSION } from '../../src/redis/wire.js';
+import { META, SCHEMA_VERSION } from '../../src/redis/wire.js';
 import { closeAll, openQueue, openWorker, rawClient, redisUrl, track, uniqueQueue } from '../helpers/setup.js';
 
 afterEach(closeAll);
@@ -29,7 +32,7 @@ describe('the schema version', () => {
     }
   });
 
-  it('of another version makes every call refuse the queue, naming both versions, and write nothing', async () => {
+  it('of a newer version it cannot read makes every call refuse the queue, naming both versions, and write nothing', async () => {
     const name = uniqueQueue('schema');
     const other = String(SCHEMA_VERSION + 1);
     const raw = rawClient();
@@ -64,5 +67,38 @@ describe('the schema version', () => {
     await expectMismatch(scheduler.start());
 
     expect(await keysOf(name)).toEqual([`{rota:${name}}:meta`]);
+  });
+});
+
+describe('the version rule', () => {
+  /** The error a submit to a queue recording `fields` in its meta hash rejects with (null: none). */
+  async function submitWith(fields: Record<string, string>): Promise<unknown> {
+    const name = uniqueQueue('schema-rule');
+    const raw = rawClient();
+    await raw.hset(`{rota:${name}}:meta`, fields);
+    raw.disconnect();
+    return openQueue(name)
+      .submit({ task: 't' })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+  }
+
+  it('reads data of a newer schema whose oldest reader is this one', async () => {
+    expect(await submitWith({ schema: String(SCHEMA_VERSION + 1), [META.compat]: String(SCHEMA_VERSION) })).toBeNull();
+  });
+
+  it('refuses data a newer build wrote that this one cannot read, saying to run a newer Rota', async () => {
+    const err = await submitWith({ schema: String(SCHEMA_VERSION + 2), [META.compat]: String(SCHEMA_VERSION + 1) });
+    expect(err).toBeInstanceOf(SchemaMismatchError);
+    expect((err as Error).message).toContain(`needs a Rota of schema version ${SCHEMA_VERSION + 1} or newer`);
+  });
+
+  it('refuses data older than it reads, saying to run rota migrate', async () => {
+    const err = await submitWith({ schema: String(SCHEMA_VERSION - 1) });
+    expect(err).toBeInstanceOf(SchemaMismatchError);
+    expect(err).toMatchObject({ remedy: 'migrate' });
+    expect((err as Error).message).toMatch(/run `rota migrate --queue schema-rule\S*` of this version first/);
   });
 });

@@ -240,7 +240,14 @@ describe('rota migrate', () => {
       const name = rotaLibrary().name;
       expect(await rota(deploy)).toMatchObject({ code: 0, stdout: `function library ${name} loaded\n` });
       expect(await rota([...deploy, '--json'])).toMatchObject({ code: 0 });
-      expect(JSON.parse((await rota([...deploy, '--json'])).stdout)).toEqual({ library: name, changed: false });
+      // (and reads the queue's schema as the deploy user: nothing recorded, nothing to migrate)
+      expect(JSON.parse((await rota([...deploy, '--json'])).stdout)).toEqual({
+        library: name,
+        changed: false,
+        queue: 'default',
+        dryRun: false,
+        shards: [{ shard: 0, schema: null, after: null, resumed: null, steps: [] }],
+      });
       await admin.call('FUNCTION', 'LOAD', 'REPLACE', trojan("redis.call('SET', '{rota:m}:pwned', '1')"));
       expect(await rota(deploy)).toMatchObject({ code: 0, stdout: `function library ${name} loaded\n` });
       const listed = (await admin.call('FUNCTION', 'LIST', 'LIBRARYNAME', name, 'WITHCODE')) as unknown[][];
