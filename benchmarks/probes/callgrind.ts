@@ -7,7 +7,7 @@
  * still save time, through the misses it spares.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -59,6 +59,23 @@ export const SCRIPTS_ONLY = {
 } as const;
 
 /**
+ * `command` with `args` run where /dev/urandom reads a fixed seed (a mount namespace of its own,
+ * which needs root; without it, as it is): Redis seeds its hash tables' hash from it at start,
+ * and a random seed moves every lookup's walk along a bucket's chain, the commands' table's
+ * included (some 0.5–1 % of a script's instructions from one run to the next).
+ */
+function withFixedSeed(dir: string, command: string, args: readonly string[]): readonly [string, readonly string[]] {
+  try {
+    execFileSync('unshare', ['--mount', 'true'], { stdio: 'ignore' });
+  } catch {
+    return [command, args];
+  }
+  const seed = join(dir, 'seed');
+  writeFileSync(seed, Buffer.alloc(64, 7));
+  return ['unshare', ['--mount', 'sh', '-c', 'mount --bind "$0" /dev/urandom && exec "$@"', seed, command, ...args]];
+}
+
+/**
  * Starts `server` (a redis-server binary; one built with symbols lets callgrind_annotate name
  * functions) under callgrind, counting as `opts` says (a boolean: `cacheSim`).
  */
@@ -69,7 +86,7 @@ export async function startCallgrindServer(server: string, opts: boolean | Callg
   const settings: string[] = ['--port', String(port), '--save', '', '--appendonly', 'no'];
   if (scriptsOnly) for (const [name, value] of SCRIPTS_ONLY.server) settings.push(`--${name}`, value);
   // Names uncompressed: each dump (one per phase) then names its functions on its own.
-  const proc = spawn(
+  const valgrind = [
     'valgrind',
     [
       '--tool=callgrind',
@@ -80,8 +97,9 @@ export async function startCallgrindServer(server: string, opts: boolean | Callg
       server,
       ...settings,
     ],
-    { stdio: 'ignore' },
-  );
+  ] as const;
+  const [command, args] = scriptsOnly ? withFixedSeed(dir, ...valgrind) : valgrind;
+  const proc = spawn(command, args, { stdio: 'ignore' });
   // The server goes with this process, whatever ends it.
   process.once('exit', () => proc.kill('SIGKILL'));
   const url = `redis://127.0.0.1:${port}`;
