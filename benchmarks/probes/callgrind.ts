@@ -65,14 +65,15 @@ export const SCRIPTS_ONLY = {
  * included (some 0.5–1 % of a script's instructions from one run to the next).
  */
 function withFixedSeed(dir: string, command: string, args: readonly string[]): readonly [string, readonly string[]] {
+  const seed = join(dir, 'seed');
+  writeFileSync(seed, Buffer.alloc(64, 7));
+  const mounted = ['--mount', 'sh', '-c', 'mount --bind "$0" /dev/urandom && exec "$@"', seed];
   try {
-    execFileSync('unshare', ['--mount', 'true'], { stdio: 'ignore' });
+    execFileSync('unshare', [...mounted, 'true'], { stdio: 'ignore' });
   } catch {
     return [command, args];
   }
-  const seed = join(dir, 'seed');
-  writeFileSync(seed, Buffer.alloc(64, 7));
-  return ['unshare', ['--mount', 'sh', '-c', 'mount --bind "$0" /dev/urandom && exec "$@"', seed, command, ...args]];
+  return ['unshare', [...mounted, command, ...args]];
 }
 
 /**
