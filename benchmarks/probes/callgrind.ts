@@ -7,7 +7,7 @@
  * still save time, through the misses it spares.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -27,31 +27,80 @@ export interface CallgrindServer {
   stop(keep: boolean): Promise<string | undefined>;
 }
 
+/** How a {@link startCallgrindServer} server counts. */
+export interface CallgrindOptions {
+  /** Simulate the caches too (several times slower). */
+  cacheSim?: boolean;
+  /**
+   * Count only while a script runs (inside FCALL), on a server whose timers change nothing the
+   * scripts meet: the count then does not move with machine load (see {@link SCRIPTS_ONLY}).
+   */
+  scriptsOnly?: boolean;
+}
+
+/**
+ * What a scripts-only count needs. Callgrind collects only inside `fcallCommand` (exported by
+ * Redis's own binary, so found without debug symbols): not the reading and parsing of requests,
+ * the writing of replies or the timers, whose work depends on how the client's requests arrive
+ * and how long the run takes. The server's settings keep the timers from changing what a script
+ * finds (tables rehashed in the background, expired keys deleted) and a slow run from changing
+ * what a script does (a slow-log entry; other clients served from inside a script after
+ * `busy-reply-threshold`).
+ */
+export const SCRIPTS_ONLY = {
+  valgrind: ['--collect-atstart=no', '--toggle-collect=fcallCommand'],
+  server: [
+    ['hz', '1'],
+    ['dynamic-hz', 'no'],
+    ['activerehashing', 'no'],
+    ['slowlog-log-slower-than', '-1'],
+    ['busy-reply-threshold', '3600000'],
+  ],
+} as const;
+
+/**
+ * `command` with `args` run where /dev/urandom reads a fixed seed (a mount namespace of its own,
+ * which needs root; without it, as it is): Redis seeds its hash tables' hash from it at start,
+ * and a random seed moves every lookup's walk along a bucket's chain, the commands' table's
+ * included (some 0.5–1 % of a script's instructions from one run to the next).
+ */
+function withFixedSeed(dir: string, command: string, args: readonly string[]): readonly [string, readonly string[]] {
+  const seed = join(dir, 'seed');
+  writeFileSync(seed, Buffer.alloc(64, 7));
+  const mounted = ['--mount', 'sh', '-c', 'mount --bind "$0" /dev/urandom && exec "$@"', seed];
+  try {
+    execFileSync('unshare', [...mounted, 'true'], { stdio: 'ignore' });
+  } catch {
+    return [command, args];
+  }
+  return ['unshare', [...mounted, command, ...args]];
+}
+
 /**
  * Starts `server` (a redis-server binary; one built with symbols lets callgrind_annotate name
- * functions), with valgrind's cache simulation when `cacheSim` (several times slower).
+ * functions) under callgrind, counting as `opts` says (a boolean: `cacheSim`).
  */
-export async function startCallgrindServer(server: string, cacheSim = false): Promise<CallgrindServer> {
+export async function startCallgrindServer(server: string, opts: boolean | CallgrindOptions = {}): Promise<CallgrindServer> {
+  const { cacheSim = false, scriptsOnly = false } = typeof opts === 'boolean' ? { cacheSim: opts } : opts;
   const dir = mkdtempSync(join(tmpdir(), 'rota-callgrind-'));
   const port = await freePort();
+  const settings: string[] = ['--port', String(port), '--save', '', '--appendonly', 'no'];
+  if (scriptsOnly) for (const [name, value] of SCRIPTS_ONLY.server) settings.push(`--${name}`, value);
   // Names uncompressed: each dump (one per phase) then names its functions on its own.
-  const proc = spawn(
+  const valgrind = [
     'valgrind',
     [
       '--tool=callgrind',
       '--compress-strings=no',
       `--cache-sim=${cacheSim ? 'yes' : 'no'}`,
+      ...(scriptsOnly ? SCRIPTS_ONLY.valgrind : []),
       `--callgrind-out-file=${join(dir, 'cg.out')}`,
       server,
-      '--port',
-      String(port),
-      '--save',
-      '',
-      '--appendonly',
-      'no',
+      ...settings,
     ],
-    { stdio: 'ignore' },
-  );
+  ] as const;
+  const [command, args] = scriptsOnly ? withFixedSeed(dir, ...valgrind) : valgrind;
+  const proc = spawn(command, args, { stdio: 'ignore' });
   // The server goes with this process, whatever ends it.
   process.once('exit', () => proc.kill('SIGKILL'));
   const url = `redis://127.0.0.1:${port}`;

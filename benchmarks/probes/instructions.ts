@@ -10,20 +10,29 @@
  * With --drain N, then N jobs filled in bulk and drained by one real executor of --concurrency
  * slots (default 100): instructions per drained job, and jobs per script call.
  *
+ * With --fixed-drain, the drain sends the calls of such an executor in fixed sizes instead
+ * (lab.ts drainInBatches): the same calls on every run, where a real executor's take sizes
+ * follow how fast the server answers.
+ *
+ * With --scripts-only, only what Redis executes inside the scripts is counted, on a server whose
+ * timers are settled (callgrind.ts SCRIPTS_ONLY): with --fixed-drain, counts that do not move
+ * with machine load (the performance budget, benchmarks/budget.ts, runs this). --json prints
+ * the figures as one JSON object instead.
+ *
  * With --cache-sim, valgrind also simulates the caches (several times slower), and each phase
  * gives the data accesses per job that miss the first-level (D1) and the last-level (LL) cache:
  * a layout change can add instructions and still save time through the misses it spares.
  *
  * Usage: npx tsx benchmarks/probes/instructions.ts [--jobs 5000] [--groups 1000] [--batch 25]
  *          [--submit-batch 1000] [--single 500] [--drain 0] [--concurrency 100]
- *          [--redis-server PATH] [--keep] [--cache-sim]
+ *          [--fixed-drain] [--scripts-only] [--json] [--redis-server PATH] [--keep] [--cache-sim]
  * Needs valgrind (callgrind_control). A redis-server built with symbols (see README) lets
  * `callgrind_annotate <dir>/cg.out.N` name the functions; --keep keeps that directory.
  */
 import { Queue, Worker } from '../../src/index.js';
 import { QueueStore } from '../../src/redis/queue-store.js';
 import { startCallgrindServer } from './callgrind.js';
-import { arg, finishAll, PROBE_ARGS, scriptStats, submitSpread, takeAll } from './lab.js';
+import { arg, drainInBatches, finishAll, PROBE_ARGS, scriptStats, submitSpread, takeAll } from './lab.js';
 
 const jobs = arg('jobs', 5000);
 const groups = arg('groups', 1000);
@@ -36,8 +45,11 @@ const serverAt = process.argv.indexOf('--redis-server');
 const server = serverAt > 0 ? process.argv[serverAt + 1] : 'redis-server';
 const keep = process.argv.includes('--keep');
 const cacheSim = process.argv.includes('--cache-sim');
+const scriptsOnly = process.argv.includes('--scripts-only');
+const fixedDrain = process.argv.includes('--fixed-drain');
+const json = process.argv.includes('--json');
 
-const cg = await startCallgrindServer(server, cacheSim);
+const cg = await startCallgrindServer(server, { cacheSim, scriptsOnly });
 const { url, client, dump, counted } = cg;
 
 const q = new Queue('cg', { connection: url });
@@ -63,16 +75,21 @@ dump('single');
 let drainCalls = 0;
 if (drain > 0) {
   const dq = new Queue('cgd', { connection: url });
+  const dstore = new QueueStore(client, 'cgd', { maxEvents: 10_000 });
   await submitSpread(dq, drain, groups);
+  await dstore.ready();
   const calls0 = (await scriptStats(client)).calls;
   dump('drain-fill');
-  let done = 0;
-  await new Promise<void>((resolve) => {
-    const w = new Worker('cgd', { noop: () => undefined }, { connection: url, concurrency });
-    w.on('completed', () => {
-      if (++done === drain) void w.close().then(resolve);
+  if (fixedDrain) await drainInBatches(dstore, concurrency);
+  else {
+    let done = 0;
+    await new Promise<void>((resolve) => {
+      const w = new Worker('cgd', { noop: () => undefined }, { connection: url, concurrency });
+      w.on('completed', () => {
+        if (++done === drain) void w.close().then(resolve);
+      });
     });
-  });
+  }
   dump('drain');
   drainCalls = (await scriptStats(client)).calls - calls0;
   await dq.close();
@@ -84,17 +101,28 @@ const misses = (phase: string, n: number) => {
   const e = cg.events(phase);
   return `${phase}: D1 ${Math.round((e.D1mr + e.D1mw) / n)}, LL ${Math.round((e.DLmr + e.DLmw) / n)}`;
 };
-console.log(`${jobs} jobs over ${groups} groups; submit batches of ${submitBatch}, take and finish batches of ${batch}`);
-console.log(
-  `instructions per job: submit ${per('submit', jobs)}, take ${per('take', jobs)}, finish ${per('finish', jobs)}; ` +
-    `lifecycle ${per('submit', jobs) + per('take', jobs) + per('finish', jobs)}`,
-);
-if (single > 0) console.log(`instructions per one-job submit call: ${per('single', single)}`);
-if (drain > 0) {
+if (json) {
+  // (the performance budget's figures, per job: benchmarks/budget.ts)
+  const figures: Record<string, number> = { submit: per('submit', jobs), take: per('take', jobs), finish: per('finish', jobs) };
+  if (single > 0) figures.single = per('single', single);
+  if (drain > 0) figures.drain = per('drain', drain);
+  console.log(JSON.stringify(figures));
+} else {
+  console.log(`${jobs} jobs over ${groups} groups; submit batches of ${submitBatch}, take and finish batches of ${batch}`);
   console.log(
-    `drain of ${drain} jobs at concurrency ${concurrency}: ${per('drain', drain)} instructions per job ` +
-      `(take, start and finish calls, worker registry and heartbeat), ${(drain / drainCalls).toFixed(1)} jobs per script call`,
+    `instructions per job: submit ${per('submit', jobs)}, take ${per('take', jobs)}, finish ${per('finish', jobs)}; ` +
+      `lifecycle ${per('submit', jobs) + per('take', jobs) + per('finish', jobs)}`,
   );
+  if (single > 0) console.log(`instructions per one-job submit call: ${per('single', single)}`);
+  if (drain > 0) {
+    const what = fixedDrain
+      ? 'take and finish calls in fixed sizes'
+      : 'take, start and finish calls, worker registry and heartbeat';
+    console.log(
+      `drain of ${drain} jobs at concurrency ${concurrency}: ${per('drain', drain)} instructions per job ` +
+        `(${what}), ${(drain / drainCalls).toFixed(1)} jobs per script call`,
+    );
+  }
 }
 if (cacheSim) {
   const phases = [misses('submit', jobs), misses('take', jobs), misses('finish', jobs)];

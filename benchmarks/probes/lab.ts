@@ -2,10 +2,12 @@
 import { Redis } from 'ioredis';
 import { cpuUsOf, parseInfo } from '../../src/bench/measure.js';
 import { RedisServer } from '../../src/dev/redis-server.js';
+import { WORKER_OPTIONS } from '../../src/executor/options.js';
 import type { Queue } from '../../src/index.js';
-import { addRun, type FinishSettings, type QueueStore } from '../../src/redis/queue-store.js';
+import { historyFields } from '../../src/redis/history.js';
+import { addRun, type FinishSettings, type QueueStore, type Taken } from '../../src/redis/queue-store.js';
 import type { StringValue } from '../../src/redis/string-array.js';
-import { type OutcomeCode, UNSTARTED_PREFIX } from '../../src/redis/wire.js';
+import { OUTCOME, type OutcomeCode, UNSTARTED_PREFIX } from '../../src/redis/wire.js';
 
 /** A numeric `--name value` command-line option. */
 export function arg(name: string, def: number): number {
@@ -100,4 +102,34 @@ export async function finishAll(
     for (const [id, seq] of part) addRun(runs, id, seq, code, unstarted, '');
     await store.finish({ ...PROBE_SETTINGS, workerId: '' }, { succeeded: 1000, failed: 1000 }, 0, runs, 0, history(part.length));
   }
+}
+
+/**
+ * Drains the queue of `store` as one executor of `slots` slots with a no-op handler sends its
+ * calls, in fixed sizes instead of the sizes its timing gives: two takes of half the slots, then
+ * finish calls of half the slots each (starts folded in, the runs' history counts, the executor's
+ * default keep counts) that take as many jobs as they end, until nothing is left. Answers the
+ * script calls made. The same calls on every run, however fast the server answers.
+ */
+export async function drainInBatches(store: QueueStore, slots: number): Promise<number> {
+  const half = Math.max(1, Math.floor(slots / 2));
+  const keep = {
+    succeeded: WORKER_OPTIONS.keepSucceeded.parse(undefined).count,
+    failed: WORKER_OPTIONS.keepFailed.parse(undefined).count,
+  };
+  const held: Array<[string, string]> = [];
+  const hold = ({ jobs }: Taken) => {
+    for (const j of jobs) held.push([j.id, String(j.takeSeq)]);
+  };
+  let calls = 0;
+  for (let i = 0; i < 2; i++, calls++) hold(await store.take(half, PROBE_SETTINGS));
+  while (held.length > 0) {
+    const part = held.splice(0, half);
+    const runs: StringValue[] = [];
+    for (const [id, seq] of part) addRun(runs, id, seq, OUTCOME.success, true, '');
+    const history = historyFields(part.map(() => ({ task: 'noop', ms: 0, failed: false })));
+    hold(await store.finish(PROBE_SETTINGS, keep, part.length, runs, 0, history));
+    calls++;
+  }
+  return calls;
 }
