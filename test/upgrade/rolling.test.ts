@@ -106,7 +106,14 @@ describe('a rolling upgrade from the released build', () => {
         ...env,
       });
       procs.push(p);
-      const { ready } = await p.waitFor<{ ready: string }>((m) => m.ready !== undefined, 30_000);
+      const { ready } = await Promise.race([
+        p.waitFor<{ ready: string }>((m) => m.ready !== undefined, 30_000),
+        p.exited.then((code) => {
+          throw new Error(
+            `the ${role} of the ${build === 'old' ? 'released build' : 'sources'} exited (${code}) before it was ready`,
+          );
+        }),
+      ]);
       pids[build].add(p.pid);
       return Object.assign(p, { id: ready });
     };
@@ -152,7 +159,11 @@ describe('a rolling upgrade from the released build', () => {
     await stop(oldReplicas[0]);
     await nextTick('a released replica stopped');
     const killed = oldExecutors[1];
-    const held = new Set(await inFlight(admin, queue, killed.id));
+    const held = new Set(
+      await until('the executor to kill holding jobs', async () => (await inFlight(admin, queue, killed.id)).join(' '), {
+        intervalMs: 5,
+      }).then((ids) => ids.split(' ')),
+    );
     await killed.kill();
     // (its leases stand until they expire: what it held when it died)
     for (const id of await inFlight(admin, queue, killed.id)) held.add(id);
@@ -200,14 +211,22 @@ describe('a rolling upgrade from the released build', () => {
 
     // Every job ends: nothing pending, then the new executors stop.
     const q = new Queue(queue, { connection: url });
+    const errors = () => procs.flatMap((p) => p.received().flatMap((m) => (m.error === undefined ? [] : [m.error])));
     await until(
       'no job pending',
       async () => {
         const counts = await q.counts();
         return PENDING.every((s) => counts[s] === 0);
       },
-      { timeoutMs: 30_000 },
-    );
+      { timeoutMs: 20_000 },
+    ).catch(async (err: Error) => {
+      // (what is left, and why: a few of the jobs left and the errors the processes reported)
+      const counts = await q.counts();
+      const left = (await Promise.all(PENDING.map((state) => q.jobs({ state, limit: 2 })))).flat();
+      const jobs = left.map((j) => `${j.id} (${j.state}, task ${j.task}, group ${j.group}: ${j.error ?? 'no error'})`);
+      const pending = PENDING.filter((state) => counts[state] > 0).map((state) => `${counts[state]} ${state}`);
+      throw new Error(`${err.message}: ${pending.join(', ')}, such as ${jobs.join('; ')}; ${errors().slice(0, 3).join('; ')}`);
+    });
 
     // None lost: every acknowledged submit and every occurrence of the window ran, and ended success.
     const submitted = await admin.lrange(submittedKey(queue), 0, -1);
@@ -242,13 +261,7 @@ describe('a rolling upgrade from the released build', () => {
     expect(ranOn('old', 'new-')).toBeGreaterThan(0);
     expect(ranOn('new', 'old-')).toBeGreaterThan(0);
     expect(ranOn('new', 'every-')).toBeGreaterThan(0);
-    const errors = procs.flatMap((p) =>
-      p
-        .received()
-        .filter((m) => m.error !== undefined)
-        .map((m) => m.error),
-    );
-    expect(errors).toEqual([]);
+    expect(errors()).toEqual([]);
 
     // The upgrade's last step, where this build has one: the data migration, then the queue still works.
     const migrated = await migrateIfAny(url, queue);
@@ -261,7 +274,7 @@ describe('a rolling upgrade from the released build', () => {
     console.log(
       `rolling upgrade from ${release.version}: ${submitted.length} jobs submitted (${submittedOld} by the released build, ${submittedNew} by the sources), ` +
         `${periodicIds.size} occurrences of ${PERIODIC_TASKS.length} periodic tasks, ${executions} executions, ` +
-        `${report.reRuns} re-runs (all held by the killed executor: ${held.size} jobs), ` +
+        `${report.reRuns} re-runs (of the ${held.size} jobs the executor killed held), ` +
         `run by the released build ${ranOn('old', '')}, by the sources ${ranOn('new', '')}; migration: ${migrated ?? 'none in this build'}`,
     );
     await q.close();
