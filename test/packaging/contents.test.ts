@@ -1,9 +1,10 @@
 /**
  * The package as `npm pack` makes it: what it holds (the build, the CommonJS entry and its types,
  * the Lua scripts, the dashboard's assets, the licence), what it must not (tests, fixtures,
- * benchmarks, TypeScript sources, a source map whose sources it lacks), and its tarball, unpacked
- * as an install would be with the checkout's node_modules for its dependencies: `rota --version`
- * runs from its bin, and require('rota') and import 'rota' load the one module.
+ * benchmarks, TypeScript sources, a source map whose sources it lacks), a dry run of `npm publish`
+ * without warnings, and its tarball, unpacked as an install would be with the checkout's
+ * node_modules for its dependencies: `rota --version` runs from its bin, and require('rota') and
+ * import 'rota' load the one module.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -103,6 +104,13 @@ describe('the packed package', () => {
       return m !== null && !packed.has(join(dirname(f), m[1]));
     });
     expect(pointing).toEqual([]);
+  });
+
+  it('publishes (a dry run) without a warning: none about package.json, which npm would correct', async () => {
+    const { stderr } = await npm(['publish', '--dry-run'], pkg);
+    // (but that no one is logged in: a dry run needs no login)
+    const warnings = stderr.split('\n').filter((l) => l.startsWith('npm warn') && !l.includes('requires you to be logged in'));
+    expect(warnings).toEqual([]);
   });
 
   it('runs `rota --version` from its bin', async () => {
