@@ -70,11 +70,13 @@ interface Route {
 
 /**
  * Builds the dashboard's handler.
- * @throws {ValidationError} for a bad queue name, base path or other option; nothing is opened then.
+ * @throws {@link ValidationError} for a bad queue name, base path or other option; nothing is opened then.
  * @example
+ * ```ts
  * import { createServer } from 'node:http';
  * const handler = dashboard({ connection: 'redis://127.0.0.1:6379', queues: ['mail'], basePath: '/rota' });
  * createServer((req, res) => (req.url?.startsWith('/rota') ? handler(req, res) : res.end('app'))).listen(8080, '127.0.0.1');
+ * ```
  */
 export function dashboard(options: DashboardOptions): DashboardHandler {
   // (the options it knows, checked and read once; others it is given are kept as they are)
@@ -280,7 +282,7 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
 /**
  * The shard count of each queue from the `shards` option: one for every queue, or one per queue
  * name (1 for a queue not named).
- * @throws {ValidationError} (`shards`) for a bad count, or a name that is not one of the queues.
+ * @throws {@link ValidationError} (`shards`) for a bad count, or a name that is not one of the queues.
  */
 function shardCounts(queues: readonly string[], shards: DashboardOptions['shards']): (queue: string) => number {
   if (shards === undefined || typeof shards === 'number') {

@@ -38,7 +38,7 @@ export function isLoopback(host: string): boolean {
 
 /**
  * Starts a dashboard server (with the timeouts and the per-client connection cap above).
- * @throws {ValidationError} (`token`) when bound to an address other than loopback without a
+ * @throws {@link ValidationError} (`token`) when bound to an address other than loopback without a
  * token, (`timeouts.<name>`) for a timeout that is not a whole number of ms above 0, or naming
  * another bad option (see {@link dashboard}); nothing is started then.
  */

@@ -74,11 +74,13 @@ const ISOLATED = Symbol.for('rota.isolated');
  * permanent). A handler that ignores its aborted signal is ended with its thread or process
  * after the executor's `graceMs`; a crash, an exit or running out of memory fails only that
  * attempt, and the thread or process is replaced.
- * @param module a `URL` (`new URL('./ocr.js', import.meta.url)`), a `file:` URL, or a path
+ * @param module - a `URL` (`new URL('./ocr.js', import.meta.url)`), a `file:` URL, or a path
  * (relative to the working directory).
- * @throws {ValidationError} naming the first bad option.
+ * @throws {@link ValidationError} naming the first bad option.
  * @example
+ * ```ts
  * new Worker('docs', { ocr: isolated(new URL('./ocr.js', import.meta.url), { in: 'process', memoryLimitMb: 512 }) }, { connection });
+ * ```
  */
 // biome-ignore lint/suspicious/noExplicitAny: `any` lets the handler take the args type of the task it is given to, as a plain handler does.
 export function isolated<A = any, T extends object = UntypedTasks>(

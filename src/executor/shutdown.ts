@@ -35,8 +35,11 @@ export type ShutdownOptions = OptionsOf<typeof SHUTDOWN_OPTIONS>;
  * retry (see {@link Worker.close}); then the process exits. A second signal exits at once
  * (jobs still running are then recovered through their leases).
  * Returns a function that removes the handlers.
- * @throws {ValidationError} naming the first bad option; no handler is installed then.
- * @example installShutdownHandlers(worker, { timeout: 10_000 });
+ * @throws {@link ValidationError} naming the first bad option; no handler is installed then.
+ * @example
+ * ```ts
+ * installShutdownHandlers(worker, { timeout: 10_000 });
+ * ```
  */
 export function installShutdownHandlers(workers: Worker | Worker[], options: ShutdownOptions = {}): () => void {
   const opts = checkOptions(SHUTDOWN_OPTIONS, options, { optional: true });

@@ -76,12 +76,16 @@ function within(p: Promise<unknown>, ms: number): Promise<boolean> {
  * `args` has its task's type, and a handler for a task the map does not name does not compile;
  * it may handle only some of the map's tasks.
  * @example
+ * ```ts
  * const worker = new Worker('mail', {
  *   send: async ({ args, signal, log }) => { log('sending to', args.to); return 'ok'; },
  * }, { connection: 'redis://127.0.0.1:6379', concurrency: 10 });
+ * ```
  * @example
+ * ```ts
  * type Tasks = { send: { to: string } };
  * new Worker<Tasks>('mail', { send: async ({ args }) => deliver(args.to) }, { connection });
+ * ```
  */
 export class Worker<T extends object = UntypedTasks> extends EventEmitter<WorkerEvents> {
   readonly id: string;
@@ -200,7 +204,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
   private blockWarnedAt = Number.NEGATIVE_INFINITY;
 
   /**
-   * @throws {ValidationError} naming the first bad option, handler or the queue name; nothing is
+   * @throws {@link ValidationError} naming the first bad option, handler or the queue name; nothing is
    * opened then.
    */
   constructor(name: string, handlers: NoInfer<HandlersOf<T>>, workerOptions: WorkerOptions) {
@@ -358,8 +362,8 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
    * Starts taking jobs (done by the constructor unless `autorun: false`). Resolves once the executor
    * is up; a failure to start (Redis unreachable, the library not loadable yet) is an `error`
    * event, and the start is tried again until it succeeds or the executor is closed.
-   * @throws {SchemaMismatchError} when the queue holds data of another schema version.
-   * @throws {ShardCountError} when the queue has another shard count than `shards`.
+   * @throws {@link SchemaMismatchError} when the queue holds data of another schema version.
+   * @throws {@link ShardCountError} when the queue has another shard count than `shards`.
    */
   run(): Promise<void> {
     if (this.loopDone) return this.started ?? Promise.resolve();

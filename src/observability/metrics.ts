@@ -99,7 +99,7 @@ export type MetricsOptions = OptionsOf<typeof METRICS_OPTIONS>;
 
 /**
  * Builds the registry and starts serving it on `/metrics`.
- * @throws {ValidationError} naming the first bad option; nothing is served then.
+ * @throws {@link ValidationError} naming the first bad option; nothing is served then.
  */
 export async function serveMetrics(options: MetricsOptions): Promise<MetricsServer> {
   const opts = checkOptions(METRICS_OPTIONS, options);

@@ -86,10 +86,12 @@ export const timerHook: { wrap: ((timer: Timer, spec: string) => Timer) | null }
 /**
  * One scheduler replica of queue `queueName`.
  * @example
+ * ```ts
  * const scheduler = new Scheduler('mail', { connection: 'redis://127.0.0.1:6379' });
  * await scheduler.start();
  * // ...
  * await scheduler.close();
+ * ```
  */
 export class Scheduler extends EventEmitter<SchedulerEvents> {
   readonly id: string;
@@ -131,7 +133,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly lateness = new Lateness();
 
   /**
-   * @throws {ValidationError} naming the first bad option or the queue name; nothing is opened then.
+   * @throws {@link ValidationError} naming the first bad option or the queue name; nothing is opened then.
    */
   constructor(queueName: string, schedulerOptions: SchedulerOptions) {
     super();

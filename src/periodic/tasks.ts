@@ -159,9 +159,11 @@ export type DisableOptions = OptionsOf<typeof DISABLE_OPTIONS>;
 /**
  * Periodic tasks and event rules of queue `queueName`.
  * @example
+ * ```ts
  * const tasks = new PeriodicTasks('mail', { connection: 'redis://127.0.0.1:6379' });
  * await tasks.upsert({ id: 'cleanup', task: 'cleanup', timer: '*-*-* 04:00', timezone: 'Europe/Paris' });
  * await tasks.upcoming({ limit: 10 });
+ * ```
  */
 export class PeriodicTasks {
   readonly keys: PeriodicKeys;
@@ -176,7 +178,7 @@ export class PeriodicTasks {
   private readonly injected: boolean;
 
   /**
-   * @throws {ValidationError} naming the first bad option or the queue name; nothing is opened then.
+   * @throws {@link ValidationError} naming the first bad option or the queue name; nothing is opened then.
    */
   constructor(queueName: string, options: PeriodicTasksOptions) {
     checkQueueName(queueName);
@@ -198,7 +200,7 @@ export class PeriodicTasks {
   /**
    * Creates or replaces a task. Re-upserting with the same timer and time zone keeps its planned
    * next occurrence; a new timer plans from now. Wakes the schedulers.
-   * @throws {ValidationError} naming the bad field (`timer` for a new timer that has no occurrence
+   * @throws {@link ValidationError} naming the bad field (`timer` for a new timer that has no occurrence
    * after now, such as a one-shot due date in the past); nothing is written then.
    */
   async upsert<A = unknown>(def: PeriodicTaskDefinition<A>): Promise<PeriodicTask<A>> {
@@ -237,7 +239,7 @@ export class PeriodicTasks {
     return ((await this.read([checkId(id)]))[0] as PeriodicTask<A> | undefined) ?? null;
   }
 
-  /** Every task defined with {@link upsert} (or only an owner's, including its rules' pending runs), sorted by id. */
+  /** Every task defined with {@link PeriodicTasks.upsert} (or only an owner's, including its rules' pending runs), sorted by id. */
   async list(options: ListTasksOptions = {}): Promise<PeriodicTask[]> {
     const opts = checkOptions(LIST_OPTIONS, options, { optional: true });
     const ids = (await this.reads.taskIds(opts.owner === undefined ? undefined : checkId(opts.owner, 'owner'))).sort();
@@ -247,7 +249,7 @@ export class PeriodicTasks {
   }
 
   /**
-   * @internal Reads the tasks of `ids` that exist, in order (at most 500), as {@link list} reads
+   * @internal Reads the tasks of `ids` that exist, in order (at most 500), as {@link PeriodicTasks.list} reads
    * them: the dashboard's periodic page reads a page of the ids at a time.
    */
   async byIds(ids: readonly string[]): Promise<PeriodicTask[]> {
@@ -316,9 +318,9 @@ export class PeriodicTasks {
 
   /**
    * Disables a task: it keeps its definition and history but does not fire (a buffer-all backlog
-   * waits). `note` (at most 1000 bytes) says why: {@link get} reads it back as `note`, until the
+   * waits). `note` (at most 1000 bytes) says why: {@link PeriodicTasks.get} reads it back as `note`, until the
    * task is enabled. False when there is no such task.
-   * @throws {ValidationError} naming a bad option; nothing is written then.
+   * @throws {@link ValidationError} naming a bad option; nothing is written then.
    */
   async disable(id: string, options: DisableOptions = {}): Promise<boolean> {
     const opts = checkOptions(DISABLE_OPTIONS, options, { optional: true });
@@ -334,7 +336,7 @@ export class PeriodicTasks {
    * submit each occurrence once. With `overlap: 'buffer-all'` (default) the runs go one after
    * another, in order, released by a scheduler replica; with `allow` all at once.
    * Resolves what was done, or null when there is no such task.
-   * @throws {ValidationError} naming a bad option; nothing is written then.
+   * @throws {@link ValidationError} naming a bad option; nothing is written then.
    */
   async backfill(id: string, options: BackfillOptions): Promise<BackfillResult | null> {
     const b = checkBackfill(options, this.clock());
@@ -377,7 +379,7 @@ export class PeriodicTasks {
 
   /**
    * The scheduler replicas running against this queue, by id, with what each records at its beat
-   * (every 5 s): host, pid, start, last beat, claims held, lateness. At most {@link MAX_REPLICAS}
+   * (every 5 s): host, pid, start, last beat, claims held, lateness. At most `MAX_REPLICAS`
    * are read (`total` counts them all), so the call's work is bounded however many run. A replica
    * of a build that keeps no record is listed with its id and expiry only.
    */
@@ -389,7 +391,7 @@ export class PeriodicTasks {
   /**
    * The next occurrences across all enabled tasks (and pending event-rule runs), in time order:
    * at most `limit` (1 to 10,000; default 20), none after `until` (ms since the epoch, or a valid Date).
-   * @throws {ValidationError} naming a bad option.
+   * @throws {@link ValidationError} naming a bad option.
    */
   async upcoming(options: UpcomingOptions = {}): Promise<UpcomingRun[]> {
     const opts = checkOptions(UPCOMING_OPTIONS, options, { optional: true });
@@ -441,9 +443,9 @@ export class PeriodicTasks {
   }
 
   /**
-   * Defines (or replaces) an event rule: each {@link emit} of event `after` schedules one run
+   * Defines (or replaces) an event rule: each {@link PeriodicTasks.emit} of event `after` schedules one run
    * `delay` after the event, per subject.
-   * @throws {ValidationError} naming the bad field; nothing is written then.
+   * @throws {@link ValidationError} naming the bad field; nothing is written then.
    */
   async rule<A = unknown>(def: EventRuleDefinition<A>): Promise<EventRule<A>> {
     const { fields } = checkRule(def, this.maxArgsBytes);

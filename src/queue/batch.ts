@@ -75,7 +75,7 @@ const OPTIONS = {
 };
 const PAGE = { offset: whole(0, Number.MAX_SAFE_INTEGER).optional(), limit: whole(1, MAX_BATCH_PAGE).optional() };
 
-/** Checks a batch id (a Rota-made id, as {@link Queue.openBatch} answers). @throws {ValidationError} on `id`. */
+/** Checks a batch id (a Rota-made id, as {@link Queue.openBatch} answers). @throws {@link ValidationError} on `id`. */
 export function checkBatchId(id: unknown): asserts id is string {
   checkValue(text(40), id, 'id');
   if (!BATCH_ID.test(id as string)) throw new ValidationError('id', 'is not a batch id (Rota makes them: Queue.openBatch)');
@@ -101,7 +101,7 @@ export function batchStatus(r: BatchRecord): BatchStatus {
 
 /**
  * Checks a batch's options and packs its callbacks, writing nothing; `id` is the batch's.
- * @throws {ValidationError} naming the bad option (`onComplete.task`).
+ * @throws {@link ValidationError} naming the bad option (`onComplete.task`).
  */
 export function packBatch(
   id: string,
@@ -139,8 +139,8 @@ export interface BatchHost {
 }
 
 /**
- * A batch: add jobs with {@link submit} and {@link submitBulk} (typed with the queue's task map),
- * then {@link close} it. A handle from {@link Queue.openBatch}, {@link Queue.reopenBatch} (another
+ * A batch: add jobs with {@link Batch.submit} and {@link Batch.submitBulk} (typed with the queue's task map),
+ * then {@link Batch.close} it. A handle from {@link Queue.openBatch}, {@link Queue.reopenBatch} (another
  * process, by id), or `ctx.batch` (a running job of the batch adds to it, closed or not).
  */
 export class Batch<T extends object = UntypedTasks> {
@@ -155,8 +155,8 @@ export class Batch<T extends object = UntypedTasks> {
   /**
    * Adds one job to the batch, as {@link Queue.submit} would (an existing id answers that job, not
    * added to the batch). Its id, when Rota makes it, names the batch's shard.
-   * @throws {ValidationError} for a bad field (a `dedup` included: a batch job has none); nothing is written.
-   * @throws {BatchClosedError} when the batch takes no more jobs; nothing is written.
+   * @throws {@link ValidationError} for a bad field (a `dedup` included: a batch job has none); nothing is written.
+   * @throws {@link BatchClosedError} when the batch takes no more jobs; nothing is written.
    */
   async submit<K extends TaskName<T>, A = unknown>(spec: SubmitOf<T, K, A>): Promise<JobOf<T, K, A>> {
     const [job] = await this.add([spec as SubmitSpec], false);
@@ -166,9 +166,9 @@ export class Batch<T extends object = UntypedTasks> {
   /**
    * Adds many jobs, all checked before any is written, in calls of at most 1,000 jobs (and 1 MiB
    * of args), each all or none.
-   * @throws {ValidationError} naming the bad spec (`specs[3].task`); nothing is written.
-   * @throws {BatchClosedError} when the batch takes no more jobs (nothing of that call written).
-   * @throws {BulkSubmitError} when a call failed after others were written: the jobs written.
+   * @throws {@link ValidationError} naming the bad spec (`specs[3].task`); nothing is written.
+   * @throws {@link BatchClosedError} when the batch takes no more jobs (nothing of that call written).
+   * @throws {@link BulkSubmitError} when a call failed after others were written: the jobs written.
    */
   async submitBulk<K extends TaskName<T>, A = unknown>(specs: SubmitOf<T, K, A>[]): Promise<JobOf<T, K, A>[]> {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
@@ -231,7 +231,7 @@ export class Batch<T extends object = UntypedTasks> {
    * Closes the batch: no job is added to it after this but by its own running jobs. When every
    * job has ended already, its callbacks are submitted by this call. Closing twice is harmless.
    * Resolves its status.
-   * @throws {BatchClosedError} (`gone`) when there is no such batch.
+   * @throws {@link BatchClosedError} (`gone`) when there is no such batch.
    */
   async close(): Promise<BatchStatus> {
     if ((await this.host.store.close(this.id)) === null) throw new BatchClosedError(this.id, 'gone');
@@ -249,7 +249,7 @@ export class Batch<T extends object = UntypedTasks> {
   /**
    * A page of the batch's jobs (`offset` from 0, `limit` 1 to 1,000, default 100), in the order they
    * were added, with their states and results.
-   * @throws {ValidationError} naming a bad option.
+   * @throws {@link ValidationError} naming a bad option.
    */
   async jobs<R = unknown>(page?: { offset?: number; limit?: number }): Promise<BatchPage<R>> {
     const { offset = 0, limit = 100 } = checkOptions(PAGE, page, { optional: true });

@@ -48,7 +48,7 @@ export interface JobContext<A = unknown, T extends object = UntypedTasks> {
    * 1,000, default 100), with their counts: a flow's parent reads its own, a chain's step the step
    * before it (one child), a fan-out's continuation (`after`) those of the job that fanned out.
    * Children removed by retention are absent from `items`.
-   * @throws {ValidationError} naming a bad option.
+   * @throws {@link ValidationError} naming a bad option.
    */
   children<R = unknown>(page?: { offset?: number; limit?: number }): Promise<ChildPage<R>>;
   /**

@@ -27,7 +27,6 @@ import {
   firstAnswer,
   type GroupInfo,
   type JobsOptions,
-  type MAX_LEASES_READ,
   QueueReader,
   type QueueStats,
   shardsOfJob,
@@ -81,18 +80,6 @@ const GROUP_LIMIT_OPTIONS = {
   rate: z.unknown().optional(),
 };
 
-/**
- * A queue as seen by producers and operators. With a task map `T` (`{ send: { to: string } }`),
- * submits are checked against it at compile time: a task it does not name, or args of another
- * type, do not compile.
- * @example
- * const queue = new Queue('mail', { connection: 'redis://127.0.0.1:6379' });
- * const job = await queue.submit({ task: 'send', group: 'tenant-42', args: { to: 'a@b.c' } });
- * @example
- * type Tasks = { send: { to: string } };
- * const typed = new Queue<Tasks>('mail', { connection });
- * await typed.submit({ task: 'send', args: { to: 'a@b.c' } });
- */
 /** A job of {@link Queue.jobTree}, and its children (read ones). */
 export interface JobTreeNode {
   job: Job;
@@ -115,9 +102,25 @@ function validQueueName(name: string): boolean {
   }
 }
 
+/**
+ * A queue as seen by producers and operators. With a task map `T` (`{ send: { to: string } }`),
+ * submits are checked against it at compile time: a task it does not name, or args of another
+ * type, do not compile.
+ * @example
+ * ```ts
+ * const queue = new Queue('mail', { connection: 'redis://127.0.0.1:6379' });
+ * const job = await queue.submit({ task: 'send', group: 'tenant-42', args: { to: 'a@b.c' } });
+ * ```
+ * @example
+ * ```ts
+ * type Tasks = { send: { to: string } };
+ * const typed = new Queue<Tasks>('mail', { connection });
+ * await typed.submit({ task: 'send', args: { to: 'a@b.c' } });
+ * ```
+ */
 export class Queue<T extends object = UntypedTasks> {
   readonly name: string;
-  /** The keys of the first shard (of the queue, when it has one shard); {@link shardKeys} has every shard's. */
+  /** The keys of the first shard (of the queue, when it has one shard); {@link Queue.shardKeys} has every shard's. */
   readonly keys: QueueKeys;
   /** The queue's shard count. */
   readonly shards: number;
@@ -143,7 +146,7 @@ export class Queue<T extends object = UntypedTasks> {
   private readonly actions: JobActions;
 
   /**
-   * @throws {ValidationError} naming the first bad option (or the queue name); nothing is opened then.
+   * @throws {@link ValidationError} naming the first bad option (or the queue name); nothing is opened then.
    */
   constructor(name: string, options: QueueOptions) {
     checkQueueName(name);
@@ -196,7 +199,7 @@ export class Queue<T extends object = UntypedTasks> {
    * The submit() calls a process makes together (in one synchronous run, or continuing from
    * replies that arrived together) go to Redis in one script call, and so do those made while
    * that call is unanswered (they go in the next); each job is still written or refused on its own.
-   * @throws {ValidationError} when a field is bad, or the id is that of a periodic occurrence
+   * @throws {@link ValidationError} when a field is bad, or the id is that of a periodic occurrence
    * staged ahead of its time; nothing is written then.
    */
   async submit<K extends TaskName<T>, A = unknown>(spec: SubmitOf<T, K, A>): Promise<JobOf<T, K, A>> {
@@ -224,12 +227,12 @@ export class Queue<T extends object = UntypedTasks> {
    * of up to 1,000 jobs on an unsharded queue is all or none, and on a sharded queue all or none
    * within each shard. When a call fails, the calls of its shard after it are not made, and the
    * {@link BulkSubmitError} lists the jobs that were written (by the calls before it and by the
-   * other shards). Each job is deduplicated as {@link submit} does it, a duplicate of an earlier
+   * other shards). Each job is deduplicated as {@link Queue.submit} does it, a duplicate of an earlier
    * job of the same bulk included.
-   * @throws {ValidationError} when a field is bad, or an id is that of a periodic occurrence
+   * @throws {@link ValidationError} when a field is bad, or an id is that of a periodic occurrence
    * staged ahead of its time; nothing is written then (in a bulk of several calls: nothing of
    * that call and the calls of its shard after it).
-   * @throws {BulkSubmitError} when a call failed after other calls were written: the jobs written.
+   * @throws {@link BulkSubmitError} when a call failed after other calls were written: the jobs written.
    */
   async submitBulk<K extends TaskName<T>, A = unknown>(specs: SubmitOf<T, K, A>[]): Promise<JobOf<T, K, A>[]> {
     if (!Array.isArray(specs)) throw new ValidationError('specs', 'must be an array');
@@ -254,7 +257,9 @@ export class Queue<T extends object = UntypedTasks> {
    * submitBulk; not a job an existing id answered, nor jobs other processes or objects wrote),
    * once Redis has answered (a listener's throw is ignored). Answers a function that stops the calls.
    * @example
+   * ```ts
    * const stop = queue.onSubmitted((jobs) => submitted.inc(jobs.length));
+   * ```
    */
   onSubmitted(listener: (jobs: readonly Job[]) => void): () => void {
     const once = (jobs: readonly Job[]) => listener(jobs);
@@ -277,8 +282,8 @@ export class Queue<T extends object = UntypedTasks> {
    * `'cancelled'`); a running one has its signal aborted and ends cancelled (resolves
    * `'cancelling'`). A finished job is left alone (resolves its state); an unknown id resolves
    * null. With `children: true`, the children of a flow's parent or of a fan-out are cancelled
-   * too, and theirs, whatever the parent's state (each as {@link cancelJobs} does, in batches).
-   * @throws {ValidationError} naming a bad option.
+   * too, and theirs, whatever the parent's state (each as {@link Queue.cancelJobs} does, in batches).
+   * @throws {@link ValidationError} naming a bad option.
    */
   async cancel(id: string, options?: { children?: boolean }): Promise<JobState | 'cancelling' | null> {
     checkJobId(id);
@@ -336,8 +341,8 @@ export class Queue<T extends object = UntypedTasks> {
    * ids and writes nothing); its descendants get `<parent id>/<index>`, and live in the root's
    * shard, whatever their groups. Children default to their parent's group and priority. At most
    * 100,000 jobs; written in chunks of 1,000 after the root's atomic commit, as a fan-out is.
-   * @throws {ValidationError} naming the bad field (`children[1].task`); nothing is written then.
-   * @throws {FanOutLimitError} past 100,000 jobs.
+   * @throws {@link ValidationError} naming the bad field (`children[1].task`); nothing is written then.
+   * @throws {@link FanOutLimitError} past 100,000 jobs.
    */
   async submitFlow(flow: FlowSpec): Promise<FlowNode> {
     const others = flowQueues(flow, this.name);
@@ -364,7 +369,7 @@ export class Queue<T extends object = UntypedTasks> {
    * (`ctx.batch`); then `batch.close()`. Once closed and every job has ended, `onComplete` is
    * submitted, once; when every job succeeded, `onSuccess`, once (docs/jobs.md#batches). Every job
    * of a batch lives in its group's shard (`options.group`), whatever its own group.
-   * @throws {ValidationError} naming a bad option (`onComplete.task`); nothing is written then.
+   * @throws {@link ValidationError} naming a bad option (`onComplete.task`); nothing is written then.
    */
   async openBatch(options?: BatchOptions<T>): Promise<Batch<T>> {
     const group = (options as { group?: unknown } | undefined)?.group;
@@ -378,7 +383,7 @@ export class Queue<T extends object = UntypedTasks> {
   /**
    * A handle on batch `id` (opened by any process), to add jobs to it or close it; null when
    * there is none (never opened, or expired).
-   * @throws {ValidationError} when `id` is not a batch id.
+   * @throws {@link ValidationError} when `id` is not a batch id.
    */
   async reopenBatch(id: string): Promise<Batch<T> | null> {
     checkBatchId(id);
@@ -389,7 +394,7 @@ export class Queue<T extends object = UntypedTasks> {
   /**
    * Batch `id`'s status: its counts (total, pending, success, failed, cancelled), its times and
    * state; null when there is none.
-   * @throws {ValidationError} when `id` is not a batch id.
+   * @throws {@link ValidationError} when `id` is not a batch id.
    */
   async batch(id: string): Promise<BatchStatus | null> {
     checkBatchId(id);
@@ -419,7 +424,7 @@ export class Queue<T extends object = UntypedTasks> {
    * `ctx.children()` (one child: the step before). A flow underneath (the last step is the root),
    * so a failed step fails the steps after it unless its `onFailure` says otherwise. Resolves the
    * steps' ids in their order.
-   * @throws {ValidationError} for fewer than two steps or a bad field; nothing is written then.
+   * @throws {@link ValidationError} for fewer than two steps or a bad field; nothing is written then.
    */
   async submitChain(steps: FlowChildSpec[]): Promise<string[]> {
     const ids: string[] = [];
@@ -516,7 +521,7 @@ export class Queue<T extends object = UntypedTasks> {
    * Works oldest first in steps of one atomic script call each, none of which holds Redis for
    * more than a few ms, so a large clean does not stall the queue; jobs that finish meanwhile are
    * newer than the bound set by the first step and are left alone. Resolves the number removed.
-   * @throws {ValidationError} when an option is bad; nothing is removed then.
+   * @throws {@link ValidationError} when an option is bad; nothing is removed then.
    */
   async clean(opts: CleanOptions): Promise<number> {
     const { state, olderThan, group, limit = Number.POSITIVE_INFINITY } = checkOptions(CLEAN_OPTIONS, opts);
@@ -535,11 +540,11 @@ export class Queue<T extends object = UntypedTasks> {
     return removed;
   }
   /**
-   * Puts failed jobs back as `waiting` with their retry count reset, as {@link retry} does for
-   * one: those of one `group` and one `task`, when given. Works in steps as {@link clean} does;
+   * Puts failed jobs back as `waiting` with their retry count reset, as {@link Queue.retry} does for
+   * one: those of one `group` and one `task`, when given. Works in steps as {@link Queue.clean} does;
    * only jobs that failed before the first step are retried, so one that fails again meanwhile
    * is not retried twice. Resolves the number put back.
-   * @throws {ValidationError} when an option is bad; nothing is changed then.
+   * @throws {@link ValidationError} when an option is bad; nothing is changed then.
    */
   async retryFailed(opts: RetryFailedOptions = {}): Promise<number> {
     const { group, task } = checkOptions(RETRY_FAILED_OPTIONS, opts, { optional: true });
@@ -564,22 +569,24 @@ export class Queue<T extends object = UntypedTasks> {
    * it): cancel it, and delete it once it ended. A fan-out child deleted before it ended counts
    * as cancelled on its parent. Resolves `'deleted'`, the state of a job left as it was, or null
    * when there is no such job.
-   * @throws {ValidationError} when `id` is no job id.
+   * @throws {@link ValidationError} when `id` is no job id.
    */
   async deleteJob(id: string): Promise<'deleted' | JobState | null> {
     const o = await this.actions.one('delete', id);
     return o === 'done' ? 'deleted' : (o as JobState | null);
   }
   /**
-   * Deletes jobs as {@link deleteJob} does: those given by `ids`, or every job of a filter's
+   * Deletes jobs as {@link Queue.deleteJob} does: those given by `ids`, or every job of a filter's
    * state (not scheduled or running), group and task, at most `limit`. Works in steps of one
    * atomic script call of at most 500 jobs each (a filter is walked a page of the job list at a
    * time), so that no call holds Redis for long. Resolves what it did: jobs deleted, jobs left by
    * their state, ids that named no job.
-   * @throws {ValidationError} when the target is bad; nothing is deleted then.
+   * @throws {@link ValidationError} when the target is bad; nothing is deleted then.
    * @example
+   * ```ts
    * await queue.deleteJobs({ ids: ['a', 'b'] });
    * await queue.deleteJobs({ state: 'failed', group: 'tenant-42' });
+   * ```
    */
   async deleteJobs(target: JobTarget): Promise<BulkResult> {
     return this.actions.run('delete', target);
@@ -589,32 +596,32 @@ export class Queue<T extends object = UntypedTasks> {
    * its group (the next of its priority to be taken; a stuck job keeps its retry count). Resolves
    * its state afterwards (`'waiting'` when promoted; a job in another state is left as it is), or
    * null when there is no such job.
-   * @throws {ValidationError} when `id` is no job id.
+   * @throws {@link ValidationError} when `id` is no job id.
    */
   async promote(id: string): Promise<JobState | null> {
     const o = await this.actions.one('promote', id);
     return o === 'done' ? 'waiting' : (o as JobState | null);
   }
   /**
-   * Promotes delayed and stuck jobs as {@link promote} does: those given by `ids`, or every job of
-   * a filter (state `delayed` or `stuck`), in steps as {@link deleteJobs} works.
-   * @throws {ValidationError} when the target is bad; nothing is changed then.
+   * Promotes delayed and stuck jobs as {@link Queue.promote} does: those given by `ids`, or every job of
+   * a filter (state `delayed` or `stuck`), in steps as {@link Queue.deleteJobs} works.
+   * @throws {@link ValidationError} when the target is bad; nothing is changed then.
    */
   async promoteJobs(target: JobTarget): Promise<BulkResult> {
     return this.actions.run('promote', target);
   }
   /**
-   * Cancels jobs as {@link cancel} does: those given by `ids`, or every job of a filter (state
-   * waiting, delayed, stuck, scheduled or running), in steps as {@link deleteJobs} works.
-   * @throws {ValidationError} when the target is bad; nothing is changed then.
+   * Cancels jobs as {@link Queue.cancel} does: those given by `ids`, or every job of a filter (state
+   * waiting, delayed, stuck, scheduled or running), in steps as {@link Queue.deleteJobs} works.
+   * @throws {@link ValidationError} when the target is bad; nothing is changed then.
    */
   async cancelJobs(target: JobTarget): Promise<BulkResult> {
     return this.actions.run('cancel', target);
   }
   /**
-   * Puts failed and cancelled jobs back as {@link retry} does: those given by `ids`, or every job
-   * of a filter (state failed or cancelled), in steps as {@link deleteJobs} works.
-   * @throws {ValidationError} when the target is bad; nothing is changed then.
+   * Puts failed and cancelled jobs back as {@link Queue.retry} does: those given by `ids`, or every job
+   * of a filter (state failed or cancelled), in steps as {@link Queue.deleteJobs} works.
+   * @throws {@link ValidationError} when the target is bad; nothing is changed then.
    */
   async retryJobs(target: JobTarget): Promise<BulkResult> {
     return this.actions.run('retry', target);
@@ -623,7 +630,7 @@ export class Queue<T extends object = UntypedTasks> {
    * Lists jobs in a state, newest first for finished ones, in take order for waiting ones and in
    * submit order for those waiting for children, optionally of one group. At most `limit` jobs
    * (1 to 10,000; default 50).
-   * @throws {ValidationError} naming a bad option.
+   * @throws {@link ValidationError} naming a bad option.
    */
   async jobs(options: JobsOptions): Promise<Job[]> {
     return this.reader.jobs(options);
@@ -632,7 +639,7 @@ export class Queue<T extends object = UntypedTasks> {
   /**
    * Throughput and waits of the last `windowMs` (default one minute): jobs finished per state,
    * and submit-to-start wait percentiles of jobs that succeeded in the window (sampled, at most 1,000).
-   * @throws {ValidationError} when `windowMs` is not a whole number of ms from 1 to 30 days.
+   * @throws {@link ValidationError} when `windowMs` is not a whole number of ms from 1 to 30 days.
    */
   async stats(windowMs = 60_000): Promise<QueueStats> {
     return this.reader.stats(windowMs);
@@ -653,7 +660,7 @@ export class Queue<T extends object = UntypedTasks> {
     return this.reader.groups();
   }
 
-  /** Stops handing out the group's jobs (running ones go on) until {@link resumeGroup}. */
+  /** Stops handing out the group's jobs (running ones go on) until {@link Queue.resumeGroup}. */
   async pauseGroup(group: string): Promise<void> {
     await this.setGroup(group, { paused: true });
   }
@@ -670,9 +677,11 @@ export class Queue<T extends object = UntypedTasks> {
    * only while it has a limit, so that ending a run of any other group costs no group update:
    * setting a limit where there was none counts the runs in progress (one read per job holding a
    * lease, in the same atomic call).
-   * @throws {ValidationError} naming the bad option; nothing is written then.
+   * @throws {@link ValidationError} naming the bad option; nothing is written then.
    * @example
+   * ```ts
    * await queue.setGroupLimit('tenant-42', { rate: { max: 10, perMs: 1000 } }); // 10 starts a second
+   * ```
    */
   async setGroupLimit(
     group: string,
@@ -692,7 +701,7 @@ export class Queue<T extends object = UntypedTasks> {
   }
   /**
    * Live executors (whose heartbeat has not expired), each with the jobs it holds now, read from
-   * the queue's leases (at most {@link MAX_LEASES_READ} runs a shard) rather than its last heartbeat.
+   * the queue's leases (at most `MAX_LEASES_READ` runs a shard) rather than its last heartbeat.
    */
   async workers(): Promise<WorkerInfo[]> {
     return this.reader.workers();

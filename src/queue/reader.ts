@@ -52,7 +52,7 @@ export interface WorkerInfo {
   concurrency: number;
   /**
    * Runs it holds now (scheduled or running), counted from the queue's leases at the time of the
-   * call; when a shard holds more than {@link MAX_LEASES_READ} runs, at least what its last
+   * call; when a shard holds more than `MAX_LEASES_READ` runs, at least what its last
    * heartbeat said.
    */
   running: number;
@@ -66,7 +66,7 @@ export const MAX_LEASES_READ = 2000;
 /** Most bytes of a job id a read, cancel or retry looks up (a caller's id is at most 200, a fan-out child's or periodic run's longer). */
 const MAX_JOB_ID_BYTES = 1000;
 
-/** Checks a job id given to a read, cancel or retry. @throws {ValidationError} (`id`). */
+/** Checks a job id given to a read, cancel or retry. @throws {@link ValidationError} (`id`). */
 export function checkJobId(id: unknown): void {
   checkValue(text(MAX_JOB_ID_BYTES), id, 'id');
 }
@@ -138,8 +138,8 @@ export class QueueReader {
    * calls check it themselves): a read made with a wrong count would miss shards, and so would one
    * made while a reshard is under way (or was killed), the jobs it moved being in the other
    * layout. Not kept between reads: a reshard may begin after the first.
-   * @throws {ShardCountError} when the queue records another shard count.
-   * @throws {ReshardInProgressError} while the queue's shard count is being changed.
+   * @throws {@link ShardCountError} when the queue records another shard count.
+   * @throws {@link ReshardInProgressError} while the queue's shard count is being changed.
    */
   layoutChecked(): Promise<void> {
     return checkReadLayout(this.client, this.name, this.shards);

@@ -84,15 +84,17 @@ const CHILD_ID = /^([\s\S]*)\/\d+$/;
  * producers stopped (schedulers may run); then start them with `shards: to`. Until it is done,
  * every other client refuses the queue with a ReshardInProgressError. Killed at any point, it
  * finishes when called again with the same `to`; no job is lost or doubled.
- * @throws {ValidationError} naming a bad option; nothing is written then.
- * @throws {ReshardRefusedError} while an executor is live or a run is in progress (`reason`
+ * @throws {@link ValidationError} naming a bad option; nothing is written then.
+ * @throws {@link ReshardRefusedError} while an executor is live or a run is in progress (`reason`
  * `executors`, `runs`), while a batch is not completed (`batches`), when two jobs of one id would meet in one shard (`ids`), or when another
  * reshard of the queue to another count is under way (`underway`); nothing is written then. With
  * `changed` when the queue changed under it (a producer or an executor still running): what it
  * moved stays moved, and it goes on when run again once they are stopped.
  * @example
+ * ```ts
  * const report = await reshard('redis://127.0.0.1:6379', 'mail', { to: 4 });
  * // then start executors, producers and schedulers with shards: 4
+ * ```
  */
 export async function reshard(connection: ConnectionOption, queue: string, opts: ReshardOptions): Promise<ReshardReport> {
   checkQueueName(queue);

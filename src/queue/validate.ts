@@ -17,7 +17,7 @@ export interface SubmitSpec<A = unknown> {
   group?: string;
   /**
    * Any value msgpack can carry: null, booleans, numbers, strings, bigints, Dates, byte arrays,
-   * arrays, plain objects; arrays and objects nested at most {@link MAX_DEPTH} (100) levels deep.
+   * arrays, plain objects; arrays and objects nested at most `MAX_DEPTH` (100) levels deep.
    */
   args?: A;
   priority?: Priority;
@@ -241,7 +241,7 @@ function unserializable(v: unknown): Problem | null {
 /**
  * Packs a value with msgpack, refusing values that do not serialize (functions, symbols, class
  * instances, cycles, non-finite numbers, invalid Dates, bigints beyond 64 bits), nest deeper than
- * {@link MAX_DEPTH} levels or exceed `limit` bytes. The size is that of the bytes written.
+ * `MAX_DEPTH` levels or exceed `limit` bytes. The size is that of the bytes written.
  */
 export function packValue(value: unknown, limit: number, field: string): Buffer {
   const problem = unserializable(value);
@@ -348,7 +348,7 @@ const MAX_RATE_WINDOW_MS = 2 ** 31 - 1;
 /**
  * Checks a group's rate limit (`null`: lift it): `max` a whole number from 1 to 1,000,000,
  * `perMs` a whole number of ms from 1 to 2^31 - 1 (about 24 days).
- * @throws {ValidationError} naming the bad field.
+ * @throws {@link ValidationError} naming the bad field.
  */
 export function checkRate(rate: unknown): { max: number; perMs: number } | null {
   if (rate === null) return null;

@@ -22,7 +22,7 @@ export interface Exclusions {
   /**
    * The end of the excluded stretch instant `t` (ms) falls in: the first instant after it that no
    * exclusion covers (windows that touch or overlap are one stretch, followed for at most
-   * {@link MAX_STRETCH_WINDOWS} windows), or `t` itself when `t` is not excluded or the end is not
+   * `MAX_STRETCH_WINDOWS` windows), or `t` itself when `t` is not excluded or the end is not
    * certain (a zone change at the window's end): the caller then steps past `t` elapse by elapse.
    */
   excludedUntil(t: number): number;
@@ -129,7 +129,7 @@ function parseOne(raw: string): Rule {
 
 /**
  * Parses exclusions read in `timezone` (IANA; default UTC).
- * @throws {TimerSyntaxError} naming the bad exclusion.
+ * @throws {@link TimerSyntaxError} naming the bad exclusion.
  */
 export function parseExclusions(specs: readonly string[], timezone?: string): Exclusions {
   const rules = specs.map(parseOne);

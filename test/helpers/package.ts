@@ -18,8 +18,12 @@ export const ROOT = new URL('../..', import.meta.url).pathname.replace(/\/$/, ''
 export const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   name: string;
   version: string;
+  main: string;
+  types: string;
+  exports: Record<string, Record<string, Record<string, string>>>;
   files: string[];
   bin: Record<string, string>;
+  dependencies: Record<string, string>;
 };
 
 /** A new temporary folder named after `label`. */
@@ -39,10 +43,13 @@ export async function build(): Promise<string> {
   return out;
 }
 
-/** A folder holding package.json and what its `files` lists, the compiled sources from `dist`. */
+/**
+ * A folder holding package.json, README and LICENSE (which npm packs whatever `files` says) and
+ * what its `files` lists, the compiled sources from `dist`.
+ */
 export function stage(dist: string): string {
   const dir = tempDir('package');
-  cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
+  for (const file of ['package.json', 'README.md', 'LICENSE']) cpSync(join(ROOT, file), join(dir, file));
   for (const entry of PACKAGE.files) {
     const from = entry === 'dist' || entry.startsWith('dist/') ? join(dist, entry.slice(5)) : join(ROOT, entry);
     cpSync(from, join(dir, entry), { recursive: true });
