@@ -129,10 +129,10 @@ export class RedisFullError extends RotaError {
  */
 export class SchemaMismatchError extends RotaError {
   /**
-   * @param found the schema the queue records
-   * @param expected the schema this build writes
-   * @param remedy what to run: `migrate` (the data is too old) or `upgrade` (too new)
-   * @param needs for `upgrade`, the oldest build schema that reads the data
+   * @param found - the schema the queue records
+   * @param expected - the schema this build writes
+   * @param remedy - what to run: `migrate` (the data is too old) or `upgrade` (too new)
+   * @param needs - for `upgrade`, the oldest build schema that reads the data
    */
   constructor(
     readonly queue: string,

@@ -72,13 +72,16 @@ export function checkJobId(id: unknown): void {
 }
 
 /** What {@link Queue.jobs} lists. */
+/** Most jobs one `Queue.jobs` call lists (and `rota jobs --limit` asks for). */
+export const MAX_JOBS_LISTED = 10_000;
+
 const JOBS_OPTIONS = {
   /** The state of the jobs listed. */
   state: z.enum(JOB_STATES, { error: `must be one of ${JOB_STATES.join(', ')}` }),
   /** Only this group's jobs. */
   group: text(200).optional(),
   /** Most jobs listed: 1 to 10,000; default 50. */
-  limit: whole(1, 10_000).default(50),
+  limit: whole(1, MAX_JOBS_LISTED).default(50),
 };
 /** What {@link Queue.jobs} lists. */
 export type JobsOptions = OptionsOf<typeof JOBS_OPTIONS>;

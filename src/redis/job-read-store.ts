@@ -47,8 +47,10 @@ const text = (b: Buffer | null | undefined) => (b ? b.toString() : '');
 /**
  * One queue shard's reads.
  * @example
+ * ```ts
  * const reads = new JobReadStore(new QueueStore(client, 'mail', { maxEvents: 0 }));
  * const job = await reads.job('lx3k0001abcdef.0');
+ * ```
  */
 export class JobReadStore {
   constructor(readonly store: QueueStore) {}

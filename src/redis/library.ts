@@ -351,7 +351,7 @@ function serversOf(client: Redis): Redis[] {
  * `FUNCTION LOAD` and `FUNCTION LIST`. With `replace`, a library of Rota's name that holds other
  * code is replaced; without, it is refused with a {@link LibraryMismatchError}. Resolves whether
  * a server's library was loaded or replaced.
- * @throws {ScriptLoadError} when the user may not load or list functions, or Redis is older than 7.0.
+ * @throws {@link ScriptLoadError} when the user may not load or list functions, or Redis is older than 7.0.
  */
 export async function loadLibrary(
   client: Redis,
@@ -385,7 +385,7 @@ function checkOnce(client: Redis, lib: Library): Promise<void> {
  * Checks that the servers of `client` hold `lib` as built, loading it where it is missing when
  * the user may: what a client does before its first script call (and an executor or a scheduler
  * as it starts). Other code under the library's name is refused with a {@link LibraryMismatchError}.
- * @throws {ScriptLoadError} when it is missing and the user may not load it (or list functions).
+ * @throws {@link ScriptLoadError} when it is missing and the user may not load it (or list functions).
  */
 export async function checkLibrary(client: Redis, lib: Library = rotaLibrary()): Promise<void> {
   await Promise.all(serversOf(client).map((server) => ensureOn(server, lib, false)));

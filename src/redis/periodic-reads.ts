@@ -33,14 +33,14 @@ export function parseStaged(member: string): StagedMember | null {
   return m ? { jobId: m[1], id: m[2], occurrence: Number(m[3]), group: m[4] } : null;
 }
 
-/** A task's stored hash (field -> bytes; empty when there is none), its last job and the staged member buffer-one holds. */
+/** A task's stored hash (field → bytes; empty when there is none), its last job and the staged member buffer-one holds. */
 export interface TaskRow {
   hash: Record<string, Buffer>;
   last: string | null;
   held: string | null;
 }
 
-/** A run job's hash (field -> bytes; empty when it is gone) and its log lines. */
+/** A run job's hash (field → bytes; empty when it is gone) and its log lines. */
 export interface RunJob {
   job: Record<string, Buffer>;
   logs: string[];
@@ -216,7 +216,7 @@ export class PeriodicReads {
     return (await each(this.client, owners, (p, o) => p.scard(this.keys.owner(o)))).map(Number);
   }
 
-  /** An event rule's stored record (field -> bytes; empty when there is none). */
+  /** An event rule's stored record (field → bytes; empty when there is none). */
   rule(id: string): Promise<Record<string, Buffer>> {
     return this.client.hgetallBuffer(this.keys.rule(id));
   }

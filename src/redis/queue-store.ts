@@ -212,8 +212,10 @@ type RawTake = [Array<Buffer | number | null>, Buffer | number];
 /**
  * One queue shard's script calls on one client.
  * @example
+ * ```ts
  * const store = new QueueStore(client, 'mail', { maxEvents: 10_000 });
  * const { jobs } = await store.take(10, { workerId: 'w1', countingScheme: [2, 1], leaseMs: 30_000 });
+ * ```
  */
 export class QueueStore {
   readonly keys: QueueKeys;

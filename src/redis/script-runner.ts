@@ -42,9 +42,11 @@ export interface ScriptRunnerOptions {
 /**
  * The script calls of one queue shard on one client.
  * @example
+ * ```ts
  * const k = queueKeys('mail');
  * const runner = new ScriptRunner(client, 'mail', k.meta, k.meta, {});
  * const running = await runner.fcall<Array<string | number>>('running', k.leases, [k.prefix]);
+ * ```
  */
 export class ScriptRunner {
   private readonly gate: SchemaGate;

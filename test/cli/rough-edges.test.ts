@@ -41,6 +41,7 @@ describe('rota, as a new user meets it', () => {
       rota(['--redis', 'notaurl', 'groups']),
       rota(['--redis', 'http://x', 'groups']),
       rota(['--redis', 'notaurl', 'demo', '--duration', '1']),
+      rota([...q, 'jobs', '--limit', '20000']),
     ]);
     for (const r of invalid) {
       expect(r.code, r.stderr).toBe(EXIT_INVALID);
@@ -50,6 +51,8 @@ describe('rota, as a new user meets it', () => {
     expect(invalid[6].stderr).toContain('--redis: "notaurl" is not a URL');
     expect(invalid[7].stderr).toContain('--redis: "http://x" is not a Redis URL');
     expect(invalid[8].stderr).toContain('--redis: "notaurl" is not a URL');
+    // the option's own bound is the one Queue.jobs keeps
+    expect(invalid[9].stderr).toMatch(/--limit.*10,?000/);
     const help = await rota(['--help']);
     expect(help.stdout).toMatch(
       /Exit status:\n {2}0 {2}ok\n {2}1 {2}invalid value.*\n {2}2 {2}usage error.*\n {2}3 .*\n {2}4 {2}not found/,

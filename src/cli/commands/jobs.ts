@@ -2,6 +2,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { FINAL_STATES, JOB_STATES, type Job, type JobState } from '../../queue/job.js';
 import type { CleanOptions, JobTreeNode } from '../../queue/queue.js';
+import { MAX_JOBS_LISTED } from '../../queue/reader.js';
 import { looksLikeIsoDuration, parseHumanDuration, parseIsoDuration } from '../../timers/duration.js';
 import { EXIT_INVALID, EXIT_NOT_FOUND, EXIT_USAGE } from '../exit-codes.js';
 import { printMessage } from '../secrets.js';
@@ -122,7 +123,7 @@ export function register(program: Command): void {
     .description('list jobs in a state')
     .option('--state <state>', `one of ${JOB_STATES.join(', ')}`, parseState, 'waiting')
     .option('--group <group>', 'only this group')
-    .option('--limit <n>', 'at most this many', intOption('--limit', 1, 100_000), 50)
+    .option('--limit <n>', 'at most this many', intOption('--limit', 1, MAX_JOBS_LISTED), 50)
     .option('--json', 'print one JSON object per line')
     .action(async (o: { state: JobState; group?: string; limit: number }, cmd: Command) =>
       withQueue(cmd, async (queue, g) => {
