@@ -44,12 +44,22 @@ function newestRelease(): string {
 /** The package of `tarball` unpacked as node_modules/rota of a new folder, its dependencies linked to the checkout's. */
 function install(tarball: string): { dir: string; entry: string; version: string } {
   const dir = tempDir('upgrade');
+  try {
+    return unpack(tarball, dir);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+function unpack(tarball: string, dir: string): { dir: string; entry: string; version: string } {
   const pkg = join(dir, 'node_modules/rota');
   mkdirSync(pkg, { recursive: true });
   execFileSync('tar', ['-xzf', tarball, '-C', pkg, '--strip-components=1']);
   const manifest = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')) as {
     version: string;
-    exports: { '.': { import: string } };
+    // (a string, or conditions of their own: `{ types, default }`)
+    exports: { '.': { import: string | { default: string } } };
     dependencies?: Record<string, string>;
     peerDependencies?: Record<string, string>;
   };
@@ -61,7 +71,8 @@ function install(tarball: string): { dir: string; entry: string; version: string
     mkdirSync(dirname(to), { recursive: true });
     symlinkSync(from, to, 'dir');
   }
-  return { dir, entry: join(pkg, manifest.exports['.'].import), version: manifest.version };
+  const entry = manifest.exports['.'].import;
+  return { dir, entry: join(pkg, typeof entry === 'string' ? entry : entry.default), version: manifest.version };
 }
 
 /**
