@@ -21,6 +21,12 @@ export function queueRef(queue: string, shard: number, shards: number): string {
   return `${queue} ${shard} ${shards}`;
 }
 
+/** The queue, shard and shard count a {@link queueRef} names. */
+export function parseQueueRef(ref: string): { queue: string; shard: number; shards: number } {
+  const [queue, shard, shards] = ref.split(' ');
+  return { queue, shard: Number(shard), shards: Number(shards) };
+}
+
 /** The shard of queue `queue` (of `shards`) that holds flow child `id` of group `group`. */
 export function childShard(id: string, group: string, shards: number): number {
   return shardOfId(id, shards) ?? shardOfGroup(group, shards);
@@ -46,8 +52,8 @@ export class CrossRelay {
   store(ref: string): QueueStore {
     let s = this.stores.get(ref);
     if (!s) {
-      const [queue, shard, shards] = ref.split(' ');
-      s = new QueueStore(this.client, queue, { maxEvents: this.maxEvents, shard: Number(shard), shards: Number(shards) });
+      const { queue, shard, shards } = parseQueueRef(ref);
+      s = new QueueStore(this.client, queue, { maxEvents: this.maxEvents, shard, shards });
       this.stores.set(ref, s);
     }
     return s;

@@ -14,7 +14,7 @@ import { checkQueueName, type QueueKeys } from '../redis/keys.js';
 import { type FinishedCursor, type GroupChange, QueueStore } from '../redis/queue-store.js';
 import { checkShards, shardNumbers, shardOfGroup, shardOfId, shardsOfGroup } from '../redis/shards.js';
 import { Batch, type BatchOptions, type BatchStatus, checkBatchId, packBatch } from './batch.js';
-import { CrossRelay, childShard, queueRef, shardCounts } from './cross.js';
+import { CrossRelay, childShard, parseQueueRef, queueRef, shardCounts } from './cross.js';
 import type { QueueEvent } from './events.js';
 import { submitCommitted } from './fanout.js';
 import { chainFlow, type FlowChildSpec, type FlowNode, type FlowSpec, flowQueues, packFlowTree } from './flow.js';
@@ -495,10 +495,10 @@ export class Queue<T extends object = UntypedTasks> {
     const byQueue = new Map<Queue<T> | Queue, number[]>();
     for (const [k, ref] of (refs ?? []).entries()) {
       if (ref === null) continue;
-      const [name, , shards] = ref.split(' ');
+      const { queue: name, shards } = parseQueueRef(ref);
       let there = others.get(name);
       if (!there) {
-        there = new Queue(name, { connection: this.client, shards: Number(shards), maxEvents: this.maxEvents });
+        there = new Queue(name, { connection: this.client, shards, maxEvents: this.maxEvents });
         others.set(name, there);
       }
       byQueue.set(there, [...(byQueue.get(there) ?? []), indexes[k]]);
