@@ -4,10 +4,11 @@
  * laid out as package.json's `files` lists.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { sleep } from './wait.js';
 
 export const run = promisify(execFile);
 
@@ -32,14 +33,35 @@ export function tempDir(label: string): string {
 }
 
 /**
- * Compiles the sources as `npm run build` does (tsconfig.build.json), into a temporary folder
- * that stands for `dist`: the compiled sources are at `<folder>/src`.
+ * The sources compiled as `npm run build` does (tsconfig.build.json), into a folder that stands for
+ * `dist`: the compiled sources are at `<folder>/src`. One build serves the whole run: the first
+ * caller compiles it into the run's temporary folder (removed with the run's folder), the others,
+ * in any test process, wait for it. Read it only: it is shared.
  */
 export async function build(): Promise<string> {
-  const out = tempDir('dist');
-  await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', out], {
-    cwd: ROOT,
-  });
+  const out = join(tmpdir(), 'shared-dist');
+  const done = join(out, '.built');
+  const failed = join(out, '.failed');
+  try {
+    mkdirSync(out);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    // another process builds it: wait for its marker (a build takes tens of seconds)
+    for (;;) {
+      if (existsSync(done)) return out;
+      if (existsSync(failed)) throw new Error(`the shared build failed: ${readFileSync(failed, 'utf8')}`);
+      await sleep(200);
+    }
+  }
+  try {
+    await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', out], {
+      cwd: ROOT,
+    });
+  } catch (err) {
+    writeFileSync(failed, String((err as Error).message));
+    throw err;
+  }
+  writeFileSync(done, '');
   return out;
 }
 

@@ -19,7 +19,7 @@ describe('rota from a CommonJS project', () => {
     project = tempDir('cjs');
     made.push(project);
     const pkg = stage(await dist);
-    made.push(pkg, await dist);
+    made.push(pkg);
     await npm(['pack', '--pack-destination', project], pkg);
     await npm(['init', '-y'], project);
     await npm(['pkg', 'set', 'type=commonjs'], project);

@@ -29,7 +29,6 @@ describe('the packed package', () => {
 
   beforeAll(async () => {
     const dist = await build();
-    made.push(dist);
     pkg = stage(dist);
     made.push(pkg);
     project = tempDir('contents');

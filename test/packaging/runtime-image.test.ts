@@ -136,7 +136,6 @@ describe('the image’s runtime stage, laid out from the Dockerfile', () => {
 
   beforeAll(async () => {
     const dist = await build();
-    made.push(dist);
     const app = tempDir('image');
     made.push(app);
     root = join(app, 'app');
