@@ -35,7 +35,10 @@ export const DEFAULT_UNKNOWN_TASK_GRACE_MS = 5 * 60_000;
 export const WORKER_OPTIONS = {
   /** Where Redis is: a URL, ioredis options or an ioredis client. */
   connection: QUEUE_OPTIONS.connection,
-  /** Largest packed args accepted, in bytes: 1 to 256 MiB; default 512 KiB (see QueueOptions.maxArgsBytes). */
+  /**
+   * Largest packed args a running handler's fan-out children and batch jobs may carry, in bytes:
+   * 1 to 256 MiB; default 512 KiB (see QueueOptions.maxArgsBytes).
+   */
   maxArgsBytes: QUEUE_OPTIONS.maxArgsBytes,
   /** Jobs run at once (slots): 1 to 100,000; default 1. */
   concurrency: whole(1, MAX_CONCURRENCY).default(1),
@@ -157,7 +160,7 @@ export function maskedLogger(logger: JobLogger): JobLogger {
 /** An executor's options checked, with every default filled in. */
 export type ExecutorSettings = Omit<
   SettingsOf<typeof WORKER_OPTIONS>,
-  'id' | 'durability' | 'replicaTimeoutMs' | 'replicaAcks' | 'maxArgsBytes'
+  'id' | 'durability' | 'replicaTimeoutMs' | 'replicaAcks'
 > & {
   id: string;
   /** What the queue's stores need of `durability`, `replicaTimeoutMs` and `replicaAcks`. */
@@ -170,7 +173,7 @@ export type ExecutorSettings = Omit<
  * @throws {ValidationError} naming the first bad option.
  */
 export function executorSettings(workerOptions: WorkerOptions): ExecutorSettings {
-  const { durability, replicaTimeoutMs, replicaAcks, maxArgsBytes: _, ...o } = checkOptions(WORKER_OPTIONS, workerOptions);
+  const { durability, replicaTimeoutMs, replicaAcks, ...o } = checkOptions(WORKER_OPTIONS, workerOptions);
   return {
     ...o,
     id: o.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,

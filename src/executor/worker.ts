@@ -14,7 +14,6 @@ import type { ChildPage, Handlers } from '../queue/context.js';
 import { CrossRelay } from '../queue/cross.js';
 import { CONTINUATION_SUFFIX, packChildren } from '../queue/fanout.js';
 import { type Job, TRACE } from '../queue/job.js';
-import { DEFAULT_MAX_ARGS_BYTES } from '../queue/options.js';
 import type { HandlersOf, UntypedTasks } from '../queue/tasks.js';
 import { startRunSpan, tracingAvailable } from '../queue/tracing.js';
 import { BatchStore } from '../redis/batch-store.js';
@@ -125,7 +124,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
     log: (j, line) => this.delivery.log(j, line),
     progress: (j, n) => this.delivery.progress(j, n),
     fanOut: async (j, items, options, trace) => {
-      const children = await packChildren(j, items, options, DEFAULT_MAX_ARGS_BYTES, trace);
+      const children = await packChildren(j, items, options, this.opts.maxArgsBytes, trace);
       const { total, chunks, continuation } = children;
       if (total === 0 && !continuation) return 0;
       // (a continuation goes first, marked in the count: the finish writes it with the commit)
@@ -178,7 +177,7 @@ export class Worker<T extends object = UntypedTasks> extends EventEmitter<Worker
       const member = j.batch === id ? { id: j.id, token: String(j.takeSeq) } : undefined;
       return new Batch(
         id,
-        { store: new BatchStore(store), reads: new JobReadStore(store), maxArgsBytes: DEFAULT_MAX_ARGS_BYTES },
+        { store: new BatchStore(store), reads: new JobReadStore(store), maxArgsBytes: this.opts.maxArgsBytes },
         member,
       );
     },

@@ -4,7 +4,15 @@
  * idempotent under a redelivered finish.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { FanOutLimitError, type Handlers, type Job, MAX_FAN_OUT, PermanentError, ValidationError } from '../../src/index.js';
+import {
+  FanOutLimitError,
+  type Handlers,
+  type Job,
+  MAX_FAN_OUT,
+  PayloadTooLargeError,
+  PermanentError,
+  ValidationError,
+} from '../../src/index.js';
 import { packChildren, submitCommitted } from '../../src/queue/fanout.js';
 import { addRun, QueueStore } from '../../src/redis/queue-store.js';
 import { stageChildren } from '../../src/redis/side-writes.js';
@@ -26,6 +34,42 @@ async function fanKeys(name: string): Promise<string[]> {
 }
 
 describe('fan-out', () => {
+  it("bounds the children's args by the executor's maxArgsBytes, both ways", async () => {
+    const name = uniqueQueue('fan-bytes');
+    const q = openQueue(name);
+    const big = 'x'.repeat(600 * 1024);
+    const seen: Record<string, unknown> = {};
+    const handlers: Handlers = {
+      parent: async (ctx) => {
+        try {
+          await ctx.fanOut([{ s: 'x'.repeat((ctx.args as { n: number }).n) }], { task: 'child' });
+          return 'fanned';
+        } catch (err) {
+          seen[ctx.job.id] = err;
+          return 'refused';
+        }
+      },
+      child: async (ctx: { args: { s: string } }) => ctx.args.s.length,
+    };
+    // a small bound refuses 2 KB of args, writing nothing
+    const small = await q.submit({ task: 'parent', args: { n: 2048 } });
+    const done = new Set<string>();
+    const w1 = openWorker(name, handlers, { maxArgsBytes: 1024 });
+    w1.on('completed', (j: Job) => done.add(j.id));
+    await until(w1, 'completed', () => done.has(small.id));
+    expect(seen[small.id]).toBeInstanceOf(PayloadTooLargeError);
+    expect(await q.getJob(`${small.id}/0`)).toBeNull();
+    expect(await fanKeys(name)).toEqual([]);
+    await w1.close();
+    // a bound above the default (512 KiB) takes 600 KiB
+    const large = await q.submit({ task: 'parent', args: { n: big.length } });
+    const w2 = openWorker(name, handlers, { maxArgsBytes: 1024 * 1024 });
+    w2.on('completed', (j: Job) => done.add(j.id));
+    await until(w2, 'completed', () => done.has(`${large.id}/0`));
+    expect(seen[large.id]).toBeUndefined();
+    expect((await q.getJob(`${large.id}/0`))?.result).toBe(big.length);
+  });
+
   it('submits 2,500 children (three chunks) with the parent success: ids <parent>/<i>, each run once, counted, one children.ended event', async () => {
     const name = uniqueQueue('fan');
     const q = openQueue(name);
