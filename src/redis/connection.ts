@@ -18,6 +18,8 @@ export const AUTH_RETRY_MS = 5000;
 /** Reconnect delays for other failures: 50 ms more each attempt, at most a second. */
 const RETRY_STEP_MS = 50;
 const RETRY_MAX_MS = 1000;
+/** What ioredis rejects a connect with when its connector was disconnected meanwhile. */
+const CONNECTION_CLOSED = 'Connection is closed.';
 
 /**
  * A command sent before a client Rota opened has ever reached Redis fails after this many
@@ -105,6 +107,7 @@ export function connect(
   else client = new Redis({ ...withSentinelDefaults(conn, {}), ...conn, ...extra });
   if (!isCluster(client)) {
     failFast(client);
+    if (client.options.sentinels?.length) reconnectThroughSwitch(client);
     if (client.options.db) guardDb(client);
   }
   // Connection errors show up as failed commands (or as the executor's error events); without a
@@ -236,6 +239,31 @@ export function asConnectionError(client: Redis | Cluster, err: unknown): unknow
 function withSentinelDefaults(options: RedisOptions, extra: RedisOptions): RedisOptions {
   if (!options.sentinels?.length || options.failoverDetector !== undefined) return extra;
   return { failoverDetector: true, ...extra };
+}
+
+/**
+ * Makes a Sentinel client connect again when its failover detector hears +switch-master while it
+ * is connecting: ioredis then disconnects the connector under the connect in flight, whose
+ * "Connection is closed." ends the client for good, so every later command would fail. A close
+ * the client was asked for (`disconnect`, `quit`) still ends it.
+ */
+function reconnectThroughSwitch(client: Redis): void {
+  const internal = client as unknown as {
+    manuallyClosing: boolean;
+    connector: { connect(emit: unknown): Promise<unknown> };
+  };
+  const connector = internal.connector;
+  const connectOnce = connector.connect.bind(connector);
+  connector.connect = async (emit) => {
+    for (;;) {
+      try {
+        return await connectOnce(emit);
+      } catch (err) {
+        const switched = err instanceof Error && err.message === CONNECTION_CLOSED && !internal.manuallyClosing;
+        if (!switched) throw err;
+      }
+    }
+  };
 }
 
 /**

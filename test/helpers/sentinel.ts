@@ -19,17 +19,21 @@ export interface LocalSentinels {
   servers: RedisServer[];
   /** The sentinels' addresses, as ioredis `sentinels`. */
   sentinels: Array<{ host: string; port: number }>;
-  /** Port of the server the sentinels name as primary now. */
-  primaryPort(): Promise<number>;
-  /** The server the sentinels name as primary now. */
-  currentPrimary(): Promise<RedisServer>;
+  /** Port of the server the sentinels name as primary now (as sentinel `via` tells, the first by default). */
+  primaryPort(via?: number): Promise<number>;
+  /** The server the sentinels name as primary now (as sentinel `via` tells). */
+  currentPrimary(via?: number): Promise<RedisServer>;
   /** Asks the sentinels for a failover (SENTINEL FAILOVER) and resolves once the other server is primary. */
   failover(timeoutMs?: number): Promise<number>;
   /**
    * Resolves with the new primary's port once the sentinels name a primary other than the one on
-   * port `before` and it takes writes (after a kill -9 of the primary, say).
+   * port `before` and it takes writes (after a kill -9 of the primary, say), as sentinel `via` tells.
    */
-  promoted(before: number, timeoutMs?: number): Promise<number>;
+  promoted(before: number, timeoutMs?: number, via?: number): Promise<number>;
+  /** Stops sentinel `i` (SIGSTOP): it keeps its connections but answers nothing until {@link resume}. */
+  pause(i: number): void;
+  /** Lets a paused sentinel go on (SIGCONT). */
+  resume(i: number): void;
   destroy(): Promise<void>;
 }
 
@@ -101,14 +105,14 @@ export async function startSentinels(replicas = 1): Promise<LocalSentinels> {
     },
     30_000,
   );
-  const primaryPort = () =>
-    ask(ports[0], async (c) => {
+  const primaryPort = (via = 0) =>
+    ask(ports[via], async (c) => {
       const [, port] = (await c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as [string, string];
       return Number(port);
     });
-  const promoted = async (before: number, timeoutMs = 30_000) => {
-    await until('the failover', async () => (await primaryPort()) !== before, timeoutMs);
-    const after = await primaryPort();
+  const promoted = async (before: number, timeoutMs = 30_000, via = 0) => {
+    await until('the failover', async () => (await primaryPort(via)) !== before, timeoutMs);
+    const after = await primaryPort(via);
     await until(
       'the new primary writable',
       () => ask(after, async (c) => (await c.info('replication')).includes('role:master')),
@@ -121,8 +125,8 @@ export async function startSentinels(replicas = 1): Promise<LocalSentinels> {
     servers,
     sentinels: ports.map((port) => ({ host: '127.0.0.1', port })),
     primaryPort,
-    async currentPrimary() {
-      const port = await primaryPort();
+    async currentPrimary(via = 0) {
+      const port = await primaryPort(via);
       const server = servers.find((s) => s.port === port);
       if (!server) throw new Error(`the sentinels name an unknown primary (port ${port})`);
       return server;
@@ -133,6 +137,8 @@ export async function startSentinels(replicas = 1): Promise<LocalSentinels> {
       return promoted(before, timeoutMs);
     },
     promoted,
+    pause: (i) => procs[i].kill('SIGSTOP'),
+    resume: (i) => procs[i].kill('SIGCONT'),
     async destroy() {
       for (const p of procs) p.kill('SIGKILL');
       await Promise.all(servers.map((s) => s.destroy()));
