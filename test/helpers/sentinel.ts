@@ -4,12 +4,25 @@
  * failovers take seconds.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort, RedisServer } from './redis-server.js';
 import { until as waitUntil } from './wait.js';
+
+/** Log lines about roles and replication: Sentinel's events and the servers' sync steps. */
+const TRAIL =
+  /[+-](switch-master|promoted-slave|convert-to-slave|odown|sdown master|failover-abort|failover-end |fix-slave-config|elected-leader|selected-slave)|MASTER <-> REPLICA|REPLICAOF|MASTER MODE|Full resync|Partial resynchronization|Ready to accept/;
+
+/** A log file's lines ([] when it is not there). */
+function readLog(file: string): string[] {
+  try {
+    return readFileSync(file, 'utf8').split('\n');
+  } catch {
+    return [];
+  }
+}
 
 /** The name the sentinels monitor the primary under. */
 export const MASTER_NAME = 'rota-test';
@@ -34,6 +47,11 @@ export interface LocalSentinels {
   pause(i: number): void;
   /** Lets a paused sentinel go on (SIGCONT). */
   resume(i: number): void;
+  /**
+   * What the sentinels and servers logged about roles and replication (failovers, promotions,
+   * syncs), in time order, each line prefixed with its source: a fault test's account of a failure.
+   */
+  trail(): string[];
   destroy(): Promise<void>;
 }
 
@@ -69,6 +87,7 @@ export async function startSentinels(replicas = 1): Promise<LocalSentinels> {
         `port ${port}`,
         'bind 127.0.0.1',
         `dir ${dir}`,
+        `logfile ${join(dir, `sentinel-${i}.log`)}`,
         `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${primary.port} 2`,
         `sentinel down-after-milliseconds ${MASTER_NAME} 1000`,
         `sentinel failover-timeout ${MASTER_NAME} 10000`,
@@ -139,6 +158,22 @@ export async function startSentinels(replicas = 1): Promise<LocalSentinels> {
     promoted,
     pause: (i) => procs[i].kill('SIGSTOP'),
     resume: (i) => procs[i].kill('SIGCONT'),
+    trail() {
+      const logs = [
+        ...ports.map((port, i) => ({ who: `sentinel ${port}`, file: join(dir, `sentinel-${i}.log`) })),
+        ...servers.map((s) => ({ who: `redis ${s.port}`, file: join(s.dir, 'redis.log') })),
+      ];
+      // (a line: "pid:role DD Mon YYYY HH:MM:SS.mmm text")
+      const lines = logs.flatMap(({ who, file }) =>
+        readLog(file)
+          .filter((l) => TRAIL.test(l))
+          .map((l) => {
+            const text = l.slice(l.indexOf(' ') + 1);
+            return { at: Date.parse(text.slice(0, 24)), text: `${who}: ${text.slice(0, 160)}` };
+          }),
+      );
+      return lines.sort((a, b) => a.at - b.at).map((l) => l.text);
+    },
     async destroy() {
       for (const p of procs) p.kill('SIGKILL');
       await Promise.all(servers.map((s) => s.destroy()));
