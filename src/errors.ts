@@ -218,9 +218,10 @@ export class ReshardRefusedError extends RotaError {
 
 /**
  * With `durability: 'replicated'`, fewer replicas than `replicaAcks` (default 1) acknowledged a
- * write within the timeout (`WAIT`).
- * The write is on the primary, but a failover now could lose it: a submit may be repeated with
- * the same `id`; an executor sends the outcome again.
+ * write within the timeout (`WAIT`), or the connection was made again between the write and its
+ * `WAIT` (`reconnected`), so what the replicas have is unknown.
+ * The write may be on the primary, but a failover now could lose it: a submit may be repeated
+ * with the same `id`; an executor sends the outcome again.
  */
 export class ReplicationError extends RotaError {
   constructor(
@@ -229,11 +230,15 @@ export class ReplicationError extends RotaError {
     /** Replicas the write waited for, and those that acknowledged it. */
     readonly wanted = 1,
     readonly acked = 0,
+    /** The write's connection was closed before its WAIT: a WAIT on the new one would count nothing of it. */
+    readonly reconnected = false,
   ) {
     super(
-      wanted === 1
-        ? `queue "${queue}": no replica acknowledged the write within ${timeoutMs} ms (durability 'replicated')`
-        : `queue "${queue}": ${acked} of the ${wanted} replicas asked for acknowledged the write within ${timeoutMs} ms (durability 'replicated')`,
+      reconnected
+        ? `queue "${queue}": the connection closed between the write and its WAIT, so no replica is known to have it (durability 'replicated')`
+        : wanted === 1
+          ? `queue "${queue}": no replica acknowledged the write within ${timeoutMs} ms (durability 'replicated')`
+          : `queue "${queue}": ${acked} of the ${wanted} replicas asked for acknowledged the write within ${timeoutMs} ms (durability 'replicated')`,
     );
   }
 }

@@ -85,6 +85,8 @@ export class ScriptRunner {
   async fcall<T>(script: string, key: string, args: Arg[], buffers = false): Promise<T> {
     try {
       if (!this.gate.passed) await this.gate.check();
+      // (a replicated write's WAIT checks the connection of the shard's primary: its slot known before)
+      if (this.replicaTimeoutMs > 0 && this.slot === undefined && isCluster(this.client)) await this.slotOf();
       return await runFunction<T>(this.client, this.lib, script, [key], args, buffers);
     } catch (err) {
       throw typedReplyError(err, this.queue, `FCALL ${script}`);
@@ -92,26 +94,56 @@ export class ScriptRunner {
   }
 
   /**
-   * With a replica timeout: waits until `replicaAcks` replicas have what this connection wrote so far (`WAIT`,
-   * sent to the primary that holds the shard), or rejects with a {@link ReplicationError}. Without one, resolves at once.
+   * With a replica timeout: waits until `replicaAcks` replicas have what this connection wrote so
+   * far (`WAIT`, sent to the primary that holds the shard), or rejects with a
+   * {@link ReplicationError}. Without one, resolves at once. Call it as soon as the write's
+   * {@link fcall} resolves, with no await between: the connection then is the write's, and a WAIT
+   * on any other (made again meanwhile) counts nothing of the write, so that rejects too.
    */
   async replicated(): Promise<void> {
     if (this.replicaTimeoutMs <= 0) return;
-    const primary = await this.primary();
+    if (this.slot === undefined && isCluster(this.client)) await this.slotOf();
+    const primary = this.primary();
+    const epoch = connectionEpoch(primary);
     const acked = Number(await primary.call('WAIT', String(this.replicaAcks), String(this.replicaTimeoutMs)));
+    const same = () => {
+      try {
+        return this.primary() === primary && connectionEpoch(primary) === epoch;
+      } catch {
+        return false; // (no primary known for the slot now: a failover)
+      }
+    };
+    if (!same()) throw new ReplicationError(this.queue, this.replicaTimeoutMs, this.replicaAcks, 0, true);
     if (acked < this.replicaAcks) throw new ReplicationError(this.queue, this.replicaTimeoutMs, this.replicaAcks, acked);
+  }
+
+  /** The shard's Cluster slot, asked for once. */
+  private async slotOf(): Promise<number> {
+    this.slot ??= Number(await this.client.call('CLUSTER', 'KEYSLOT', this.metaKey));
+    return this.slot;
   }
 
   /**
    * The connection to the primary that holds the shard: the client itself, or in a Cluster the
-   * primary of the shard's slot (WAIT names no key, so a Cluster would send it to any node).
+   * primary of the shard's slot (WAIT names no key, so a Cluster would send it to any node; the
+   * slot is known once a write was sent).
+   * @throws {ConnectionError} while a Cluster knows no primary for the slot.
    */
-  private async primary(): Promise<Redis> {
+  private primary(): Redis {
     const cluster = this.client as unknown as Cluster;
-    if (typeof cluster.nodes !== 'function') return this.client;
-    this.slot ??= Number(await cluster.call('CLUSTER', 'KEYSLOT', this.metaKey));
-    return slotPrimary(cluster, this.slot, this.queue);
+    if (!isCluster(this.client)) return this.client;
+    return slotPrimary(cluster, this.slot ?? -1, this.queue);
   }
+}
+
+/** Whether `client` is a Cluster client. */
+function isCluster(client: Redis | Cluster): boolean {
+  return typeof (client as Cluster).nodes === 'function';
+}
+
+/** How many times `client` has connected (ioredis counts each connection it makes). */
+function connectionEpoch(client: Redis): number {
+  return (client as unknown as { connectionEpoch: number }).connectionEpoch;
 }
 
 /**
