@@ -18,6 +18,8 @@ export const AUTH_RETRY_MS = 5000;
 /** Reconnect delays for other failures: 50 ms more each attempt, at most a second. */
 const RETRY_STEP_MS = 50;
 const RETRY_MAX_MS = 1000;
+/** How long a client waits for a sentinel's answer before it asks the next sentinel. */
+const SENTINEL_COMMAND_TIMEOUT_MS = 2000;
 /** What ioredis rejects a connect with when its connector was disconnected meanwhile. */
 const CONNECTION_CLOSED = 'Connection is closed.';
 
@@ -232,13 +234,18 @@ export function asConnectionError(client: Redis | Cluster, err: unknown): unknow
 }
 
 /**
- * Under Sentinel, a client follows a failover as soon as the sentinels announce it
- * (`failoverDetector`), unless the options say otherwise: without it, a client may keep writing
- * to a demoted primary that still accepts writes, and those writes are lost.
+ * Under Sentinel, unless the options say otherwise, a client follows a failover as soon as the
+ * sentinels announce it (`failoverDetector`): without it, a client may keep writing to a demoted
+ * primary that still accepts writes, and those writes are lost. And a sentinel that does not
+ * answer (stopped, its host paused) is given up after {@link SENTINEL_COMMAND_TIMEOUT_MS} for the
+ * next one (`sentinelCommandTimeout`): ioredis would wait for its answer for ever.
  */
 function withSentinelDefaults(options: RedisOptions, extra: RedisOptions): RedisOptions {
-  if (!options.sentinels?.length || options.failoverDetector !== undefined) return extra;
-  return { failoverDetector: true, ...extra };
+  if (!options.sentinels?.length) return extra;
+  const defaults: RedisOptions = {};
+  if (options.failoverDetector === undefined) defaults.failoverDetector = true;
+  if (options.sentinelCommandTimeout === undefined) defaults.sentinelCommandTimeout = SENTINEL_COMMAND_TIMEOUT_MS;
+  return { ...defaults, ...extra };
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
- * A Sentinel client that hears +switch-master while it is reconnecting. ioredis's failover
- * detector then disconnects the connector in the middle of its connect, and ioredis ends the
- * client for good ("Connection is closed." for every later command); Rota's clients connect again.
+ * Sentinel clients when a sentinel stops answering. One that hears +switch-master while it is
+ * reconnecting: ioredis's failover detector then disconnects the connector in the middle of its
+ * connect, and ioredis ends the client for good ("Connection is closed." for every later
+ * command); Rota's clients connect again. One that asks a stopped sentinel for the primary:
+ * ioredis waits for the answer for ever; Rota's clients ask the next sentinel.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '../../src/redis/connection.js';
@@ -38,4 +40,19 @@ describe('a Sentinel client reconnecting through a failover', () => {
       client.disconnect();
     }
   }, 90_000);
+
+  it('asks the next sentinel for the primary when the first does not answer', async () => {
+    // (sentinel 0 is still stopped; the first test's failover named the primary)
+    const { client } = connect({ sentinels: s.sentinels, name: MASTER_NAME });
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer in 20 s: the client waits on the stopped sentinel')), 20_000);
+      });
+      const reply = await Promise.race([client.set('through-next', '1'), stuck]).finally(() => clearTimeout(timer));
+      expect(reply).toBe('OK');
+    } finally {
+      client.disconnect();
+    }
+  }, 60_000);
 });
