@@ -1,5 +1,6 @@
 --[[
-  One step of a clean: removes finished jobs of one final state (their hash, log list and a dedup key they hold) that
+  One step of a clean: removes finished jobs of one final state (their hash, log list, attempts,
+  the ends delivered from their children in other queues, and a dedup key they hold) that
   finished at or before a time, optionally only those of one group, visiting at most a batch of
   the state's set (see includes/finishedScan). The caller repeats it with the cursor it answers
   until it answers none, so that no call holds Redis for long.
@@ -20,6 +21,7 @@
 --- @include "includes/changes"
 --- @include "includes/finishedScan"
 --- @include "includes/dedup"
+--- @include "includes/crossDelivered"
 
 local prefix = ARGV[1]
 local state = ARGV[3]
@@ -28,6 +30,7 @@ if untilMs == '' then untilMs = str(nowMs() - tonumber(ARGV[4])) end
 local group = ARGV[9]
 local most = tonumber(ARGV[10])
 local key = KEYS[1]
+local crossed = crossDeliveredHere(prefix)
 local removed = 0
 local gone = {}
 local score, skip = walkFinished(key, untilMs, ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), function(id)
@@ -42,6 +45,7 @@ local score, skip = walkFinished(key, untilMs, ARGV[6], tonumber(ARGV[7]), tonum
   -- (a member without its job is dropped uncounted; a throttle's dedup key goes with its job)
   releaseDedupOf(prefix, id, false)
   if call('DEL', jobKey, KEY.logs(prefix, id), KEY.attempts(prefix, id)) > 0 then removed = removed + 1 end
+  if crossed then call('DEL', KEY.crossDelivered(prefix, id)) end
   return true
 end)
 sendChunks('ZREM', key, gone, #gone, 1000)

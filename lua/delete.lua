@@ -1,6 +1,7 @@
 --[[
-  Deletes jobs: each job's every key (its hash, its log lines, its attempts, its fan-out staging and its
-  committed children not submitted yet, its dedup key while it holds it) and its entry in the list or set that holds it, and its
+  Deletes jobs: each job's every key (its hash, its log lines, its attempts, the ends delivered
+  from its children in other queues, its fan-out staging and its committed children not submitted
+  yet, its dedup key while it holds it) and its entry in the list or set that holds it, and its
   count. A scheduled or running job is left as it is (its executor holds a lease on it: cancel it
   first, then delete it once it ended); so is a job not in the expected state, when one is given.
   A fan-out child deleted before it ended counts as cancelled on its parent, so that the parent's
@@ -23,12 +24,14 @@
 --- @include "includes/children"
 --- @include "includes/batches"
 --- @include "includes/dedup"
+--- @include "includes/crossDelivered"
 
 local prefix = ARGV[1]
 local expected = ARGV[3]
 local FINAL = { success = true, failed = true, cancelled = true }
 local out = {}
 local now
+local crossed = crossDeliveredHere(prefix)
 for i = 4, #ARGV do
   local id = ARGV[i]
   local jobKey = KEY.job(prefix, id)
@@ -65,7 +68,8 @@ for i = 4, #ARGV do
       end
       if known then
         local keys = { jobKey, KEY.logs(prefix, id), KEY.attempts(prefix, id), KEY.fanned(prefix, id) }
-        if job[4] then keys[5] = KEY.fanStaging(prefix, id, job[4]) end
+        if job[4] then keys[#keys + 1] = KEY.fanStaging(prefix, id, job[4]) end
+        if crossed then keys[#keys + 1] = KEY.crossDelivered(prefix, id) end
         releaseDedupOf(prefix, id, false)
         -- (a child of a parent in another queue ends there as cancelled: sent before its hash goes)
         if not FINAL[state] and call('HEXISTS', jobKey, CROSS.queue) == 1 then cross.send(prefix, id, 'cancelled', nowMs()) end

@@ -38,6 +38,7 @@
 --- @include "includes/batches"
 --- @include "includes/clock"
 --- @include "includes/dedup"
+--- @include "includes/crossDelivered"
 
 local prefix = ARGV[1]
 local retryDelay = tonumber(ARGV[3])
@@ -110,8 +111,10 @@ local function trimByAge(state, age)
   local key = KEY.done(prefix, state)
   local ids = call('ZRANGEBYSCORE', key, '-inf', now - age, 'LIMIT', 0, batch)
   if #ids == 0 then return end
+  local crossed = crossDeliveredHere(prefix)
   for _, id in ipairs(ids) do
     call('DEL', KEY.job(prefix, id), KEY.logs(prefix, id), KEY.attempts(prefix, id))
+    if crossed then call('DEL', KEY.crossDelivered(prefix, id)) end
   end
   call('ZREM', key, unpack(ids))
   countDelta[state] = (countDelta[state] or 0) - #ids

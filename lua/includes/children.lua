@@ -37,6 +37,7 @@
 --- @include "includes/groupChanges"
 --- @include "includes/periodic"
 --- @include "includes/waitIndex"
+--- @include "includes/crossDelivered"
 --- @export parentOf, childStarted, childEnded, isChild, flushChildren, releaseWaiter, reopenWaiter, cross
 
 -- The parent id of child `id` (what precedes its last '/').
@@ -216,6 +217,7 @@ function cross.deliver(prefix, child, seq, state, policy)
     cross.policy[child] = policy
     childEnded(child, false, state)
   end
+  if not last then markCrossDelivered(prefix) end
   call('HSET', d, child, seq .. ' ' .. field)
   return 1
 end

@@ -8,6 +8,7 @@
 --- @include "includes/common"
 --- @include "includes/changes"
 --- @include "includes/setWrites"
+--- @include "includes/crossDelivered"
 --- @export UNSTARTED, claimLeases, dropLeases, verifiedJob, states, ended, trimFinished
 
 -- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
@@ -61,10 +62,12 @@ local function trimFinished(prefix, state, keep)
   if excess > 200 then excess = 200 end
   local ids = call('ZRANGE', key, '0', str(excess - 1))
   local doomed = {}
+  local crossed = crossDeliveredHere(prefix)
   for _, id in ipairs(ids) do
     doomed[#doomed + 1] = KEY.job(prefix, id)
     doomed[#doomed + 1] = KEY.logs(prefix, id)
     doomed[#doomed + 1] = KEY.attempts(prefix, id)
+    if crossed then doomed[#doomed + 1] = KEY.crossDelivered(prefix, id) end
   end
   if #doomed > 0 then call('DEL', unpack(doomed)) end
   call('ZREMRANGEBYRANK', key, '0', str(excess - 1))

@@ -53,6 +53,8 @@ export interface QueueKeys {
   crossEnds: string;
   /** HASH of parent `id`: child id -> "<seq> <count field>", the last end delivered from another queue (lua/xend-in.lua). */
   crossDelivered(id: string): string;
+  /** STRING `1` once an end from another queue was delivered to a parent here (lua/includes/crossDelivered.lua); never removed. */
+  crossParents: string;
   /** STRING set for a lease after a forward jump of the server's clock (lua/includes/clock.lua): no lease expires meanwhile. */
   clockJump: string;
   /** SET of the groups that have a concurrency limit. */
@@ -145,6 +147,7 @@ export function queueKeys(name: string, shard = 0, shards = 1): QueueKeys {
     crossIn: `${prefix}xin`,
     crossEnds: `${prefix}xend`,
     crossDelivered: (id) => `${prefix}xd:${id}`,
+    crossParents: `${prefix}xp`,
     job: (id) => `${prefix}j:${id}`,
     fanStaging: (id, token) => `${prefix}fan:${token}:${id}`,
     fanned: (id) => `${prefix}fanned:${id}`,

@@ -219,6 +219,44 @@ describe('flow children in other queues', () => {
     expect((await qb.getJob(`${mid}/0`))?.state).toBe('cancelled');
   });
 
+  it("removes a parent's record of its remote children's delivered ends with the parent: delete, clean, keep count and keep age", async () => {
+    const [a, b] = [uniqueQueue('xra'), uniqueQueue('xrb')];
+    const qa = openQueue(a);
+    const raw = rawClient();
+    track({ close: () => raw.quit() });
+    const handlers: Handlers = { root: async () => 'r', leaf: async () => 'l' };
+    openWorker(b, handlers, { leaseMs: 1000 });
+    const delivered = (id: string): Promise<number> => raw.exists(queueKeys(a).crossDelivered(id));
+    // A parent whose one child ran in B and whose end was delivered (by B's executor) while no
+    // executor of A runs: the parent waits to run.
+    async function releasedParent(): Promise<string> {
+      const tree = await qa.submitFlow({ task: 'root', children: [{ task: 'leaf', queue: b }] });
+      await stateOf(qa, tree.id, 'waiting');
+      expect(await delivered(tree.id)).toBe(1);
+      return tree.id;
+    }
+    const [deleted, cleaned] = [await releasedParent(), await releasedParent()];
+    // (an executor that keeps every finished job: delete and clean remove them)
+    const keeper = openWorker(a, handlers, { leaseMs: 1000 });
+    await Promise.all([stateOf(qa, deleted, 'success'), stateOf(qa, cleaned, 'success')]);
+    await keeper.close();
+    expect(await qa.deleteJob(deleted)).toBe('deleted');
+    expect(await delivered(deleted)).toBe(0);
+    expect(await qa.clean({ state: 'success' })).toBe(1);
+    expect(await delivered(cleaned)).toBe(0);
+    // the keep count trims the parent as it finishes, the keep age in the recovery pass
+    for (const keepSucceeded of [
+      { count: 0, age: -1 },
+      { count: -1, age: 0 },
+    ]) {
+      const trimmed = await releasedParent();
+      const trimmer = openWorker(a, handlers, { leaseMs: 1000, keepSucceeded });
+      await eventually('the finished parent trimmed', async () => (await qa.getJob(trimmed)) === null, 20_000);
+      await trimmer.close();
+      expect(await delivered(trimmed)).toBe(0);
+    }
+  });
+
   it('jobTree reads children in other queues there, with their own children and states, naming their queue, within its limit', async () => {
     const [a, b] = [uniqueQueue('xta'), uniqueQueue('xtb')];
     const qa = openQueue(a);
