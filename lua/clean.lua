@@ -21,7 +21,7 @@
 --- @include "includes/changes"
 --- @include "includes/finishedScan"
 --- @include "includes/dedup"
---- @include "includes/crossDelivered"
+--- @include "includes/jobKeys"
 
 local prefix = ARGV[1]
 local state = ARGV[3]
@@ -44,8 +44,7 @@ local score, skip = walkFinished(key, untilMs, ARGV[6], tonumber(ARGV[7]), tonum
   gone[#gone + 1] = id
   -- (a member without its job is dropped uncounted; a throttle's dedup key goes with its job)
   releaseDedupOf(prefix, id, false)
-  if call('DEL', jobKey, KEY.logs(prefix, id), KEY.attempts(prefix, id)) > 0 then removed = removed + 1 end
-  if crossed then call('DEL', KEY.crossDelivered(prefix, id)) end
+  if call('DEL', unpack(addJobKeys({}, prefix, { id }, crossed))) > 0 then removed = removed + 1 end
   return true
 end)
 sendChunks('ZREM', key, gone, #gone, 1000)

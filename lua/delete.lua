@@ -24,7 +24,7 @@
 --- @include "includes/children"
 --- @include "includes/batches"
 --- @include "includes/dedup"
---- @include "includes/crossDelivered"
+--- @include "includes/jobKeys"
 
 local prefix = ARGV[1]
 local expected = ARGV[3]
@@ -67,9 +67,9 @@ for i = 4, #ARGV do
         known = false
       end
       if known then
-        local keys = { jobKey, KEY.logs(prefix, id), KEY.attempts(prefix, id), KEY.fanned(prefix, id) }
+        local keys = addJobKeys({}, prefix, { id }, crossed)
+        keys[#keys + 1] = KEY.fanned(prefix, id)
         if job[4] then keys[#keys + 1] = KEY.fanStaging(prefix, id, job[4]) end
-        if crossed then keys[#keys + 1] = KEY.crossDelivered(prefix, id) end
         releaseDedupOf(prefix, id, false)
         -- (a child of a parent in another queue ends there as cancelled: sent before its hash goes)
         if not FINAL[state] and call('HEXISTS', jobKey, CROSS.queue) == 1 then cross.send(prefix, id, 'cancelled', nowMs()) end

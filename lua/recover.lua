@@ -38,7 +38,7 @@
 --- @include "includes/batches"
 --- @include "includes/clock"
 --- @include "includes/dedup"
---- @include "includes/crossDelivered"
+--- @include "includes/jobKeys"
 
 local prefix = ARGV[1]
 local retryDelay = tonumber(ARGV[3])
@@ -113,8 +113,7 @@ local function trimByAge(state, age)
   if #ids == 0 then return end
   local crossed = crossDeliveredHere(prefix)
   for _, id in ipairs(ids) do
-    call('DEL', KEY.job(prefix, id), KEY.logs(prefix, id), KEY.attempts(prefix, id))
-    if crossed then call('DEL', KEY.crossDelivered(prefix, id)) end
+    call('DEL', unpack(addJobKeys({}, prefix, { id }, crossed)))
   end
   call('ZREM', key, unpack(ids))
   countDelta[state] = (countDelta[state] or 0) - #ids

@@ -37,7 +37,7 @@
 --- @include "includes/groupChanges"
 --- @include "includes/periodic"
 --- @include "includes/waitIndex"
---- @include "includes/crossDelivered"
+--- @include "includes/jobKeys"
 --- @export parentOf, childStarted, childEnded, isChild, flushChildren, releaseWaiter, reopenWaiter, cross
 
 -- The parent id of child `id` (what precedes its last '/').

@@ -8,7 +8,7 @@
 --- @include "includes/common"
 --- @include "includes/changes"
 --- @include "includes/setWrites"
---- @include "includes/crossDelivered"
+--- @include "includes/jobKeys"
 --- @export UNSTARTED, claimLeases, dropLeases, verifiedJob, states, ended, trimFinished
 
 -- The outcome of a run whose start was not sent, by its code ('+s' ends as 's').
@@ -61,14 +61,7 @@ local function trimFinished(prefix, state, keep)
   if excess <= math.floor(keep / 20) then return end
   if excess > 200 then excess = 200 end
   local ids = call('ZRANGE', key, '0', str(excess - 1))
-  local doomed = {}
-  local crossed = crossDeliveredHere(prefix)
-  for _, id in ipairs(ids) do
-    doomed[#doomed + 1] = KEY.job(prefix, id)
-    doomed[#doomed + 1] = KEY.logs(prefix, id)
-    doomed[#doomed + 1] = KEY.attempts(prefix, id)
-    if crossed then doomed[#doomed + 1] = KEY.crossDelivered(prefix, id) end
-  end
+  local doomed = addJobKeys({}, prefix, ids, crossDeliveredHere(prefix))
   if #doomed > 0 then call('DEL', unpack(doomed)) end
   call('ZREMRANGEBYRANK', key, '0', str(excess - 1))
   countDelta[state] = (countDelta[state] or 0) - #ids

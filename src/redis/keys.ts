@@ -53,7 +53,7 @@ export interface QueueKeys {
   crossEnds: string;
   /** HASH of parent `id`: child id -> "<seq> <count field>", the last end delivered from another queue (lua/xend-in.lua). */
   crossDelivered(id: string): string;
-  /** STRING `1` once an end from another queue was delivered to a parent here (lua/includes/crossDelivered.lua); never removed. */
+  /** STRING `1` once an end from another queue was delivered to a parent here (lua/includes/jobKeys.lua); never removed. */
   crossParents: string;
   /** STRING set for a lease after a forward jump of the server's clock (lua/includes/clock.lua): no lease expires meanwhile. */
   clockJump: string;
