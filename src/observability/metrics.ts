@@ -30,11 +30,18 @@ export interface MetricsServer {
   host: string;
   port: number;
   registry: Registry;
+  /**
+   * Stops serving: idle connections close at once, a scrape in progress gets its answer (cut
+   * after 2 s), and its keep-alive connection ends with it.
+   */
   close(): Promise<void>;
 }
 
 /** The default of {@link MetricsOptions.sweepIntervalMs}. */
 export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
+
+/** How long {@link MetricsServer.close} lets a scrape in progress finish before it cuts its connection. */
+const CLOSE_GRACE_MS = 2000;
 
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300];
 
@@ -282,16 +289,23 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
   registerPoolMetrics(registry, queue.name, opts.workers);
 
   const reportError = opts.onError;
+  let closing = false;
   const server: Server = createServer((req, res) => {
+    const reply = (status: number, type: string, body: string) => {
+      // (once closing, a keep-alive connection ends with its response, a scrape that was in
+      // progress too: a Prometheus that scrapes more often than the keep-alive timeout would
+      // otherwise hold close() open for ever)
+      res.writeHead(status, { 'content-type': type, ...(closing && { connection: 'close' }) }).end(body);
+    };
     if (req.url !== '/metrics') {
-      res.writeHead(404).end('see /metrics\n');
+      reply(404, 'text/plain', 'see /metrics\n');
       return;
     }
     registry.metrics().then(
-      (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+      (body) => reply(200, registry.contentType, body),
       (err: Error) => {
         // (the detail stays here: an error's text may name servers, keys or a user)
-        res.writeHead(500, { 'content-type': 'text/plain' }).end('the scrape failed; see the server log\n');
+        reply(500, 'text/plain', 'the scrape failed; see the server log\n');
         reportError(err);
       },
     );
@@ -302,7 +316,16 @@ export async function serveMetrics(options: MetricsOptions): Promise<MetricsServ
     host: bound.host,
     port: bound.port,
     registry,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        closing = true;
+        // (idle connections are closed at once; one whose scrape has not ended in time is cut)
+        const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+        server.close(() => {
+          clearTimeout(cut);
+          resolve();
+        });
+      }),
   };
 }
 
