@@ -111,10 +111,8 @@ local function trimByAge(state, age)
   local key = KEY.done(prefix, state)
   local ids = call('ZRANGEBYSCORE', key, '-inf', now - age, 'LIMIT', 0, batch)
   if #ids == 0 then return end
-  local crossed = crossDeliveredHere(prefix)
-  for _, id in ipairs(ids) do
-    call('DEL', unpack(addJobKeys({}, prefix, { id }, crossed)))
-  end
+  local doomed = addJobKeys({}, prefix, ids, crossDeliveredHere(prefix))
+  for k = 1, #doomed, 1000 do call('DEL', unpack(doomed, k, math.min(#doomed, k + 999))) end
   call('ZREM', key, unpack(ids))
   countDelta[state] = (countDelta[state] or 0) - #ids
   removed = removed + #ids
