@@ -27,11 +27,16 @@ function scrape(url: string, agent: Agent): Promise<number | string> {
   });
 }
 
-/** A metrics server whose next scrape waits in `collect` until `release()`; `started` resolves when it does. */
+/**
+ * A metrics server whose next scrape waits in `collect` until `release()` (`inCollect` resolves
+ * when it does), and a keep-alive agent of one connection to scrape it with; both, and the gate,
+ * are closed after the test whatever it did.
+ */
 async function gatedServer() {
   const queue = new Queue(uniqueQueue('metrics-close'), { connection: redisUrl() });
   open.push(queue);
   const server = await serveMetrics({ port: 0, queue });
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   let started!: () => void;
   let release!: () => void;
   const inCollect = new Promise<void>((r) => {
@@ -39,6 +44,13 @@ async function gatedServer() {
   });
   const gate = new Promise<void>((r) => {
     release = r;
+  });
+  // (a second close() of the server resolves at once)
+  open.push(server, {
+    close: async () => {
+      release();
+      agent.destroy();
+    },
   });
   let gated = false;
   new Gauge({
@@ -52,45 +64,34 @@ async function gatedServer() {
       await gate;
     },
   });
-  return { server, inCollect, release };
+  return { server, agent, inCollect, release };
 }
 
 describe('closing the metrics server', () => {
   it('answers the scrape in progress, ends its keep-alive connection and resolves, the scraper coming straight back', async () => {
-    const { server, inCollect, release } = await gatedServer();
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    try {
-      const first = scrape(server.url, agent);
-      await inCollect;
-      let closed = false;
-      const closing = server.close().then(() => {
-        closed = true;
-      });
-      release();
-      expect(await first).toBe(200);
-      // (a scraper on the same agent comes back at once, as a short scrape interval does)
-      const after: Array<number | string> = [];
-      for (let i = 0; i < 20 && !closed; i++) after.push(await scrape(server.url, agent));
-      await closing;
-      expect(closed).toBe(true);
-      expect(after.filter((s) => s === 200)).toEqual([]);
-      expect(await scrape(server.url, agent)).toBe('ECONNREFUSED');
-    } finally {
-      agent.destroy();
-    }
+    const { server, agent, inCollect, release } = await gatedServer();
+    const first = scrape(server.url, agent);
+    await inCollect;
+    let closed = false;
+    const closing = server.close().then(() => {
+      closed = true;
+    });
+    release();
+    expect(await first).toBe(200);
+    // (a scraper on the same agent comes back at once, as a short scrape interval does)
+    const after: Array<number | string> = [];
+    for (let i = 0; i < 20 && !closed; i++) after.push(await scrape(server.url, agent));
+    await closing;
+    expect(closed).toBe(true);
+    expect(after.filter((s) => s === 200)).toEqual([]);
+    expect(await scrape(server.url, agent)).toBe('ECONNREFUSED');
   });
 
   it('cuts a scrape that does not end, after a grace, and resolves', async () => {
-    const { server, inCollect, release } = await gatedServer();
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    try {
-      const first = scrape(server.url, agent);
-      await inCollect;
-      await server.close();
-      expect(await first).toBe('ECONNRESET');
-    } finally {
-      release();
-      agent.destroy();
-    }
+    const { server, agent, inCollect } = await gatedServer();
+    const first = scrape(server.url, agent);
+    await inCollect;
+    await server.close();
+    expect(await first).toBe('ECONNRESET');
   });
 });
